@@ -1,0 +1,45 @@
+# celos — the two commands that matter: `make run` and `make test`.
+GO       ?= go
+BIN      := bin/celos
+PKGS     := ./...
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS  := -X github.com/celos-go/celos/cmd/celos/cmd.Version=$(VERSION)
+# The demo's server port and state directory.
+PORT     ?= 8080
+VAR      := var
+
+.PHONY: all build run test test-go deps bench lint fuzz clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/celos
+
+# The main job on the bundled example: compile testdata/demo and run the
+# scheduler on it with the local command service, state under ./var.
+run: build
+	./scripts/run-demo.sh $(BIN) $(PORT) $(VAR)
+
+# Installs what the tests need (Debian packages, Maven artifacts, the cue
+# CLI) when missing, then runs every test. See docs/testing.md.
+test: deps test-go
+
+deps:
+	./scripts/test-deps.sh
+
+test-go:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 $(PKGS)
+
+fuzz:
+	./scripts/fuzz.sh 20s
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin $(VAR)

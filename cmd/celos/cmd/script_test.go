@@ -1,0 +1,32 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run the celos command in-process: a script's
+// "exec celos ..." re-executes this test binary as celos.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"celos": func() { os.Exit(Main()) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar. Set CELOS_UPDATE_GOLDEN=1 to
+// rewrite the expected stdout/stderr sections from the actual output.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("..", "..", "..", "testdata", "script"),
+		UpdateScripts:       os.Getenv("CELOS_UPDATE_GOLDEN") != "",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("CUE_REGISTRY", "none")
+			env.Setenv("HOME", env.WorkDir)
+			return nil
+		},
+	})
+}

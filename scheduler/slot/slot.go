@@ -1,0 +1,123 @@
+// Package slot is the vocabulary of the slot engine: a slot's identity, its
+// status and its persisted state, shared by the engine, the state database,
+// the HTTP API and the UI.
+package slot
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Status is the state a slot is in.
+type Status string
+
+// The slot statuses, as Celos names them on disk and in the API.
+const (
+	Waiting     Status = "WAITING"
+	Ready       Status = "READY"
+	Running     Status = "RUNNING"
+	Success     Status = "SUCCESS"
+	Failure     Status = "FAILURE"
+	WaitTimeout Status = "WAIT_TIMEOUT"
+	Killed      Status = "KILLED"
+)
+
+// Statuses lists every status, indeterminate ones first.
+var Statuses = []Status{Waiting, Ready, Running, Success, Failure, WaitTimeout, Killed}
+
+// Final reports whether a slot in this status is never touched again by the
+// engine (only a rerun moves it).
+func (s Status) Final() bool {
+	switch s {
+	case Success, Failure, WaitTimeout, Killed:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	for _, k := range Statuses {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Type is Celos's coarse grouping of statuses, used by the UI to colour a
+// bucket of several slots.
+type Type int
+
+// Status types, from best to worst.
+const (
+	TypeSuccess Type = iota
+	TypeIndeterminate
+	TypeFailure
+)
+
+// Type returns the status type: WAITING, READY and RUNNING are
+// indeterminate; FAILURE, WAIT_TIMEOUT and KILLED are failures.
+func (s Status) Type() Type {
+	switch s {
+	case Success:
+		return TypeSuccess
+	case Failure, WaitTimeout, Killed:
+		return TypeFailure
+	}
+	return TypeIndeterminate
+}
+
+// TimeFormat is how slot times are written in file names, JSON and the API:
+// UTC with milliseconds, as Celos (2015-09-13T13:40:00.000Z).
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// FormatTime writes t in TimeFormat (converted to UTC).
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// ParseTime reads an ISO 8601 / RFC 3339 time as the API accepts it:
+// 2015-09-13T13:40Z, 2015-09-13T13:40:00Z, 2015-09-13T13:40:00.000Z, or
+// with a numeric offset. The result is in UTC.
+func ParseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("bad time %q: want ISO 8601 such as 2015-09-13T13:40Z", s)
+}
+
+// ID names one slot: a workflow and a scheduled time.
+type ID struct {
+	Workflow string
+	Time     time.Time
+}
+
+// String is Celos's slot id form, "wordcount@2015-09-13T13:40:00.000Z".
+func (id ID) String() string { return id.Workflow + "@" + FormatTime(id.Time) }
+
+// ParseID reads the String form.
+func ParseID(s string) (ID, error) {
+	i := strings.LastIndexByte(s, '@')
+	if i <= 0 {
+		return ID{}, fmt.Errorf("bad slot id %q: want workflow@time", s)
+	}
+	t, err := ParseTime(s[i+1:])
+	if err != nil {
+		return ID{}, fmt.Errorf("bad slot id %q: %w", s, err)
+	}
+	return ID{Workflow: s[:i], Time: t}, nil
+}
+
+// State is a slot's persisted state. ExternalID is empty when the slot has
+// no external job.
+type State struct {
+	ID         ID
+	Status     Status
+	ExternalID string
+	RetryCount int
+}
+
+// NewWaiting returns the state of a slot that has no record yet.
+func NewWaiting(id ID) State { return State{ID: id, Status: Waiting} }

@@ -1,0 +1,206 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+)
+
+// FormatVersion is the value of the "format" field of every compiled
+// document this version of celos writes and accepts.
+const FormatVersion = "celos.dev/workflows/v1"
+
+// MaxTriggerDepth limits how deeply triggers may nest (an and inside an or
+// inside a not counts three). Deeper trees are rejected by vet, export and
+// the loader alike.
+const MaxTriggerDepth = 16
+
+// NeverTimeout is the explicit value of WaitTimeoutSeconds meaning that a
+// slot waits forever (Celos's Integer.MAX_VALUE, about 68 years).
+const NeverTimeout int64 = 2147483647
+
+// DefaultStartTime is the start time of a workflow that names none.
+var DefaultStartTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Sentinel errors, wrapped with the details of what was wrong.
+var (
+	ErrFormat  = errors.New("not a celos compiled workflows document")
+	ErrVersion = errors.New("unsupported format version")
+	ErrInvalid = errors.New("invalid workflow")
+)
+
+// IDPattern is what a workflow id may look like.
+var IDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Project is the compiled form of one CUE project: the one contract between
+// `celos export`, `celos deploy` and `celos server`.
+type Project struct {
+	// Format is always FormatVersion.
+	Format string `json:"format"`
+	// Project is the project name (the CUE package's `project` field, or
+	// the package name).
+	Project string `json:"project"`
+	// Workflows are sorted by id.
+	Workflows []Workflow `json:"workflows"`
+}
+
+// Workflow is one periodic workflow with every default made explicit.
+type Workflow struct {
+	ID                 string          `json:"id"`
+	Schedule           Schedule        `json:"schedule"`
+	Trigger            Trigger         `json:"trigger"`
+	SchedulingStrategy Strategy        `json:"schedulingStrategy"`
+	ExternalService    ExternalService `json:"externalService"`
+	// StartTime is RFC 3339 in UTC; slots before it are never enumerated.
+	StartTime time.Time `json:"startTime"`
+	// MaxRetryCount is the number of extra attempts after a failure.
+	MaxRetryCount int `json:"maxRetryCount"`
+	// WaitTimeoutSeconds is measured from the slot's nominal time;
+	// NeverTimeout means never.
+	WaitTimeoutSeconds int64 `json:"waitTimeoutSeconds"`
+	// URL and Contacts are informational (shown by /workflow-slots and the UI).
+	URL      string    `json:"url,omitempty"`
+	Contacts []Contact `json:"contacts,omitempty"`
+}
+
+// Contact is a person responsible for a workflow.
+type Contact struct {
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email,omitempty"`
+}
+
+// Schedule types.
+const (
+	ScheduleCron      = "cron"
+	ScheduleDependent = "dependent"
+)
+
+// Schedule says at which times a workflow has slots. Hourly and minutely
+// schedules are compiled to their cron expressions.
+type Schedule struct {
+	// Type is "cron" or "dependent".
+	Type string `json:"type"`
+	// Cron is a Quartz cron expression with seconds (type cron).
+	Cron string `json:"cron,omitempty"`
+	// TimeZone is an IANA zone name for the cron expression (type cron);
+	// "UTC" when the author gave none.
+	TimeZone string `json:"timeZone,omitempty"`
+	// Workflow is the id of the workflow whose schedule is shared (type dependent).
+	Workflow string `json:"workflow,omitempty"`
+}
+
+// Trigger types.
+const (
+	TriggerHDFSCheck = "hdfsCheck"
+	TriggerSuccess   = "success"
+	TriggerAnd       = "and"
+	TriggerOr        = "or"
+	TriggerNot       = "not"
+	TriggerOffset    = "offset"
+	TriggerDelay     = "delay"
+	TriggerAlways    = "always"
+)
+
+// Trigger decides whether a slot's preconditions hold. Which fields are set
+// depends on Type.
+type Trigger struct {
+	Type string `json:"type"`
+	// Path (hdfsCheck) may hold ${year} ${month} ${day} ${hour} ${minute} ${second}.
+	Path string `json:"path,omitempty"`
+	// FS (hdfsCheck) is the file system URI (hdfs://nn:8020, file:///);
+	// empty means the installation default.
+	FS string `json:"fs,omitempty"`
+	// Workflow (success) is the id of the other workflow.
+	Workflow string `json:"workflow,omitempty"`
+	// Triggers are the children of and/or.
+	Triggers []Trigger `json:"triggers,omitempty"`
+	// Trigger is the child of not/offset.
+	Trigger *Trigger `json:"trigger,omitempty"`
+	// Seconds is the offset (may be negative) or the delay (≥ 0).
+	Seconds int64 `json:"seconds,omitempty"`
+}
+
+// Strategy types.
+const StrategySerial = "serial"
+
+// Strategy says which ready slots run.
+type Strategy struct {
+	Type        string `json:"type"`
+	Concurrency int    `json:"concurrency"`
+}
+
+// External service types.
+const (
+	ServiceOozie   = "oozie"
+	ServiceCommand = "command"
+)
+
+// ExternalService runs a slot.
+type ExternalService struct {
+	Type string `json:"type"`
+	// Properties (oozie) are passed to Oozie after ${...} substitution.
+	Properties map[string]string `json:"properties,omitempty"`
+	// URL (oozie) is the Oozie URL; empty means the installation default.
+	URL string `json:"url,omitempty"`
+	// Command (command) is the argv of the process, ${...} substituted.
+	Command []string `json:"command,omitempty"`
+	// Env (command) is added to the process environment, ${...} substituted.
+	Env map[string]string `json:"env,omitempty"`
+	// Dir (command) is the working directory; empty means the server's.
+	Dir string `json:"dir,omitempty"`
+	// TimeoutSeconds (command) kills the process after so many seconds; 0 means none.
+	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
+}
+
+// Load reads a compiled document, rejecting unknown fields, other format
+// versions and invalid workflows.
+func Load(r io.Reader) (*Project, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read compiled workflows: %w", err)
+	}
+	if len(data) > MaxDocumentSize {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrFormat, MaxDocumentSize)
+	}
+	var head struct {
+		Format *string `json:"format"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+	}
+	if head.Format == nil {
+		return nil, fmt.Errorf("%w: no \"format\" field", ErrFormat)
+	}
+	if *head.Format != FormatVersion {
+		return nil, fmt.Errorf("%w %q (this celos reads %q)", ErrVersion, *head.Format, FormatVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Project
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the document", ErrFormat)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// MaxDocumentSize bounds a compiled document (64 MiB).
+const MaxDocumentSize = 64 << 20
+
+// Marshal writes the canonical form of p: indented, stable, ending in a newline.
+func (p *Project) Marshal() ([]byte, error) {
+	out, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("marshal project %s: %w", p.Project, err)
+	}
+	return append(out, '\n'), nil
+}

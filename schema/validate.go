@@ -1,0 +1,188 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/celos-go/celos/schema/cron"
+)
+
+// Validate checks what the JSON types cannot: id syntax and uniqueness,
+// cron expressions and time zones, trigger shapes and depth, strategy and
+// service fields. It returns every problem found, joined, each naming the
+// workflow.
+func (p *Project) Validate() error {
+	if p.Format != FormatVersion {
+		return fmt.Errorf("%w %q (this celos reads %q)", ErrVersion, p.Format, FormatVersion)
+	}
+	var errs []error
+	if p.Project == "" || !IDPattern.MatchString(p.Project) || p.Project == "." || p.Project == ".." {
+		errs = append(errs, fmt.Errorf("%w: project name %q must match %s and not be . or ..", ErrInvalid, p.Project, IDPattern))
+	}
+	seen := make(map[string]bool, len(p.Workflows))
+	for i := range p.Workflows {
+		w := &p.Workflows[i]
+		if seen[w.ID] {
+			errs = append(errs, fmt.Errorf("%w %q: duplicate id", ErrInvalid, w.ID))
+		}
+		seen[w.ID] = true
+		if err := w.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks one workflow; see Project.Validate.
+func (w *Workflow) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w %q: %s", ErrInvalid, w.ID, fmt.Sprintf(format, args...)))
+	}
+	if !IDPattern.MatchString(w.ID) || w.ID == "." || w.ID == ".." || len(w.ID) > 255 {
+		bad("id must match %s, not be . or .., and be at most 255 bytes", IDPattern)
+	}
+	if err := w.Schedule.Validate(); err != nil {
+		bad("schedule: %v", err)
+	}
+	if err := w.Trigger.Validate(); err != nil {
+		bad("trigger: %v", err)
+	}
+	if w.SchedulingStrategy.Type != StrategySerial {
+		bad("schedulingStrategy: unknown type %q (want %q)", w.SchedulingStrategy.Type, StrategySerial)
+	} else if w.SchedulingStrategy.Concurrency < 1 {
+		bad("schedulingStrategy: concurrency %d must be at least 1", w.SchedulingStrategy.Concurrency)
+	}
+	if err := w.ExternalService.Validate(); err != nil {
+		bad("externalService: %v", err)
+	}
+	if w.StartTime.IsZero() {
+		bad("startTime is missing")
+	} else if _, off := w.StartTime.Zone(); off != 0 {
+		bad("startTime %s must be in UTC", w.StartTime.Format(time.RFC3339))
+	}
+	if w.MaxRetryCount < 0 {
+		bad("maxRetryCount %d must not be negative", w.MaxRetryCount)
+	}
+	if w.WaitTimeoutSeconds < 0 {
+		bad("waitTimeoutSeconds %d must not be negative", w.WaitTimeoutSeconds)
+	}
+	return errors.Join(errs...)
+}
+
+// Location returns the time zone of a cron schedule (UTC when none is named).
+func (s *Schedule) Location() (*time.Location, error) {
+	if s.TimeZone == "" || s.TimeZone == "UTC" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(s.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("time zone %q: %w", s.TimeZone, err)
+	}
+	return loc, nil
+}
+
+// Validate checks a schedule.
+func (s *Schedule) Validate() error {
+	switch s.Type {
+	case ScheduleCron:
+		if s.Workflow != "" {
+			return fmt.Errorf("a cron schedule has no workflow field")
+		}
+		loc, err := s.Location()
+		if err != nil {
+			return err
+		}
+		if _, err := cron.Parse(s.Cron, loc); err != nil {
+			return fmt.Errorf("cron %q: %w", s.Cron, err)
+		}
+	case ScheduleDependent:
+		if !IDPattern.MatchString(s.Workflow) {
+			return fmt.Errorf("dependent schedule: workflow %q is not a valid id", s.Workflow)
+		}
+		if s.Cron != "" || s.TimeZone != "" {
+			return fmt.Errorf("a dependent schedule has no cron or timeZone field")
+		}
+	default:
+		return fmt.Errorf("unknown type %q (want %q or %q)", s.Type, ScheduleCron, ScheduleDependent)
+	}
+	return nil
+}
+
+// Validate checks a trigger tree.
+func (t *Trigger) Validate() error { return t.validate(1) }
+
+func (t *Trigger) validate(depth int) error {
+	if depth > MaxTriggerDepth {
+		return fmt.Errorf("triggers nest deeper than %d levels", MaxTriggerDepth)
+	}
+	leaf := func() error {
+		if len(t.Triggers) > 0 || t.Trigger != nil {
+			return fmt.Errorf("%s trigger has no nested triggers", t.Type)
+		}
+		return nil
+	}
+	switch t.Type {
+	case TriggerHDFSCheck:
+		if t.Path == "" {
+			return fmt.Errorf("hdfsCheck trigger needs a path")
+		}
+		return leaf()
+	case TriggerSuccess:
+		if !IDPattern.MatchString(t.Workflow) {
+			return fmt.Errorf("success trigger: workflow %q is not a valid id", t.Workflow)
+		}
+		return leaf()
+	case TriggerAlways:
+		return leaf()
+	case TriggerDelay:
+		if t.Seconds < 0 {
+			return fmt.Errorf("delay trigger: seconds %d must not be negative", t.Seconds)
+		}
+		return leaf()
+	case TriggerAnd, TriggerOr:
+		if t.Trigger != nil {
+			return fmt.Errorf("%s trigger takes \"triggers\", not \"trigger\"", t.Type)
+		}
+		for i := range t.Triggers {
+			if err := t.Triggers[i].validate(depth + 1); err != nil {
+				return fmt.Errorf("%s[%d]: %w", t.Type, i, err)
+			}
+		}
+		return nil
+	case TriggerNot, TriggerOffset:
+		if t.Trigger == nil || len(t.Triggers) > 0 {
+			return fmt.Errorf("%s trigger needs exactly one nested \"trigger\"", t.Type)
+		}
+		if err := t.Trigger.validate(depth + 1); err != nil {
+			return fmt.Errorf("%s: %w", t.Type, err)
+		}
+		return nil
+	default:
+		return fmt.Errorf("unknown trigger type %q", t.Type)
+	}
+}
+
+// Validate checks an external service.
+func (s *ExternalService) Validate() error {
+	switch s.Type {
+	case ServiceOozie:
+		if len(s.Command) > 0 || len(s.Env) > 0 || s.Dir != "" || s.TimeoutSeconds != 0 {
+			return fmt.Errorf("oozie service takes only properties and url")
+		}
+	case ServiceCommand:
+		if len(s.Command) == 0 || s.Command[0] == "" {
+			return fmt.Errorf("command service needs a non-empty command")
+		}
+		if len(s.Properties) > 0 || s.URL != "" {
+			return fmt.Errorf("command service takes no properties or url")
+		}
+		if s.TimeoutSeconds < 0 {
+			return fmt.Errorf("timeoutSeconds %d must not be negative", s.TimeoutSeconds)
+		}
+	default:
+		return fmt.Errorf("unknown type %q (want %q or %q)", s.Type, ServiceOozie, ServiceCommand)
+	}
+	return nil
+}
