@@ -1,0 +1,59 @@
+// Package api serves the Celos-compatible HTTP API of `celos server`
+// (/scheduler, /workflow-list, /workflow-slots, /trigger-status, /rerun,
+// /kill, /pause, ...), its OpenAPI description, metrics and health, over a
+// Service.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/trigger"
+	"github.com/celos-go/celos/schema"
+)
+
+// LoadError is a workflows file that did not load.
+type LoadError struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+// Service is what the HTTP API and the UI need from the slot engine.
+// Errors wrap the sentinels of package slot (ErrUnknownWorkflow → 404,
+// ErrSlotNotFound → 404, ErrNotInSchedule → 404, ErrIllegalTransition → 400,
+// ErrBadParameter → 400); anything else is a 500.
+type Service interface {
+	// Step reloads the workflows directory and runs one scheduler step at
+	// now for every workflow, or only the named ones.
+	Step(ctx context.Context, now time.Time, ids []string) error
+	// WorkflowIDs lists the loaded workflows, sorted.
+	WorkflowIDs() []string
+	// Workflow returns a loaded workflow's definition.
+	Workflow(id string) (*schema.Workflow, error)
+	// LoadErrors lists the workflows files that failed to load at the last reload.
+	LoadErrors() []LoadError
+	// Slots returns the slots of a workflow in [start, end), newest first,
+	// with missing records synthesized as WAITING.
+	Slots(ctx context.Context, id string, start, end time.Time) ([]slot.State, error)
+	// SlotState returns the stored state of one slot (ErrSlotNotFound if none).
+	SlotState(ctx context.Context, id slot.ID) (slot.State, error)
+	// Paused reports whether a workflow is paused; SetPaused changes it.
+	Paused(id string) (bool, error)
+	SetPaused(ctx context.Context, id string, paused bool) error
+	// TriggerStatus explains the trigger of one slot at now.
+	TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (trigger.Status, error)
+	// Rerun resets a final slot to WAITING and marks it for rerun.
+	Rerun(ctx context.Context, id slot.ID, now time.Time) error
+	// Kill marks a slot KILLED and kills its external job.
+	Kill(ctx context.Context, id slot.ID) error
+	// Registers: Celos's JSON key-value store.
+	GetRegister(ctx context.Context, bucket, key string) (json.RawMessage, error)
+	PutRegister(ctx context.Context, bucket, key string, value json.RawMessage) error
+	DeleteRegister(ctx context.Context, bucket, key string) error
+	DeleteRegistersWithPrefix(ctx context.Context, bucket, prefix string) error
+	RegisterKeys(ctx context.Context, bucket, prefix string) ([]string, error)
+	// ClearCache drops the cached workflow configuration (POST /clear-cache).
+	ClearCache() error
+}

@@ -1,0 +1,54 @@
+// Package external defines how the slot engine runs a slot on an external
+// service (Oozie, or a local command) and the statuses it reads back.
+package external
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema"
+)
+
+// ErrUnavailable marks a failure of the service itself (unreachable,
+// timing out, answering 5xx or garbage), as opposed to a verdict about the
+// job. The engine never turns such an error into a FAILURE: a READY slot
+// stays READY and a RUNNING slot stays RUNNING until the service answers.
+var ErrUnavailable = errors.New("external service unavailable")
+
+// Status is what a service says about one job.
+type Status struct {
+	// Running is true while the job has not finished (Oozie PREP, RUNNING,
+	// SUSPENDED; a command still running).
+	Running bool
+	// Success is meaningful once Running is false.
+	Success bool
+	// Detail is the service's own word for the status (SUCCEEDED, exit 3, ...).
+	Detail string
+}
+
+// Service runs slots. Implementations are safe for concurrent use.
+type Service interface {
+	// Submit submits and starts a job for the slot and returns its external ID.
+	Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (string, error)
+	// Status reports on a job by its external ID.
+	Status(ctx context.Context, w *schema.Workflow, externalID string) (Status, error)
+	// Kill stops a job; killing a finished job is not an error.
+	Kill(ctx context.Context, w *schema.Workflow, externalID string) error
+}
+
+// TimeVars returns the slot-time variables Celos substitutes into paths,
+// properties and commands: year, month, day, hour, minute, second (zero
+// padded, from the slot time in UTC).
+func TimeVars(t time.Time) map[string]string {
+	t = t.UTC()
+	return map[string]string{
+		"year":   t.Format("2006"),
+		"month":  t.Format("01"),
+		"day":    t.Format("02"),
+		"hour":   t.Format("15"),
+		"minute": t.Format("04"),
+		"second": t.Format("05"),
+	}
+}
