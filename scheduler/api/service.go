@@ -7,12 +7,17 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema"
 )
+
+// ErrRegisterNotFound is returned (wrapped) by GetRegister when the bucket
+// holds no such key; the HTTP API answers 404.
+var ErrRegisterNotFound = errors.New("register not found")
 
 // LoadError is a workflows file that did not load.
 type LoadError struct {
@@ -48,7 +53,9 @@ type Service interface {
 	Rerun(ctx context.Context, id slot.ID, now time.Time) error
 	// Kill marks a slot KILLED and kills its external job.
 	Kill(ctx context.Context, id slot.ID) error
-	// Registers: Celos's JSON key-value store.
+	// Registers: Celos's JSON key-value store. GetRegister wraps
+	// ErrRegisterNotFound for a missing key; RegisterKeys of an unknown
+	// bucket is an empty list. Bad bucket or key names wrap slot.ErrBadParameter.
 	GetRegister(ctx context.Context, bucket, key string) (json.RawMessage, error)
 	PutRegister(ctx context.Context, bucket, key string, value json.RawMessage) error
 	DeleteRegister(ctx context.Context, bucket, key string) error
