@@ -1,0 +1,76 @@
+package hdfstest
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+)
+
+var shared struct {
+	once    sync.Once
+	cluster *Cluster
+	err     error
+}
+
+// Shared returns the test binary's one mini cluster, starting it on first
+// use (about 4 s). The package's TestMain must call Main, which stops it.
+// If it cannot start, Shared fails the test with the reason (every later
+// caller too, without trying again), or skips it when CELOS_SKIP_HDFS=1.
+//
+// Tests sharing the cluster should work under their own directory (e.g.
+// "/"+t.Name()) and must not stop its NameNode: use Start for that.
+func Shared(t testing.TB) *Cluster {
+	t.Helper()
+	SkipIfOptedOut(t)
+	shared.once.Do(func() {
+		shared.cluster, shared.err = Start(context.Background(), Options{})
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.cluster
+}
+
+// Main runs the tests and then stops the shared cluster, if one was started:
+//
+//	func TestMain(m *testing.M) { hdfstest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if shared.cluster != nil {
+		shared.cluster.Stop()
+	}
+	os.Exit(code)
+}
+
+// StartT starts a cluster of the test's own (for tests that stop its
+// NameNode or DataNodes), in t.TempDir(), stopped at the end of the test.
+// It fails the test if the cluster cannot start, or skips it when
+// CELOS_SKIP_HDFS=1.
+func StartT(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	SkipIfOptedOut(t)
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	c, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("hdfstest: last lines of %s:\n%s", c.LogPath(), c.LogTail(30))
+		}
+		c.Stop()
+	})
+	return c
+}
+
+// SkipIfOptedOut skips the test when CELOS_SKIP_HDFS=1 (the developer opted
+// out of HDFS tests; CI never sets it).
+func SkipIfOptedOut(t testing.TB) {
+	t.Helper()
+	if os.Getenv(SkipEnv) == "1" {
+		t.Skip("HDFS tests skipped: " + SkipEnv + "=1")
+	}
+}
