@@ -1,0 +1,389 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema"
+)
+
+// Window is Celos's sliding window: a step looks at the slots of the last
+// 168 hours, and /workflow-slots returns at most that much.
+const Window = 7 * 24 * time.Hour
+
+// MaxBodyBytes bounds a PUT /register body.
+const MaxBodyBytes = 1 << 20
+
+// Options configure a Handler.
+type Options struct {
+	// Now is the clock used where a request names no time (default time.Now).
+	Now func() time.Time
+	// Logger receives one line per step and per changing request (default: discard).
+	Logger *slog.Logger
+	// Metrics is the Prometheus registry served at /metrics (default: a new one).
+	Metrics *Metrics
+	// Version is what GET /version answers.
+	Version string
+}
+
+// Handler serves the HTTP API over a Service. It is an http.Handler for the
+// API paths only; the server mounts other handlers (the UI) beside it.
+type Handler struct {
+	svc     Service
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *Metrics
+	version string
+	routes  map[string]*route
+}
+
+// New returns the API handler for svc.
+func New(svc Service, opts Options) *Handler {
+	h := &Handler{svc: svc, now: opts.Now, log: opts.Logger, metrics: opts.Metrics, version: opts.Version}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.metrics == nil {
+		h.metrics = NewMetrics()
+	}
+	if h.version == "" {
+		h.version = "devel"
+	}
+	h.metrics.observe(svc, h.now)
+	h.routes = make(map[string]*route)
+	for _, r := range h.table() {
+		h.routes[r.path] = r
+	}
+	return h
+}
+
+// Metrics returns the handler's metrics.
+func (h *Handler) Metrics() *Metrics { return h.metrics }
+
+// Paths lists the paths the handler serves, sorted.
+func (h *Handler) Paths() []string {
+	out := make([]string, 0, len(h.routes))
+	for p := range h.routes {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Step runs one scheduler step at now (for the named workflows, or all),
+// timing it in the metrics and logging it. POST /scheduler and the
+// server's --autoSchedule loop both step through here.
+func (h *Handler) Step(ctx context.Context, now time.Time, ids []string) error {
+	start := time.Now()
+	err := h.svc.Step(ctx, now, ids)
+	took := time.Since(start)
+	h.metrics.stepDone(took, err)
+	loadErrs := h.svc.LoadErrors()
+	for _, le := range loadErrs {
+		h.log.Error("workflows file did not load", "file", le.File, "error", le.Error)
+	}
+	if err != nil {
+		h.log.Error("step failed", "time", slot.FormatTime(now), "ids", ids, "took", took, "error", err)
+		return err
+	}
+	h.log.Info("step", "time", slot.FormatTime(now), "ids", ids, "took", took.Round(time.Microsecond),
+		"workflows", len(h.svc.WorkflowIDs()), "loadErrors", len(loadErrs))
+	return nil
+}
+
+// route is one path and what each method does there. The table in
+// routes.go is the single list of paths, methods and parameters; the
+// OpenAPI test checks openapi.json against it.
+type route struct {
+	path    string
+	methods map[string]*endpoint
+}
+
+// endpoint is one method of a route.
+type endpoint struct {
+	params []param
+	// body is true when the request carries a JSON body (PUT /register).
+	body  bool
+	serve func(w http.ResponseWriter, r *http.Request, q query) error
+}
+
+type paramKind int
+
+const (
+	kindString paramKind = iota
+	kindTime
+	kindBool
+	kindList // comma-separated
+)
+
+// param is a query parameter an endpoint reads.
+type param struct {
+	name     string
+	kind     paramKind
+	required bool
+}
+
+func (r *route) allow() string {
+	ms := make([]string, 0, len(r.methods))
+	for m := range r.methods {
+		ms = append(ms, m)
+	}
+	sort.Strings(ms)
+	return strings.Join(ms, ", ")
+}
+
+// ServeHTTP dispatches by exact path, then method.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	label := "other"
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.log.Error("panic in handler", "path", r.URL.Path, "panic", p)
+			if !rw.wrote {
+				writeError(rw, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
+			}
+		}
+		h.metrics.request(label, r.Method, rw.code, time.Since(start))
+	}()
+	rt, ok := h.routes[r.URL.Path]
+	if !ok {
+		writeError(rw, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		return
+	}
+	label = rt.path
+	ep, ok := rt.methods[r.Method]
+	if !ok {
+		rw.Header().Set("Allow", rt.allow())
+		writeError(rw, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not supported by %s (allowed: %s)", r.Method, rt.path, rt.allow()))
+		return
+	}
+	q, err := parseQuery(ep, r.URL.RawQuery)
+	if err == nil {
+		err = ep.serve(rw, r, q)
+	}
+	if err != nil {
+		code, msg := errorStatus(err)
+		if code >= 500 {
+			h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery, "status", code, "error", err)
+		}
+		if !rw.wrote {
+			writeError(rw, code, msg)
+		}
+	}
+}
+
+// statusWriter remembers the status code for metrics and whether anything
+// was written (so an error after a partial answer is not appended to it).
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.code = code
+		s.wrote = true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// badParam is a client error in a request's parameters or body (400).
+type badParam struct{ msg string }
+
+func (e *badParam) Error() string { return e.msg }
+
+func badParamf(format string, args ...any) error {
+	return &badParam{msg: fmt.Sprintf(format, args...)}
+}
+
+// errorStatus maps an error to its HTTP status and message.
+func errorStatus(err error) (int, string) {
+	var bp *badParam
+	switch {
+	case errors.As(err, &bp):
+		return http.StatusBadRequest, bp.msg
+	case errors.Is(err, slot.ErrUnknownWorkflow), errors.Is(err, slot.ErrSlotNotFound),
+		errors.Is(err, slot.ErrNotInSchedule), errors.Is(err, ErrRegisterNotFound):
+		return http.StatusNotFound, err.Error()
+	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter):
+		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, external.ErrUnavailable):
+		return http.StatusServiceUnavailable, err.Error()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, err.Error()
+	}
+	return http.StatusInternalServerError, err.Error()
+}
+
+// errorBody is every error answer: {"error": "..."}.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+// writeJSON writes v indented (as Celos, which pretty-printed every answer).
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: "encode answer: " + err.Error()})
+	}
+	writeRawJSON(w, code, append(b, '\n'))
+}
+
+func writeRawJSON(w http.ResponseWriter, code int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+// query holds an endpoint's parsed parameters. Reading a parameter the
+// endpoint did not declare panics: the declaration is what openapi.json is
+// checked against, so it must be complete.
+type query struct {
+	ep     *endpoint
+	values map[string]any
+}
+
+func (q query) lookup(name string, kind paramKind) (any, bool) {
+	for _, p := range q.ep.params {
+		if p.name == name {
+			if p.kind != kind {
+				panic(fmt.Sprintf("api: parameter %q read with the wrong kind", name))
+			}
+			v, ok := q.values[name]
+			return v, ok
+		}
+	}
+	panic(fmt.Sprintf("api: endpoint reads undeclared parameter %q", name))
+}
+
+// str returns a string parameter ("" when absent).
+func (q query) str(name string) string {
+	v, ok := q.lookup(name, kindString)
+	if !ok {
+		return ""
+	}
+	return v.(string)
+}
+
+// time returns a time parameter, or def when absent.
+func (q query) time(name string, def time.Time) time.Time {
+	v, ok := q.lookup(name, kindTime)
+	if !ok {
+		return def
+	}
+	return v.(time.Time)
+}
+
+// has reports whether a parameter was given.
+func (q query) has(name string) bool {
+	for _, p := range q.ep.params {
+		if p.name == name {
+			_, ok := q.values[name]
+			return ok
+		}
+	}
+	panic(fmt.Sprintf("api: endpoint reads undeclared parameter %q", name))
+}
+
+func (q query) boolean(name string) bool {
+	v, ok := q.lookup(name, kindBool)
+	return ok && v.(bool)
+}
+
+func (q query) list(name string) []string {
+	v, ok := q.lookup(name, kindList)
+	if !ok {
+		return nil
+	}
+	return v.([]string)
+}
+
+// parseQuery checks and converts an endpoint's declared parameters: each at
+// most once, required ones present and non-empty, times ISO 8601, booleans
+// true or false. Undeclared parameters are ignored, as Celos did.
+func parseQuery(ep *endpoint, raw string) (query, error) {
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return query{}, badParamf("bad query string: %v", err)
+	}
+	q := query{ep: ep, values: make(map[string]any, len(ep.params))}
+	for _, p := range ep.params {
+		vs := vals[p.name]
+		if len(vs) > 1 {
+			return query{}, badParamf("%s parameter given %d times; give it once", p.name, len(vs))
+		}
+		if len(vs) == 0 || vs[0] == "" {
+			if p.required {
+				return query{}, badParamf("%s parameter missing.", p.name)
+			}
+			continue
+		}
+		s := vs[0]
+		switch p.kind {
+		case kindString:
+			q.values[p.name] = s
+		case kindTime:
+			t, err := slot.ParseTime(s)
+			if err != nil {
+				return query{}, badParamf("%s parameter: %v", p.name, err)
+			}
+			q.values[p.name] = t
+		case kindBool:
+			if s != "true" && s != "false" {
+				return query{}, badParamf("%s parameter must be true or false, not %q", p.name, s)
+			}
+			q.values[p.name] = s == "true"
+		case kindList:
+			var items []string
+			for _, it := range strings.Split(s, ",") {
+				if it = strings.TrimSpace(it); it != "" {
+					items = append(items, it)
+				}
+			}
+			q.values[p.name] = items
+		}
+	}
+	return q, nil
+}
+
+// checkID rejects what cannot be a workflow id before it reaches the engine.
+func checkID(name, id string) error {
+	if !schema.IDPattern.MatchString(id) || id == "." || id == ".." || len(id) > 255 {
+		return badParamf("%s parameter %q is not a workflow id (want %s)", name, id, schema.IDPattern)
+	}
+	return nil
+}

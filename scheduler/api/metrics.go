@@ -1,0 +1,270 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema"
+)
+
+// Metrics are the Prometheus metrics served at /metrics, all named celos_*:
+//
+//	celos_step_duration_seconds            histogram of scheduler steps
+//	celos_steps_total{result}              steps, ok or error
+//	celos_last_step_timestamp_seconds      when the last step finished
+//	celos_slots{status}                    slots in the 7-day window per status
+//	celos_workflows{paused}                loaded workflows
+//	celos_workflow_load_errors             workflows files that did not load
+//	celos_submissions_total{service}       jobs submitted to an external service
+//	celos_job_failures_total{service}      jobs an external service reported failed
+//	celos_external_service_errors_total{service,operation}
+//	                                       calls to an external service that failed
+//	celos_http_requests_total{path,method,code}
+//	celos_http_request_duration_seconds{path}
+//
+// plus the Go runtime and process collectors.
+type Metrics struct {
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	stepDuration  prometheus.Histogram
+	steps         *prometheus.CounterVec
+	lastStep      prometheus.Gauge
+	submissions   *prometheus.CounterVec
+	jobFailures   *prometheus.CounterVec
+	serviceErrors *prometheus.CounterVec
+	requests      *prometheus.CounterVec
+	requestTime   *prometheus.HistogramVec
+
+	once  sync.Once
+	state *stateCollector
+}
+
+// NewMetrics returns a fresh registry with the celos metrics.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.stepDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "celos_step_duration_seconds",
+		Help:    "Duration of scheduler steps.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	})
+	m.steps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "celos_steps_total",
+		Help: "Scheduler steps run, by result (ok or error).",
+	}, []string{"result"})
+	m.lastStep = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "celos_last_step_timestamp_seconds",
+		Help: "Unix time at which the last scheduler step finished.",
+	})
+	m.submissions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "celos_submissions_total",
+		Help: "Jobs submitted to an external service, by service type.",
+	}, []string{"service"})
+	m.jobFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "celos_job_failures_total",
+		Help: "Job status polls that reported a finished, failed job, by service type.",
+	}, []string{"service"})
+	m.serviceErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "celos_external_service_errors_total",
+		Help: "Calls to an external service that returned an error, by service type and operation.",
+	}, []string{"service", "operation"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "celos_http_requests_total",
+		Help: "HTTP API requests, by path, method and status code.",
+	}, []string{"path", "method", "code"})
+	m.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "celos_http_request_duration_seconds",
+		Help:    "HTTP API request latency, by path.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"path"})
+	m.reg.MustRegister(m.stepDuration, m.steps, m.lastStep, m.submissions, m.jobFailures,
+		m.serviceErrors, m.requests, m.requestTime,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return m
+}
+
+// Registry is where more collectors may be registered (the HDFS client's
+// RPC counters, say).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+func (m *Metrics) stepDone(took time.Duration, err error) {
+	m.stepDuration.Observe(took.Seconds())
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.steps.WithLabelValues(result).Inc()
+	m.lastStep.SetToCurrentTime()
+	m.changed()
+}
+
+func (m *Metrics) request(path, method string, code int, took time.Duration) {
+	switch method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodHead:
+	default:
+		method = "other"
+	}
+	m.requests.WithLabelValues(path, method, strconv.Itoa(code)).Inc()
+	m.requestTime.WithLabelValues(path).Observe(took.Seconds())
+}
+
+// changed tells the slot-state gauges that slots may have changed.
+func (m *Metrics) changed() {
+	if m.state != nil {
+		m.state.markDirty()
+	}
+}
+
+// observe registers the collector of per-status slot counts over svc; a
+// Metrics observes one service.
+func (m *Metrics) observe(svc Service, now func() time.Time) {
+	m.once.Do(func() {
+		m.state = &stateCollector{svc: svc, now: now, dirty: true}
+		m.reg.MustRegister(m.state)
+	})
+}
+
+var (
+	slotsDesc      = prometheus.NewDesc("celos_slots", "Slots in the 7-day window, by status (as of the last step, rerun, kill or pause).", []string{"status"}, nil)
+	workflowsDesc  = prometheus.NewDesc("celos_workflows", "Loaded workflows, by paused flag.", []string{"paused"}, nil)
+	loadErrorsDesc = prometheus.NewDesc("celos_workflow_load_errors", "Workflows files that did not load at the last reload.", nil, nil)
+)
+
+// stateCollector counts slots per status over every workflow's window. The
+// count is recomputed on a scrape only after something changed (a step, a
+// rerun, a kill, a pause), so scrapes between steps cost nothing.
+type stateCollector struct {
+	svc Service
+	now func() time.Time
+
+	mu       sync.Mutex
+	dirty    bool
+	counts   map[slot.Status]int
+	running  int
+	paused   int
+	loadErrs int
+}
+
+func (c *stateCollector) markDirty() {
+	c.mu.Lock()
+	c.dirty = true
+	c.mu.Unlock()
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- slotsDesc
+	ch <- workflowsDesc
+	ch <- loadErrorsDesc
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dirty {
+		c.recount()
+	}
+	for _, st := range slot.Statuses {
+		ch <- prometheus.MustNewConstMetric(slotsDesc, prometheus.GaugeValue, float64(c.counts[st]), string(st))
+	}
+	ch <- prometheus.MustNewConstMetric(workflowsDesc, prometheus.GaugeValue, float64(c.running), "false")
+	ch <- prometheus.MustNewConstMetric(workflowsDesc, prometheus.GaugeValue, float64(c.paused), "true")
+	ch <- prometheus.MustNewConstMetric(loadErrorsDesc, prometheus.GaugeValue, float64(c.loadErrs))
+}
+
+func (c *stateCollector) recount() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	now := c.now()
+	c.counts = make(map[slot.Status]int, len(slot.Statuses))
+	c.running, c.paused = 0, 0
+	for _, id := range c.svc.WorkflowIDs() {
+		if p, err := c.svc.Paused(id); err == nil && p {
+			c.paused++
+		} else {
+			c.running++
+		}
+		wf, err := c.svc.Workflow(id)
+		if err != nil {
+			continue
+		}
+		start := now.Add(-Window)
+		if start.Before(wf.StartTime) {
+			start = wf.StartTime
+		}
+		states, err := c.svc.Slots(ctx, id, start, now)
+		if err != nil {
+			continue
+		}
+		for _, s := range states {
+			c.counts[s.Status]++
+		}
+	}
+	c.loadErrs = len(c.svc.LoadErrors())
+	c.dirty = false
+}
+
+// InstrumentServices wraps each external service so that its submissions,
+// failed jobs and errors are counted under its type (the map's key).
+func (m *Metrics) InstrumentServices(svcs map[string]external.Service) map[string]external.Service {
+	out := make(map[string]external.Service, len(svcs))
+	for typ, s := range svcs {
+		out[typ] = m.instrument(typ, s)
+	}
+	return out
+}
+
+func (m *Metrics) instrument(typ string, s external.Service) external.Service {
+	return &instrumented{Service: s, typ: typ, m: m}
+}
+
+// instrumented counts calls to an external service.
+type instrumented struct {
+	external.Service
+	typ string
+	m   *Metrics
+}
+
+func (s *instrumented) fail(op string, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.m.serviceErrors.WithLabelValues(s.typ, op).Inc()
+	}
+}
+
+func (s *instrumented) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (string, error) {
+	x, err := s.Service.Submit(ctx, w, id)
+	s.fail("submit", err)
+	if err == nil {
+		s.m.submissions.WithLabelValues(s.typ).Inc()
+	}
+	return x, err
+}
+
+func (s *instrumented) Status(ctx context.Context, w *schema.Workflow, externalID string) (external.Status, error) {
+	st, err := s.Service.Status(ctx, w, externalID)
+	s.fail("status", err)
+	if err == nil && !st.Running && !st.Success {
+		s.m.jobFailures.WithLabelValues(s.typ).Inc()
+	}
+	return st, err
+}
+
+func (s *instrumented) Kill(ctx context.Context, w *schema.Workflow, externalID string) error {
+	err := s.Service.Kill(ctx, w, externalID)
+	s.fail("kill", err)
+	return err
+}
+
+// Unwrap returns the wrapped service (for optional interfaces a caller
+// looks for beyond the ones forwarded here).
+func (s *instrumented) Unwrap() external.Service { return s.Service }

@@ -1,0 +1,428 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/trigger"
+)
+
+// table is every path the API serves, with its methods and parameters.
+// openapi.json documents exactly these (openapi_test.go checks both ways).
+func (h *Handler) table() []*route {
+	id := param{name: "id", kind: kindString, required: true}
+	slotTime := param{name: "time", kind: kindTime, required: true}
+	bucket := param{name: "bucket", kind: kindString, required: true}
+	return []*route{
+		{path: "/scheduler", methods: map[string]*endpoint{
+			http.MethodPost: {params: []param{{name: "time", kind: kindTime}, {name: "ids", kind: kindList}}, serve: h.scheduler},
+		}},
+		{path: "/workflow-list", methods: map[string]*endpoint{
+			http.MethodGet: {serve: h.workflowList},
+		}},
+		{path: "/workflow-slots", methods: map[string]*endpoint{
+			http.MethodGet: {params: []param{id, {name: "start", kind: kindTime}, {name: "end", kind: kindTime}}, serve: h.workflowSlots},
+		}},
+		{path: "/workflow", methods: map[string]*endpoint{
+			http.MethodGet: {params: []param{id}, serve: h.workflow},
+		}},
+		{path: "/slot-state", methods: map[string]*endpoint{
+			http.MethodGet: {params: []param{id, slotTime}, serve: h.slotState},
+		}},
+		{path: "/trigger-status", methods: map[string]*endpoint{
+			http.MethodGet: {params: []param{id, slotTime}, serve: h.triggerStatus},
+		}},
+		{path: "/rerun", methods: map[string]*endpoint{
+			http.MethodPost: {params: []param{id, slotTime}, serve: h.rerun},
+		}},
+		{path: "/kill", methods: map[string]*endpoint{
+			http.MethodPost: {params: []param{id, slotTime}, serve: h.kill},
+		}},
+		{path: "/pause", methods: map[string]*endpoint{
+			http.MethodPost: {params: []param{id, {name: "paused", kind: kindBool, required: true}}, serve: h.pause},
+		}},
+		{path: "/register", methods: map[string]*endpoint{
+			http.MethodGet:    {params: []param{bucket, {name: "key", kind: kindString, required: true}}, serve: h.getRegister},
+			http.MethodPut:    {params: []param{bucket, {name: "key", kind: kindString, required: true}}, body: true, serve: h.putRegister},
+			http.MethodDelete: {params: []param{bucket, {name: "key", kind: kindString}, {name: "prefix", kind: kindString}}, serve: h.deleteRegister},
+		}},
+		{path: "/list-register-keys", methods: map[string]*endpoint{
+			http.MethodGet: {params: []param{bucket, {name: "prefix", kind: kindString}}, serve: h.listRegisterKeys},
+		}},
+		{path: "/clear-cache", methods: map[string]*endpoint{
+			http.MethodPost: {serve: h.clearCache},
+		}},
+		{path: "/openapi.json", methods: map[string]*endpoint{
+			http.MethodGet: {serve: h.openapi},
+		}},
+		{path: "/metrics", methods: map[string]*endpoint{
+			http.MethodGet: {serve: h.metricsPage},
+		}},
+		{path: "/healthz", methods: map[string]*endpoint{
+			http.MethodGet: {serve: h.healthz},
+		}},
+		{path: "/version", methods: map[string]*endpoint{
+			http.MethodGet: {serve: h.versionPage},
+		}},
+	}
+}
+
+// Slot is a slot in Celos's JSON shape. ExternalID is null before a job exists.
+type Slot struct {
+	Time       string      `json:"time"`
+	Status     slot.Status `json:"status"`
+	ExternalID *string     `json:"externalID"`
+	RetryCount int         `json:"retryCount"`
+}
+
+// NewSlot converts a slot state to its JSON shape.
+func NewSlot(s slot.State) Slot {
+	out := Slot{Time: slot.FormatTime(s.ID.Time), Status: s.Status, RetryCount: s.RetryCount}
+	if s.ExternalID != "" {
+		x := s.ExternalID
+		out.ExternalID = &x
+	}
+	return out
+}
+
+// WorkflowList is the answer of GET /workflow-list. LoadErrors (not in
+// Celos) lists the workflows files that did not load at the last step.
+type WorkflowList struct {
+	IDs        []string    `json:"ids"`
+	LoadErrors []LoadError `json:"loadErrors"`
+}
+
+// WorkflowSlots is the answer of GET /workflow-slots.
+type WorkflowSlots struct {
+	Info   WorkflowInfo `json:"info"`
+	Paused bool         `json:"paused"`
+	Slots  []Slot       `json:"slots"`
+}
+
+// WorkflowInfo is a workflow's informational fields.
+type WorkflowInfo struct {
+	URL      *string   `json:"url"`
+	Contacts []Contact `json:"contacts"`
+}
+
+// Contact is a person responsible for a workflow; a missing part is null.
+type Contact struct {
+	Name  *string `json:"name"`
+	Email *string `json:"email"`
+}
+
+// StepResult is the answer of POST /scheduler (Celos answered an empty 200).
+type StepResult struct {
+	Time       string      `json:"time"`
+	IDs        []string    `json:"ids,omitempty"`
+	LoadErrors []LoadError `json:"loadErrors"`
+}
+
+// PauseResult is the answer of POST /pause.
+type PauseResult struct {
+	ID     string `json:"id"`
+	Paused bool   `json:"paused"`
+}
+
+// RegisterKeys is the answer of GET /list-register-keys.
+type RegisterKeys struct {
+	Keys []string `json:"keys"`
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (h *Handler) scheduler(w http.ResponseWriter, r *http.Request, q query) error {
+	now := q.time("time", h.now())
+	ids := q.list("ids")
+	for _, id := range ids {
+		if err := checkID("ids", id); err != nil {
+			return err
+		}
+	}
+	if err := h.Step(r.Context(), now, ids); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, StepResult{Time: slot.FormatTime(now), IDs: ids, LoadErrors: nonNil(h.svc.LoadErrors())})
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (h *Handler) workflowList(w http.ResponseWriter, _ *http.Request, _ query) error {
+	writeJSON(w, http.StatusOK, WorkflowList{IDs: nonNil(h.svc.WorkflowIDs()), LoadErrors: nonNil(h.svc.LoadErrors())})
+	return nil
+}
+
+// workflowSlots answers Celos's /workflow-slots: end defaults to now
+// (exclusive), start to max(end − 168h, startTime) (inclusive), newest first.
+func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query) error {
+	id := q.str("id")
+	if err := checkID("id", id); err != nil {
+		return err
+	}
+	wf, err := h.svc.Workflow(id)
+	if err != nil {
+		return err
+	}
+	end := q.time("end", h.now())
+	start := end.Add(-Window)
+	if start.Before(wf.StartTime) {
+		start = wf.StartTime
+	}
+	if q.has("start") {
+		start = q.time("start", start)
+		if start.Add(Window).Before(end) {
+			return badParamf("Time interval between start and end is limited to: %d hours", int(Window.Hours()))
+		}
+	}
+	paused, err := h.svc.Paused(id)
+	if err != nil {
+		return err
+	}
+	out := WorkflowSlots{Paused: paused, Slots: []Slot{}}
+	out.Info.URL = nullable(wf.URL)
+	out.Info.Contacts = make([]Contact, 0, len(wf.Contacts))
+	for _, c := range wf.Contacts {
+		out.Info.Contacts = append(out.Info.Contacts, Contact{Name: nullable(c.Name), Email: nullable(c.Email)})
+	}
+	if start.Before(end) {
+		states, err := h.svc.Slots(r.Context(), id, start, end)
+		if err != nil {
+			return err
+		}
+		out.Slots = make([]Slot, len(states))
+		for i, s := range states {
+			out.Slots[i] = NewSlot(s)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *Handler) workflow(w http.ResponseWriter, _ *http.Request, q query) error {
+	id := q.str("id")
+	if err := checkID("id", id); err != nil {
+		return err
+	}
+	wf, err := h.svc.Workflow(id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wf)
+	return nil
+}
+
+// slotID reads the id and time parameters.
+func slotID(q query) (slot.ID, error) {
+	id := q.str("id")
+	if err := checkID("id", id); err != nil {
+		return slot.ID{}, err
+	}
+	return slot.ID{Workflow: id, Time: q.time("time", time.Time{})}, nil
+}
+
+func (h *Handler) slotState(w http.ResponseWriter, r *http.Request, q query) error {
+	id, err := slotID(q)
+	if err != nil {
+		return err
+	}
+	st, err := h.svc.SlotState(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, NewSlot(st))
+	return nil
+}
+
+func (h *Handler) triggerStatus(w http.ResponseWriter, r *http.Request, q query) error {
+	id, err := slotID(q)
+	if err != nil {
+		return err
+	}
+	st, err := h.svc.TriggerStatus(r.Context(), id, h.now())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, withEmptyChildren(st))
+	return nil
+}
+
+// withEmptyChildren makes every subStatuses a list ([] rather than null),
+// as Celos writes it.
+func withEmptyChildren(s trigger.Status) trigger.Status {
+	subs := make([]trigger.Status, len(s.SubStatuses))
+	for i, c := range s.SubStatuses {
+		subs[i] = withEmptyChildren(c)
+	}
+	s.SubStatuses = subs
+	return s
+}
+
+// currentSlot is a slot's state after a change: the stored one, or WAITING
+// for a slot with no record (a rerun of a never-stored slot only marks it).
+func (h *Handler) currentSlot(r *http.Request, id slot.ID) (Slot, error) {
+	st, err := h.svc.SlotState(r.Context(), id)
+	if err != nil {
+		if !isNotFound(err) {
+			return Slot{}, err
+		}
+		st = slot.NewWaiting(id)
+	}
+	return NewSlot(st), nil
+}
+
+func isNotFound(err error) bool {
+	code, _ := errorStatus(err)
+	return code == http.StatusNotFound
+}
+
+func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, q query) error {
+	id, err := slotID(q)
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Rerun(r.Context(), id, h.now()); err != nil {
+		return err
+	}
+	h.metrics.changed()
+	h.log.Info("rerun", "slot", id.String())
+	out, err := h.currentSlot(r, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *Handler) kill(w http.ResponseWriter, r *http.Request, q query) error {
+	id, err := slotID(q)
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Kill(r.Context(), id); err != nil {
+		return err
+	}
+	h.metrics.changed()
+	h.log.Info("kill", "slot", id.String())
+	out, err := h.currentSlot(r, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *Handler) pause(w http.ResponseWriter, r *http.Request, q query) error {
+	id := q.str("id")
+	if err := checkID("id", id); err != nil {
+		return err
+	}
+	paused := q.boolean("paused")
+	if err := h.svc.SetPaused(r.Context(), id, paused); err != nil {
+		return err
+	}
+	h.metrics.changed()
+	h.log.Info("pause", "workflow", id, "paused", paused)
+	writeJSON(w, http.StatusOK, PauseResult{ID: id, Paused: paused})
+	return nil
+}
+
+func (h *Handler) getRegister(w http.ResponseWriter, r *http.Request, q query) error {
+	v, err := h.svc.GetRegister(r.Context(), q.str("bucket"), q.str("key"))
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return fmt.Errorf("%w: bucket %q, key %q", ErrRegisterNotFound, q.str("bucket"), q.str("key"))
+	}
+	writeRawJSON(w, http.StatusOK, append(append([]byte(nil), v...), '\n'))
+	return nil
+}
+
+func (h *Handler) putRegister(w http.ResponseWriter, r *http.Request, q query) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		return badParamf("read body: %v", err)
+	}
+	if !json.Valid(body) {
+		return badParamf("body is not a JSON value")
+	}
+	if err := h.svc.PutRegister(r.Context(), q.str("bucket"), q.str("key"), json.RawMessage(body)); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (h *Handler) deleteRegister(w http.ResponseWriter, r *http.Request, q query) error {
+	bucket, key, prefix := q.str("bucket"), q.str("key"), q.str("prefix")
+	var err error
+	switch {
+	case q.has("key") && q.has("prefix"):
+		return badParamf("give key or prefix, not both")
+	case q.has("key"):
+		err = h.svc.DeleteRegister(r.Context(), bucket, key)
+	case q.has("prefix"):
+		err = h.svc.DeleteRegistersWithPrefix(r.Context(), bucket, prefix)
+	default:
+		return badParamf("key or prefix parameter missing.")
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (h *Handler) listRegisterKeys(w http.ResponseWriter, r *http.Request, q query) error {
+	keys, err := h.svc.RegisterKeys(r.Context(), q.str("bucket"), q.str("prefix"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, RegisterKeys{Keys: nonNil(keys)})
+	return nil
+}
+
+func (h *Handler) clearCache(w http.ResponseWriter, _ *http.Request, _ query) error {
+	if err := h.svc.ClearCache(); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (h *Handler) openapi(w http.ResponseWriter, _ *http.Request, _ query) error {
+	writeRawJSON(w, http.StatusOK, openapiJSON)
+	return nil
+}
+
+func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request, _ query) error {
+	h.metrics.handler.ServeHTTP(w, r)
+	return nil
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request, _ query) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (h *Handler) versionPage(w http.ResponseWriter, _ *http.Request, _ query) error {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, strings.TrimSpace(h.version)+"\n")
+	return nil
+}
