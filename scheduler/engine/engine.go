@@ -1,0 +1,892 @@
+// Package engine is the slot engine: it loads the workflows directory,
+// runs scheduler steps (enumerate each workflow's slots in the window,
+// decide their transitions with Decide, submit READY slots to external
+// services, persist what changed) and serves the operations of the HTTP
+// API (api.Service: slots, trigger status, rerun, kill, pause, registers).
+//
+// # Crash safety of submission
+//
+// Before it calls an external service's Submit for a slot, the engine
+// writes a submit intent (statedb.PutIntent: the slot, the attempt, the
+// wall-clock time), and it deletes the intent once the slot is recorded as
+// RUNNING with its external ID. If the process dies in between, the slot
+// is still READY on the next step and has an intent: the engine then asks
+// the service (external.Recoverer) whether it accepted a job for the slot
+// since the intent's time, and records that job instead of submitting a
+// second one. A service that cannot answer is retried on the next step; a
+// service without Recoverer is submitted to again (logged).
+//
+// # Cost of a step
+//
+// Per workflow the engine remembers up to which slot time every slot of the
+// window is final ("done"); a step enumerates schedule times only from
+// there, plus the stored slots that are not final and the slots marked for
+// rerun. A steady-state step therefore reads no file, writes no file, and
+// costs in proportion to the slots that can still change, not to the
+// window or the history on disk.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/schedule"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/trigger"
+	"github.com/celos-go/celos/schema"
+)
+
+// Window is how far back a step looks for slots (Celos's 168 hours).
+const Window = 7 * 24 * time.Hour
+
+// Options configure an Engine.
+type Options struct {
+	// WorkflowsDir holds the compiled workflow files (*.json).
+	WorkflowsDir string
+	// DB is the open state database.
+	DB *statedb.DB
+	// Services run slots, by schema.ExternalService.Type ("command", "oozie").
+	Services map[string]external.Service
+	// FS answers hdfsCheck triggers; nil means trigger.NewMux("") (file: only).
+	FS trigger.FileSystems
+	// Clock is the wall clock (submit intents, rerun markers written by
+	// steps); nil means time.Now.
+	Clock func() time.Time
+	// Logger receives transitions and errors; nil means slog.Default().
+	Logger *slog.Logger
+	// CallTimeout bounds each call to an external service or trigger file
+	// system; 0 means one minute.
+	CallTimeout time.Duration
+	// OnStep, if set, is called after every step with its report (metrics).
+	OnStep func(StepReport)
+}
+
+// Engine is the slot engine. It implements api.Service. Steps and the
+// operations that change slots (rerun, kill) are serialized; reads run
+// beside them.
+type Engine struct {
+	opts   Options
+	db     *statedb.DB
+	fs     trigger.FileSystems
+	clock  func() time.Time
+	log    *slog.Logger
+	stepMu sync.Mutex // held by Step, Rerun, Kill, ClearCache
+
+	loader *loader // guarded by stepMu
+
+	mu       sync.RWMutex // guards the fields below
+	cfg      *config
+	done     map[string]doneMark // per workflow, see stepWorkflow
+	problems map[problemKey]Problem
+	last     StepReport
+}
+
+type doneMark struct {
+	key   string    // schedule key and start time the mark is valid for
+	until time.Time // every schedule time in [window start, until) is final
+}
+
+type problemKey struct {
+	wf string
+	t  int64 // slot time (UnixMilli), or -1 for a workflow-level problem
+}
+
+// Problem is an error the engine met and kept for display: a workflow that
+// could not be stepped, or one slot's trigger, submit, status or state
+// file error. It is cleared when the slot (or workflow) next goes well.
+type Problem struct {
+	Workflow string `json:"workflow"`
+	// Slot is the slot time, zero for a workflow-level problem.
+	Slot time.Time `json:"slot,omitzero"`
+	// Op is what failed: "schedule", "trigger", "submit", "status",
+	// "recover", "state", "persist".
+	Op    string    `json:"op"`
+	Error string    `json:"error"`
+	At    time.Time `json:"at"`
+}
+
+// StepReport describes one step.
+type StepReport struct {
+	Now      time.Time     // the step's time
+	Started  time.Time     // wall clock
+	Duration time.Duration // wall clock
+	// Workflows stepped, paused (skipped), and failed (not stepped at all).
+	Workflows, Paused, Failed int
+	// Slots considered (not counting the final slots the step skipped).
+	Slots int
+	// Transitions by the status entered (RUNNING counts submissions).
+	Transitions map[slot.Status]int
+	// Errors by Op ("trigger", "submit", "status", ...): slots left as
+	// they were because something could not answer.
+	Errors map[string]int
+	// LoadErrors is the number of workflows files that did not load.
+	LoadErrors int
+	// Writes is the number of files the step wrote or removed.
+	Writes int64
+}
+
+// New loads the workflows directory and returns an engine.
+func New(opts Options) (*Engine, error) {
+	if opts.DB == nil {
+		return nil, errors.New("engine: no state database")
+	}
+	if opts.WorkflowsDir == "" {
+		return nil, errors.New("engine: no workflows directory")
+	}
+	e := &Engine{
+		opts:     opts,
+		db:       opts.DB,
+		fs:       opts.FS,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		loader:   &loader{dir: opts.WorkflowsDir, files: make(map[string]*fileEntry)},
+		done:     make(map[string]doneMark),
+		problems: make(map[problemKey]Problem),
+	}
+	if e.fs == nil {
+		e.fs = trigger.NewMux("")
+	}
+	if e.clock == nil {
+		e.clock = time.Now
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.opts.CallTimeout <= 0 {
+		e.opts.CallTimeout = time.Minute
+	}
+	e.stepMu.Lock()
+	e.reload()
+	e.stepMu.Unlock()
+	return e, nil
+}
+
+var _ api.Service = (*Engine)(nil)
+
+// reload re-reads the workflows directory; stepMu is held.
+func (e *Engine) reload() *config {
+	c := e.loader.load()
+	for _, le := range c.loadErrs {
+		e.log.Error("workflows file not loaded", "file", le.File, "error", le.Error)
+	}
+	for id, err := range c.schedErrs {
+		e.log.Error("workflow schedule", "workflow", id, "error", err)
+	}
+	e.mu.Lock()
+	e.cfg = c
+	e.mu.Unlock()
+	return c
+}
+
+func (e *Engine) config() *config {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.cfg
+}
+
+func (e *Engine) setProblem(wf string, t time.Time, op string, err error) {
+	k := problemKey{wf, -1}
+	if !t.IsZero() {
+		k.t = t.UnixMilli()
+	}
+	e.mu.Lock()
+	e.problems[k] = Problem{Workflow: wf, Slot: t, Op: op, Error: err.Error(), At: e.clock().UTC()}
+	e.mu.Unlock()
+}
+
+func (e *Engine) clearProblem(wf string, t time.Time) {
+	k := problemKey{wf, -1}
+	if !t.IsZero() {
+		k.t = t.UnixMilli()
+	}
+	e.mu.Lock()
+	delete(e.problems, k)
+	e.mu.Unlock()
+}
+
+// Problems lists the problems kept for workflow wf ("" for all), oldest
+// slot first.
+func (e *Engine) Problems(wf string) []Problem {
+	e.mu.RLock()
+	out := make([]Problem, 0, len(e.problems))
+	for k, p := range e.problems {
+		if wf == "" || k.wf == wf {
+			out = append(out, p)
+		}
+	}
+	e.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Workflow != out[j].Workflow {
+			return out[i].Workflow < out[j].Workflow
+		}
+		return out[i].Slot.Before(out[j].Slot)
+	})
+	return out
+}
+
+// LastStep returns the report of the last step.
+func (e *Engine) LastStep() StepReport {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.last
+}
+
+// Step reloads the workflows directory and runs one step at now for every
+// workflow that is not paused, or only for those named in ids (unknown
+// names are logged and ignored). One workflow's failure is logged, kept in
+// Problems, and does not stop the others; Step returns an error only when
+// ctx is done.
+func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	now = now.UTC()
+	rep := StepReport{Now: now, Started: time.Now(), Transitions: make(map[slot.Status]int), Errors: make(map[string]int)}
+	writes0 := e.db.Stats().Writes
+	c := e.reload()
+	rep.LoadErrors = len(c.loadErrs)
+	todo := c.ids
+	if ids != nil {
+		todo = nil
+		for _, id := range ids {
+			if c.workflows[id] == nil {
+				e.log.Warn("step: no such workflow", "workflow", id)
+				continue
+			}
+			todo = append(todo, id)
+		}
+	}
+	st := &stepper{e: e, now: now, env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}, rep: &rep, failed: make(map[int64]bool)}
+	for _, id := range todo {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if e.db.Paused(id) {
+			rep.Paused++
+			continue
+		}
+		if err := st.workflow(ctx, c, id); err != nil {
+			rep.Failed++
+			e.setProblem(id, time.Time{}, "step", err)
+			e.log.Error("workflow not stepped", "workflow", id, "error", err)
+			continue
+		}
+		e.clearProblem(id, time.Time{})
+		rep.Workflows++
+	}
+	rep.Duration = time.Since(rep.Started)
+	rep.Writes = e.db.Stats().Writes - writes0
+	e.mu.Lock()
+	e.last = rep
+	e.mu.Unlock()
+	if e.opts.OnStep != nil {
+		e.opts.OnStep(rep)
+	}
+	return nil
+}
+
+// windowStart is the oldest slot time a step at now looks at for w:
+// max(now − 7 days, startTime), rounded up to a whole second.
+func windowStart(w *schema.Workflow, now time.Time) time.Time {
+	start := now.Add(-Window)
+	if w.StartTime.After(start) {
+		start = w.StartTime
+	}
+	if r := start.Truncate(time.Second); !r.Equal(start) {
+		start = r.Add(time.Second)
+	}
+	return start
+}
+
+// stepper carries one step's state.
+type stepper struct {
+	e      *Engine
+	now    time.Time
+	env    trigger.Env
+	rep    *StepReport
+	times  []time.Time    // reused buffer
+	failed map[int64]bool // slots of the current workflow that met an error
+}
+
+func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
+	e := s.e
+	w := c.workflows[id]
+	sched := c.scheds[id]
+	clear(s.failed)
+	if sched == nil {
+		return fmt.Errorf("schedule: %w", c.schedErrs[id])
+	}
+	start := windowStart(w, s.now)
+	markKey := sched.Key() + "\x00" + w.StartTime.String()
+	e.mu.RLock()
+	mark := e.done[id]
+	e.mu.RUnlock()
+	from := start
+	if mark.key == markKey && mark.until.After(from) {
+		from = mark.until
+	}
+	// enum: the schedule times not yet known to be final, in [from, now).
+	enum := sched.AppendTimes(s.times[:0], from, s.now)
+	s.times = enum
+	active, err := e.db.Active(id)
+	if err != nil {
+		return err
+	}
+	reruns, err := e.db.RerunTimes(id, s.now)
+	if err != nil {
+		e.log.Warn("rerun markers", "workflow", id, "error", err)
+	}
+	rerun := make(map[int64]bool, len(reruns))
+	for _, t := range reruns {
+		rerun[t.UnixMilli()] = true
+	}
+	// Besides enum: stored slots that are not final (in the window and the
+	// schedule, or RUNNING anywhere: a job is polled until it ends) and
+	// slots marked for rerun (anywhere).
+	var extra []time.Time
+	for _, a := range active {
+		t := a.ID.Time
+		inWindow := !t.Before(start) && t.Before(s.now)
+		if a.Status == slot.Running || (inWindow && sched.InSchedule(t)) {
+			extra = append(extra, t)
+		}
+	}
+	extra = append(extra, reruns...)
+	times := enum
+	if len(extra) > 0 {
+		times = append(append(make([]time.Time, 0, len(enum)+len(extra)), enum...), extra...)
+		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+		times = dedupe(times)
+	}
+
+	slots := make([]slot.State, 0, len(times))
+	for _, t := range times {
+		sid := slot.ID{Workflow: id, Time: t}
+		st, found, err := e.db.Get(sid)
+		if err != nil {
+			s.fail(sid, "state", err)
+			continue
+		}
+		if !found {
+			st = slot.NewWaiting(sid)
+		}
+		slots = append(slots, st)
+	}
+	s.rep.Slots += len(slots)
+
+	obs := make([]Observation, len(slots))
+	svc := e.opts.Services[w.ExternalService.Type]
+	for i := range slots {
+		trig, stat := Needs(slots[i])
+		switch {
+		case trig:
+			tctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+			obs[i].TriggerReady, obs[i].TriggerErr = trigger.Ready(tctx, s.env, &w.Trigger, slots[i].ID.Time, s.now)
+			cancel()
+			if obs[i].TriggerErr != nil {
+				s.fail(slots[i].ID, "trigger", obs[i].TriggerErr)
+			}
+		case stat:
+			if svc == nil {
+				obs[i].JobErr = fmt.Errorf("no external service of type %q is configured", w.ExternalService.Type)
+			} else {
+				cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+				obs[i].Job, obs[i].JobErr = svc.Status(cctx, w, slots[i].ExternalID)
+				cancel()
+			}
+			if obs[i].JobErr != nil {
+				s.fail(slots[i].ID, "status", obs[i].JobErr)
+			}
+		}
+	}
+
+	d := Decide(PolicyOf(w), slots, s.now, obs)
+	slotsBefore := append([]slot.State(nil), slots...)
+	for _, i := range d.Submit {
+		if to, ok := s.submit(ctx, w, svc, slots[i]); ok {
+			slots[i] = to
+		}
+	}
+	for _, ch := range d.Changes {
+		from := slots[ch.Index]
+		if err := e.db.Put(ch.To); err != nil {
+			s.fail(from.ID, "persist", err)
+			continue
+		}
+		s.transition(from, ch.To)
+		slots[ch.Index] = ch.To
+	}
+
+	// Clear the problems of slots that were observed without error; drop
+	// the rerun markers of final slots outside the window (Celos #590).
+	for i, st := range slots {
+		if trig, stat := Needs(slotsBefore[i]); (trig || stat) && !s.failed[st.ID.Time.UnixMilli()] {
+			e.clearProblem(id, st.ID.Time)
+		}
+		if st.Status.Final() && st.ID.Time.Before(start) && rerun[st.ID.Time.UnixMilli()] {
+			if err := e.db.UnmarkRerun(st.ID); err != nil {
+				e.log.Warn("unmark rerun", "slot", st.ID.String(), "error", err)
+			}
+		}
+	}
+
+	// Move the done mark to the first enumerated schedule time whose slot
+	// is not final (or was skipped), else to now.
+	until := s.now
+	j := 0
+	for _, t := range enum {
+		for j < len(slots) && slots[j].ID.Time.Before(t) {
+			j++
+		}
+		if j >= len(slots) || !slots[j].ID.Time.Equal(t) || !slots[j].Status.Final() {
+			until = t
+			break
+		}
+	}
+	e.mu.Lock()
+	e.done[id] = doneMark{key: markKey, until: until}
+	e.mu.Unlock()
+	return nil
+}
+
+func dedupe(ts []time.Time) []time.Time {
+	out := ts[:0]
+	for i, t := range ts {
+		if i == 0 || !t.Equal(out[len(out)-1]) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (s *stepper) fail(id slot.ID, op string, err error) {
+	s.failed[id.Time.UnixMilli()] = true
+	s.rep.Errors[op]++
+	s.e.setProblem(id.Workflow, id.Time, op, err)
+	s.e.log.Warn("slot left as it was", "slot", id.String(), "op", op, "error", err)
+}
+
+func (s *stepper) transition(from, to slot.State) {
+	s.rep.Transitions[to.Status]++
+	s.e.log.Info("slot transition", "slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
+		"externalID", to.ExternalID, "retryCount", to.RetryCount)
+}
+
+func (e *Engine) clearProblemIfOp(wf string, t time.Time, ops ...string) {
+	k := problemKey{wf, t.UnixMilli()}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.problems[k]
+	if !ok {
+		return
+	}
+	for _, op := range ops {
+		if p.Op == op {
+			delete(e.problems, k)
+			return
+		}
+	}
+}
+
+// submit runs one READY slot on its service, with the submit-intent
+// protocol of the package documentation. It returns the new state and true
+// when the slot is now RUNNING.
+func (s *stepper) submit(ctx context.Context, w *schema.Workflow, svc external.Service, st slot.State) (slot.State, bool) {
+	e := s.e
+	id := st.ID
+	if svc == nil {
+		s.fail(id, "submit", fmt.Errorf("no external service of type %q is configured", w.ExternalService.Type))
+		return st, false
+	}
+	running := func(ext string) (slot.State, bool) {
+		to := slot.State{ID: id, Status: slot.Running, ExternalID: ext, RetryCount: st.RetryCount}
+		if err := e.db.Put(to); err != nil {
+			// The intent stays: the next step recovers the job.
+			s.fail(id, "persist", err)
+			return st, false
+		}
+		if err := e.db.DeleteIntent(id); err != nil {
+			e.log.Warn("delete submit intent", "slot", id.String(), "error", err)
+		}
+		e.clearProblem(id.Workflow, id.Time)
+		s.transition(st, to)
+		return to, true
+	}
+	in, left, err := e.db.GetIntent(id)
+	if err != nil {
+		s.fail(id, "submit", err)
+		return st, false
+	}
+	if left {
+		if rec, ok := svc.(external.Recoverer); ok {
+			cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+			ext, found, err := rec.Recover(cctx, w, id, in.Time)
+			cancel()
+			if err != nil {
+				s.fail(id, "recover", err)
+				return st, false
+			}
+			if found {
+				e.log.Info("recovered a job submitted before a crash", "slot", id.String(), "externalID", ext)
+				return running(ext)
+			}
+		} else {
+			e.log.Warn("a previous submission of this slot may have reached the service, which cannot be asked; submitting again",
+				"slot", id.String(), "service", w.ExternalService.Type, "intent", slot.FormatTime(in.Time))
+		}
+	}
+	if err := e.db.PutIntent(id, statedb.Intent{Attempt: st.RetryCount, Time: e.clock()}); err != nil {
+		s.fail(id, "submit", fmt.Errorf("record submit intent: %w", err))
+		return st, false
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+	ext, err := svc.Submit(cctx, w, id)
+	cancel()
+	if err != nil {
+		if !errors.Is(err, external.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+			// A definite refusal: no job exists, forget the intent.
+			if derr := e.db.DeleteIntent(id); derr != nil {
+				e.log.Warn("delete submit intent", "slot", id.String(), "error", derr)
+			}
+		}
+		s.fail(id, "submit", err)
+		return st, false
+	}
+	return running(ext)
+}
+
+func (e *Engine) workflow(c *config, id string) (*schema.Workflow, error) {
+	w := c.workflows[id]
+	if w == nil {
+		return nil, fmt.Errorf("%w: %s", slot.ErrUnknownWorkflow, id)
+	}
+	return w, nil
+}
+
+// WorkflowIDs lists the loaded workflows, sorted.
+func (e *Engine) WorkflowIDs() []string {
+	return append([]string(nil), e.config().ids...)
+}
+
+// Workflow returns a loaded workflow's definition.
+func (e *Engine) Workflow(id string) (*schema.Workflow, error) {
+	return e.workflow(e.config(), id)
+}
+
+// WorkflowFile returns the name of the file that defines workflow id.
+func (e *Engine) WorkflowFile(id string) (string, error) {
+	c := e.config()
+	if _, err := e.workflow(c, id); err != nil {
+		return "", err
+	}
+	return c.file[id], nil
+}
+
+// LoadErrors lists the workflows files that failed to load at the last reload.
+func (e *Engine) LoadErrors() []api.LoadError {
+	return append([]api.LoadError(nil), e.config().loadErrs...)
+}
+
+// Schedule returns a workflow's resolved schedule, or the error that keeps
+// it from having one (a dependent schedule naming a missing workflow, a
+// cycle).
+func (e *Engine) Schedule(id string) (*schedule.Schedule, error) {
+	c := e.config()
+	if _, err := e.workflow(c, id); err != nil {
+		return nil, err
+	}
+	if s := c.scheds[id]; s != nil {
+		return s, nil
+	}
+	return nil, c.schedErrs[id]
+}
+
+// Slots returns the slots of workflow id in [start, end), newest first: its
+// schedule times (from its startTime on) and the slots marked for rerun in
+// that range, with missing records synthesized as WAITING. Slots whose
+// file is corrupt are left out (Problems reports them).
+func (e *Engine) Slots(ctx context.Context, id string, start, end time.Time) ([]slot.State, error) {
+	sched, err := e.Schedule(id)
+	if err != nil {
+		return nil, err
+	}
+	w, _ := e.Workflow(id)
+	if start.Before(w.StartTime) {
+		start = w.StartTime
+	}
+	if !start.Before(end) {
+		return []slot.State{}, nil
+	}
+	times := sched.Times(start, end)
+	reruns, err := e.db.RerunTimes(id, time.Time{}) // zero now: read only, nothing expires
+	if err != nil {
+		return nil, err
+	}
+	added := false
+	for _, t := range reruns {
+		if !t.Before(start) && t.Before(end) {
+			times = append(times, t)
+			added = true
+		}
+	}
+	if added {
+		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+		times = dedupe(times)
+	}
+	out := make([]slot.State, 0, len(times))
+	for i := len(times) - 1; i >= 0; i-- {
+		sid := slot.ID{Workflow: id, Time: times[i]}
+		st, found, err := e.db.Get(sid)
+		if err != nil {
+			continue
+		}
+		if !found {
+			st = slot.NewWaiting(sid)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// SlotState returns the stored state of one slot (ErrSlotNotFound if none).
+// As in Celos, the workflow need not be loaded.
+func (e *Engine) SlotState(ctx context.Context, id slot.ID) (slot.State, error) {
+	st, found, err := e.db.Get(id)
+	if errors.Is(err, statedb.ErrBadName) {
+		return slot.State{}, fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
+	}
+	if err != nil {
+		return slot.State{}, err
+	}
+	if !found {
+		return slot.State{}, fmt.Errorf("%w: %s", slot.ErrSlotNotFound, id)
+	}
+	return st, nil
+}
+
+// Paused reports whether a workflow is paused.
+func (e *Engine) Paused(id string) (bool, error) {
+	if _, err := e.Workflow(id); err != nil {
+		return false, err
+	}
+	return e.db.Paused(id), nil
+}
+
+// SetPaused pauses or unpauses a workflow.
+func (e *Engine) SetPaused(ctx context.Context, id string, paused bool) error {
+	if _, err := e.Workflow(id); err != nil {
+		return err
+	}
+	return e.db.SetPaused(id, paused)
+}
+
+// TriggerStatus evaluates the trigger of slot id at now and explains it.
+// If the trigger itself is fine but the slot's last submit or status call
+// failed, Error says so.
+func (e *Engine) TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (trigger.Status, error) {
+	w, err := e.Workflow(id.Workflow)
+	if err != nil {
+		return trigger.Status{}, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+	defer cancel()
+	st := trigger.Evaluate(tctx, trigger.Env{States: e.db, FS: e.fs}, &w.Trigger, id.Time, now)
+	if st.Error == "" {
+		e.mu.RLock()
+		p, ok := e.problems[problemKey{id.Workflow, id.Time.UnixMilli()}]
+		e.mu.RUnlock()
+		if ok {
+			st.Error = fmt.Sprintf("%s failed at %s: %s", p.Op, slot.FormatTime(p.At), p.Error)
+		}
+	}
+	return st, nil
+}
+
+// inSchedule checks that id names a slot: a time of the workflow's
+// schedule, or a slot that has a record (a schedule change, a rerun of an
+// odd time) so that it can still be killed or rerun.
+func (e *Engine) inSchedule(id slot.ID) (*schema.Workflow, slot.State, bool, error) {
+	w, err := e.Workflow(id.Workflow)
+	if err != nil {
+		return nil, slot.State{}, false, err
+	}
+	st, found, err := e.db.Get(id)
+	if err != nil {
+		return nil, slot.State{}, false, err
+	}
+	if found {
+		return w, st, true, nil
+	}
+	sched, err := e.Schedule(id.Workflow)
+	if err != nil {
+		return nil, slot.State{}, false, err
+	}
+	if !sched.InSchedule(id.Time) {
+		return nil, slot.State{}, false, fmt.Errorf("%w: %s", slot.ErrNotInSchedule, id)
+	}
+	return w, slot.NewWaiting(id), false, nil
+}
+
+// Rerun marks slot id for rerun (stamped with now) and, if it has a final
+// state, resets it to WAITING with retryCount 0. A slot that is not final
+// gives ErrIllegalTransition; a time that is neither in the schedule nor
+// stored gives ErrNotInSchedule.
+func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	_, st, found, err := e.inSchedule(id)
+	if err != nil {
+		return err
+	}
+	if found && !st.Status.Final() {
+		return fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
+	}
+	// Marker first: a crash after it leaves a final slot that can be rerun
+	// again, never a WAITING slot outside the window that nothing steps.
+	if err := e.db.MarkRerun(id, now); err != nil {
+		return err
+	}
+	if found {
+		to := slot.State{ID: st.ID, Status: slot.Waiting}
+		if err := e.db.Put(to); err != nil {
+			return err
+		}
+		e.log.Info("slot transition", "slot", id.String(), "from", string(st.Status), "to", string(to.Status), "reason", "rerun")
+	}
+	e.clearProblem(id.Workflow, id.Time)
+	e.lowerDone(id)
+	return nil
+}
+
+func (e *Engine) lowerDone(id slot.ID) {
+	e.mu.Lock()
+	if m, ok := e.done[id.Workflow]; ok && !id.Time.After(m.until) {
+		m.until = id.Time
+		e.done[id.Workflow] = m
+	}
+	e.mu.Unlock()
+}
+
+// Kill marks slot id KILLED. If it has an external job, the service's Kill
+// is called first, and an error there leaves the state unchanged. A slot
+// with a leftover submit intent is looked up on the service (Recoverer)
+// so that a job submitted just before a crash is killed too. A final slot
+// gives ErrIllegalTransition.
+func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	w, st, _, err := e.inSchedule(id)
+	if err != nil {
+		return err
+	}
+	if st.Status.Final() {
+		return fmt.Errorf("%w: cannot kill %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
+	}
+	svc := e.opts.Services[w.ExternalService.Type]
+	ext := st.ExternalID
+	if in, left, _ := e.db.GetIntent(id); left && ext == "" && st.Status == slot.Ready {
+		if rec, ok := svc.(external.Recoverer); ok {
+			cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+			x, found, err := rec.Recover(cctx, w, id, in.Time)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("kill %s: look for a job submitted before a crash: %w", id, err)
+			}
+			if found {
+				ext = x
+			}
+		}
+	}
+	if ext != "" {
+		if svc == nil {
+			return fmt.Errorf("kill %s: no external service of type %q is configured", id, w.ExternalService.Type)
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+		err := svc.Kill(cctx, w, ext)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kill %s (external ID %s): %w", id, ext, err)
+		}
+	}
+	to := slot.State{ID: id, Status: slot.Killed, ExternalID: ext}
+	if err := e.db.Put(to); err != nil {
+		return err
+	}
+	if err := e.db.DeleteIntent(id); err != nil {
+		e.log.Warn("delete submit intent", "slot", id.String(), "error", err)
+	}
+	e.clearProblem(id.Workflow, id.Time)
+	e.log.Info("slot transition", "slot", id.String(), "from", string(st.Status), "to", string(slot.Killed), "externalID", ext, "reason", "kill")
+	return nil
+}
+
+func registerErr(err error) error {
+	switch {
+	case errors.Is(err, statedb.ErrBadName):
+		return fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
+	case errors.Is(err, statedb.ErrNotFound):
+		return fmt.Errorf("%w: %v", api.ErrRegisterNotFound, err)
+	}
+	return err
+}
+
+// GetRegister returns the JSON under bucket/key (api.ErrRegisterNotFound if none).
+func (e *Engine) GetRegister(ctx context.Context, bucket, key string) (json.RawMessage, error) {
+	v, err := e.db.GetRegister(bucket, key)
+	return v, registerErr(err)
+}
+
+// PutRegister stores a JSON value under bucket/key.
+func (e *Engine) PutRegister(ctx context.Context, bucket, key string, value json.RawMessage) error {
+	return registerErr(e.db.PutRegister(bucket, key, value))
+}
+
+// DeleteRegister removes bucket/key.
+func (e *Engine) DeleteRegister(ctx context.Context, bucket, key string) error {
+	return registerErr(e.db.DeleteRegister(bucket, key))
+}
+
+// DeleteRegistersWithPrefix removes every key of bucket that starts with prefix.
+func (e *Engine) DeleteRegistersWithPrefix(ctx context.Context, bucket, prefix string) error {
+	return registerErr(e.db.DeleteRegistersWithPrefix(bucket, prefix))
+}
+
+// RegisterKeys lists the keys of bucket starting with prefix, sorted.
+func (e *Engine) RegisterKeys(ctx context.Context, bucket, prefix string) ([]string, error) {
+	k, err := e.db.RegisterKeys(bucket, prefix)
+	return k, registerErr(err)
+}
+
+// ClearCache re-reads every workflows file (not only changed ones) and the
+// state database's index, and forgets the per-workflow done marks.
+func (e *Engine) ClearCache() error {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	e.loader.files = make(map[string]*fileEntry)
+	err := e.db.Reload()
+	e.mu.Lock()
+	e.done = make(map[string]doneMark)
+	e.mu.Unlock()
+	e.reload()
+	return err
+}
+
+// StatusCounts returns, for every loaded workflow, how many of its stored
+// slots are in each status (for metrics).
+func (e *Engine) StatusCounts() map[string]map[slot.Status]int {
+	out := make(map[string]map[slot.Status]int)
+	for _, id := range e.config().ids {
+		if m, err := e.db.Count(id); err == nil {
+			out[id] = m
+		}
+	}
+	return out
+}

@@ -1,0 +1,29 @@
+package external
+
+import (
+	"context"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema"
+)
+
+// Recoverer is implemented by services that can find a job they accepted
+// for a slot, so that a crash between a service accepting a job and the
+// engine recording it cannot lead to a second job.
+//
+// The engine persists a submit intent (slot id, attempt, wall-clock time)
+// before it calls Submit and removes it once the slot is recorded as
+// RUNNING. When a step finds a READY slot with a leftover intent, the
+// previous process died in between; before submitting again it calls
+// Recover with the intent's time. found=true means the service holds a job
+// for that slot created at or after since: the engine records the slot as
+// RUNNING with that external ID instead of submitting a second job.
+// found=false means the service never accepted the job, and the engine
+// submits. An error leaves the slot READY until a later step.
+//
+// A service without Recoverer is submitted again after such a crash (at
+// least once); the engine logs that it could not check.
+type Recoverer interface {
+	Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (externalID string, found bool, err error)
+}

@@ -1,0 +1,813 @@
+// Package statedb is the slot engine's state database: Celos's on-disk
+// layout (compatible both ways), written atomically, indexed in memory, and
+// locked against a second process.
+//
+//	<dir>/state/<workflow>/<yyyy-MM-dd>/<HH:mm:ss.SSS>Z   {"time","status","externalID","retryCount"}
+//	<dir>/rerun/<workflow>/<yyyy-MM-dd>/<HH:mm:ss.SSS>Z   {"rerunTime":"<wall clock>"}
+//	<dir>/paused/<workflow>                               empty file
+//	<dir>/register/<bucket>/<key>                         any JSON
+//	<dir>/intent/<workflow>/<yyyy-MM-dd>/<HH:mm:ss.SSS>Z  {"attempt","time"} (celos only: submit intents)
+//	<dir>/.lock                                           the PID of the process holding the lock
+//
+// A workflow's files are read once, on first use, into an index; after
+// that, reads are served from memory and every write goes to disk first
+// (temp file, fsync, rename, fsync of the directory) and then to the index.
+// Nothing else may write the directory while it is open: Open takes an
+// exclusive flock on .lock and a second Open fails naming the holder.
+// A corrupt or unreadable slot file is reported (Problems, and an error
+// from Get for that slot) and never stops other slots or workflows.
+package statedb
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// RerunExpiry is how long a rerun marker lives after it was written (Celos's
+// RerunState.EXPIRATION_DAYS).
+const RerunExpiry = 14 * 24 * time.Hour
+
+// Errors of the database, wrapped with details.
+var (
+	// ErrLocked: another process holds the database.
+	ErrLocked = errors.New("state database is locked")
+	// ErrNotFound: no such register.
+	ErrNotFound = errors.New("not found")
+	// ErrBadName: a workflow id, bucket or key that cannot be a path component.
+	ErrBadName = errors.New("bad name")
+	// ErrCorrupt: a slot file that does not parse.
+	ErrCorrupt = errors.New("corrupt state file")
+)
+
+// DB is an open state database. Its methods are safe for concurrent use.
+type DB struct {
+	dir    string
+	lock   *os.File
+	writes atomic.Int64
+	reads  atomic.Int64
+
+	mu       sync.Mutex
+	closed   bool
+	wfs      map[string]*wfIndex
+	paused   map[string]bool
+	dirs     map[string]bool // directories known to exist
+	problems map[string]string
+}
+
+type wfIndex struct {
+	recs    map[int64]rec
+	active  map[int64]struct{} // recs whose status is not final
+	corrupt map[int64]error
+	reruns  map[int64]time.Time // slot time → rerunTime
+	intents map[int64]Intent
+}
+
+type rec struct {
+	status slot.Status
+	ext    string
+	retry  int
+}
+
+// Open opens (creating it if needed) the database in dir and takes its
+// lock. It fails with ErrLocked, naming the PID of the holder, if another
+// process (or another Open in this one) has it, and with a clear error if
+// dir is not a writable directory.
+func Open(dir string) (*DB, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("state database %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("state database: %w", err)
+	}
+	lockPath := filepath.Join(abs, ".lock")
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder := "another process"
+		if b, rerr := os.ReadFile(lockPath); rerr == nil {
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+				holder = fmt.Sprintf("process %d", pid)
+			}
+		}
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is in use by %s (lock file %s)", ErrLocked, abs, holder, lockPath)
+		}
+		return nil, fmt.Errorf("state database %s: lock %s: %w", abs, lockPath, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
+		}
+	} else {
+		f.Close()
+		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
+	}
+	db := &DB{
+		dir:      abs,
+		lock:     f,
+		wfs:      make(map[string]*wfIndex),
+		paused:   make(map[string]bool),
+		dirs:     make(map[string]bool),
+		problems: make(map[string]string),
+	}
+	if err := db.loadPaused(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Dir is the database's directory (absolute).
+func (db *DB) Dir() string { return db.dir }
+
+// Close releases the lock. The DB must not be used afterwards.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	return db.lock.Close()
+}
+
+// Stats counts file operations since Open: Writes are files written,
+// renamed or removed; Reads are files read.
+type Stats struct {
+	Writes int64
+	Reads  int64
+}
+
+// Stats returns the file operation counters.
+func (db *DB) Stats() Stats { return Stats{Writes: db.writes.Load(), Reads: db.reads.Load()} }
+
+// Problems lists the files that could not be read or parsed, with the
+// reason, sorted: "state/wf/2015-09-13/13:00:00.000Z: unknown status "X"".
+func (db *DB) Problems() []string {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	out := make([]string, 0, len(db.problems))
+	for p, msg := range db.problems {
+		out = append(out, p+": "+msg)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Reload forgets the index; every workflow is read from disk again on its
+// next use. For an operator who repaired files by hand (POST /clear-cache).
+func (db *DB) Reload() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.wfs = make(map[string]*wfIndex)
+	db.paused = make(map[string]bool)
+	db.dirs = make(map[string]bool)
+	db.problems = make(map[string]string)
+	return db.loadPaused()
+}
+
+func (db *DB) problem(rel string, err error) {
+	db.problems[filepath.ToSlash(rel)] = err.Error()
+}
+
+func key(t time.Time) int64 { return t.UnixMilli() }
+
+func keyTime(k int64) time.Time { return time.UnixMilli(k).UTC() }
+
+// index returns the loaded index of workflow wf; db.mu is held.
+func (db *DB) index(wf string) (*wfIndex, error) {
+	if db.closed {
+		return nil, errors.New("state database is closed")
+	}
+	if err := validWorkflow(wf); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	if ix := db.wfs[wf]; ix != nil {
+		return ix, nil
+	}
+	ix := &wfIndex{
+		recs:    make(map[int64]rec),
+		active:  make(map[int64]struct{}),
+		corrupt: make(map[int64]error),
+		reruns:  make(map[int64]time.Time),
+		intents: make(map[int64]Intent),
+	}
+	err := db.walkSlots("state", wf, func(t time.Time, rel string, data []byte, rerr error) {
+		k := key(t)
+		if rerr == nil {
+			st, ext, retry, perr := ParseState(data)
+			if perr == nil {
+				r := rec{status: st, ext: ext, retry: retry}
+				ix.recs[k] = r
+				if !st.Final() {
+					ix.active[k] = struct{}{}
+				}
+				return
+			}
+			rerr = perr
+		}
+		err := fmt.Errorf("%w %s: %v", ErrCorrupt, filepath.Join(db.dir, rel), rerr)
+		ix.corrupt[k] = err
+		db.problem(rel, rerr)
+	})
+	if err == nil {
+		err = db.walkSlots("rerun", wf, func(t time.Time, rel string, data []byte, rerr error) {
+			if rerr == nil {
+				var at time.Time
+				if at, rerr = parseRerun(data); rerr == nil {
+					ix.reruns[key(t)] = at
+					return
+				}
+			}
+			// An unreadable marker still marks the slot; it expires as if
+			// written at the epoch, i.e. at the next RerunTimes.
+			ix.reruns[key(t)] = time.Time{}
+			db.problem(rel, rerr)
+		})
+	}
+	if err == nil {
+		err = db.walkSlots("intent", wf, func(t time.Time, rel string, data []byte, rerr error) {
+			if rerr == nil {
+				var in Intent
+				if in, rerr = parseIntent(data); rerr == nil {
+					ix.intents[key(t)] = in
+					return
+				}
+			}
+			ix.intents[key(t)] = Intent{Attempt: -1}
+			db.problem(rel, rerr)
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	db.wfs[wf] = ix
+	return ix, nil
+}
+
+// walkSlots calls fn for every slot file under <kind>/<wf>/<day>/, with its
+// content or the error reading it. Leftover temporary files are removed;
+// other stray names are reported as problems.
+func (db *DB) walkSlots(kind, wf string, fn func(t time.Time, rel string, data []byte, err error)) error {
+	base := filepath.Join(db.dir, kind, wf)
+	days, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state database: %w", err)
+	}
+	db.dirs[base] = true
+	for _, d := range days {
+		relDay := filepath.Join(kind, wf, d.Name())
+		if strings.HasPrefix(d.Name(), tmpPrefix) {
+			os.Remove(filepath.Join(db.dir, relDay))
+			continue
+		}
+		if _, err := time.Parse(dayLayout, d.Name()); err != nil || !d.IsDir() {
+			db.problem(relDay, errors.New("not a day directory (yyyy-MM-dd)"))
+			continue
+		}
+		dayDir := filepath.Join(db.dir, relDay)
+		files, err := os.ReadDir(dayDir)
+		if err != nil {
+			db.problem(relDay, err)
+			continue
+		}
+		db.dirs[dayDir] = true
+		for _, f := range files {
+			rel := filepath.Join(relDay, f.Name())
+			if strings.HasPrefix(f.Name(), tmpPrefix) {
+				os.Remove(filepath.Join(db.dir, rel))
+				continue
+			}
+			t, err := parseSlotPath(d.Name(), f.Name())
+			if err != nil || f.IsDir() {
+				db.problem(rel, errors.New("not a slot file (HH:mm:ss.SSSZ)"))
+				continue
+			}
+			data, err := readSmall(filepath.Join(db.dir, rel))
+			db.reads.Add(1)
+			fn(t, rel, data, err)
+		}
+	}
+	return nil
+}
+
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxStateFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxStateFile {
+		return nil, fmt.Errorf("larger than %d bytes", maxStateFile)
+	}
+	return data, nil
+}
+
+// Get returns the stored state of a slot; found is false when it has no
+// record. A corrupt file gives an error wrapping ErrCorrupt and naming it.
+func (db *DB) Get(id slot.ID) (slot.State, bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(id.Workflow)
+	if err != nil {
+		return slot.State{}, false, err
+	}
+	k := key(id.Time)
+	if err := ix.corrupt[k]; err != nil {
+		return slot.State{}, false, err
+	}
+	r, ok := ix.recs[k]
+	if !ok {
+		return slot.State{}, false, nil
+	}
+	return r.state(id.Workflow, k), true, nil
+}
+
+func (r rec) state(wf string, k int64) slot.State {
+	return slot.State{ID: slot.ID{Workflow: wf, Time: keyTime(k)}, Status: r.status, ExternalID: r.ext, RetryCount: r.retry}
+}
+
+// Put stores a slot state. Writing the state a slot already has is a no-op
+// (no file is written). On error the stored state is unchanged.
+func (db *DB) Put(st slot.State) error {
+	if !st.Status.Valid() {
+		return fmt.Errorf("state database: put %s: invalid status %q", st.ID, st.Status)
+	}
+	if st.RetryCount < 0 {
+		return fmt.Errorf("state database: put %s: negative retry count", st.ID)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(st.ID.Workflow)
+	if err != nil {
+		return err
+	}
+	k := key(st.ID.Time)
+	r := rec{status: st.Status, ext: st.ExternalID, retry: st.RetryCount}
+	if old, ok := ix.recs[k]; ok && old == r && ix.corrupt[k] == nil {
+		return nil
+	}
+	t := keyTime(k)
+	st.ID.Time = t
+	day, file := slotPath(t)
+	if err := db.writeFileAtomic(filepath.Join(db.dir, "state", st.ID.Workflow, day), file, EncodeState(st)); err != nil {
+		return err
+	}
+	ix.recs[k] = r
+	delete(ix.corrupt, k)
+	delete(db.problems, filepath.ToSlash(filepath.Join("state", st.ID.Workflow, day, file)))
+	if st.Status.Final() {
+		delete(ix.active, k)
+	} else {
+		ix.active[k] = struct{}{}
+	}
+	return nil
+}
+
+// Range returns the stored states of workflow wf with times in [start,
+// end), oldest first. Corrupt slots are left out (Get reports them).
+func (db *DB) Range(wf string, start, end time.Time) ([]slot.State, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(wf)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := key(start), key(end)
+	if start.Sub(keyTime(lo)) > 0 { // start had a sub-millisecond part
+		lo++
+	}
+	var out []slot.State
+	for k, r := range ix.recs {
+		if k >= lo && k < hi {
+			out = append(out, r.state(wf, k))
+		}
+	}
+	sortStates(out)
+	return out, nil
+}
+
+// Active returns the stored states of workflow wf that are not final
+// (WAITING, READY, RUNNING), at any time, oldest first.
+func (db *DB) Active(wf string) ([]slot.State, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(wf)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]slot.State, 0, len(ix.active))
+	for k := range ix.active {
+		out = append(out, ix.recs[k].state(wf, k))
+	}
+	sortStates(out)
+	return out, nil
+}
+
+// Count returns how many stored slots of workflow wf are in each status.
+func (db *DB) Count(wf string) (map[slot.Status]int, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(wf)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[slot.Status]int)
+	for _, r := range ix.recs {
+		out[r.status]++
+	}
+	return out, nil
+}
+
+func sortStates(s []slot.State) {
+	sort.Slice(s, func(i, j int) bool { return s[i].ID.Time.Before(s[j].ID.Time) })
+}
+
+// MarkRerun writes a rerun marker for the slot, stamped with now.
+func (db *DB) MarkRerun(id slot.ID, now time.Time) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(id.Workflow)
+	if err != nil {
+		return err
+	}
+	k := key(id.Time)
+	day, file := slotPath(keyTime(k))
+	if err := db.writeFileAtomic(filepath.Join(db.dir, "rerun", id.Workflow, day), file, encodeRerun(now)); err != nil {
+		return err
+	}
+	ix.reruns[k] = now.UTC()
+	return nil
+}
+
+// UnmarkRerun removes a slot's rerun marker, if any.
+func (db *DB) UnmarkRerun(id slot.ID) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(id.Workflow)
+	if err != nil {
+		return err
+	}
+	k := key(id.Time)
+	if _, ok := ix.reruns[k]; !ok {
+		return nil
+	}
+	day, file := slotPath(keyTime(k))
+	if err := db.removeFile(filepath.Join(db.dir, "rerun", id.Workflow, day), file); err != nil {
+		return err
+	}
+	delete(ix.reruns, k)
+	return nil
+}
+
+// RerunTimes returns the slot times of workflow wf marked for rerun, oldest
+// first. As in Celos, a marker older than RerunExpiry at now is returned
+// this once and deleted.
+func (db *DB) RerunTimes(wf string, now time.Time) ([]time.Time, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(wf)
+	if err != nil {
+		return nil, err
+	}
+	if len(ix.reruns) == 0 {
+		return nil, nil
+	}
+	out := make([]time.Time, 0, len(ix.reruns))
+	var errs []error
+	for k, at := range ix.reruns {
+		out = append(out, keyTime(k))
+		if at.Add(RerunExpiry).Before(now) {
+			day, file := slotPath(keyTime(k))
+			if err := db.removeFile(filepath.Join(db.dir, "rerun", wf, day), file); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			delete(ix.reruns, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out, errors.Join(errs...)
+}
+
+// PutIntent records that the engine is about to submit the slot.
+func (db *DB) PutIntent(id slot.ID, in Intent) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(id.Workflow)
+	if err != nil {
+		return err
+	}
+	k := key(id.Time)
+	day, file := slotPath(keyTime(k))
+	in.Time = in.Time.UTC()
+	if err := db.writeFileAtomic(filepath.Join(db.dir, "intent", id.Workflow, day), file, encodeIntent(in)); err != nil {
+		return err
+	}
+	ix.intents[k] = in
+	return nil
+}
+
+// GetIntent returns a slot's submit intent, if one was left. An unreadable
+// intent file is returned with Attempt -1 and a zero Time.
+func (db *DB) GetIntent(id slot.ID) (Intent, bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(id.Workflow)
+	if err != nil {
+		return Intent{}, false, err
+	}
+	in, ok := ix.intents[key(id.Time)]
+	return in, ok, nil
+}
+
+// DeleteIntent removes a slot's submit intent, if any.
+func (db *DB) DeleteIntent(id slot.ID) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(id.Workflow)
+	if err != nil {
+		return err
+	}
+	k := key(id.Time)
+	if _, ok := ix.intents[k]; !ok {
+		return nil
+	}
+	day, file := slotPath(keyTime(k))
+	if err := db.removeFile(filepath.Join(db.dir, "intent", id.Workflow, day), file); err != nil {
+		return err
+	}
+	delete(ix.intents, k)
+	return nil
+}
+
+func (db *DB) loadPaused() error {
+	entries, err := os.ReadDir(filepath.Join(db.dir, "paused"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state database: %w", err)
+	}
+	for _, e := range entries {
+		if validWorkflow(e.Name()) == nil && !e.IsDir() {
+			db.paused[e.Name()] = true
+		}
+	}
+	return nil
+}
+
+// Paused reports whether workflow wf is paused.
+func (db *DB) Paused(wf string) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.paused[wf]
+}
+
+// SetPaused pauses (an empty file paused/<wf>) or unpauses a workflow.
+func (db *DB) SetPaused(wf string, paused bool) error {
+	if err := validWorkflow(wf); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return errors.New("state database is closed")
+	}
+	if db.paused[wf] == paused {
+		return nil
+	}
+	dir := filepath.Join(db.dir, "paused")
+	var err error
+	if paused {
+		err = db.writeFileAtomic(dir, wf, nil)
+	} else {
+		err = db.removeFile(dir, wf)
+	}
+	if err != nil {
+		return err
+	}
+	if paused {
+		db.paused[wf] = true
+	} else {
+		delete(db.paused, wf)
+	}
+	return nil
+}
+
+// Workflows lists the workflows that have a state directory, sorted.
+func (db *DB) Workflows() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(db.dir, "state"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && validWorkflow(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// MinRetention is the shortest history Prune keeps: the engine's window
+// (7 days) and a day more, so that a pruned final slot can never reappear
+// as WAITING.
+const MinRetention = 8 * 24 * time.Hour
+
+// Prune deletes the files of final slots (SUCCESS, FAILURE, WAIT_TIMEOUT,
+// KILLED) older than before, submit intents older than before and expired
+// rerun markers, in every workflow, and removes day directories left empty.
+// before must be at least MinRetention before now. Slots that are not final are
+// kept whatever their age. It returns the number of slot files deleted.
+func (db *DB) Prune(before, now time.Time) (int, error) {
+	if before.After(now.Add(-MinRetention)) {
+		return 0, fmt.Errorf("prune: %s is inside the last %v: slots there may still be stepped", slot.FormatTime(before), MinRetention)
+	}
+	wfs, err := db.Workflows()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, wf := range wfs {
+		m, err := db.pruneWorkflow(wf, before, now)
+		n += m
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
+	if _, err := db.RerunTimes(wf, now); err != nil { // drops expired markers
+		return 0, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(wf)
+	if err != nil {
+		return 0, err
+	}
+	lim := key(before)
+	n := 0
+	days := make(map[string]bool)
+	for k, r := range ix.recs {
+		if k >= lim || !r.status.Final() {
+			continue
+		}
+		day, file := slotPath(keyTime(k))
+		dir := filepath.Join(db.dir, "state", wf, day)
+		if err := db.removeFile(dir, file); err != nil {
+			return n, err
+		}
+		delete(ix.recs, k)
+		days[dir] = true
+		n++
+	}
+	for k := range ix.intents {
+		if k < lim {
+			day, file := slotPath(keyTime(k))
+			if err := db.removeFile(filepath.Join(db.dir, "intent", wf, day), file); err != nil {
+				return n, err
+			}
+			delete(ix.intents, k)
+		}
+	}
+	for dir := range days {
+		if os.Remove(dir) == nil { // only succeeds when empty
+			delete(db.dirs, dir)
+		}
+	}
+	return n, nil
+}
+
+// Registers.
+
+func (db *DB) registerPath(bucket, key string) (string, error) {
+	if err := validName("bucket", bucket); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	if err := validName("key", key); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	return filepath.Join(db.dir, "register", bucket, key), nil
+}
+
+// GetRegister returns the JSON stored under bucket/key (ErrNotFound if none).
+func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
+	p, err := db.registerPath(bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: register %s/%s", ErrNotFound, bucket, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: %w", err)
+	}
+	db.reads.Add(1)
+	return json.RawMessage(data), nil
+}
+
+// PutRegister stores value (which must be valid JSON) under bucket/key.
+func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
+	p, err := db.registerPath(bucket, key)
+	if err != nil {
+		return err
+	}
+	if !json.Valid(value) {
+		return fmt.Errorf("%w: register value is not valid JSON", ErrBadName)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.writeFileAtomic(filepath.Dir(p), key, value)
+}
+
+// DeleteRegister removes bucket/key (a missing one is not an error).
+func (db *DB) DeleteRegister(bucket, key string) error {
+	p, err := db.registerPath(bucket, key)
+	if err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.removeFile(filepath.Dir(p), key)
+}
+
+// DeleteRegistersWithPrefix removes every key of bucket starting with prefix.
+func (db *DB) DeleteRegistersWithPrefix(bucket, prefix string) error {
+	keys, err := db.RegisterKeys(bucket, prefix)
+	if err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	dir := filepath.Join(db.dir, "register", bucket)
+	for _, k := range keys {
+		if err := db.removeFile(dir, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RegisterKeys lists the keys of bucket starting with prefix, sorted. An
+// unknown bucket has no keys.
+func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
+	if err := validName("bucket", bucket); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	if prefix != "" && strings.ContainsAny(prefix, "/\\.") {
+		return nil, fmt.Errorf("%w: prefix %q may not contain '/', '\\' or '.'", ErrBadName, prefix)
+	}
+	entries, err := os.ReadDir(filepath.Join(db.dir, "register", bucket))
+	if errors.Is(err, fs.ErrNotExist) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: %w", err)
+	}
+	out := []string{}
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() && validName("key", n) == nil && strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,143 @@
+package statedb
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tmpPrefix starts the name of every temporary file; no slot, marker or
+// register name can start with a dot, so leftovers of a crash are known.
+const tmpPrefix = ".tmp-"
+
+// writeFileAtomic replaces dir/name with data: a temporary file in the same
+// directory, fsync, rename over the target, fsync of the directory. A
+// reader sees the old content or the new, never a mix; after a crash the
+// file is one or the other.
+func (db *DB) writeFileAtomic(dir, name string, data []byte) error {
+	if err := db.mkdirAll(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("state database: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("state database: write %s: %w", filepath.Join(dir, name), err)
+	}
+	db.writes.Add(1)
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("state database: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeFile removes dir/name (a missing file is not an error) and syncs dir.
+func (db *DB) removeFile(dir, name string) error {
+	err := os.Remove(filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state database: %w", err)
+	}
+	db.writes.Add(1)
+	return syncDir(dir)
+}
+
+// mkdirAll creates dir (inside the database root) and syncs the parent of
+// every directory it creates, so a new day directory survives a crash.
+func (db *DB) mkdirAll(dir string) error {
+	if db.dirs[dir] {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		db.dirs[dir] = true
+		return nil
+	}
+	rel, err := filepath.Rel(db.dir, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("state database: %s is outside %s", dir, db.dir)
+	}
+	cur := db.dir
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		next := filepath.Join(cur, part)
+		err := os.Mkdir(next, 0o755)
+		switch {
+		case err == nil:
+			if err := syncDir(cur); err != nil {
+				return fmt.Errorf("state database: sync %s: %w", cur, err)
+			}
+		case errors.Is(err, fs.ErrExist):
+		default:
+			return fmt.Errorf("state database: %w", err)
+		}
+		cur = next
+	}
+	db.dirs[dir] = true
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// validName checks a workflow id, register bucket or register key before it
+// becomes a path component: not empty, at most 255 bytes, no '/', '\\',
+// '.', NUL or other control characters (Celos forbids '/' and '.' in
+// register names; workflow ids are narrower still, schema.IDPattern, but a
+// dot-free rule here also keeps "." and ".." and hidden names out).
+func validName(kind, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", kind)
+	}
+	if len(s) > 255 {
+		return fmt.Errorf("%s %.40q... is longer than 255 bytes", kind, s)
+	}
+	for _, r := range s {
+		if r == '/' || r == '\\' || r == '.' || r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%s %q may not contain '/', '\\', '.' or control characters", kind, s)
+		}
+	}
+	return nil
+}
+
+// validWorkflow checks a workflow id: like validName, but '.' is allowed
+// inside (schema ids may hold dots) as long as the id is not "." or "..".
+func validWorkflow(id string) error {
+	if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") {
+		return fmt.Errorf("workflow id %q is empty or starts with a dot", id)
+	}
+	if len(id) > 255 {
+		return fmt.Errorf("workflow id %.40q... is longer than 255 bytes", id)
+	}
+	for _, r := range id {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return fmt.Errorf("workflow id %q may not contain '/', '\\' or control characters", id)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Local is the FileSystems of the local file system: fs URIs "file:",
+// "file:/" and "file:///" (a host other than localhost is refused). A
+// relative path is relative to the server's working directory.
+type Local struct{}
+
+// Exists reports whether path exists on the local file system.
+func (Local) Exists(ctx context.Context, fsURI, path string) (bool, error) {
+	if fsURI != "" {
+		u, err := url.Parse(fsURI)
+		if err != nil {
+			return false, fmt.Errorf("file system %q: %w", fsURI, err)
+		}
+		if u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+			return false, fmt.Errorf("file system %q is not a local file: URI", fsURI)
+		}
+	}
+	if path == "" {
+		return false, errors.New("empty path")
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return false, nil
+	}
+	return false, err
+}
+
+// Mux routes existence checks by the scheme of the fs URI. An empty fs URI
+// means Default, the installation default (CELOS_DEFAULT_HDFS).
+type Mux struct {
+	// Default is the fs URI used for triggers that name none.
+	Default string
+	schemes map[string]FileSystems
+}
+
+// NewMux returns a Mux that serves "file" URIs with Local and uses
+// defaultURI for triggers that name no file system. Add others with Handle.
+func NewMux(defaultURI string) *Mux {
+	return &Mux{Default: defaultURI, schemes: map[string]FileSystems{"file": Local{}}}
+}
+
+// Handle serves fs URIs of the scheme ("hdfs") with fsys.
+func (m *Mux) Handle(scheme string, fsys FileSystems) { m.schemes[strings.ToLower(scheme)] = fsys }
+
+// Exists dispatches to the file system of fsURI's scheme.
+func (m *Mux) Exists(ctx context.Context, fsURI, path string) (bool, error) {
+	if fsURI == "" {
+		fsURI = m.Default
+	}
+	if fsURI == "" {
+		return false, errors.New("the trigger names no file system and the installation has no default (CELOS_DEFAULT_HDFS)")
+	}
+	i := strings.IndexByte(fsURI, ':')
+	if i <= 0 {
+		return false, fmt.Errorf("file system %q has no scheme (want file:/// or hdfs://host:port)", fsURI)
+	}
+	fsys, ok := m.schemes[strings.ToLower(fsURI[:i])]
+	if !ok {
+		return false, fmt.Errorf("file system %q: no support for scheme %q", fsURI, fsURI[:i])
+	}
+	return fsys.Exists(ctx, fsURI, path)
+}
+
+// Memo remembers the answers of a FileSystems, errors included, so that a
+// step asks about each distinct (fs, path) once however many triggers name
+// it. Make one per step.
+type Memo struct {
+	fs FileSystems
+	mu sync.Mutex
+	m  map[[2]string]memoResult
+}
+
+type memoResult struct {
+	ok  bool
+	err error
+}
+
+// NewMemo wraps fsys.
+func NewMemo(fsys FileSystems) *Memo {
+	return &Memo{fs: fsys, m: make(map[[2]string]memoResult)}
+}
+
+// Exists answers from memory or asks the wrapped file systems once.
+func (m *Memo) Exists(ctx context.Context, fsURI, path string) (bool, error) {
+	k := [2]string{fsURI, path}
+	m.mu.Lock()
+	r, ok := m.m[k]
+	m.mu.Unlock()
+	if ok {
+		return r.ok, r.err
+	}
+	r.ok, r.err = m.fs.Exists(ctx, fsURI, path)
+	if ctx.Err() == nil { // a cancelled step's answer says nothing about the path
+		m.mu.Lock()
+		m.m[k] = r
+		m.mu.Unlock()
+	}
+	return r.ok, r.err
+}
