@@ -14,7 +14,8 @@ if [ "${CELOS_SKIP_BROWSER:-}" != 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
 if [ "${CELOS_SKIP_HDFS:-}" != 1 ]; then
-  command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+  # A JDK (javac) to build the mini cluster's main; java to run it.
+  { command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; } || need_apt+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 fi
 
@@ -38,12 +39,27 @@ if ! "$GOBIN_DIR/cue" version 2>/dev/null | grep -q "$CUE_VERSION"; then
   go install "cuelang.org/go/cmd/cue@$CUE_VERSION"
 fi
 
-# The Hadoop mini cluster (Maven artifacts into ~/.m2, the jar under target/).
-if [ "${CELOS_SKIP_HDFS:-}" != 1 ] && [ -f testdata/minicluster/pom.xml ]; then
-  if [ ! -f testdata/minicluster/target/.built ] || [ testdata/minicluster/pom.xml -nt testdata/minicluster/target/.built ]; then
-    echo "test-deps: building the Hadoop mini cluster (Maven)"
-    (cd testdata/minicluster && mvn -q -B package dependency:copy-dependencies -DskipTests) >&2
-    touch testdata/minicluster/target/.built
+# The Hadoop mini cluster (internal/testenv/hdfstest): Maven fetches the
+# Hadoop jars into ~/.m2 once, copies them to testdata/minicluster/target/
+# dependency/ and builds our small main into target/minicluster.jar; tests
+# then start java with that classpath and no network. Rebuilt only when the
+# pom or the Java source is newer than the last build.
+mc=testdata/minicluster
+if [ "${CELOS_SKIP_HDFS:-}" != 1 ] && [ -f $mc/pom.xml ]; then
+  if [ ! -f $mc/target/.built ] || [ ! -f $mc/target/minicluster.jar ] ||
+     [ -n "$(find $mc/pom.xml $mc/src -newer $mc/target/.built -print -quit)" ]; then
+    echo "test-deps: building the Hadoop mini cluster (Maven; the first time fetches ~90 MB)"
+    if ! out=$(cd $mc && mvn -q -B -Dstyle.color=never package dependency:copy-dependencies -DskipTests 2>&1); then
+      printf '%s\n' "$out" >&2
+      echo "test-deps: the Maven build of $mc failed (output above); it needs Maven Central or a filled ~/.m2" >&2
+      exit 1
+    fi
+    touch $mc/target/.built
   fi
+fi
+
+# sshd (internal/testenv/sshtest) refuses to start without this directory.
+if [ ! -d /run/sshd ] && [ "$(id -u)" = 0 ]; then
+  install -d -m 0755 /run/sshd
 fi
 echo "test-deps: ok"

@@ -201,3 +201,20 @@ func TestNameNodeDown(t *testing.T) {
 		t.Fatalf("JVM %d still exists after Kill: %v", pid, err)
 	}
 }
+
+// BenchmarkStart measures a cluster's start-up (JVM start to first write
+// accepted) and shutdown: go test -run '^$' -bench Start -benchtime 3x ./internal/testenv/hdfstest/
+func BenchmarkStart(b *testing.B) {
+	hdfstest.SkipIfOptedOut(b)
+	for i := 0; i < b.N; i++ {
+		began := time.Now()
+		c, err := hdfstest.Start(context.Background(), hdfstest.Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		up := time.Since(began)
+		c.Stop()
+		b.ReportMetric(up.Seconds(), "s-to-ready")
+		b.ReportMetric(time.Since(began).Seconds()-up.Seconds(), "s-to-stop")
+	}
+}

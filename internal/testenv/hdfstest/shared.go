@@ -67,10 +67,15 @@ func StartT(t testing.TB, opts Options) *Cluster {
 }
 
 // SkipIfOptedOut skips the test when CELOS_SKIP_HDFS=1 (the developer opted
-// out of HDFS tests; CI never sets it).
+// out of HDFS tests). In CI (CI=true) nothing is skipped: the opt-out fails
+// the test instead.
 func SkipIfOptedOut(t testing.TB) {
 	t.Helper()
-	if os.Getenv(SkipEnv) == "1" {
-		t.Skip("HDFS tests skipped: " + SkipEnv + "=1")
+	if os.Getenv(SkipEnv) != "1" {
+		return
 	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal(SkipEnv + "=1 is not allowed in CI (CI=true): CI runs every HDFS test")
+	}
+	t.Skip("HDFS tests skipped: " + SkipEnv + "=1")
 }

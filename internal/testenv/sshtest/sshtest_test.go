@@ -239,3 +239,19 @@ func TestInProcess(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkStart measures sshd's start-up (keys, config, first banner):
+// go test -run '^$' -bench Start -benchtime 20x ./internal/testenv/sshtest/
+func BenchmarkStart(b *testing.B) {
+	for _, types := range [][]string{{sshtest.Ed25519}, {sshtest.RSA, sshtest.ECDSA, sshtest.Ed25519}} {
+		b.Run(strings.Join(types, "+"), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				s, err := sshtest.StartContext(context.Background(), sshtest.Options{Dir: b.TempDir(), HostKeyTypes: types})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Stop()
+			}
+		})
+	}
+}
