@@ -1,0 +1,369 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// The browser tests drive Debian's chromium through chromedp against a real
+// HTTP server: the API handler (scheduler/api) at the root and the UI at
+// /ui, as `celos server` mounts them. They fail when chromium is missing
+// (scripts/test-deps.sh installs it), unless CELOS_SKIP_BROWSER=1.
+
+// chromiumPath finds the browser or fails the test with an install hint.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CELOS_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CELOS_SKIP_BROWSER") == "1" {
+		t.Skip("chromium not installed and CELOS_SKIP_BROWSER=1: browser test skipped")
+	}
+	t.Fatal("chromium not found: install it with `apt-get install -y chromium` (scripts/test-deps.sh does), " +
+		"point CELOS_CHROMIUM at a Chrome binary, or set CELOS_SKIP_BROWSER=1 to skip the browser tests")
+	return ""
+}
+
+// artifactDir is where screenshots go: $CELOS_TEST_ARTIFACTS/ui when set
+// (CI uploads it), else scheduler/ui/testdata/artifacts (git-ignored).
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("testdata", "artifacts")
+	if d := os.Getenv("CELOS_TEST_ARTIFACTS"); d != "" {
+		dir = filepath.Join(d, "ui")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// newBrowser starts a headless chromium with a fresh profile.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromiumPath(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("font-render-hinting", "none"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	// Start the browser with no deadline; each step below gets its own.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium (%s): %v", exe, err)
+	}
+	return ctx
+}
+
+// run runs browser steps with a timeout, failing the test on error.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	p := filepath.Join(artifactDir(t), name)
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+}
+
+// uiServer serves the API and the UI over svc like `celos server`.
+func uiServer(t *testing.T, svc api.Service, now func() time.Time, opts Options) *httptest.Server {
+	t.Helper()
+	opts.Now = now
+	u, err := New(svc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", api.New(svc, api.Options{Now: now, Version: "test"}))
+	mux.Handle("/ui", u)
+	mux.Handle("/ui/", u)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// apiSlots reads /workflow-slots as a client of the API would.
+func apiSlots(t *testing.T, base, id string, start, end time.Time) []api.Slot {
+	t.Helper()
+	q := url.Values{"id": {id}, "start": {slot.FormatTime(start)}, "end": {slot.FormatTime(end)}}
+	res, err := http.Get(base + "/workflow-slots?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /workflow-slots %s: %s", id, res.Status)
+	}
+	var body struct {
+		Slots []api.Slot `json:"slots"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Slots
+}
+
+func apiWorkflows(t *testing.T, base string) []string {
+	t.Helper()
+	res, err := http.Get(base + "/workflow-list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		IDs []string `json:"ids"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body.IDs
+}
+
+// gridRow is a row as the browser shows it.
+type gridRow struct {
+	ID    string   `json:"id"`
+	Class string   `json:"cls"`
+	Cells []string `json:"cells"` // "class:text" per bucket
+}
+
+const readGridJS = `(() => ({
+  end: document.getElementById('grid').dataset.end,
+  ticks: [...document.querySelectorAll('#grid thead tr.ticks th')].map(th => +th.dataset.t),
+  zoom: +document.getElementById('grid').dataset.zoom,
+  rows: [...document.querySelectorAll('#grid tr[data-w]')].map(tr => ({
+    id: tr.dataset.w, cls: tr.className,
+    cells: [...tr.cells].slice(1).map(td => td.className.replace('sel','').trim() + ':' + td.textContent)
+  }))
+}))()`
+
+type gridState struct {
+	End   string    `json:"end"`
+	Ticks []int64   `json:"ticks"`
+	Zoom  int64     `json:"zoom"`
+	Rows  []gridRow `json:"rows"`
+}
+
+// expectCells computes what a row must show from the API's slots: per
+// bucket the worst state (failure > timeout > killed > running > ready >
+// waiting > success) and the count when several.
+func expectCells(slots []api.Slot, ticks []int64, zoom int64) []string {
+	rank := map[slot.Status]int{slot.Success: 1, slot.Waiting: 2, slot.Ready: 3, slot.Running: 4, slot.Killed: 5, slot.WaitTimeout: 6, slot.Failure: 7}
+	class := map[slot.Status]string{slot.Success: "s", slot.Waiting: "w", slot.Ready: "r", slot.Running: "u", slot.Killed: "k", slot.WaitTimeout: "t", slot.Failure: "f"}
+	worst := make([]slot.Status, len(ticks))
+	count := make([]int, len(ticks))
+	for _, s := range slots {
+		t, err := slot.ParseTime(s.Time)
+		if err != nil {
+			panic(err)
+		}
+		for i, start := range ticks {
+			if t.Unix() >= start && t.Unix() < start+zoom {
+				count[i]++
+				if rank[s.Status] > rank[worst[i]] {
+					worst[i] = s.Status
+				}
+			}
+		}
+	}
+	out := make([]string, len(ticks))
+	for i := range ticks {
+		switch count[i] {
+		case 0:
+			out[i] = ":"
+		case 1:
+			out[i] = class[worst[i]] + ":"
+		default:
+			out[i] = fmt.Sprintf("%s:%d", class[worst[i]], count[i])
+		}
+	}
+	return out
+}
+
+// checkGridAgainstAPI compares every row the browser shows with the API.
+func checkGridAgainstAPI(t *testing.T, ctx context.Context, base string) gridState {
+	t.Helper()
+	g := eval[gridState](t, ctx, readGridJS)
+	if len(g.Ticks) == 0 || g.Zoom == 0 {
+		t.Fatalf("grid has no columns: %+v", g)
+	}
+	start := time.Unix(g.Ticks[len(g.Ticks)-1], 0)
+	end, err := slot.ParseTime(g.End)
+	if err != nil {
+		t.Fatalf("grid data-end: %v", err)
+	}
+	shown := map[string]gridRow{}
+	for _, r := range g.Rows {
+		shown[r.ID] = r
+	}
+	for _, id := range apiWorkflows(t, base) {
+		row, ok := shown[id]
+		if !ok {
+			t.Errorf("workflow %s from /workflow-list has no row in the grid", id)
+			continue
+		}
+		want := expectCells(apiSlots(t, base, id, start, end), g.Ticks, g.Zoom)
+		if strings.Join(row.Cells, " ") != strings.Join(want, " ") {
+			t.Errorf("row %s:\n got %v\nwant %v", id, row.Cells, want)
+		}
+	}
+	return g
+}
+
+func TestBrowserGridAgainstAPI(t *testing.T) {
+	ctx := newBrowser(t)
+	svc := demoService()
+	clock := func() time.Time { return demoNow }
+	srv := uiServer(t, svc, clock, Options{Config: demoConfig, HueURL: "http://hue.example.com:8888", Version: "test"})
+
+	run(t, ctx, "load the grid", chromedp.Navigate(srv.URL+"/ui"), chromedp.WaitVisible(chromedp.CSS("#grid")))
+	g := checkGridAgainstAPI(t, ctx, srv.URL)
+
+	// Groups, missing ids, the unlisted group, paused rows, load errors.
+	groups := eval[[]string](t, ctx, `[...document.querySelectorAll('#grid tbody.grp')].map(tb => tb.dataset.group)`)
+	if want := "Ingest,Reports,Unlisted workflows"; strings.Join(groups, ",") != want {
+		t.Errorf("groups = %v, want %s", groups, want)
+	}
+	missing := eval[string](t, ctx, `document.querySelector('tr.miss').textContent`)
+	if !strings.Contains(missing, "report-legacy") || !strings.Contains(missing, "(missing)") {
+		t.Errorf("missing row = %q", missing)
+	}
+	for _, r := range g.Rows {
+		if r.ID == "ingest-lax" && !strings.Contains(r.Class, "p") {
+			t.Errorf("paused workflow ingest-lax row class = %q", r.Class)
+		}
+	}
+	if txt := eval[string](t, ctx, `document.getElementById('load-errors').textContent`); !strings.Contains(txt, "report-legacy.json") {
+		t.Errorf("load errors = %q", txt)
+	}
+	screenshot(t, ctx, "grid.png")
+
+	// Click a failed slot: the details show its state, external ID, retry
+	// count, the trigger tree and the Hue link.
+	failedAt := demoNow.Truncate(time.Hour).Add(-9 * time.Hour)
+	col := colOf(t, g, failedAt)
+	cell := fmt.Sprintf(`#grid tr[data-w="ingest-clicks"] > td:nth-child(%d)`, col+2)
+	if cls := eval[string](t, ctx, `document.querySelector('`+cell+`').className`); cls != "f" {
+		t.Fatalf("cell %s class = %q, want f", cell, cls)
+	}
+	run(t, ctx, "open the slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="slot"]`)))
+	detail := eval[string](t, ctx, `document.querySelector('#drawer .detail').innerText`)
+	st := mustSlotState(t, svc, "ingest-clicks", failedAt)
+	for _, want := range []string{"FAILURE", st.ExternalID, "2 of 2", "HDFS path file:///input/", "Open in Hue"} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("slot details lack %q:\n%s", want, detail)
+		}
+	}
+	hue := eval[string](t, ctx, `document.querySelector('#drawer a.ext').href`)
+	if want := "http://hue.example.com:8888/oozie/list_oozie_workflow/" + st.ExternalID + "/"; hue != want {
+		t.Errorf("Hue link = %q, want %q", hue, want)
+	}
+	screenshot(t, ctx, "slot-details.png")
+
+	// Rerun it: confirm, and the grid shows the new state after the reload.
+	run(t, ctx, "rerun", chromedp.Click(chromedp.CSS(`#drawer button[data-act="rerun"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
+	if txt := eval[string](t, ctx, `document.querySelector('#confirm').innerText`); !strings.Contains(txt, "ingest-clicks@"+slot.FormatTime(failedAt)) {
+		t.Errorf("confirmation does not name the slot: %q", txt)
+	}
+	confirmAndReload(t, ctx)
+	run(t, ctx, "details after the rerun", chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-status="WAITING"]`)))
+	if cls := eval[string](t, ctx, `document.querySelector('`+cell+`').className`); !strings.Contains(cls, "w") {
+		t.Errorf("after rerun the cell's class is %q, want w (waiting)", cls)
+	}
+	if got := mustSlotState(t, svc, "ingest-clicks", failedAt).Status; got != slot.Waiting {
+		t.Errorf("after rerun the API says %s, want WAITING", got)
+	}
+	checkGridAgainstAPI(t, ctx, srv.URL)
+	screenshot(t, ctx, "after-rerun.png")
+}
+
+// confirmAndReload clicks the confirmation dialog's button and waits for
+// the page to reload with the new state.
+func confirmAndReload(t *testing.T, ctx context.Context) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(tctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(`#confirm-ok`)))); err != nil {
+		t.Fatalf("confirm and reload: %v", err)
+	}
+	run(t, ctx, "grid after reload", chromedp.WaitVisible(chromedp.CSS("#grid")))
+}
+
+func colOf(t *testing.T, g gridState, at time.Time) int {
+	t.Helper()
+	for i, tk := range g.Ticks {
+		if at.Unix() >= tk && at.Unix() < tk+g.Zoom {
+			return i
+		}
+	}
+	t.Fatalf("%v is not in the grid's window", at)
+	return 0
+}
+
+func mustSlotState(t *testing.T, svc api.Service, id string, at time.Time) slot.State {
+	t.Helper()
+	sl, err := svc.Slots(context.Background(), id, at, at.Add(time.Second))
+	if err != nil || len(sl) != 1 {
+		t.Fatalf("slot %s@%v: %v %v", id, at, sl, err)
+	}
+	return sl[0]
+}
