@@ -92,16 +92,12 @@ func (h *Handler) Step(ctx context.Context, now time.Time, ids []string) error {
 	err := h.svc.Step(ctx, now, ids)
 	took := time.Since(start)
 	h.metrics.stepDone(took, err)
-	loadErrs := h.svc.LoadErrors()
-	for _, le := range loadErrs {
-		h.log.Error("workflows file did not load", "file", le.File, "error", le.Error)
-	}
 	if err != nil {
 		h.log.Error("step failed", "time", slot.FormatTime(now), "ids", ids, "took", took, "error", err)
 		return err
 	}
 	h.log.Info("step", "time", slot.FormatTime(now), "ids", ids, "took", took.Round(time.Microsecond),
-		"workflows", len(h.svc.WorkflowIDs()), "loadErrors", len(loadErrs))
+		"workflows", len(h.svc.WorkflowIDs()), "loadErrors", len(h.svc.LoadErrors()))
 	return nil
 }
 

@@ -25,6 +25,10 @@ import (
 //	celos_slots{status}                    slots in the 7-day window per status
 //	celos_workflows{paused}                loaded workflows
 //	celos_workflow_load_errors             workflows files that did not load
+//	celos_slot_transitions_total{status}   slot transitions made by steps, by status entered
+//	celos_slot_errors_total{operation}     slots a step left as they were because something
+//	                                       could not answer (trigger, submit, status, ...)
+//	celos_state_writes_total               state database files written or removed by steps
 //	celos_submissions_total{service}       jobs submitted to an external service
 //	celos_job_failures_total{service}      jobs an external service reported failed
 //	celos_external_service_errors_total{service,operation}
@@ -40,6 +44,9 @@ type Metrics struct {
 	stepDuration  prometheus.Histogram
 	steps         *prometheus.CounterVec
 	lastStep      prometheus.Gauge
+	transitions   *prometheus.CounterVec
+	slotErrors    *prometheus.CounterVec
+	writes        prometheus.Counter
 	submissions   *prometheus.CounterVec
 	jobFailures   *prometheus.CounterVec
 	serviceErrors *prometheus.CounterVec
@@ -66,6 +73,18 @@ func NewMetrics() *Metrics {
 		Name: "celos_last_step_timestamp_seconds",
 		Help: "Unix time at which the last scheduler step finished.",
 	})
+	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "celos_slot_transitions_total",
+		Help: "Slot transitions made by scheduler steps, by the status entered.",
+	}, []string{"status"})
+	m.slotErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "celos_slot_errors_total",
+		Help: "Slots a step left as they were because something could not answer, by operation (trigger, submit, status, ...).",
+	}, []string{"operation"})
+	m.writes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "celos_state_writes_total",
+		Help: "State database files written or removed by scheduler steps.",
+	})
 	m.submissions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "celos_submissions_total",
 		Help: "Jobs submitted to an external service, by service type.",
@@ -87,7 +106,7 @@ func NewMetrics() *Metrics {
 		Help:    "HTTP API request latency, by path.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"path"})
-	m.reg.MustRegister(m.stepDuration, m.steps, m.lastStep, m.submissions, m.jobFailures,
+	m.reg.MustRegister(m.stepDuration, m.steps, m.lastStep, m.transitions, m.slotErrors, m.writes, m.submissions, m.jobFailures,
 		m.serviceErrors, m.requests, m.requestTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
@@ -107,6 +126,21 @@ func (m *Metrics) stepDone(took time.Duration, err error) {
 	m.steps.WithLabelValues(result).Inc()
 	m.lastStep.SetToCurrentTime()
 	m.changed()
+}
+
+// RecordStep counts what a step did, from the engine's step report: the
+// transitions by status entered, the slots left as they were by the
+// operation that failed, and the state files written.
+func (m *Metrics) RecordStep(transitions map[slot.Status]int, errs map[string]int, writes int64) {
+	for st, n := range transitions {
+		m.transitions.WithLabelValues(string(st)).Add(float64(n))
+	}
+	for op, n := range errs {
+		m.slotErrors.WithLabelValues(op).Add(float64(n))
+	}
+	if writes > 0 {
+		m.writes.Add(float64(writes))
+	}
 }
 
 func (m *Metrics) request(path, method string, code int, took time.Duration) {
@@ -225,7 +259,11 @@ func (m *Metrics) InstrumentServices(svcs map[string]external.Service) map[strin
 }
 
 func (m *Metrics) instrument(typ string, s external.Service) external.Service {
-	return &instrumented{Service: s, typ: typ, m: m}
+	in := &instrumented{Service: s, typ: typ, m: m}
+	if r, ok := s.(external.Recoverer); ok {
+		return &instrumentedRecoverer{instrumented: in, r: r}
+	}
+	return in
 }
 
 // instrumented counts calls to an external service.
@@ -268,3 +306,16 @@ func (s *instrumented) Kill(ctx context.Context, w *schema.Workflow, externalID 
 // Unwrap returns the wrapped service (for optional interfaces a caller
 // looks for beyond the ones forwarded here).
 func (s *instrumented) Unwrap() external.Service { return s.Service }
+
+// instrumentedRecoverer also forwards external.Recoverer, which the engine
+// looks for after a crash between submit and record.
+type instrumentedRecoverer struct {
+	*instrumented
+	r external.Recoverer
+}
+
+func (s *instrumentedRecoverer) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (string, bool, error) {
+	x, found, err := s.r.Recover(ctx, w, id, since)
+	s.fail("recover", err)
+	return x, found, err
+}

@@ -300,7 +300,6 @@ func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, q query) error {
 		return err
 	}
 	h.metrics.changed()
-	h.log.Info("rerun", "slot", id.String())
 	out, err := h.currentSlot(r, id)
 	if err != nil {
 		return err
@@ -318,7 +317,6 @@ func (h *Handler) kill(w http.ResponseWriter, r *http.Request, q query) error {
 		return err
 	}
 	h.metrics.changed()
-	h.log.Info("kill", "slot", id.String())
 	out, err := h.currentSlot(r, id)
 	if err != nil {
 		return err

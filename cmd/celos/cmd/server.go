@@ -1,0 +1,102 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celos-go/celos/scheduler/server"
+)
+
+func init() { register(newServerCmd) }
+
+func newServerCmd() *cobra.Command {
+	var (
+		cfg          server.Config
+		autoSchedule int
+		logLevel     string
+	)
+	c := &cobra.Command{
+		Use:   "server",
+		Short: "Run the scheduler: HTTP API, web UI and (with --autoSchedule) a step every N seconds",
+		Long: `celos server loads the compiled workflows files (*.json, from celos export)
+in --workflows, keeps slot states in --db, and serves the HTTP API
+(/scheduler, /workflow-slots, /rerun, ... and /openapi.json), /metrics and the
+web UI at /ui.
+
+Each step reloads the workflows directory: new, changed and removed files
+take effect, and a file that does not load is skipped and reported (in the
+log, /workflow-list and the UI) while the others run on. With
+--autoSchedule N the server steps at once and then N seconds after each
+step ends; without it, POST /scheduler (from cron) steps.
+
+Logs go to stderr and to --logs/celos.log, rolled daily (UTC) to
+celos-YYYY-MM-DD.log. SIGTERM or SIGINT stops it gracefully: the step and
+the requests in flight finish first (a second signal stops it at once).`,
+		Example: `  celos server --port 8080 --workflows /etc/celos/workflows --db /var/lib/celos/db --autoSchedule 60`,
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if cfg.Port < 0 || cfg.Port > 65535 {
+				return usageError("--port %d: want 0..65535", cfg.Port)
+			}
+			if autoSchedule > 0 {
+				cfg.AutoSchedule = time.Duration(autoSchedule) * time.Second
+			}
+			switch strings.ToLower(logLevel) {
+			case "debug":
+				cfg.LogLevel = slog.LevelDebug
+			case "info":
+				cfg.LogLevel = slog.LevelInfo
+			case "warn":
+				cfg.LogLevel = slog.LevelWarn
+			case "error":
+				cfg.LogLevel = slog.LevelError
+			default:
+				return usageError("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			cfg.Version = version()
+			cfg.Stderr = c.ErrOrStderr()
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				stop() // a second signal kills the process
+			}()
+			if err := server.Run(ctx, cfg); err != nil {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("server: %w", err)}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&cfg.Port, "port", 8080, "HTTP port (0 picks a free one)")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1", "address to listen on (0.0.0.0 for every interface)")
+	f.StringVar(&cfg.Workflows, "workflows", "/etc/celos/workflows", "directory of compiled workflows files (*.json); must exist")
+	f.StringVar(&cfg.Defaults, "defaults", "", "installation defaults file (default file system, Oozie URL and properties)")
+	f.StringVar(&cfg.DB, "db", "/var/lib/celos/db", "state database directory (created if missing, locked while the server runs)")
+	f.StringVar(&cfg.Logs, "logs", "/var/log/celos", "directory of celos.log and its daily rolls (empty: stderr only)")
+	f.StringVar(&cfg.Jobs, "jobs", "", "directory of the command service's runs and output logs (default: jobs beside --db)")
+	f.IntVar(&autoSchedule, "autoSchedule", -1, "seconds between automatic steps (≤ 0: none; POST /scheduler steps)")
+	f.StringVar(&cfg.HadoopConf, "hadoop-conf", "", "directory of core-site.xml and hdfs-site.xml (default $HADOOP_CONF_DIR)")
+	f.StringVar(&cfg.UIConfig, "ui-config", "", `UI groups file, Celos format {"groups":[{"name":..., "workflows":[...]}]}`)
+	f.StringVar(&cfg.HueURL, "hue", "", "Hue URL: the UI links Oozie jobs to it")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&cfg.URLFile, "url-file", "", "write the server's base URL to this file once it listens")
+	_ = f.MarkHidden("url-file")
+	return c
+}
+
+// envOr returns the environment variable's value, or def when unset.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// LogFile is the current log file's name under --logs; at the first write
+// of a new UTC day it is renamed to celos-YYYY-MM-DD.log (the day it
+// covers) and a new one is started, as Celos's log4j DailyRollingFileAppender
+// did.
+const LogFile = "celos.log"
+
+// dailyFile is an io.Writer appending to <dir>/celos.log, rolled daily.
+type dailyFile struct {
+	dir string
+	now func() time.Time
+
+	mu  sync.Mutex
+	f   *os.File
+	day string // the UTC day (2006-01-02) the open file covers
+}
+
+const dayLayout = "2006-01-02"
+
+// openDailyFile opens (creating the directory if needed) the log file. A
+// celos.log left from an earlier day is rolled at the first write.
+func openDailyFile(dir string, now func() time.Time) (*dailyFile, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("logs directory: %w", err)
+	}
+	d := &dailyFile{dir: dir, now: now}
+	path := filepath.Join(dir, LogFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open log file: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open log file: %w", err)
+	}
+	d.f = f
+	d.day = now().UTC().Format(dayLayout)
+	if info.Size() > 0 {
+		d.day = info.ModTime().UTC().Format(dayLayout)
+	}
+	return d, nil
+}
+
+func (d *dailyFile) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f == nil {
+		return 0, errors.New("log file closed")
+	}
+	if today := d.now().UTC().Format(dayLayout); today != d.day {
+		// A failed roll keeps writing to the current file and tries again
+		// at the next write.
+		_ = d.roll(today)
+	}
+	return d.f.Write(p)
+}
+
+// roll renames celos.log to celos-<day>.log (celos-<day>.1.log, ... if that
+// exists already) and starts a new celos.log.
+func (d *dailyFile) roll(today string) error {
+	cur := filepath.Join(d.dir, LogFile)
+	target := filepath.Join(d.dir, "celos-"+d.day+".log")
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		target = filepath.Join(d.dir, fmt.Sprintf("celos-%s.%d.log", d.day, i))
+	}
+	if err := os.Rename(cur, target); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(cur, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	d.f.Close()
+	d.f, d.day = f, today
+	return nil
+}
+
+func (d *dailyFile) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f == nil {
+		return nil
+	}
+	err := d.f.Close()
+	d.f = nil
+	return err
+}
+
+// NewLogger returns a logger writing text lines (UTC times with
+// milliseconds) to stderr and, when dir is not empty, to the daily-rolled
+// celos.log under dir. Close the returned closer at exit.
+func NewLogger(stderr io.Writer, dir string, level slog.Level) (*slog.Logger, io.Closer, error) {
+	var w io.Writer = stderr
+	var closer io.Closer = nopCloser{}
+	if dir != "" {
+		f, err := openDailyFile(dir, time.Now)
+		if err != nil {
+			return nil, nil, err
+		}
+		w = &teeWriter{a: stderr, b: f}
+		closer = f
+	}
+	h := slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
+				a.Value = slog.StringValue(a.Value.Time().UTC().Format("2006-01-02T15:04:05.000Z"))
+			}
+			return a
+		},
+	})
+	return slog.New(h), closer, nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// teeWriter writes to both writers; unlike io.MultiWriter a failure of the
+// first (a closed stderr) does not stop the second.
+type teeWriter struct{ a, b io.Writer }
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	_, errA := t.a.Write(p)
+	_, errB := t.b.Write(p)
+	if errB != nil {
+		return 0, errB
+	}
+	if errA != nil {
+		return 0, errA
+	}
+	return len(p), nil
+}

@@ -1,0 +1,250 @@
+// Package server runs `celos server`: it wires the flags to the slot
+// engine, the external services, the HTTP API (and the UI), steps the
+// scheduler every --autoSchedule seconds, logs to stderr and to daily-rolled
+// files, and shuts down gracefully, finishing the step in flight.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/external"
+)
+
+// Config is the server's configuration, from the command line.
+type Config struct {
+	// Listen is the address to bind (default 127.0.0.1); Port the TCP port
+	// (0 picks a free one).
+	Listen string
+	Port   int
+	// Workflows is the directory of compiled workflows files (*.json),
+	// reloaded at every step. It must exist.
+	Workflows string
+	// Defaults is the installation defaults (the Oozie and HDFS issue
+	// gives it meaning); empty means none.
+	Defaults string
+	// DB is the state database directory.
+	DB string
+	// Jobs is the command service's directory of local runs (records and
+	// output logs).
+	Jobs string
+	// Logs is the directory of celos.log and its daily rolls; empty logs
+	// to stderr only.
+	Logs string
+	// AutoSchedule is the delay between steps; 0 means no automatic steps
+	// (cron POSTs /scheduler instead).
+	AutoSchedule time.Duration
+	// HadoopConf is the directory of core-site.xml and hdfs-site.xml
+	// (default $HADOOP_CONF_DIR).
+	HadoopConf string
+	// UIConfig is the UI's groups file (Celos format); HueURL links Oozie
+	// jobs to Hue in the UI.
+	UIConfig string
+	HueURL   string
+	// Version is answered by GET /version.
+	Version string
+	// URLFile, when set, receives the server's base URL once it listens
+	// (for scripts and tests that start it on port 0).
+	URLFile string
+	// ShutdownTimeout bounds how long a shutdown waits for the step and
+	// the requests in flight (default 5 minutes).
+	ShutdownTimeout time.Duration
+	// Stderr receives the log (default os.Stderr).
+	Stderr io.Writer
+	// LogLevel is the minimum level logged (default Info).
+	LogLevel slog.Level
+}
+
+// Server timeouts. WriteTimeout is long because POST /scheduler answers
+// when its step is done.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = time.Minute
+	writeTimeout      = 10 * time.Minute
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
+// Run starts the server and blocks until ctx is cancelled (SIGTERM), then
+// shuts down: no new steps start, the step in flight and the requests in
+// flight finish (up to ShutdownTimeout), the state database is closed.
+func Run(ctx context.Context, cfg Config) error {
+	return run(ctx, cfg, openEngine)
+}
+
+// opener builds the slot engine over the configured directories and the
+// external services; closing it releases the state database.
+type opener func(cfg Config, svcs map[string]external.Service, metrics *api.Metrics, log *slog.Logger) (api.Service, io.Closer, error)
+
+func run(ctx context.Context, cfg Config, open opener) (err error) {
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1"
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 5 * time.Minute
+	}
+	if cfg.Jobs == "" {
+		cfg.Jobs = filepath.Join(filepath.Dir(filepath.Clean(cfg.DB)), "jobs")
+	}
+	if cfg.HadoopConf == "" {
+		cfg.HadoopConf = os.Getenv("HADOOP_CONF_DIR")
+	}
+	log, logCloser, err := NewLogger(cfg.Stderr, cfg.Logs, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer logCloser.Close()
+	defer func() {
+		if err != nil {
+			log.Error("celos server stopped", "error", err)
+		}
+	}()
+	if fi, err := os.Stat(cfg.Workflows); err != nil || !fi.IsDir() {
+		return fmt.Errorf("workflows directory %s: must exist and be a directory", cfg.Workflows)
+	}
+	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", abs(cfg.DB),
+		"logs", abs(cfg.Logs), "autoSchedule", cfg.AutoSchedule, "pid", os.Getpid())
+
+	metrics := api.NewMetrics()
+	svcs, err := externalServices(cfg, log)
+	if err != nil {
+		return err
+	}
+	engine, engineCloser, err := open(cfg, metrics.InstrumentServices(svcs), metrics, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := engineCloser.Close(); cerr != nil {
+			log.Error("close state database", "error", cerr)
+		}
+	}()
+	h := api.New(engine, api.Options{Logger: log, Metrics: metrics, Version: cfg.Version})
+	mux, err := routes(cfg, engine, h, svcs)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	url := "http://" + ln.Addr().String()
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("listening", "url", url)
+	if cfg.URLFile != "" {
+		if err := writeFileAtomic(cfg.URLFile, []byte(url+"\n")); err != nil {
+			log.Error("write URL file", "file", cfg.URLFile, "error", err)
+		}
+	}
+
+	// The automatic steps run until stop; a step in flight is not
+	// cancelled (it runs under a context without cancellation) and the
+	// loop returns once it is done.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		if cfg.AutoSchedule > 0 {
+			autoSchedule(loopCtx, h, cfg.AutoSchedule)
+		}
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing the step and requests in flight", "timeout", cfg.ShutdownTimeout)
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+	stopLoop()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && runErr == nil {
+		runErr = fmt.Errorf("shutdown: requests still running after %v: %w", cfg.ShutdownTimeout, err)
+	}
+	select {
+	case <-loopDone:
+	case <-sctx.Done():
+		if runErr == nil {
+			runErr = fmt.Errorf("shutdown: the step in flight was still running after %v", cfg.ShutdownTimeout)
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	log.Info("celos server stopped")
+	return nil
+}
+
+// autoSchedule steps at once and then every interval after the previous
+// step finished (Celos's fixed delay), with the wall clock as now.
+func autoSchedule(ctx context.Context, h *api.Handler, interval time.Duration) {
+	for {
+		// Errors are logged by Step; the loop goes on.
+		_ = h.Step(context.WithoutCancel(ctx), time.Now(), nil)
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// routes mounts the API, and the UI under /ui/ when it is built in.
+func routes(cfg Config, svc api.Service, h *api.Handler, svcs map[string]external.Service) (http.Handler, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	if err := mountUI(mux, cfg, svc, svcs); err != nil {
+		return nil, err
+	}
+	return mux, nil
+}
+
+func abs(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// writeFileAtomic writes a small file via a temporary file and a rename.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return errors.Join(err, os.Remove(tmp))
+	}
+	return nil
+}

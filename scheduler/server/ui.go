@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+
+	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/command"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/ui"
+	"github.com/celos-go/celos/schema"
+)
+
+// mountUI serves the web UI at /ui and redirects / to it.
+func mountUI(mux *http.ServeMux, cfg Config, svc api.Service, svcs map[string]external.Service) error {
+	opts := ui.Options{HueURL: cfg.HueURL, Version: cfg.Version}
+	if cfg.UIConfig != "" {
+		c, err := ui.LoadConfig(cfg.UIConfig)
+		if err != nil {
+			return err
+		}
+		opts.Config = c
+	}
+	if cmd, ok := svcs[schema.ServiceCommand].(*command.Service); ok {
+		opts.SlotLog = commandLog(cmd)
+	}
+	h, err := ui.New(svc, opts)
+	if err != nil {
+		return fmt.Errorf("ui: %w", err)
+	}
+	mux.Handle("/ui", h)
+	mux.Handle("/ui/", h)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui", http.StatusFound)
+	})
+	return nil
+}
+
+// commandLog opens the output log of a slot run by the command service.
+func commandLog(cmd *command.Service) ui.LogFunc {
+	return func(_ context.Context, w *schema.Workflow, st slot.State) (io.ReadCloser, error) {
+		if w.ExternalService.Type != schema.ServiceCommand || st.ExternalID == "" {
+			return nil, fmt.Errorf("slot %s has no local run: %w", st.ID, fs.ErrNotExist)
+		}
+		p, err := cmd.LogPath(st.ExternalID)
+		if err != nil {
+			return nil, err
+		}
+		return os.Open(p)
+	}
+}
