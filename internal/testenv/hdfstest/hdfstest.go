@@ -214,6 +214,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	go func() { c.waitErr = c.cmd.Wait(); close(c.exited) }()
 
 	fail := func(err error) (*Cluster, error) {
+		c.Kill()
 		tail := c.LogTail(40)
 		c.Stop()
 		return nil, fmt.Errorf("hdfstest: %w\n--- last lines of %s ---\n%s", err, c.logPath, tail)

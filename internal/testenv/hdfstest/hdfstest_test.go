@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,5 +217,22 @@ func BenchmarkStart(b *testing.B) {
 		c.Stop()
 		b.ReportMetric(up.Seconds(), "s-to-ready")
 		b.ReportMetric(time.Since(began).Seconds()-up.Seconds(), "s-to-stop")
+	}
+}
+
+// TestStartFailure: a cluster that cannot start yields an error carrying the
+// tail of its log, and no JVM stays behind.
+func TestStartFailure(t *testing.T) {
+	hdfstest.SkipIfOptedOut(t)
+	_, err := hdfstest.Start(context.Background(), hdfstest.Options{
+		Dir:  t.TempDir(),
+		// Storage under a regular file: formatting fails.
+		Conf: map[string]string{"hdfs.minidfs.basedir": "/dev/null/dfs"},
+	})
+	if err == nil {
+		t.Fatal("Start succeeded with a broken configuration")
+	}
+	if !strings.Contains(err.Error(), "last lines of") || !strings.Contains(err.Error(), "ERR start") {
+		t.Fatalf("error lacks the log tail:\n%v", err)
 	}
 }

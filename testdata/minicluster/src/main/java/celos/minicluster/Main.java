@@ -36,7 +36,20 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * start-datanode, shutdown.
  */
 public final class Main {
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable e) {
+      // Hadoop's threads would keep the JVM alive after a failed start.
+      e.printStackTrace();
+      System.out.println("ERR start: " + e.toString().replace('\n', ' '));
+      System.out.flush();
+      System.exit(1);
+    }
+    System.exit(0);
+  }
+
+  private static void run(String[] args) throws Exception {
     File dir = null;
     int dataNodes = 1, nnPort = 0, httpPort = 0;
     boolean format = false;
@@ -150,7 +163,6 @@ public final class Main {
       System.out.flush();
     }
     cluster.shutdown();
-    System.exit(0);
   }
 
   private static void writeXml(Configuration c, File f) throws IOException {
