@@ -155,7 +155,7 @@ func (f *FS) Exists(ctx context.Context, fsURI, p string) (bool, error) {
 	ok, err := f.exists(ctx, key, p)
 	if err != nil {
 		f.errs.Add(1)
-		return false, fmt.Errorf("hdfs %s: check %s: %w", key, p, err)
+		return false, fmt.Errorf("hdfs %s: %w", key, err)
 	}
 	return ok, nil
 }
