@@ -225,7 +225,7 @@ func BenchmarkStart(b *testing.B) {
 func TestStartFailure(t *testing.T) {
 	hdfstest.SkipIfOptedOut(t)
 	_, err := hdfstest.Start(context.Background(), hdfstest.Options{
-		Dir:  t.TempDir(),
+		Dir: t.TempDir(),
 		// Storage under a regular file: formatting fails.
 		Conf: map[string]string{"hdfs.minidfs.basedir": "/dev/null/dfs"},
 	})
