@@ -23,6 +23,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 filepath.Join("..", "..", "..", "testdata", "script"),
 		UpdateScripts:       os.Getenv("CELOS_UPDATE_GOLDEN") != "",
 		RequireExplicitExec: true,
+		Cmds:                scriptCmds,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("CUE_REGISTRY", "none")
 			env.Setenv("HOME", env.WorkDir)

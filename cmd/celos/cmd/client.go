@@ -1,0 +1,174 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// The client commands (celos workflows, slots, trigger-status, rerun, kill,
+// pause, unpause, step) call the HTTP API of a running celos server.
+
+// DefaultServer is the server the client commands talk to when neither
+// --server nor CELOS_SERVER names one.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// clientOpts are the flags every client command has.
+type clientOpts struct {
+	server string
+	json   bool
+}
+
+func addClientFlags(c *cobra.Command) *clientOpts {
+	o := &clientOpts{}
+	c.Flags().StringVar(&o.server, "server", "", "celos server URL (default $CELOS_SERVER, else "+DefaultServer+")")
+	c.Flags().BoolVar(&o.json, "json", false, "print the server's JSON answer instead of a table")
+	return o
+}
+
+// client calls the API. CELOS_TOKEN, when set, is sent as a bearer token.
+type client struct {
+	base  *url.URL
+	token string
+	hc    *http.Client
+}
+
+func (o *clientOpts) client() (*client, error) {
+	s := o.server
+	if s == "" {
+		s = os.Getenv("CELOS_SERVER")
+	}
+	if s == "" {
+		s = DefaultServer
+	}
+	u, err := url.Parse(strings.TrimRight(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError("--server %q: want an http:// or https:// URL such as %s", s, DefaultServer)
+	}
+	return &client{base: u, token: os.Getenv("CELOS_TOKEN"), hc: &http.Client{}}, nil
+}
+
+// apiError is an error answer of the server.
+type apiError struct {
+	Method, Path string
+	Code         int
+	Msg          string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s: %s", e.Method, e.Path, e.Code, http.StatusText(e.Code), e.Msg)
+}
+
+// call sends a request and returns the body of a 2xx answer; other answers
+// become an *apiError with the server's message.
+func (c *client) call(ctx context.Context, method, path string, q url.Values, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	u := *c.base
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s %s: cannot reach the celos server at %s (--server, CELOS_SERVER): %w", method, path, c.base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		return nil, &apiError{Method: method, Path: path, Code: resp.StatusCode, Msg: msg}
+	}
+	return body, nil
+}
+
+// get calls and decodes a JSON answer into out (when not nil).
+func (c *client) json(ctx context.Context, method, path string, q url.Values, timeout time.Duration, out any) ([]byte, error) {
+	body, err := c.call(ctx, method, path, q, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return nil, fmt.Errorf("%s %s: answer is not the expected JSON: %w", method, path, err)
+		}
+	}
+	return body, nil
+}
+
+// Timeouts of the client's calls: a step answers when it is done.
+const (
+	callTimeout = time.Minute
+	stepTimeout = 10 * time.Minute
+)
+
+// failed ends a client command whose call failed (exit 1).
+func failed(err error) error { return &ExitError{Code: ExitFailure, Err: err} }
+
+// timeFlag parses a time flag, as the API does (ISO 8601, UTC or offset).
+func timeFlag(name, v string) (time.Time, error) {
+	t, err := slot.ParseTime(v)
+	if err != nil {
+		return time.Time{}, usageError("--%s: %v", name, err)
+	}
+	return t, nil
+}
+
+// slotQuery is the id and time of one slot.
+func slotQuery(id string, t time.Time) url.Values {
+	return url.Values{"id": {id}, "time": {slot.FormatTime(t)}}
+}
+
+// requireID checks --id.
+func requireID(id string) error {
+	if id == "" {
+		return usageError("--id is required")
+	}
+	return nil
+}
+
+// writeJSONOut prints a JSON answer as it came.
+func writeJSONOut(w io.Writer, body []byte) {
+	w.Write(body)
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		io.WriteString(w, "\n")
+	}
+}
+
+// orDash shows an empty or null value as "-".
+func orDash(s *string) string {
+	if s == nil || *s == "" {
+		return "-"
+	}
+	return *s
+}

@@ -1,0 +1,176 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/trigger"
+)
+
+func init() {
+	register(newWorkflowsCmd)
+	register(newSlotsCmd)
+	register(newTriggerStatusCmd)
+}
+
+func newWorkflowsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "workflows",
+		Short: "List the workflows a celos server has loaded (GET /workflow-list)",
+		Long: `List the workflows a celos server has loaded, and the workflows files
+that did not load (with their error, on stderr; the exit status is then 1).`,
+		Args: cobra.NoArgs,
+	}
+	o := addClientFlags(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		cl, err := o.client()
+		if err != nil {
+			return err
+		}
+		var list api.WorkflowList
+		body, err := cl.json(c.Context(), "GET", "/workflow-list", nil, callTimeout, &list)
+		if err != nil {
+			return failed(err)
+		}
+		if o.json {
+			writeJSONOut(c.OutOrStdout(), body)
+		} else {
+			for _, id := range list.IDs {
+				fmt.Fprintln(c.OutOrStdout(), id)
+			}
+			for _, le := range list.LoadErrors {
+				fmt.Fprintf(c.ErrOrStderr(), "not loaded: %s: %s\n", le.File, le.Error)
+			}
+		}
+		if len(list.LoadErrors) > 0 {
+			return silentExit(ExitFailure)
+		}
+		return nil
+	}
+	return c
+}
+
+func newSlotsCmd() *cobra.Command {
+	var id, start, end string
+	c := &cobra.Command{
+		Use:   "slots --id WORKFLOW [--start TIME] [--end TIME]",
+		Short: "Show a workflow's slots, newest first (GET /workflow-slots)",
+		Long: `Show a workflow's slots in [start, end), newest first: time, status,
+retry count and external job ID. end defaults to now, start to 7 days
+before end (at most 7 days apart). Times are ISO 8601, e.g. 2015-09-13T13:40Z.`,
+		Example: `  celos slots --id wordcount
+  celos slots --id wordcount --start 2015-09-13T00:00Z --end 2015-09-14T00:00Z --json`,
+		Args: cobra.NoArgs,
+	}
+	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
+	c.Flags().StringVar(&start, "start", "", "first slot time (inclusive)")
+	c.Flags().StringVar(&end, "end", "", "end time (exclusive, default now)")
+	o := addClientFlags(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := requireID(id); err != nil {
+			return err
+		}
+		q := url.Values{"id": {id}}
+		for name, v := range map[string]string{"start": start, "end": end} {
+			if v == "" {
+				continue
+			}
+			t, err := timeFlag(name, v)
+			if err != nil {
+				return err
+			}
+			q.Set(name, slot.FormatTime(t))
+		}
+		cl, err := o.client()
+		if err != nil {
+			return err
+		}
+		var ws api.WorkflowSlots
+		body, err := cl.json(c.Context(), "GET", "/workflow-slots", q, callTimeout, &ws)
+		if err != nil {
+			return failed(err)
+		}
+		if o.json {
+			writeJSONOut(c.OutOrStdout(), body)
+			return nil
+		}
+		printSlots(c.OutOrStdout(), id, ws)
+		return nil
+	}
+	return c
+}
+
+func printSlots(w io.Writer, id string, ws api.WorkflowSlots) {
+	if ws.Paused {
+		fmt.Fprintf(w, "%s is PAUSED\n", id)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tSTATUS\tRETRIES\tEXTERNAL ID")
+	for _, s := range ws.Slots {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Time, s.Status, s.RetryCount, orDash(s.ExternalID))
+	}
+	tw.Flush()
+}
+
+func newTriggerStatusCmd() *cobra.Command {
+	var id, at string
+	c := &cobra.Command{
+		Use:     "trigger-status --id WORKFLOW --time TIME",
+		Short:   "Explain why a slot is waiting: its trigger as a tree (GET /trigger-status)",
+		Example: `  celos trigger-status --id wordcount --time 2015-09-13T13:00Z`,
+		Args:    cobra.NoArgs,
+	}
+	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
+	c.Flags().StringVar(&at, "time", "", "slot time (required)")
+	o := addClientFlags(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := requireID(id); err != nil {
+			return err
+		}
+		if at == "" {
+			return usageError("--time is required")
+		}
+		t, err := timeFlag("time", at)
+		if err != nil {
+			return err
+		}
+		cl, err := o.client()
+		if err != nil {
+			return err
+		}
+		var st trigger.Status
+		body, err := cl.json(c.Context(), "GET", "/trigger-status", slotQuery(id, t), callTimeout, &st)
+		if err != nil {
+			return failed(err)
+		}
+		if o.json {
+			writeJSONOut(c.OutOrStdout(), body)
+			return nil
+		}
+		printTrigger(c.OutOrStdout(), st, 0)
+		return nil
+	}
+	return c
+}
+
+// printTrigger writes the status tree, one trigger a line, indented.
+func printTrigger(w io.Writer, st trigger.Status, depth int) {
+	mark := "not ready"
+	if st.Ready {
+		mark = "ready"
+	}
+	fmt.Fprintf(w, "%s[%s] %s: %s\n", strings.Repeat("  ", depth), mark, st.Type, st.Description)
+	if st.Error != "" {
+		fmt.Fprintf(w, "%s  error: %s\n", strings.Repeat("  ", depth), st.Error)
+	}
+	for _, s := range st.SubStatuses {
+		printTrigger(w, s, depth+1)
+	}
+}
