@@ -72,4 +72,3 @@ func cmdStepUntil(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Fatalf("%s@%s is %s, not %s, after stepping for %v", args[0], args[1], last, args[3], serverWait)
 }
-
