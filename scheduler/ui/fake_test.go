@@ -215,3 +215,5 @@ func (m *memService) RegisterKeys(ctx context.Context, bucket, prefix string) ([
 func (m *memService) ClearCache() error { return nil }
 
 var _ api.Service = (*memService)(nil)
+
+func api_LoadError(file, err string) api.LoadError { return api.LoadError{File: file, Error: err} }
