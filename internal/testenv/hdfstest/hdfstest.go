@@ -95,56 +95,53 @@ type Cluster struct {
 	stopOnce sync.Once
 }
 
-// Paths returns the java binary and the classpath of the mini cluster, or an
-// error wrapping ErrUnavailable that says what to install.
-// CELOS_MINICLUSTER_DIR overrides testdata/minicluster/target.
-func Paths() (java, classpath string, err error) {
+// Paths returns the java binary and its arguments up to the main class:
+// the JVM options of testdata/minicluster/jvm.options (Hadoop's Java 17
+// --add-opens flags of HADOOP-19310, a small heap, a quick-starting JIT),
+// the class-data-sharing archive scripts/test-deps.sh records (if it is
+// there and current) and the classpath. The error wraps ErrUnavailable and
+// says what to install. CELOS_MINICLUSTER_DIR overrides
+// testdata/minicluster/target.
+func Paths() (java string, args []string, err error) {
 	java, err = exec.LookPath("java")
 	if err != nil {
-		return "", "", fmt.Errorf("%w: java not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless) and run `make deps`, or set %s=1", ErrUnavailable, SkipEnv)
+		return "", nil, fmt.Errorf("%w: java not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless) and run `make deps`, or set %s=1", ErrUnavailable, SkipEnv)
 	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r // the archive records the physical classpath (pwd -P)
+	}
+	mc := filepath.Join(root, "testdata", "minicluster")
 	dir := os.Getenv("CELOS_MINICLUSTER_DIR")
 	if dir == "" {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			return "", "", fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
-		dir = filepath.Join(root, "testdata", "minicluster", "target")
+		dir = filepath.Join(mc, "target")
 	}
 	jar := filepath.Join(dir, "minicluster.jar")
-	if _, err := os.Stat(jar); err != nil {
-		return "", "", fmt.Errorf("%w: %s missing: run `make deps` (scripts/test-deps.sh builds it with Maven), or set %s=1", ErrUnavailable, jar, SkipEnv)
+	jarInfo, err := os.Stat(jar)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %s missing: run `make deps` (scripts/test-deps.sh builds it with Maven), or set %s=1", ErrUnavailable, jar, SkipEnv)
 	}
 	deps, _ := filepath.Glob(filepath.Join(dir, "dependency", "hadoop-client-minicluster-*.jar"))
 	if len(deps) == 0 {
-		return "", "", fmt.Errorf("%w: no Hadoop jars in %s: run `make deps`, or set %s=1", ErrUnavailable, filepath.Join(dir, "dependency"), SkipEnv)
+		return "", nil, fmt.Errorf("%w: no Hadoop jars in %s: run `make deps`, or set %s=1", ErrUnavailable, filepath.Join(dir, "dependency"), SkipEnv)
 	}
-	return java, jar + string(os.PathListSeparator) + filepath.Join(dir, "dependency", "*"), nil
-}
-
-// jvmFlags are Hadoop's own Java 17 flags (HADOOP-19310) plus a small heap
-// and a quick-starting JIT for a short-lived test cluster.
-var jvmFlags = []string{
-	"-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-	"-Djava.net.preferIPv4Stack=true",
-	"-XX:+IgnoreUnrecognizedVMOptions",
-	"--add-opens=java.base/java.io=ALL-UNNAMED",
-	"--add-opens=java.base/java.lang=ALL-UNNAMED",
-	"--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-	"--add-opens=java.base/java.math=ALL-UNNAMED",
-	"--add-opens=java.base/java.net=ALL-UNNAMED",
-	"--add-opens=java.base/java.text=ALL-UNNAMED",
-	"--add-opens=java.base/java.util=ALL-UNNAMED",
-	"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-	"--add-opens=java.base/java.util.zip=ALL-UNNAMED",
-	"--add-opens=java.base/sun.security.util=ALL-UNNAMED",
-	"--add-opens=java.base/sun.security.x509=ALL-UNNAMED",
+	args = []string{"@" + filepath.Join(mc, "jvm.options")}
+	// An archive older than the jar is stale; the JVM would also refuse
+	// one recorded for another classpath, with a warning in the log.
+	if jsa, err := os.Stat(filepath.Join(dir, "minicluster.jsa")); err == nil && !jsa.ModTime().Before(jarInfo.ModTime()) {
+		args = append(args, "-XX:SharedArchiveFile="+filepath.Join(dir, "minicluster.jsa"))
+	}
+	cp := jar + string(os.PathListSeparator) + filepath.Join(dir, "dependency", "*")
+	return java, append(args, "-cp", cp, "celos.minicluster.Main"), nil
 }
 
 // Start starts a mini cluster and returns once it accepts writes. The caller
 // must Stop it. On failure the error includes the tail of the cluster's log.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	java, cp, err := Paths()
+	java, args, err := Paths()
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +180,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	args := append([]string{}, jvmFlags...)
-	args = append(args, "-cp", cp, "celos.minicluster.Main",
-		"-dir", c.dir, "-format", "-datanodes", fmt.Sprint(opts.DataNodes))
+	args = append(args, "-dir", c.dir, "-format", "-datanodes", fmt.Sprint(opts.DataNodes))
 	for k, v := range opts.Conf {
 		args = append(args, "-D", k+"="+v)
 	}

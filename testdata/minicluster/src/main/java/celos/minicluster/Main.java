@@ -26,6 +26,7 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * <pre>
  * java -cp 'target/minicluster.jar:target/dependency/*' celos.minicluster.Main \
  *     -dir DIR [-datanodes N] [-nnport P] [-httpport P] [-format] [-D key=value]...
+ *     [-exit-when-ready]
  * </pre>
  *
  * Writes DIR/conf/core-site.xml, DIR/conf/hdfs-site.xml and DIR/cluster.json
@@ -52,7 +53,7 @@ public final class Main {
   private static void run(String[] args) throws Exception {
     File dir = null;
     int dataNodes = 1, nnPort = 0, httpPort = 0;
-    boolean format = false;
+    boolean format = false, exitWhenReady = false;
     List<String[]> extra = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -61,6 +62,7 @@ public final class Main {
         case "-nnport": nnPort = Integer.parseInt(args[++i]); break;
         case "-httpport": httpPort = Integer.parseInt(args[++i]); break;
         case "-format": format = true; break;
+        case "-exit-when-ready": exitWhenReady = true; break;
         case "-D": {
           String kv = args[++i];
           int eq = kv.indexOf('=');
@@ -117,6 +119,10 @@ public final class Main {
 
     System.out.println("READY " + nn);
     System.out.flush();
+    if (exitWhenReady) { // used once to record a class-data-sharing archive
+      cluster.shutdown();
+      return;
+    }
 
     List<MiniDFSCluster.DataNodeProperties> stopped = new ArrayList<>();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -181,7 +187,7 @@ public final class Main {
 
   private static void usage(String why) {
     System.err.println("minicluster: " + why);
-    System.err.println("usage: celos.minicluster.Main -dir DIR [-datanodes N] [-nnport P] [-httpport P] [-format] [-D key=value]...");
+    System.err.println("usage: celos.minicluster.Main -dir DIR [-datanodes N] [-nnport P] [-httpport P] [-format] [-D key=value]... [-exit-when-ready]");
     System.exit(2);
   }
 }
