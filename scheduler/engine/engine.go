@@ -340,13 +340,13 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 	if err != nil {
 		return err
 	}
-	reruns, err := e.db.RerunTimes(id, s.now)
+	marks, err := e.db.RerunMarks(id)
 	if err != nil {
-		e.log.Warn("rerun markers", "workflow", id, "error", err)
+		return err
 	}
-	rerun := make(map[int64]bool, len(reruns))
-	for _, t := range reruns {
-		rerun[t.UnixMilli()] = true
+	rerun := make(map[int64]statedb.RerunMark, len(marks))
+	for _, m := range marks {
+		rerun[m.Slot.UnixMilli()] = m
 	}
 	// Besides enum: stored slots that are not final (in the window and the
 	// schedule, or RUNNING anywhere: a job is polled until it ends) and
@@ -359,7 +359,9 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 			extra = append(extra, t)
 		}
 	}
-	extra = append(extra, reruns...)
+	for _, m := range marks {
+		extra = append(extra, m.Slot)
+	}
 	times := enum
 	if len(extra) > 0 {
 		times = append(append(make([]time.Time, 0, len(enum)+len(extra)), enum...), extra...)
@@ -426,17 +428,32 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 	}
 
 	// Clear the problems of slots that were observed without error; drop
-	// the rerun markers of final slots outside the window (Celos #590).
+	// the rerun markers of final slots outside the window (Celos #590) or
+	// older than statedb.RerunExpiry. A marker of a slot that is not final
+	// is kept however old: a rerun slot is stepped until it is final.
 	for i, st := range slots {
 		if trig, stat := Needs(slotsBefore[i]); (trig || stat) && !s.failed[st.ID.Time.UnixMilli()] {
 			e.clearProblem(id, st.ID.Time)
 		}
-		if st.Status.Final() && st.ID.Time.Before(start) && rerun[st.ID.Time.UnixMilli()] {
+		if m, ok := rerun[st.ID.Time.UnixMilli()]; ok && st.Status.Final() && (st.ID.Time.Before(start) || m.Expired(s.now)) {
 			if err := e.db.UnmarkRerun(st.ID); err != nil {
 				e.log.Warn("unmark rerun", "slot", st.ID.String(), "error", err)
 			}
 		}
 	}
+
+	// Forget problems of slots that left the window and are not stepped.
+	stepped := make(map[int64]bool, len(slots))
+	for _, st := range slots {
+		stepped[st.ID.Time.UnixMilli()] = true
+	}
+	e.mu.Lock()
+	for k := range e.problems {
+		if k.wf == id && k.t >= 0 && k.t < start.UnixMilli() && !stepped[k.t] {
+			delete(e.problems, k)
+		}
+	}
+	e.mu.Unlock()
 
 	// Move the done mark to the first enumerated schedule time whose slot
 	// is not final (or was skipped), else to now.
@@ -626,14 +643,14 @@ func (e *Engine) Slots(ctx context.Context, id string, start, end time.Time) ([]
 		return []slot.State{}, nil
 	}
 	times := sched.Times(start, end)
-	reruns, err := e.db.RerunTimes(id, time.Time{}) // zero now: read only, nothing expires
+	marks, err := e.db.RerunMarks(id)
 	if err != nil {
 		return nil, err
 	}
 	added := false
-	for _, t := range reruns {
-		if !t.Before(start) && t.Before(end) {
-			times = append(times, t)
+	for _, m := range marks {
+		if !m.Slot.Before(start) && m.Slot.Before(end) {
+			times = append(times, m.Slot)
 			added = true
 		}
 	}

@@ -38,7 +38,8 @@ import (
 )
 
 // RerunExpiry is how long a rerun marker lives after it was written (Celos's
-// RerunState.EXPIRATION_DAYS).
+// RerunState.EXPIRATION_DAYS); celos keeps a marker past it until its slot
+// is final.
 const RerunExpiry = 14 * 24 * time.Hour
 
 // Errors of the database, wrapped with details.
@@ -55,6 +56,7 @@ var (
 
 // DB is an open state database. Its methods are safe for concurrent use.
 type DB struct {
+	noSync bool
 	dir    string
 	lock   *os.File
 	writes atomic.Int64
@@ -86,7 +88,17 @@ type rec struct {
 // lock. It fails with ErrLocked, naming the PID of the holder, if another
 // process (or another Open in this one) has it, and with a clear error if
 // dir is not a writable directory.
-func Open(dir string) (*DB, error) {
+func Open(dir string) (*DB, error) { return OpenWith(dir, Options{}) }
+
+// Options tune a DB.
+type Options struct {
+	// NoSync skips the fsyncs of writes: for tests and bulk imports only,
+	// never for a server (a crash may then lose or truncate state files).
+	NoSync bool
+}
+
+// OpenWith is Open with options.
+func OpenWith(dir string, opts Options) (*DB, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", dir, err)
@@ -123,6 +135,7 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
 	}
 	db := &DB{
+		noSync:   opts.NoSync,
 		dir:      abs,
 		lock:     f,
 		wfs:      make(map[string]*wfIndex),
@@ -487,10 +500,19 @@ func (db *DB) UnmarkRerun(id slot.ID) error {
 	return nil
 }
 
-// RerunTimes returns the slot times of workflow wf marked for rerun, oldest
-// first. As in Celos, a marker older than RerunExpiry at now is returned
-// this once and deleted.
-func (db *DB) RerunTimes(wf string, now time.Time) ([]time.Time, error) {
+// RerunMark is a slot marked for rerun and when it was marked.
+type RerunMark struct {
+	Slot time.Time
+	At   time.Time
+}
+
+// Expired reports whether the mark is older than RerunExpiry at now.
+func (m RerunMark) Expired(now time.Time) bool { return m.At.Add(RerunExpiry).Before(now) }
+
+// RerunMarks returns the rerun markers of workflow wf, oldest slot first.
+// Expiry is the caller's decision (the engine drops a marker once its slot
+// is final and either outside the window or expired; see UnmarkRerun).
+func (db *DB) RerunMarks(wf string) ([]RerunMark, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	ix, err := db.index(wf)
@@ -500,21 +522,12 @@ func (db *DB) RerunTimes(wf string, now time.Time) ([]time.Time, error) {
 	if len(ix.reruns) == 0 {
 		return nil, nil
 	}
-	out := make([]time.Time, 0, len(ix.reruns))
-	var errs []error
+	out := make([]RerunMark, 0, len(ix.reruns))
 	for k, at := range ix.reruns {
-		out = append(out, keyTime(k))
-		if at.Add(RerunExpiry).Before(now) {
-			day, file := slotPath(keyTime(k))
-			if err := db.removeFile(filepath.Join(db.dir, "rerun", wf, day), file); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			delete(ix.reruns, k)
-		}
+		out = append(out, RerunMark{Slot: keyTime(k), At: at})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
-	return out, errors.Join(errs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Slot.Before(out[j].Slot) })
+	return out, nil
 }
 
 // PutIntent records that the engine is about to submit the slot.
@@ -647,7 +660,7 @@ const MinRetention = 8 * 24 * time.Hour
 
 // Prune deletes the files of final slots (SUCCESS, FAILURE, WAIT_TIMEOUT,
 // KILLED) older than before, submit intents older than before and expired
-// rerun markers, in every workflow, and removes day directories left empty.
+// rerun markers of final slots, in every workflow, and removes day directories left empty.
 // before must be at least MinRetention before now. Slots that are not final are
 // kept whatever their age. It returns the number of slot files deleted.
 func (db *DB) Prune(before, now time.Time) (int, error) {
@@ -671,9 +684,6 @@ func (db *DB) Prune(before, now time.Time) (int, error) {
 }
 
 func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
-	if _, err := db.RerunTimes(wf, now); err != nil { // drops expired markers
-		return 0, err
-	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	ix, err := db.index(wf)
@@ -682,6 +692,15 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 	}
 	lim := key(before)
 	n := 0
+	for k, at := range ix.reruns {
+		if r, ok := ix.recs[k]; (!ok || r.status.Final()) && (RerunMark{At: at}).Expired(now) {
+			day, file := slotPath(keyTime(k))
+			if err := db.removeFile(filepath.Join(db.dir, "rerun", wf, day), file); err != nil {
+				return n, err
+			}
+			delete(ix.reruns, k)
+		}
+	}
 	days := make(map[string]bool)
 	for k, r := range ix.recs {
 		if k >= lim || !r.status.Final() {

@@ -27,7 +27,7 @@ func (db *DB) writeFileAtomic(dir, name string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && !db.noSync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -41,7 +41,7 @@ func (db *DB) writeFileAtomic(dir, name string, data []byte) error {
 		return fmt.Errorf("state database: write %s: %w", filepath.Join(dir, name), err)
 	}
 	db.writes.Add(1)
-	if err := syncDir(dir); err != nil {
+	if err := db.syncDir(dir); err != nil {
 		return fmt.Errorf("state database: sync %s: %w", dir, err)
 	}
 	return nil
@@ -57,7 +57,7 @@ func (db *DB) removeFile(dir, name string) error {
 		return fmt.Errorf("state database: %w", err)
 	}
 	db.writes.Add(1)
-	return syncDir(dir)
+	return db.syncDir(dir)
 }
 
 // mkdirAll creates dir (inside the database root) and syncs the parent of
@@ -80,7 +80,7 @@ func (db *DB) mkdirAll(dir string) error {
 		err := os.Mkdir(next, 0o755)
 		switch {
 		case err == nil:
-			if err := syncDir(cur); err != nil {
+			if err := db.syncDir(cur); err != nil {
 				return fmt.Errorf("state database: sync %s: %w", cur, err)
 			}
 		case errors.Is(err, fs.ErrExist):
@@ -93,7 +93,10 @@ func (db *DB) mkdirAll(dir string) error {
 	return nil
 }
 
-func syncDir(dir string) error {
+func (db *DB) syncDir(dir string) error {
+	if db.noSync {
+		return nil
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

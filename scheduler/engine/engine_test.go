@@ -1,0 +1,345 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestEngineLifecycleWithRealDB(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.MaxRetryCount = 1
+	r := newRig(t, nil, w)
+	now := ts("2024-01-01T02:30Z")
+	s0, s1 := ts("2024-01-01T00:00Z"), ts("2024-01-01T01:00Z")
+
+	// Step 1: both slots WAITING → READY (always trigger).
+	rep := r.step(now)
+	if got := r.state("wf", s0).Status; got != slot.Ready {
+		t.Fatalf("after step 1: %s is %s, want READY", s0, got)
+	}
+	if rep.Transitions[slot.Ready] != 3 { // 00:00, 01:00, 02:00
+		t.Fatalf("transitions %v", rep.Transitions)
+	}
+	// Step 2: oldest READY submitted (concurrency 1).
+	r.step(now)
+	if st := r.state("wf", s0); st.Status != slot.Running || st.ExternalID == "" {
+		t.Fatalf("after step 2: %+v", st)
+	}
+	if st := r.state("wf", s1); st.Status != slot.Ready {
+		t.Fatalf("after step 2: second slot %+v", st)
+	}
+	// Job fails → retry (WAITING, retry 1).
+	r.svc.finish(slot.ID{Workflow: "wf", Time: s0}, false)
+	r.step(now)
+	if st := r.state("wf", s0); st.Status != slot.Waiting || st.RetryCount != 1 || st.ExternalID != "" {
+		t.Fatalf("after failure: %+v", st)
+	}
+	// Capacity freed: next step submits the 01:00 slot and readies 00:00 again.
+	r.step(now)
+	if st := r.state("wf", s1); st.Status != slot.Running {
+		t.Fatalf("01:00: %+v", st)
+	}
+	if st := r.state("wf", s0); st.Status != slot.Ready || st.RetryCount != 1 {
+		t.Fatalf("00:00: %+v", st)
+	}
+	r.svc.finish(slot.ID{Workflow: "wf", Time: s1}, true)
+	r.step(now) // 01:00 SUCCESS
+	r.step(now) // 00:00 RUNNING again
+	if st := r.state("wf", s1); st.Status != slot.Success {
+		t.Fatalf("01:00: %+v", st)
+	}
+	if st := r.state("wf", s0); st.Status != slot.Running || st.RetryCount != 1 {
+		t.Fatalf("00:00: %+v", st)
+	}
+	r.svc.finish(slot.ID{Workflow: "wf", Time: s0}, false)
+	r.step(now)
+	if st := r.state("wf", s0); st.Status != slot.Failure || st.RetryCount != 1 || st.ExternalID == "" {
+		t.Fatalf("00:00 after last failure: %+v", st)
+	}
+
+	// The state files are Celos's layout and format.
+	data, err := os.ReadFile(filepath.Join(r.ddir, "state", "wf", "2024-01-01", "01:00:00.000Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"time":"2024-01-01T01:00:00.000Z","status":"SUCCESS","externalID":"job-2","retryCount":0}`; string(data) != want {
+		t.Fatalf("state file:\n got %s\nwant %s", data, want)
+	}
+
+	// Slots: newest first, WAITING synthesized for 02:00 if it has no record.
+	got, err := r.e.Slots(context.Background(), "wf", ts("2024-01-01T00:00Z"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !got[0].ID.Time.Equal(ts("2024-01-01T02:00Z")) || got[2].Status != slot.Failure {
+		t.Fatalf("Slots: %+v", got)
+	}
+
+	// A steady state writes nothing.
+	for range 3 {
+		r.svc.finishAll(true)
+		r.step(now)
+	}
+	if rep := r.step(now); rep.Writes != 0 {
+		t.Fatalf("steady-state step wrote %d files: %+v", rep.Writes, rep)
+	}
+}
+
+func TestRerunKillPause(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.SchedulingStrategy.Concurrency = 5
+	r := newRig(t, nil, w)
+	ctx := context.Background()
+	now := ts("2024-01-01T01:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+
+	if err := r.e.Rerun(ctx, s0, now); err != nil { // no record: allowed (Celos PR #596)
+		t.Fatal(err)
+	}
+	r.step(now)
+	r.step(now)
+	r.svc.finishAll(true)
+	r.step(now)
+	if st := r.state("wf", s0.Time); st.Status != slot.Success {
+		t.Fatalf("%+v", st)
+	}
+	// Kill of a final slot: illegal.
+	if err := r.e.Kill(ctx, s0); !errors.Is(err, slot.ErrIllegalTransition) {
+		t.Fatalf("kill SUCCESS: %v", err)
+	}
+	// Rerun of a final slot: WAITING, retry 0, marked.
+	if err := r.e.Rerun(ctx, s0, now); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.state("wf", s0.Time); st.Status != slot.Waiting || st.ExternalID != "" {
+		t.Fatalf("after rerun %+v", st)
+	}
+	if err := r.e.Rerun(ctx, s0, now); !errors.Is(err, slot.ErrIllegalTransition) {
+		t.Fatalf("rerun of WAITING: %v", err)
+	}
+	r.step(now)
+	r.step(now)
+	st := r.state("wf", s0.Time)
+	if st.Status != slot.Running {
+		t.Fatalf("rerun slot not resubmitted: %+v", st)
+	}
+	// Kill while running: the service is asked first.
+	r.svc.killErr = errors.New("oozie says no")
+	if err := r.e.Kill(ctx, s0); err == nil || r.state("wf", s0.Time).Status != slot.Running {
+		t.Fatalf("kill with service error: %v, %+v", err, r.state("wf", s0.Time))
+	}
+	r.svc.killErr = nil
+	if err := r.e.Kill(ctx, s0); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.state("wf", s0.Time); got.Status != slot.Killed || got.ExternalID != st.ExternalID || len(r.svc.kills) != 1 {
+		t.Fatalf("after kill %+v kills %v", got, r.svc.kills)
+	}
+	// Kill of a slot without a record.
+	s1 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T02:00Z")}
+	if err := r.e.Kill(ctx, s1); err != nil {
+		t.Fatal(err)
+	}
+	// Bad ids and times.
+	if err := r.e.Kill(ctx, slot.ID{Workflow: "nope", Time: s1.Time}); !errors.Is(err, slot.ErrUnknownWorkflow) {
+		t.Fatalf("unknown workflow: %v", err)
+	}
+	if err := r.e.Rerun(ctx, slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:30Z")}, now); !errors.Is(err, slot.ErrNotInSchedule) {
+		t.Fatalf("not in schedule: %v", err)
+	}
+	// Pause: the step skips the workflow entirely.
+	if err := r.e.SetPaused(ctx, "wf", true); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := r.e.Paused("wf"); !p {
+		t.Fatal("not paused")
+	}
+	n := len(r.svc.submitted())
+	later := ts("2024-01-01T05:30Z")
+	r.step(later)
+	r.step(later)
+	if len(r.svc.submitted()) != n || r.state("wf", ts("2024-01-01T03:00Z")).Status != slot.Waiting {
+		t.Fatal("paused workflow was stepped")
+	}
+	if err := r.e.SetPaused(ctx, "wf", false); err != nil {
+		t.Fatal(err)
+	}
+	r.step(later)
+	if r.state("wf", ts("2024-01-01T03:00Z")).Status != slot.Ready {
+		t.Fatal("unpaused workflow not stepped")
+	}
+}
+
+func TestServiceErrorsLeaveSlotsAsTheyWere(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.SchedulingStrategy.Concurrency = 2
+	r := newRig(t, nil, w, hourly("other"))
+	now := ts("2024-01-01T02:30Z")
+	r.step(now)
+	r.svc.submitErr = errors.Join(external.ErrUnavailable, errors.New("connection refused"))
+	rep := r.step(now)
+	if rep.Errors["submit"] == 0 {
+		t.Fatalf("no submit errors reported: %+v", rep)
+	}
+	for _, h := range []string{"00:00", "01:00"} {
+		if st := r.state("wf", ts("2024-01-01T"+h+"Z")); st.Status != slot.Ready {
+			t.Fatalf("%s: %+v", h, st)
+		}
+	}
+	if len(r.e.Problems("wf")) == 0 {
+		t.Fatal("no problem recorded")
+	}
+	st, err := r.e.TriggerStatus(context.Background(), slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}, now)
+	if err != nil || !strings.Contains(st.Error, "connection refused") {
+		t.Fatalf("trigger status does not show the submit error: %+v %v", st, err)
+	}
+	r.svc.submitErr = nil
+	r.step(now)
+	if st := r.state("wf", ts("2024-01-01T00:00Z")); st.Status != slot.Running {
+		t.Fatalf("%+v", st)
+	}
+	r.svc.statusErr = external.ErrUnavailable
+	r.svc.finishAll(false)
+	r.step(now)
+	if st := r.state("wf", ts("2024-01-01T00:00Z")); st.Status != slot.Running {
+		t.Fatalf("status error changed the slot: %+v", st)
+	}
+	r.svc.statusErr = nil
+	r.step(now)
+	if st := r.state("wf", ts("2024-01-01T00:00Z")); st.Status != slot.Failure {
+		t.Fatalf("%+v", st)
+	}
+}
+
+func TestRunningOutsideWindowIsPolled(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	r := newRig(t, nil, w)
+	now := ts("2024-01-01T00:30Z")
+	r.step(now)
+	r.step(now)
+	s0 := ts("2024-01-01T00:00Z")
+	if r.state("wf", s0).Status != slot.Running {
+		t.Fatal("not running")
+	}
+	later := now.Add(10 * 24 * time.Hour)
+	r.step(later)
+	if r.state("wf", s0).Status != slot.Running {
+		t.Fatal("changed")
+	}
+	r.svc.finishAll(true)
+	r.step(later)
+	if st := r.state("wf", s0); st.Status != slot.Success {
+		t.Fatalf("RUNNING slot outside the window was not polled: %+v", st)
+	}
+}
+
+func TestSubmitIntentRecovery(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	now := ts("2024-01-01T00:30Z")
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+
+	for _, withRecover := range []bool{true, false} {
+		t.Run(map[bool]string{true: "recoverer", false: "plain"}[withRecover], func(t *testing.T) {
+			f := newFake()
+			var svc external.Service = f
+			if withRecover {
+				svc = recoverer{f}
+			}
+			r := newRig(t, svc, w)
+			r.step(now) // READY
+			// Simulate a crash after the service accepted the job: the job
+			// exists, the intent is on disk, the slot is still READY.
+			ext, _ := f.Submit(context.Background(), &w, id)
+			_ = ext
+			if err := r.db.PutIntent(id, intentAt(time.Now().Add(-time.Second))); err != nil {
+				t.Fatal(err)
+			}
+			r.step(now)
+			st := r.state("wf", id.Time)
+			if st.Status != slot.Running {
+				t.Fatalf("%+v", st)
+			}
+			if withRecover {
+				if st.ExternalID != ext || len(f.submitted()) != 1 {
+					t.Fatalf("recovered %q, want %q; submits %v", st.ExternalID, ext, f.submitted())
+				}
+			} else if len(f.submitted()) != 2 {
+				t.Fatalf("submits %v", f.submitted())
+			}
+			if _, left, _ := r.db.GetIntent(id); left {
+				t.Fatal("intent left behind")
+			}
+		})
+	}
+}
+
+func TestLoadErrorsAndReload(t *testing.T) {
+	r := newRig(t, nil, hourly("a"))
+	writeProject(t, r.wdir, "q", hourly("b"), hourly("a")) // duplicate a
+	if err := os.WriteFile(filepath.Join(r.wdir, "bad.json"), []byte(`{"format":"celos.dev/workflows/v1","proj`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.wdir, "old.json"), []byte(`{"format":"celos.dev/workflows/v0"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.step(ts("2024-01-01T00:30Z"))
+	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "a" {
+		t.Fatalf("ids %v", ids)
+	}
+	le := r.e.LoadErrors()
+	if len(le) != 3 || le[0].File != "bad.json" || le[1].File != "old.json" || le[2].File != "q.json" || !strings.Contains(le[2].Error, "duplicate") {
+		t.Fatalf("load errors %+v", le)
+	}
+	// A truncated rewrite of a good file keeps its previous version.
+	if err := os.WriteFile(filepath.Join(r.wdir, "p.json"), []byte(`{"format":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.step(ts("2024-01-01T00:30Z"))
+	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "a" {
+		t.Fatalf("ids after truncation %v", ids)
+	}
+	// Removing p.json frees id a for q.json.
+	os.Remove(filepath.Join(r.wdir, "p.json"))
+	r.step(ts("2024-01-01T00:30Z"))
+	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "a,b" {
+		t.Fatalf("ids after removal %v", ids)
+	}
+	var _ api.LoadError
+}
+
+func TestDependentScheduleErrorsOnlyThatWorkflow(t *testing.T) {
+	dep := hourly("dep")
+	dep.Schedule = schema.Schedule{Type: schema.ScheduleDependent, Workflow: "missing"}
+	ok := hourly("ok")
+	ok.StartTime = ts("2024-01-01T00:00Z")
+	r := newRig(t, nil, dep, ok)
+	rep := r.step(ts("2024-01-01T00:30Z"))
+	if rep.Failed != 1 || rep.Workflows != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	if r.state("ok", ts("2024-01-01T00:00Z")).Status != slot.Ready {
+		t.Fatal("ok not stepped")
+	}
+	if _, err := r.e.Slots(context.Background(), "dep", ts("2024-01-01T00:00Z"), ts("2024-01-01T01:00Z")); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Slots of broken dependent: %v", err)
+	}
+}

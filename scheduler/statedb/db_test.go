@@ -1,0 +1,358 @@
+package statedb
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+func ts(s string) time.Time {
+	t, err := slot.ParseTime(s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func open(t *testing.T, dir string) *DB {
+	t.Helper()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if out, err := exec.Command("cp", "-a", src+"/.", dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return dst
+}
+
+func TestPutGetLayout(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wordcount", Time: ts("2015-09-13T13:40Z")}
+	st := slot.State{ID: id, Status: slot.Running, ExternalID: "0000001-oozie-W", RetryCount: 1}
+	if err := db.Put(st); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "state", "wordcount", "2015-09-13", "13:40:00.000Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"time":"2015-09-13T13:40:00.000Z","status":"RUNNING","externalID":"0000001-oozie-W","retryCount":1}`; string(data) != want {
+		t.Fatalf("file %s\nwant %s", data, want)
+	}
+	got, found, err := db.Get(id)
+	if err != nil || !found || got != st {
+		t.Fatalf("Get = %+v %v %v", got, found, err)
+	}
+	// Same state again: no write.
+	w := db.Stats().Writes
+	if err := db.Put(st); err != nil || db.Stats().Writes != w {
+		t.Fatalf("rewrite of an unchanged state: %v, writes %d → %d", err, w, db.Stats().Writes)
+	}
+	// No temporary files left behind.
+	matches, _ := filepath.Glob(filepath.Join(dir, "state", "wordcount", "2015-09-13", ".tmp-*"))
+	if len(matches) > 0 {
+		t.Fatalf("temp files left: %v", matches)
+	}
+	// A second DB on the directory (after Close) reads the same.
+	db.Close()
+	db2 := open(t, dir)
+	if got, _, _ := db2.Get(id); got != st {
+		t.Fatalf("reopened: %+v", got)
+	}
+	// The index serves repeated reads without touching files.
+	r := db2.Stats().Reads
+	for range 10 {
+		db2.Get(id)
+		db2.Range("wordcount", ts("2015-09-13T00:00Z"), ts("2015-09-14T00:00Z"))
+	}
+	if db2.Stats().Reads != r {
+		t.Fatalf("reads grew from %d to %d", r, db2.Stats().Reads)
+	}
+}
+
+func TestReadsCelosDirectory(t *testing.T) {
+	dir := copyDir(t, "testdata/celos-db")
+	db := open(t, dir)
+	// Old format without "time"; identity from the path.
+	st, found, err := db.Get(slot.ID{Workflow: "wf", Time: ts("2013-12-04T19:00Z")})
+	if err != nil || !found || st.Status != slot.Success || st.ExternalID != "0000001-131204-oozie-W" {
+		t.Fatalf("%+v %v %v", st, found, err)
+	}
+	// "time" says 19:18 but the path says 20:00: the path wins.
+	st, found, _ = db.Get(slot.ID{Workflow: "wf", Time: ts("2013-12-04T20:00Z")})
+	if !found || st.Status != slot.Running || st.RetryCount != 2 || !st.ID.Time.Equal(ts("2013-12-04T20:00Z")) {
+		t.Fatalf("%+v", st)
+	}
+	if _, found, _ := db.Get(slot.ID{Workflow: "wf", Time: ts("2013-12-04T19:18Z")}); found {
+		t.Fatal("slot identity taken from the time field")
+	}
+	marks, err := db.RerunMarks("wf")
+	if err != nil || len(marks) != 1 || !marks[0].At.Equal(ts("2013-12-05T00:00Z")) {
+		t.Fatalf("marks %+v %v", marks, err)
+	}
+	if !db.Paused("wf") || db.Paused("other") {
+		t.Fatal("paused")
+	}
+	v, err := db.GetRegister("b", "k1")
+	if err != nil || string(v) != `{"a":1}` {
+		t.Fatalf("register %s %v", v, err)
+	}
+	active, _ := db.Active("wf")
+	if len(active) != 1 || active[0].Status != slot.Running {
+		t.Fatalf("active %+v", active)
+	}
+}
+
+func TestCorruptFilesAreReportedNotFatal(t *testing.T) {
+	dir := t.TempDir()
+	day := filepath.Join(dir, "state", "wf", "2024-01-01")
+	os.MkdirAll(day, 0o755)
+	os.WriteFile(filepath.Join(day, "00:00:00.000Z"), []byte(`{"status":"SUCCESS","externalID":null,"retryCount":0}`), 0o644)
+	os.WriteFile(filepath.Join(day, "01:00:00.000Z"), []byte(`{"status":"SUCC`), 0o644) // truncated
+	os.WriteFile(filepath.Join(day, "02:00:00.000Z"), []byte(`{"status":"DONE"}`), 0o644)
+	os.WriteFile(filepath.Join(day, "junk"), []byte(`x`), 0o644)
+	os.WriteFile(filepath.Join(day, ".tmp-123"), []byte(`half`), 0o644) // a crash's leftover
+	db := open(t, dir)
+	if st, found, err := db.Get(slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}); err != nil || !found || st.Status != slot.Success {
+		t.Fatalf("good slot: %+v %v %v", st, found, err)
+	}
+	_, _, err := db.Get(slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(day, "01:00:00.000Z")) {
+		t.Fatalf("corrupt slot: %v", err)
+	}
+	probs := strings.Join(db.Problems(), "\n")
+	for _, want := range []string{"01:00:00.000Z: bad JSON", `02:00:00.000Z: unknown status "DONE"`, "junk: not a slot file"} {
+		if !strings.Contains(probs, want) {
+			t.Errorf("problems lack %q:\n%s", want, probs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(day, ".tmp-123")); !os.IsNotExist(err) {
+		t.Error("temp leftover not removed")
+	}
+	// Writing the slot repairs it.
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
+	if err := db.Put(slot.State{ID: id, Status: slot.Waiting}); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := db.Get(id); err != nil || !found {
+		t.Fatalf("after repair: %v", err)
+	}
+}
+
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	_, err := Open(dir)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "process "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second open: %v", err)
+	}
+	db.Close()
+	db2, err := Open(dir)
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	db2.Close()
+}
+
+// TestLockAcrossProcesses runs this test binary as a second process.
+func TestLockAcrossProcesses(t *testing.T) {
+	if dir := os.Getenv("CELOS_STATEDB_LOCK_CHILD"); dir != "" {
+		_, err := Open(dir)
+		if err == nil {
+			os.Exit(0)
+		}
+		os.Stdout.WriteString(err.Error())
+		os.Exit(3)
+	}
+	dir := t.TempDir()
+	db := open(t, dir)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockAcrossProcesses$")
+	cmd.Env = append(os.Environ(), "CELOS_STATEDB_LOCK_CHILD="+dir)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "in use by process "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("child: %v %s", err, out)
+	}
+	db.Close()
+}
+
+func TestNamesCannotEscape(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	for _, wf := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "a\x00b", strings.Repeat("x", 256)} {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: ts("2024-01-01T00:00Z")}, Status: slot.Waiting}); !errors.Is(err, ErrBadName) {
+			t.Errorf("workflow %q: %v", wf, err)
+		}
+		if err := db.SetPaused(wf, true); !errors.Is(err, ErrBadName) {
+			t.Errorf("pause %q: %v", wf, err)
+		}
+	}
+	for _, name := range []string{"", ".", "..", "../x", "a/b", "a.b", "x\n"} {
+		if err := db.PutRegister(name, "k", json.RawMessage(`1`)); !errors.Is(err, ErrBadName) {
+			t.Errorf("bucket %q: %v", name, err)
+		}
+		if err := db.PutRegister("b", name, json.RawMessage(`1`)); !errors.Is(err, ErrBadName) {
+			t.Errorf("key %q: %v", name, err)
+		}
+		if _, err := db.GetRegister("b", name); !errors.Is(err, ErrBadName) {
+			t.Errorf("get key %q: %v", name, err)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(dir))
+	for _, e := range entries {
+		if e.Name() == "x" {
+			t.Fatal("a file escaped the database directory")
+		}
+	}
+}
+
+func TestRegisters(t *testing.T) {
+	db := open(t, t.TempDir())
+	if _, err := db.GetRegister("b", "k"); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	if keys, err := db.RegisterKeys("nobucket", ""); err != nil || len(keys) != 0 {
+		t.Fatalf("%v %v", keys, err)
+	}
+	for _, k := range []string{"ka", "kb", "other"} {
+		if err := db.PutRegister("b", k, json.RawMessage(`{"v":"`+k+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.PutRegister("b", "bad", json.RawMessage(`{`)); err == nil {
+		t.Fatal("invalid JSON stored")
+	}
+	keys, _ := db.RegisterKeys("b", "k")
+	if strings.Join(keys, ",") != "ka,kb" {
+		t.Fatal(keys)
+	}
+	if err := db.DeleteRegistersWithPrefix("b", "k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteRegister("b", "missing"); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ = db.RegisterKeys("b", "")
+	if strings.Join(keys, ",") != "other" {
+		t.Fatal(keys)
+	}
+}
+
+func TestRerunPausedIntents(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T05:00Z")}
+	if err := db.MarkRerun(id, ts("2024-02-01T00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "rerun", "wf", "2024-01-01", "05:00:00.000Z"))
+	if string(data) != `{"rerunTime":"2024-02-01T00:00:00.000Z"}` {
+		t.Fatalf("marker %s", data)
+	}
+	marks, _ := db.RerunMarks("wf")
+	if len(marks) != 1 || marks[0].Expired(ts("2024-02-15T00:00Z")) || !marks[0].Expired(ts("2024-02-15T00:00:01Z")) {
+		t.Fatalf("marks %+v", marks)
+	}
+	if err := db.UnmarkRerun(id); err != nil {
+		t.Fatal(err)
+	}
+	if marks, _ := db.RerunMarks("wf"); len(marks) != 0 {
+		t.Fatal(marks)
+	}
+	if err := db.SetPaused("wf", true); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "paused", "wf")); err != nil || fi.Size() != 0 {
+		t.Fatalf("paused file: %v", err)
+	}
+	db.SetPaused("wf", false)
+	if _, err := os.Stat(filepath.Join(dir, "paused", "wf")); !os.IsNotExist(err) {
+		t.Fatal("paused file not removed")
+	}
+	in := Intent{Attempt: 2, Time: ts("2024-02-01T00:00:01.5Z")}
+	if err := db.PutIntent(id, in); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = open(t, dir)
+	got, ok, err := db.GetIntent(id)
+	if err != nil || !ok || got.Attempt != 2 || !got.Time.Equal(in.Time) {
+		t.Fatalf("intent %+v %v %v", got, ok, err)
+	}
+	db.DeleteIntent(id)
+	if _, ok, _ := db.GetIntent(id); ok {
+		t.Fatal("intent not deleted")
+	}
+}
+
+func TestPrune(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	now := ts("2024-03-01T00:00Z")
+	put := func(at string, s slot.Status) {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: "wf", Time: ts(at)}, Status: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("2024-01-01T00:00Z", slot.Success)
+	put("2024-01-01T01:00Z", slot.Running) // kept: not final
+	put("2024-01-02T00:00Z", slot.Failure)
+	put("2024-02-28T00:00Z", slot.Success) // kept: recent
+	if _, err := db.Prune(now.Add(-24*time.Hour), now); err == nil {
+		t.Fatal("prune inside the window allowed")
+	}
+	n, err := db.Prune(ts("2024-02-01T00:00Z"), now)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "wf", "2024-01-02")); !os.IsNotExist(err) {
+		t.Fatal("empty day directory left")
+	}
+	left, _ := db.Range("wf", time.Unix(0, 0), now)
+	if len(left) != 2 || left[0].Status != slot.Running {
+		t.Fatalf("left %+v", left)
+	}
+}
+
+func TestUnwritableDirectory(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	if _, _, err := db.Get(id); err != nil { // index loaded
+		t.Fatal(err)
+	}
+	// A file where the state directory should be: writes fail cleanly.
+	if err := os.WriteFile(filepath.Join(dir, "state"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Put(slot.State{ID: id, Status: slot.Ready})
+	if err == nil || !strings.Contains(err.Error(), "state database") {
+		t.Fatalf("put: %v", err)
+	}
+	if _, found, err := db.Get(id); found || err != nil {
+		t.Fatalf("failed write changed the index: %v %v", found, err)
+	}
+	// Open on a path that is a file.
+	f := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(f, nil, 0o644)
+	if _, err := Open(f); err == nil {
+		t.Fatal("opened a file as a database")
+	}
+}
