@@ -55,7 +55,7 @@ func TestDecideTable(t *testing.T) {
 		{name: "trigger error never times out", p: Policy{Concurrency: 1, WaitTimeoutSeconds: 0}, now: t0.Add(time.Hour),
 			slots: []slot.State{st(0, slot.Waiting, 0, "")}, obs: []Observation{trigErr}},
 		{name: "serial picks oldest READY up to concurrency − running", p: Policy{Concurrency: 2, WaitTimeoutSeconds: schema.NeverTimeout}, now: t0.Add(9 * time.Hour),
-			slots: []slot.State{st(0, slot.Success, 0, "a"), st(1, slot.Running, 0, "b"), st(2, slot.Waiting, 0, ""), st(3, slot.Ready, 0, ""), st(4, slot.Ready, 0, "")},
+			slots:  []slot.State{st(0, slot.Success, 0, "a"), st(1, slot.Running, 0, "b"), st(2, slot.Waiting, 0, ""), st(3, slot.Ready, 0, ""), st(4, slot.Ready, 0, "")},
 			obs:    []Observation{{}, running, notReady, {}, {}},
 			submit: []int{3}},
 		{name: "newer READY runs before older WAITING", p: never, now: t0.Add(9 * time.Hour),

@@ -50,7 +50,9 @@ func TestDescriptionsAndTypes(t *testing.T) {
 	fs := &fakeFS{exists: map[string]bool{"hdfs://nn/in/2014/01/01/05/_READY": true}}
 	env := Env{States: sts, FS: fs}
 	now := slotTime.Add(30 * time.Minute)
-	hdfs := func(p string) schema.Trigger { return schema.Trigger{Type: schema.TriggerHDFSCheck, Path: p, FS: "hdfs://nn"} }
+	hdfs := func(p string) schema.Trigger {
+		return schema.Trigger{Type: schema.TriggerHDFSCheck, Path: p, FS: "hdfs://nn"}
+	}
 	succ := func(wf string) schema.Trigger { return schema.Trigger{Type: schema.TriggerSuccess, Workflow: wf} }
 	tests := []struct {
 		trig        schema.Trigger
