@@ -181,6 +181,7 @@ func hourly(id string, start time.Time, retries int) schema.Workflow {
 // kill reaches Oozie; an Oozie outage or a NameNode outage fails nothing.
 func TestEndToEnd(t *testing.T) {
 	c := hdfstest.StartT(t, hdfstest.Options{}) // its NameNode is stopped below
+	t.Run("recover after crash", func(t *testing.T) { recoverAfterCrash(t, c) })
 	t0 := time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)
 	project := &schema.Project{Format: schema.FormatVersion, Project: "e2e", Workflows: []schema.Workflow{hourly("wordcount", t0, 1)}}
 	e := newE2E(t, c, project)
@@ -373,8 +374,7 @@ func hasProblem(ps []engine.Problem, op, text string) bool {
 // A crash between Oozie accepting a job and the engine recording it: on
 // the next step the engine finds the job through Recover instead of
 // submitting a second one.
-func TestEndToEndRecoverAfterCrash(t *testing.T) {
-	c := hdfstest.Shared(t)
+func recoverAfterCrash(t *testing.T, c *hdfstest.Cluster) {
 	t0 := time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)
 	w := hourly("recover", t0, 0)
 	e := newE2E(t, c, &schema.Project{Format: schema.FormatVersion, Project: "recover", Workflows: []schema.Workflow{w}})
