@@ -195,18 +195,32 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.cleanupDir()
 		return nil, err
 	}
-	stdout, err := c.cmd.StdoutPipe()
+	// An os.Pipe rather than StdoutPipe: Wait must not close it before the
+	// last reply (an "ERR start" just before exiting) has been read.
+	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
 		c.cleanupDir()
 		return nil, err
 	}
+	c.cmd.Stdout = stdoutW
 	began := time.Now()
-	if err := c.cmd.Start(); err != nil {
+	err = c.cmd.Start()
+	stdoutW.Close()
+	if err != nil {
+		stdout.Close()
 		c.cleanupDir()
 		return nil, fmt.Errorf("hdfstest: start java: %w", err)
 	}
-	go c.readStdout(stdout)
-	go func() { c.waitErr = c.cmd.Wait(); close(c.exited) }()
+	drained := make(chan struct{})
+	go func() { c.readStdout(stdout); stdout.Close(); close(drained) }()
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		select { // replies printed before exiting are read first
+		case <-drained:
+		case <-time.After(2 * time.Second):
+		}
+		close(c.exited)
+	}()
 
 	fail := func(err error) (*Cluster, error) {
 		c.Kill()
