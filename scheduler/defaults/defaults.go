@@ -121,8 +121,8 @@ func Parse(name string, data []byte) (*Defaults, error) {
 	return d, nil
 }
 
-// Validate checks the URLs: CELOS_DEFAULT_HDFS is empty or an hdfs:, viewfs:
-// or file: URI; CELOS_DEFAULT_OOZIE is empty or an http(s) URL with a host.
+// Validate checks the URLs: CELOS_DEFAULT_HDFS is empty or an hdfs: or
+// file: URI; CELOS_DEFAULT_OOZIE is empty or an http(s) URL with a host.
 func (d *Defaults) Validate() error {
 	if d.HDFS != "" {
 		if err := CheckFS(d.HDFS); err != nil {
@@ -137,14 +137,15 @@ func (d *Defaults) Validate() error {
 	return nil
 }
 
-// CheckFS reports whether s is a file-system URI hdfsCheck can use.
+// CheckFS reports whether s is a file-system URI hdfsCheck can use:
+// hdfs://host[:port] or hdfs://nameservice, or file:///.
 func CheckFS(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("bad URI %q: %v", s, err)
 	}
 	switch u.Scheme {
-	case "hdfs", "viewfs":
+	case "hdfs":
 		if u.Host == "" {
 			return fmt.Errorf("%q names no NameNode or name service (want hdfs://host:8020 or hdfs://nameservice)", s)
 		}
