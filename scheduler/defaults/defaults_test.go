@@ -66,3 +66,23 @@ func TestLoad(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: any input is either refused with ErrInvalid or gives
+// defaults that validate.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"CELOS_DEFAULT_HDFS": "hdfs://nn:8020", "CELOS_DEFAULT_OOZIE": "http://o:11000/oozie", "CELOS_DEFAULT_OOZIE_PROPERTIES": {"a": "b"}}`))
+	f.Add([]byte(`{"CELOS_DEFAULT_HDFS": 1}`))
+	f.Add([]byte("{\n\"x\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := defaults.Parse("f.json", data)
+		if err != nil {
+			if !errors.Is(err, defaults.ErrInvalid) || !strings.HasPrefix(err.Error(), "f.json") {
+				t.Fatalf("error without context: %v", err)
+			}
+			return
+		}
+		if err := d.Validate(); err != nil {
+			t.Fatalf("accepted defaults do not validate: %v", err)
+		}
+	})
+}
