@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -165,5 +166,18 @@ func TestPlanAndModes(t *testing.T) {
 	}
 	if r := post(); r.StatusCode != 201 || len(s.Jobs()) != 2 {
 		t.Errorf("after Up: %d, %d jobs", r.StatusCode, len(s.Jobs()))
+	}
+}
+
+// The fake is a test double: the celos binary must not contain it.
+func TestNotInTheBinary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/celos-go/celos/cmd/celos").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "github.com/celos-go/celos/internal/ooziefake" {
+			t.Fatal("cmd/celos imports internal/ooziefake")
+		}
 	}
 }
