@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/command"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/schema"
+)
+
+// TestEndToEndWithCommandService runs the engine with the real state
+// database (fsync on), the real command service and file: hdfsCheck
+// triggers: a slot waits for its input, runs, fails once, is retried and
+// succeeds; a downstream workflow with a success trigger follows.
+func TestEndToEndWithCommandService(t *testing.T) {
+	wdir, ddir, jobs, input := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "attempted")
+	up := hourly("up")
+	up.StartTime = ts("2024-01-01T00:00Z")
+	up.MaxRetryCount = 1
+	up.Trigger = schema.Trigger{Type: schema.TriggerHDFSCheck, FS: "file:///", Path: input + "/${year}-${month}-${day}/${hour}/_READY"}
+	// Fails the first time, succeeds the second.
+	up.ExternalService.Command = []string{"sh", "-c", `if [ -e "$M" ]; then echo second; else touch "$M"; echo first; exit 1; fi`}
+	up.ExternalService.Env = map[string]string{"M": marker}
+	down := hourly("down")
+	down.StartTime = up.StartTime
+	down.Schedule = schema.Schedule{Type: schema.ScheduleDependent, Workflow: "up"}
+	down.Trigger = schema.Trigger{Type: schema.TriggerSuccess, Workflow: "up"}
+	down.ExternalService.Command = []string{"echo", "down ${hour}"}
+	writeProject(t, wdir, "p", up, down)
+
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: svc}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "up", Time: ts("2024-01-01T00:00Z")}
+	d0 := slot.ID{Workflow: "down", Time: s0.Time}
+	get := func(id slot.ID) slot.State {
+		st, found, err := db.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			return slot.NewWaiting(id)
+		}
+		return st
+	}
+	step := func() {
+		t.Helper()
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		svc.Wait(wctx)
+	}
+
+	step()
+	if st := get(s0); st.Status != slot.Waiting {
+		t.Fatalf("no input yet: %+v", st)
+	}
+	ts, _ := e.TriggerStatus(ctx, s0, now)
+	if ts.Ready || !strings.Contains(ts.Description, "/2024-01-01/00/_READY is not ready") {
+		t.Fatalf("trigger status %+v", ts)
+	}
+	os.MkdirAll(filepath.Join(input, "2024-01-01", "00"), 0o755)
+	os.WriteFile(filepath.Join(input, "2024-01-01", "00", "_READY"), nil, 0o644)
+
+	var trace []string
+	for range 12 {
+		step()
+		trace = append(trace, string(get(s0).Status)+"/"+string(get(d0).Status))
+		if get(d0).Status == slot.Success {
+			break
+		}
+	}
+	want := "READY/WAITING RUNNING/WAITING WAITING/WAITING READY/WAITING RUNNING/WAITING SUCCESS/WAITING SUCCESS/READY SUCCESS/RUNNING SUCCESS/SUCCESS"
+	if got := strings.Join(trace, " "); got != want {
+		t.Fatalf("trace\n got %s\nwant %s", got, want)
+	}
+	st := get(s0)
+	if st.RetryCount != 1 {
+		t.Fatalf("%+v", st)
+	}
+	out, err := svc.ReadLog(st.ExternalID, 0)
+	if err != nil || string(out) != "second\n" {
+		t.Fatalf("log %q %v", out, err)
+	}
+	out, _ = svc.ReadLog(get(d0).ExternalID, 0)
+	if string(out) != "down 00\n" {
+		t.Fatalf("down log %q", out)
+	}
+}
