@@ -147,24 +147,10 @@ func (e *Expr) scan(dst []time.Time, from, to int64, limit int) []time.Time {
 	to = min(to, maxSec)
 	t := from
 	for t < to && limit != 0 {
-		lt := time.Unix(t, 0).In(e.loc)
-		_, o := lt.Zone()
-		off := int64(o)
-		start, end := lt.ZoneBounds()
-		segStart, segEnd := minSec, maxSec
-		if !start.IsZero() {
-			segStart = start.Unix()
-		}
-		if !end.IsZero() {
-			segEnd = min(end.Unix(), maxSec)
-		}
-		if segEnd <= t { // cannot happen with a sane zone; never loop
-			segEnd = t + 1
-		}
+		off, segStart, segEnd := period(e.loc, t)
 		segLimit := min(segEnd, to)
 		if segStart > minSec {
-			_, p := time.Unix(segStart-1, 0).In(e.loc).Zone()
-			prevOff := int64(p)
+			prevOff := offsetAt(e.loc, segStart-1)
 			switch {
 			case prevOff < off: // spring forward: wall times [segStart+prevOff, segStart+off) do not exist
 				gapEnd := segStart + off - prevOff
@@ -202,6 +188,49 @@ func (e *Expr) scan(dst []time.Time, from, to int64, limit int) []time.Time {
 		t = segEnd
 	}
 	return dst
+}
+
+// offsetAt returns loc's offset from UTC at Unix second t.
+func offsetAt(loc *time.Location, t int64) int64 {
+	_, o := time.Unix(t, 0).In(loc).Zone()
+	return int64(o)
+}
+
+// period returns loc's offset at Unix second t and the period around t in
+// which it holds, [start, end): start is a change of offset or of zone
+// name (or minSec), end the next one (or maxSec).
+func period(loc *time.Location, t int64) (off, start, end int64) {
+	lt := time.Unix(t, 0).In(loc)
+	_, o := lt.Zone()
+	off = int64(o)
+	s, e := lt.ZoneBounds()
+	start, end = minSec, maxSec
+	if !s.IsZero() {
+		start = min(s.Unix(), t)
+	}
+	if !e.IsZero() {
+		end = min(e.Unix(), maxSec)
+	}
+	if end <= t {
+		// Go's ZoneBounds can return an end at or before t on the last
+		// day of a leap year once the zone's rule extends its table
+		// (Europe/London, 2040-12-31). Take the next day, or the
+		// change of offset within it.
+		end = min(t+86400, maxSec)
+		if offsetAt(loc, end-1) != off {
+			lo, hi := t, end-1 // offset at lo is off, at hi it is not
+			for hi-lo > 1 {
+				mid := lo + (hi-lo)/2
+				if offsetAt(loc, mid) == off {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			end = hi
+		}
+	}
+	return off, start, end
 }
 
 // appendRange appends the instants wall-off for the matching wall times in

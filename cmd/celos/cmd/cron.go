@@ -1,0 +1,126 @@
+package cmd
+
+import (
+	"bufio"
+	"fmt"
+	"time"
+	_ "time/tzdata" // --tz and cron time zones work on machines without a zoneinfo database
+
+	"github.com/spf13/cobra"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema/cron"
+)
+
+func init() { register(newCronCmd) }
+
+// defaultCronLimit caps what `celos cron` prints unless --limit says otherwise.
+const defaultCronLimit = 10000
+
+func newCronCmd() *cobra.Command {
+	var fromS, toS, tz string
+	var limit int
+	c := &cobra.Command{
+		Use:   "cron EXPR",
+		Short: "Print the slot times of a Quartz cron expression",
+		Long: `cron prints the fire times of a Quartz cron expression in [--from, --to),
+one RFC 3339 UTC instant per line, computed by the same code the scheduler
+uses to make slots.
+
+EXPR has 6 or 7 fields (quote it):
+  seconds minutes hours day-of-month month day-of-week [year]
+with * ? , - / and L W LW # nL, month names JAN-DEC and day names SUN-SAT;
+day-of-week 1 is Sunday; exactly one of day-of-month and day-of-week is ?.
+
+Wall-clock times are read in --tz (an IANA zone, default UTC). A time
+skipped by a spring-forward change fires once, shifted forward by the gap;
+a time that occurs twice at a fall-back change fires once, at its first
+occurrence, except that hourly and finer schedules fire in every real hour.
+
+--from and --to take RFC 3339 times (2015-09-13T13:40:00Z, with an offset,
+or without seconds: 2015-09-13T13:40Z). --from defaults to now, --to to
+seven days after --from (the scheduler's window). A --from with a fraction
+of a second is rounded up to the next whole second.
+
+At most --limit times are printed (default 10000; 0 for no limit); when
+more follow, a note on stderr says so.
+
+Exit status: 0 printed (possibly nothing: an impossible date such as
+31 February never fires), 1 the expression is invalid, 2 usage error
+(bad flag, time or zone).`,
+		Example: `  # hourly, for one day
+  celos cron '0 0 * * * ?' --from 2024-01-01T00:00Z --to 2024-01-02T00:00Z
+
+  # 29 February: only leap years
+  celos cron '0 0 0 29 2 ?' --from 2023-01-01T00:00Z --to 2030-01-01T00:00Z
+
+  # 02:30 every day in New York, across the spring-forward change
+  celos cron '0 30 2 * * ?' --tz America/New_York --from 2024-03-09T00:00Z --to 2024-03-12T00:00Z
+
+  # the third Friday of each month in 2025
+  celos cron '0 0 9 ? * FRI#3 2025' --from 2025-01-01T00:00Z --to 2026-01-01T00:00Z`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			loc := time.UTC
+			if tz != "" && tz != "UTC" {
+				l, err := time.LoadLocation(tz)
+				if err != nil {
+					return usageError("--tz: unknown time zone %q (want an IANA name such as Europe/London)", tz)
+				}
+				loc = l
+			}
+			from := time.Now().UTC()
+			if fromS != "" {
+				t, err := slot.ParseTime(fromS)
+				if err != nil {
+					return usageError("--from: %v", err)
+				}
+				from = t
+			}
+			to := from.Add(7 * 24 * time.Hour)
+			if toS != "" {
+				t, err := slot.ParseTime(toS)
+				if err != nil {
+					return usageError("--to: %v", err)
+				}
+				to = t
+			}
+			if to.Before(from) {
+				return usageError("--to %s is before --from %s", to.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano))
+			}
+			if limit < 0 {
+				return usageError("--limit %d must not be negative (0 for no limit)", limit)
+			}
+			e, err := cron.Parse(args[0], loc)
+			if err != nil {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("cron %q: %w", args[0], err)}
+			}
+			n := -1
+			if limit > 0 {
+				n = limit + 1 // one more tells whether there are more
+			}
+			times := e.AppendBetweenLimit(nil, from, to, n)
+			more := limit > 0 && len(times) > limit
+			if more {
+				times = times[:limit]
+			}
+			w := bufio.NewWriter(c.OutOrStdout())
+			for _, t := range times {
+				w.WriteString(t.Format(time.RFC3339))
+				w.WriteByte('\n')
+			}
+			if err := w.Flush(); err != nil {
+				return fmt.Errorf("write slot times: %w", err)
+			}
+			if more {
+				fmt.Fprintf(c.ErrOrStderr(), "celos: stopped after %d times (--limit); more follow before %s\n", limit, to.Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&fromS, "from", "", "start of the window, inclusive (RFC 3339; default now)")
+	c.Flags().StringVar(&toS, "to", "", "end of the window, exclusive (RFC 3339; default --from + 7 days)")
+	c.Flags().StringVar(&tz, "tz", "UTC", "IANA time zone whose wall clock the expression reads")
+	c.Flags().IntVar(&limit, "limit", defaultCronLimit, "print at most this many times (0: no limit)")
+	return c
+}
