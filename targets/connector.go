@@ -21,6 +21,9 @@ type Connector struct {
 	SSH SSHOptions
 	// HDFS configures HDFS connections (user, dial timeout, Kerberos).
 	HDFS hadoopconf.Options
+	// Wrap, if set, wraps every file system opened (tests inject faults
+	// with it).
+	Wrap func(FS) FS
 
 	mu   sync.Mutex
 	ssh  []*ssh.Client
@@ -66,6 +69,9 @@ func (c *Connector) Open(ctx context.Context, l Location) (FS, error) {
 		fsys = s
 	default:
 		return nil, fmt.Errorf("%s: cannot open a %s: location here", l, l.Scheme)
+	}
+	if c.Wrap != nil {
+		fsys = c.Wrap(fsys)
 	}
 	c.open[key] = fsys
 	return fsys, nil
@@ -120,7 +126,10 @@ func (c *Connector) OpenHDFS(ctx context.Context, conf hadoopconf.Conf, installa
 		}
 		return nil, uri, fmt.Errorf("HDFS %s: NameNode not reachable: %w", uri, err)
 	}
-	fsys := NewHDFS(uri, cl)
+	var fsys FS = NewHDFS(uri, cl)
+	if c.Wrap != nil {
+		fsys = c.Wrap(fsys)
+	}
 	c.mu.Lock()
 	c.open[uri] = fsys
 	c.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"path"
 	"path/filepath"
 	"sort"
@@ -206,7 +207,7 @@ func TargetLocation(rawURL, user string) (Location, error) {
 		if err != nil {
 			return Location{}, err
 		}
-		rawURL = "file://" + filepath.ToSlash(abs)
+		rawURL = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
 	}
 	l, err := ParseURL(rawURL, ".")
 	if err != nil {

@@ -1,0 +1,330 @@
+package deploy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/targets"
+)
+
+// Result summarises a deploy or undeploy.
+type Result struct {
+	Project       string  `json:"project"`
+	Target        string  `json:"target"`
+	WorkflowsFile string  `json:"workflowsFile"`
+	HDFSDir       string  `json:"hdfsDir,omitempty"`
+	Workflows     int     `json:"workflows"`
+	Files         int     `json:"files"`
+	Bytes         int64   `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	GitCommit     string  `json:"gitCommit,omitempty"`
+	// Removed lists what an undeploy removed (URLs).
+	Removed []string `json:"removed,omitempty"`
+}
+
+// compiled is a compiled project ready to deploy.
+type compiled struct {
+	project *schema.Project
+	json    []byte
+	tree    *localTree
+}
+
+// compile compiles and checks the project and lists its hdfs/ directory.
+func compile(o *Options) (*compiled, error) {
+	if o.Compile == nil {
+		return nil, errors.New("deploy: no Compile function")
+	}
+	dir := o.DeployDir
+	if dir == "" {
+		dir = "."
+	}
+	p, warnings, err := o.Compile(dir)
+	for _, w := range warnings {
+		if o.Warn != nil {
+			o.Warn(w)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the project in %s is invalid; nothing was deployed:\n%w", dir, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("the project in %s is invalid; nothing was deployed:\n%w", dir, err)
+	}
+	if o.Project == "" {
+		o.Project = p.Project
+	}
+	if err := ValidateProjectName(o.Project); err != nil {
+		return nil, err
+	}
+	if p.Project != o.Project {
+		return nil, fmt.Errorf("--project %s does not match the project's name %q (its CUE package); deploy it as --project %s, or rename it", o.Project, p.Project, p.Project)
+	}
+	data, err := p.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	tree, err := scanLocal(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read the project's %s/ directory: %w", HDFSDirName, err)
+	}
+	return &compiled{project: p, json: data, tree: tree}, nil
+}
+
+// Deploy compiles the project in o.DeployDir and deploys it to o.Target:
+// the Oozie directory first, then the workflows file, then the manifest.
+// On failure the returned error is a *StepError (or, before anything was
+// touched, a plain error) that says which step failed and whether the
+// previous deployment is intact.
+func Deploy(ctx context.Context, o Options) (*Result, error) {
+	start := time.Now()
+	if o.Step != nil {
+		o.Step("compile")
+	}
+	c, err := compile(&o)
+	if err != nil {
+		return nil, &StepError{Step: "compile", Err: err, Intact: true}
+	}
+	s, err := openSession(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Project: o.Project, Target: s.target.Source, WorkflowsFile: s.wfURL(), Workflows: len(c.project.Workflows)}
+
+	s.begin("lock")
+	lk, err := s.acquireLock(ctx, "deploy")
+	if err != nil {
+		return nil, s.fail(err, true)
+	}
+	defer lk.release()
+
+	s.begin("read manifest")
+	prev, err := s.readManifest()
+	if err != nil {
+		return nil, s.fail(err, true)
+	}
+	// The HDFS side is needed to upload, or to remove an Oozie directory
+	// the project no longer has.
+	var hfs targets.FS
+	if c.tree != nil || (prev != nil && prev.HDFS != nil) {
+		s.begin("connect to HDFS")
+		if hfs, err = s.openHDFS(ctx); err != nil {
+			return nil, s.fail(err, true)
+		}
+	}
+	s.begin("recover")
+	if err := s.recover(hfs); err != nil {
+		return nil, s.fail(err, true)
+	}
+
+	live := s.hdfsDir()
+	var old string // the previous Oozie directory while the new one is tried
+	var hashes map[string]string
+	if c.tree != nil {
+		res.HDFSDir = s.hdfsURL(live)
+		res.Files, res.Bytes = len(c.tree.files), c.tree.bytes
+		s.begin("upload HDFS directory")
+		if err := hfs.MkdirAll(s.hdfsRoot); err != nil {
+			return nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
+		}
+		tmp := targets.TempName(live, "tmp")
+		hashes, err = upload(ctx, hfs, c.tree, tmp, o.Parallel, o.Progress)
+		if err != nil {
+			if rerr := hfs.RemoveAll(tmp); rerr != nil {
+				s.warn("could not remove the partial upload %s (the next deploy will): %v", s.hdfsURL(tmp), rerr)
+			}
+			return nil, s.fail(fmt.Errorf("to %s: %w", s.hdfsURL(tmp), err), true)
+		}
+		s.begin("swap HDFS directory")
+		if old, err = swapDir(hfs, tmp, live); err != nil {
+			_ = hfs.RemoveAll(tmp)
+			return nil, s.fail(err, true)
+		}
+	}
+
+	s.begin("write workflows file")
+	if err := targets.WriteFileAtomic(ctx, s.wf, s.wfFile, c.json); err != nil {
+		se := &StepError{Step: s.step, Err: fmt.Errorf("%s: %w", s.wfURL(), err), Intact: true}
+		if c.tree != nil {
+			// Put the previous Oozie directory back, so the old workflows
+			// file keeps running against the directory it was deployed with.
+			if rerr := unswapDir(hfs, live, old); rerr != nil {
+				se.Intact = false
+				se.Note = fmt.Sprintf("The new Oozie directory %s is in place but the workflows file is the previous one, and restoring the previous directory failed (%v); rerun the deploy.", s.hdfsURL(live), rerr)
+			}
+		}
+		return nil, se
+	}
+
+	s.begin("write manifest")
+	userName, host := who(o)
+	commit, dirty := gitCommit(o.DeployDir)
+	res.GitCommit = commit
+	sum := sha256.Sum256(c.json)
+	m := &Manifest{
+		Format: ManifestFormat, Project: o.Project, DeployedAt: time.Now().UTC(),
+		User: userName, Host: host, GitCommit: commit, GitDirty: dirty, CelosVersion: o.Version,
+		Target: s.target.Source, WorkflowsFile: s.wfURL(), WorkflowsSHA256: hex.EncodeToString(sum[:]),
+	}
+	for _, w := range c.project.Workflows {
+		m.Workflows = append(m.Workflows, w.ID)
+	}
+	if c.tree != nil {
+		m.HDFS = &HDFSManifest{FS: s.hdfsName, Dir: live, Bytes: c.tree.bytes}
+		mtimes := map[string]time.Time{}
+		if files, _, err := targets.Walk(hfs, live); err == nil {
+			for _, f := range files {
+				mtimes[f.Path] = f.Info.ModTime().UTC()
+			}
+		}
+		for _, f := range c.tree.files {
+			m.HDFS.Files = append(m.HDFS.Files, ManifestFile{Path: f.rel, Size: f.size, SHA256: hashes[f.rel], ModTime: mtimes[f.rel]})
+		}
+	}
+	if err := s.writeManifest(ctx, m); err != nil {
+		return nil, &StepError{Step: s.step, Err: err, Note: "The new deployment is in place and running; only its manifest could not be written (undeploy and plan will miss it): rerun the deploy."}
+	}
+
+	s.begin("clean up")
+	if old != "" {
+		if err := hfs.RemoveAll(old); err != nil {
+			s.warn("deployed, but the previous Oozie directory %s could not be removed (the next deploy will): %v", s.hdfsURL(old), err)
+		}
+	}
+	if c.tree == nil && prev != nil && prev.HDFS != nil {
+		// The project no longer has an hdfs/ directory: remove the one the
+		// previous deploy wrote, now that no workflow refers to it.
+		if err := hfs.RemoveAll(prev.HDFS.Dir); err != nil {
+			s.warn("deployed, but the previous Oozie directory %s could not be removed: %v", s.hdfsURL(prev.HDFS.Dir), err)
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// swapDir puts tmp in place of live: live (if any) is renamed aside first,
+// because no file system here replaces a non-empty directory in one step.
+// It returns the aside name ("" if live did not exist) for the caller to
+// remove once the new directory is confirmed. On failure the previous
+// directory is put back.
+func swapDir(fsys targets.FS, tmp, live string) (old string, err error) {
+	exists, err := targets.Exists(fsys, live)
+	if err != nil {
+		return "", err
+	}
+	if exists {
+		old = targets.TempName(live, "old")
+		if err := fsys.Rename(live, old); err != nil {
+			return "", fmt.Errorf("move the previous directory %s aside: %w", live, err)
+		}
+	}
+	if err := fsys.Rename(tmp, live); err != nil {
+		if old != "" {
+			if rerr := fsys.Rename(old, live); rerr != nil {
+				return "", fmt.Errorf("move %s into place: %v; and putting the previous directory back from %s failed too: %w (the next deploy restores it)", tmp, err, old, rerr)
+			}
+		}
+		return "", fmt.Errorf("move %s into place: %w", tmp, err)
+	}
+	return old, nil
+}
+
+// unswapDir undoes swapDir: live goes away and old (if any) comes back.
+func unswapDir(fsys targets.FS, live, old string) error {
+	if old == "" {
+		return fsys.RemoveAll(live)
+	}
+	failed := targets.TempName(live, "failed")
+	if err := fsys.Rename(live, failed); err != nil {
+		return err
+	}
+	if err := fsys.Rename(old, live); err != nil {
+		return err
+	}
+	return fsys.RemoveAll(failed)
+}
+
+// leftover matches what an interrupted deploy of project p leaves beside
+// its Oozie directory or workflows file.
+func leftover(base string) *regexp.Regexp {
+	return regexp.MustCompile(`^\.` + regexp.QuoteMeta(base) + `\.(tmp|old|failed)-[0-9a-f]{12}$`)
+}
+
+// recover cleans up after an interrupted deploy of this project (run under
+// the lock): if the Oozie directory is missing but an interrupted swap left
+// the previous one aside, it is put back; leftover temporary files and
+// directories are removed.
+func (s *session) recover(hfs targets.FS) error {
+	if err := s.cleanDir(s.wf, s.wfDir, s.o.Project+".json", nil); err != nil {
+		return err
+	}
+	if hfs == nil {
+		return nil
+	}
+	live := s.hdfsDir()
+	return s.cleanDir(hfs, s.hdfsRoot, s.o.Project, func(entries []fs.FileInfo) error {
+		if ok, err := targets.Exists(hfs, live); err != nil || ok {
+			return err
+		}
+		var olds []fs.FileInfo
+		for _, e := range entries {
+			if strings.Contains(e.Name(), ".old-") {
+				olds = append(olds, e)
+			}
+		}
+		if len(olds) == 0 {
+			return nil
+		}
+		sort.Slice(olds, func(i, j int) bool { return olds[i].ModTime().After(olds[j].ModTime()) })
+		from := path.Join(s.hdfsRoot, olds[0].Name())
+		if err := hfs.Rename(from, live); err != nil {
+			return fmt.Errorf("restore %s from an interrupted deploy: %w", live, err)
+		}
+		s.warn("restored the Oozie directory %s from an interrupted deploy (%s)", s.hdfsURL(live), olds[0].Name())
+		return nil
+	})
+}
+
+func (s *session) cleanDir(fsys targets.FS, dir, base string, restore func([]fs.FileInfo) error) error {
+	entries, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	re := leftover(base)
+	var mine []fs.FileInfo
+	for _, e := range entries {
+		if re.MatchString(e.Name()) {
+			mine = append(mine, e)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	if restore != nil {
+		if err := restore(mine); err != nil {
+			return err
+		}
+	}
+	for _, e := range mine {
+		p := path.Join(dir, e.Name())
+		if ok, _ := targets.Exists(fsys, p); !ok {
+			continue // restored
+		}
+		if err := fsys.RemoveAll(p); err != nil {
+			return fmt.Errorf("remove %s left by an interrupted deploy: %w", p, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/celos-go/celos/targets"
+)
+
+// lockInfo is the content of a project's lock file.
+type lockInfo struct {
+	ID      string    `json:"id"`
+	Project string    `json:"project"`
+	User    string    `json:"user"`
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Since   time.Time `json:"since"`
+	Command string    `json:"command"`
+}
+
+// LockedError reports a project locked by another deploy.
+type LockedError struct {
+	Path  string // URL of the lock file
+	Owner string // user@host (pid N)
+	Since time.Time
+	Age   time.Duration
+}
+
+func (e *LockedError) Error() string {
+	stale := ""
+	if e.Age > time.Hour {
+		stale = " It is old enough to be stale."
+	}
+	return fmt.Sprintf("the project is locked by %s since %s (%s ago): another deploy or undeploy may be running.%s "+
+		"If none is, rerun with --break-lock (lock file: %s)",
+		e.Owner, e.Since.UTC().Format(time.RFC3339), e.Age.Round(time.Second), stale, e.Path)
+}
+
+// held are the lock IDs this process holds, so that a lock left by this
+// very process (pid reuse, an in-process test) is still told apart.
+var held sync.Map
+
+type lock struct {
+	s    *session
+	path string
+	id   string
+}
+
+// acquireLock creates the project's lock file exclusively. A lock whose
+// owner is a dead process on this machine is removed; any other existing
+// lock is an error naming its owner and age, unless BreakLock.
+func (s *session) acquireLock(ctx context.Context, command string) (*lock, error) {
+	if err := s.wf.MkdirAll(s.stateDir); err != nil {
+		return nil, err
+	}
+	userName, host := who(s.o)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	info := lockInfo{ID: hex.EncodeToString(b[:]), Project: s.o.Project, User: userName, Host: host,
+		PID: os.Getpid(), Since: time.Now().UTC(), Command: command}
+	data, _ := json.MarshalIndent(info, "", "  ")
+	p := path.Join(s.stateDir, s.o.Project+".lock")
+	for attempt := 0; attempt < 3; attempt++ {
+		err := s.wf.WriteNew(ctx, p, bytes.NewReader(data), int64(len(data)), true)
+		if err == nil {
+			held.Store(info.ID, true)
+			return &lock{s: s, path: p, id: info.ID}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create lock %s: %w", s.target.WorkflowsDir.Join(StateDir, s.o.Project+".lock"), err)
+		}
+		raw, rerr := targets.ReadFile(s.wf, p, 1<<16)
+		if errors.Is(rerr, fs.ErrNotExist) {
+			continue // released meanwhile
+		}
+		var other lockInfo
+		if rerr != nil || json.Unmarshal(raw, &other) != nil {
+			other = lockInfo{User: "unknown", Host: "unknown"}
+			if fi, err := s.wf.Stat(p); err == nil {
+				other.Since = fi.ModTime()
+			}
+		}
+		if s.o.BreakLock || deadLocalOwner(other, host) {
+			if s.o.BreakLock {
+				s.warn("broke the lock held by %s@%s (pid %d) since %s", other.User, other.Host, other.PID, other.Since.UTC().Format(time.RFC3339))
+			} else {
+				s.warn("removed a stale lock left by %s@%s (pid %d, no longer running)", other.User, other.Host, other.PID)
+			}
+			if err := s.wf.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("remove lock %s: %w", p, err)
+			}
+			continue
+		}
+		return nil, &LockedError{
+			Path:  s.target.WorkflowsDir.Join(StateDir, s.o.Project+".lock").String(),
+			Owner: fmt.Sprintf("%s@%s (pid %d, %s)", other.User, other.Host, other.PID, other.Command),
+			Since: other.Since,
+			Age:   time.Since(other.Since),
+		}
+	}
+	return nil, fmt.Errorf("could not take the lock %s after 3 attempts", p)
+}
+
+// deadLocalOwner reports whether a lock was left by a process of this
+// machine that no longer runs (or by this process, which no longer holds
+// it).
+func deadLocalOwner(l lockInfo, host string) bool {
+	if l.Host != host || host == "" || l.PID <= 0 {
+		return false
+	}
+	if l.PID == os.Getpid() {
+		_, ok := held.Load(l.ID)
+		return !ok
+	}
+	err := syscall.Kill(l.PID, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+// release removes the lock file. It is best effort: a lock that cannot be
+// removed (connection lost) is recognised as stale by the next deploy from
+// this machine, or broken with --break-lock.
+func (l *lock) release() {
+	held.Delete(l.id)
+	if err := l.s.wf.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		l.s.warn("could not remove the lock %s: %v", l.path, err)
+	}
+}

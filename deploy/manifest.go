@@ -1,0 +1,96 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"time"
+
+	"github.com/celos-go/celos/targets"
+)
+
+// ManifestFormat is the format field of a deploy manifest.
+const ManifestFormat = "celos.dev/deploy-manifest/v1"
+
+// Manifest records what a deploy wrote, next to the project's lock in the
+// workflows directory's StateDir: undeploy removes exactly that, and plan
+// compares against it.
+type Manifest struct {
+	Format       string    `json:"format"`
+	Project      string    `json:"project"`
+	DeployedAt   time.Time `json:"deployedAt"`
+	User         string    `json:"user,omitempty"`
+	Host         string    `json:"host,omitempty"`
+	GitCommit    string    `json:"gitCommit,omitempty"`
+	GitDirty     bool      `json:"gitDirty,omitempty"`
+	CelosVersion string    `json:"celosVersion,omitempty"`
+	Target       string    `json:"target"`
+	// WorkflowsFile is the URL of the compiled workflows file.
+	WorkflowsFile   string   `json:"workflowsFile"`
+	WorkflowsSHA256 string   `json:"workflowsSHA256"`
+	Workflows       []string `json:"workflows"`
+	// HDFS is the Oozie directory, when the project has one.
+	HDFS *HDFSManifest `json:"hdfs,omitempty"`
+}
+
+// HDFSManifest describes a deployed Oozie directory.
+type HDFSManifest struct {
+	// FS names the file system (hdfs://nn:8020, or the installation's
+	// file:// or sftp:// when fs.defaultFS is file:///).
+	FS string `json:"fs"`
+	// Dir is the directory's absolute path on FS.
+	Dir   string         `json:"dir"`
+	Bytes int64          `json:"bytes"`
+	Files []ManifestFile `json:"files"`
+}
+
+// ManifestFile is one uploaded file; ModTime is as the target listed it
+// right after the deploy, so plan can trust SHA256 while size and time
+// are unchanged.
+type ManifestFile struct {
+	Path    string    `json:"path"`
+	Size    int64     `json:"size"`
+	SHA256  string    `json:"sha256"`
+	ModTime time.Time `json:"modTime"`
+}
+
+func (s *session) manifestPath() string { return path.Join(s.stateDir, s.o.Project+".manifest.json") }
+
+// readManifest returns the project's manifest, or nil when there is none.
+// An unreadable manifest is reported as a warning and treated as absent.
+func (s *session) readManifest() (*Manifest, error) {
+	data, err := targets.ReadFile(s.wf, s.manifestPath(), 64<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil || m.Format != ManifestFormat || m.Project != s.o.Project {
+		s.warn("ignoring the unreadable deploy manifest %s", s.manifestPath())
+		return nil, nil
+	}
+	if m.HDFS != nil && targets.ValidateHDFSRoot(m.HDFS.Dir) != nil {
+		s.warn("ignoring the deploy manifest %s: bad HDFS directory %q", s.manifestPath(), m.HDFS.Dir)
+		return nil, nil
+	}
+	return &m, nil
+}
+
+func (s *session) writeManifest(ctx context.Context, m *Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := s.wf.MkdirAll(s.stateDir); err != nil {
+		return err
+	}
+	if err := targets.WriteFileAtomic(ctx, s.wf, s.manifestPath(), append(data, '\n')); err != nil {
+		return fmt.Errorf("write manifest %s: %w", s.manifestPath(), err)
+	}
+	return nil
+}

@@ -1,0 +1,370 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/celos-go/celos/targets"
+)
+
+// Plan is what a deploy would change on the target.
+type Plan struct {
+	Project       string `json:"project"`
+	Target        string `json:"target"`
+	WorkflowsFile string `json:"workflowsFile"`
+	HDFSDir       string `json:"hdfsDir,omitempty"`
+	// FirstDeploy is true when the target has no workflows file of the
+	// project yet.
+	FirstDeploy bool `json:"firstDeploy"`
+	// Document lists changes of the workflows file outside its workflows
+	// (format, project), or why the deployed file could not be compared.
+	Document         []FieldChange    `json:"document,omitempty"`
+	WorkflowsAdded   []string         `json:"workflowsAdded,omitempty"`
+	WorkflowsRemoved []string         `json:"workflowsRemoved,omitempty"`
+	WorkflowsChanged []WorkflowChange `json:"workflowsChanged,omitempty"`
+	FilesAdded       []FileChange     `json:"filesAdded,omitempty"`
+	FilesRemoved     []FileChange     `json:"filesRemoved,omitempty"`
+	FilesChanged     []FileChange     `json:"filesChanged,omitempty"`
+}
+
+// WorkflowChange lists the changed fields of one workflow.
+type WorkflowChange struct {
+	ID     string        `json:"id"`
+	Fields []FieldChange `json:"fields"`
+}
+
+// FieldChange is one changed value: Path is a dotted path
+// (schedule.cron, externalService.properties.queue); Old and New are
+// compact JSON, "" when absent.
+type FieldChange struct {
+	Path string `json:"path"`
+	Old  string `json:"old,omitempty"`
+	New  string `json:"new,omitempty"`
+}
+
+// FileChange is one file of the Oozie directory (sizes in bytes; -1 when
+// absent on that side).
+type FileChange struct {
+	Path    string `json:"path"`
+	OldSize int64  `json:"oldSize"`
+	NewSize int64  `json:"newSize"`
+}
+
+// HasChanges reports whether deploying would change anything.
+func (p *Plan) HasChanges() bool {
+	return p.FirstDeploy || len(p.Document)+len(p.WorkflowsAdded)+len(p.WorkflowsRemoved)+len(p.WorkflowsChanged)+
+		len(p.FilesAdded)+len(p.FilesRemoved)+len(p.FilesChanged) > 0
+}
+
+// MakePlan compiles the project and compares it with what the target
+// holds: the workflows file field by field, and the Oozie directory file
+// by file (sizes, then content: the manifest's checksums while a file's
+// size and time are unchanged, else the file is read). It changes nothing
+// and takes no lock.
+func MakePlan(ctx context.Context, o Options) (*Plan, error) {
+	if o.Step != nil {
+		o.Step("compile")
+	}
+	c, err := compile(&o)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openSession(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Project: o.Project, Target: s.target.Source, WorkflowsFile: s.wfURL()}
+
+	s.begin("read workflows file")
+	old, err := targets.ReadFile(s.wf, s.wfFile, 64<<20)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		p.FirstDeploy = true
+		for _, w := range c.project.Workflows {
+			p.WorkflowsAdded = append(p.WorkflowsAdded, w.ID)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", s.wfURL(), err)
+	default:
+		diffDocuments(p, old, c.json)
+	}
+
+	s.begin("read manifest")
+	m, err := s.readManifest()
+	if err != nil {
+		return nil, err
+	}
+	if c.tree == nil && (m == nil || m.HDFS == nil) {
+		return p, nil
+	}
+	s.begin("list HDFS directory")
+	hfs, err := s.openHDFS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := s.hdfsDir()
+	if c.tree == nil {
+		live = m.HDFS.Dir
+	}
+	p.HDFSDir = s.hdfsURL(live)
+	remote := map[string]targets.File{}
+	files, _, err := targets.Walk(hfs, live)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list %s: %w", p.HDFSDir, err)
+	}
+	for _, f := range files {
+		remote[f.Path] = f
+	}
+	known := map[string]ManifestFile{}
+	if m != nil && m.HDFS != nil && m.HDFS.Dir == live {
+		for _, f := range m.HDFS.Files {
+			known[f.Path] = f
+		}
+	}
+	if c.tree != nil {
+		for _, f := range c.tree.files {
+			r, ok := remote[f.rel]
+			if !ok {
+				p.FilesAdded = append(p.FilesAdded, FileChange{Path: f.rel, OldSize: -1, NewSize: f.size})
+				continue
+			}
+			delete(remote, f.rel)
+			if r.Size != f.size {
+				p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
+				continue
+			}
+			same, err := sameContent(hfs, path.Join(live, f.rel), r, known[f.rel], filepath.Join(c.tree.root, filepath.FromSlash(f.rel)))
+			if err != nil {
+				return nil, err
+			}
+			if !same {
+				p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
+			}
+		}
+	}
+	for _, r := range remote {
+		p.FilesRemoved = append(p.FilesRemoved, FileChange{Path: r.Path, OldSize: r.Size, NewSize: -1})
+	}
+	sort.Slice(p.FilesRemoved, func(i, j int) bool { return p.FilesRemoved[i].Path < p.FilesRemoved[j].Path })
+	return p, nil
+}
+
+// sameContent compares a local file with a remote one of the same size.
+func sameContent(hfs targets.FS, remotePath string, r targets.File, m ManifestFile, local string) (bool, error) {
+	want, err := hashLocal(local)
+	if err != nil {
+		return false, err
+	}
+	if m.SHA256 != "" && m.Size == r.Size && m.ModTime.Equal(r.Info.ModTime().UTC()) {
+		return m.SHA256 == want, nil
+	}
+	f, err := hfs.Open(remotePath)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false, fmt.Errorf("read %s: %w", remotePath, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)) == want, nil
+}
+
+// diffDocuments compares the deployed workflows file with the new one.
+func diffDocuments(p *Plan, oldData, newData []byte) {
+	if bytes.Equal(oldData, newData) {
+		return
+	}
+	var oldDoc, newDoc map[string]any
+	if err := json.Unmarshal(oldData, &oldDoc); err != nil || oldDoc == nil {
+		p.Document = append(p.Document, FieldChange{Path: "(file)", Old: "unreadable: not a JSON object", New: "a valid workflows document"})
+		_ = json.Unmarshal(newData, &newDoc)
+		for _, w := range workflowsByID(newDoc["workflows"]) {
+			p.WorkflowsAdded = append(p.WorkflowsAdded, w.id)
+		}
+		return
+	}
+	if err := json.Unmarshal(newData, &newDoc); err != nil {
+		p.Document = append(p.Document, FieldChange{Path: "(file)", Old: "?", New: err.Error()})
+		return
+	}
+	for _, k := range unionKeys(oldDoc, newDoc) {
+		if k == "workflows" {
+			continue
+		}
+		diffValue(k, oldDoc[k], newDoc[k], &p.Document)
+	}
+	oldWF, newWF := workflowsByID(oldDoc["workflows"]), workflowsByID(newDoc["workflows"])
+	oldIdx := map[string]any{}
+	for _, w := range oldWF {
+		oldIdx[w.id] = w.v
+	}
+	for _, w := range newWF {
+		ov, ok := oldIdx[w.id]
+		if !ok {
+			p.WorkflowsAdded = append(p.WorkflowsAdded, w.id)
+			continue
+		}
+		delete(oldIdx, w.id)
+		var fields []FieldChange
+		diffValue("", ov, w.v, &fields)
+		if len(fields) > 0 {
+			p.WorkflowsChanged = append(p.WorkflowsChanged, WorkflowChange{ID: w.id, Fields: fields})
+		}
+	}
+	for _, w := range oldWF {
+		if _, ok := oldIdx[w.id]; ok {
+			p.WorkflowsRemoved = append(p.WorkflowsRemoved, w.id)
+		}
+	}
+}
+
+type idValue struct {
+	id string
+	v  any
+}
+
+// workflowsByID returns the elements of a workflows array with their ids
+// (the index for an element without one).
+func workflowsByID(v any) []idValue {
+	arr, _ := v.([]any)
+	out := make([]idValue, 0, len(arr))
+	for i, e := range arr {
+		id := fmt.Sprintf("#%d", i)
+		if m, ok := e.(map[string]any); ok {
+			if s, ok := m["id"].(string); ok {
+				id = s
+			}
+		}
+		out = append(out, idValue{id, e})
+	}
+	return out
+}
+
+func unionKeys(a, b map[string]any) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range []map[string]any{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// diffValue appends the differences between a and b under path: objects
+// key by key, everything else (arrays included) as a whole.
+func diffValue(p string, a, b any, out *[]FieldChange) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		for _, k := range unionKeys(am, bm) {
+			sub := k
+			if p != "" {
+				sub = p + "." + k
+			}
+			diffValue(sub, am[k], bm[k], out)
+		}
+		return
+	}
+	if reflect.DeepEqual(a, b) {
+		return
+	}
+	*out = append(*out, FieldChange{Path: p, Old: compact(a), New: compact(b)})
+}
+
+func compact(v any) string {
+	if v == nil {
+		return ""
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
+}
+
+// WriteText renders the plan for people.
+func (p *Plan) WriteText(w io.Writer) {
+	if !p.HasChanges() {
+		fmt.Fprintf(w, "No changes: %s is up to date on %s.\n", p.Project, p.Target)
+		return
+	}
+	fmt.Fprintf(w, "Plan for %s on %s:\n", p.Project, p.Target)
+	fmt.Fprintf(w, "workflows file %s", p.WorkflowsFile)
+	if p.FirstDeploy {
+		fmt.Fprint(w, " (new)")
+	}
+	fmt.Fprintln(w)
+	for _, c := range p.Document {
+		fmt.Fprintf(w, "  ~ %s: %s -> %s\n", c.Path, orNone(c.Old), orNone(c.New))
+	}
+	for _, id := range p.WorkflowsAdded {
+		fmt.Fprintf(w, "  + workflow %s\n", id)
+	}
+	for _, id := range p.WorkflowsRemoved {
+		fmt.Fprintf(w, "  - workflow %s\n", id)
+	}
+	for _, c := range p.WorkflowsChanged {
+		fmt.Fprintf(w, "  ~ workflow %s\n", c.ID)
+		for _, f := range c.Fields {
+			fmt.Fprintf(w, "      %s: %s -> %s\n", f.Path, orNone(f.Old), orNone(f.New))
+		}
+	}
+	if p.HDFSDir != "" {
+		fmt.Fprintf(w, "HDFS directory %s\n", p.HDFSDir)
+		for _, f := range p.FilesAdded {
+			fmt.Fprintf(w, "  + %s (%s)\n", f.Path, HumanBytes(f.NewSize))
+		}
+		for _, f := range p.FilesRemoved {
+			fmt.Fprintf(w, "  - %s (%s)\n", f.Path, HumanBytes(f.OldSize))
+		}
+		for _, f := range p.FilesChanged {
+			if f.OldSize == f.NewSize {
+				fmt.Fprintf(w, "  ~ %s (%s, content changed)\n", f.Path, HumanBytes(f.NewSize))
+			} else {
+				fmt.Fprintf(w, "  ~ %s (%s -> %s)\n", f.Path, HumanBytes(f.OldSize), HumanBytes(f.NewSize))
+			}
+		}
+	}
+	n := len(p.WorkflowsAdded) + len(p.WorkflowsRemoved) + len(p.WorkflowsChanged)
+	m := len(p.FilesAdded) + len(p.FilesRemoved) + len(p.FilesChanged)
+	fmt.Fprintf(w, "%d workflow(s) and %d file(s) would change.\n", n, m)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// HumanBytes formats a byte count (1.5 MB, 312 B).
+func HumanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %sB", float64(n)/float64(div), strings.Split("k,M,G,T,P,E", ",")[exp])
+}

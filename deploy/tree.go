@@ -1,0 +1,263 @@
+package deploy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/celos-go/celos/targets"
+)
+
+// HDFSDirName is the project's Oozie directory, deployed to $HDFS_ROOT/NAME.
+const HDFSDirName = "hdfs"
+
+// localTree is the project's hdfs/ directory.
+type localTree struct {
+	root  string
+	dirs  []string // relative, parents first
+	files []localFile
+	bytes int64
+}
+
+type localFile struct {
+	rel  string // slash-separated, relative to root
+	size int64
+}
+
+// scanLocal lists deployDir/hdfs. It returns nil when the project has no
+// hdfs/ directory. Symbolic links to files are followed; anything that is
+// not a regular file or directory is refused.
+func scanLocal(deployDir string) (*localTree, error) {
+	root := filepath.Join(deployDir, HDFSDirName)
+	st, err := os.Stat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", root)
+	}
+	t := &localTree{root: root}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if !utf8.ValidString(rel) {
+			return fmt.Errorf("%s: file names must be UTF-8", p)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			if info, err = os.Stat(p); err != nil {
+				return fmt.Errorf("%s: broken symbolic link: %w", p, err)
+			}
+			if info.IsDir() {
+				return fmt.Errorf("%s: symbolic links to directories are not supported", p)
+			}
+		}
+		switch {
+		case info.IsDir():
+			t.dirs = append(t.dirs, rel)
+		case info.Mode().IsRegular():
+			t.files = append(t.files, localFile{rel: rel, size: info.Size()})
+			t.bytes += info.Size()
+		default:
+			return fmt.Errorf("%s: not a regular file or directory", p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// hashLocal returns the SHA-256 of a local file.
+func hashLocal(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// countingReader adds what it reads to a counter.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// upload copies the tree into dest (which must not exist) on fsys, several
+// files at a time, and returns each file's SHA-256. A file whose write
+// fails is removed and written again (twice at most: HDFS has no pipeline
+// recovery); the first file that fails for good stops the upload.
+func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, parallel int, report func(Progress)) (map[string]string, error) {
+	if err := fsys.MkdirAll(dest); err != nil {
+		return nil, err
+	}
+	for _, d := range t.dirs {
+		if err := fsys.MkdirAll(path.Join(dest, d)); err != nil {
+			return nil, err
+		}
+	}
+	if parallel <= 0 {
+		parallel = 8
+	}
+	// Big files first, so the long transfer overlaps the many small ones.
+	order := make([]localFile, len(t.files))
+	copy(order, t.files)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].size > order[j].size })
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		bytesDone atomic.Int64
+		filesDone atomic.Int64
+		mu        sync.Mutex
+		hashes    = make(map[string]string, len(t.files))
+		firstErr  error
+		wg        sync.WaitGroup
+		work      = make(chan localFile)
+	)
+	progress := func() Progress {
+		return Progress{Files: int(filesDone.Load()), TotalFiles: len(t.files), Bytes: bytesDone.Load(), TotalBytes: t.bytes}
+	}
+	stopTicker := make(chan struct{})
+	tickerDone := make(chan struct{})
+	go func() {
+		defer close(tickerDone)
+		if report == nil {
+			return
+		}
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				report(progress())
+			case <-stopTicker:
+				return
+			}
+		}
+	}()
+	one := func(f localFile) error {
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			if attempt > 0 {
+				select {
+				case <-ctx.Done():
+					return err
+				case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+				}
+			}
+			var sum string
+			var sent atomic.Int64
+			sum, err = uploadFile(ctx, fsys, filepath.Join(t.root, filepath.FromSlash(f.rel)), path.Join(dest, f.rel), f.size, &sent)
+			bytesDone.Add(sent.Load())
+			if err == nil {
+				mu.Lock()
+				hashes[f.rel] = sum
+				mu.Unlock()
+				return nil
+			}
+			bytesDone.Add(-sent.Load())
+			if ctx.Err() != nil || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) {
+				return err
+			}
+		}
+		return err
+	}
+	for i := 0; i < min(parallel, max(len(order), 1)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				if err := one(f); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("upload %s: %w", f.rel, err)
+					}
+					mu.Unlock()
+					cancel()
+					continue
+				}
+				filesDone.Add(1)
+			}
+		}()
+	}
+feed:
+	for _, f := range order {
+		select {
+		case work <- f:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	close(stopTicker)
+	<-tickerDone
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	if report != nil {
+		report(progress())
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return hashes, nil
+}
+
+func uploadFile(ctx context.Context, fsys targets.FS, local, remote string, size int64, sent *atomic.Int64) (string, error) {
+	f, err := os.Open(local)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	r := io.TeeReader(io.LimitReader(f, size), h)
+	if err := fsys.WriteNew(ctx, remote, countingReader{r, sent}, size, false); err != nil {
+		return "", err
+	}
+	if sent.Load() != size {
+		_ = fsys.Remove(remote)
+		return "", fmt.Errorf("%s changed size during the upload", local)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
