@@ -62,6 +62,12 @@ type Options struct {
 	Dir string
 	// Config is appended to the generated sshd_config.
 	Config string
+	// User, when set and not the current user, is the one account the
+	// server accepts (for permission tests). It is created if missing
+	// (useradd, no home, nologin shell, unlocked; needs root) and kept.
+	// Root and the authorized_keys file then live in a world-readable temp
+	// dir, Root owned by User.
+	User string
 }
 
 // Server is a running sshd. Its fields do not change after Start.
@@ -69,7 +75,7 @@ type Server struct {
 	Addr string // "127.0.0.1:PORT"
 	Host string // "127.0.0.1"
 	Port int
-	User string // the current user, whom the server accepts with Signer
+	User string // the one user the server accepts, with Signer: the current user or Options.User
 
 	Dir            string     // the server's files
 	Root           string     // an empty scratch directory (absolute path) for uploads
@@ -80,8 +86,10 @@ type Server struct {
 	ConfigPath     string // sshd_config
 	LogPath        string // sshd's log (LogLevel VERBOSE)
 
-	hostKeyTypes []string
-	ownDir       bool
+	hostKeyTypes   []string
+	ownDir         bool
+	authorizedKeys string
+	sharedDir      string // Root and authorized_keys for Options.User
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -135,6 +143,12 @@ func StartContext(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.setup(opts); err != nil {
 		s.cleanupDir()
 		return nil, err
+	}
+	if opts.User != "" && opts.User != u.Username {
+		if err := s.otherUser(opts.User); err != nil {
+			s.cleanupDir()
+			return nil, err
+		}
 	}
 	// A free port can be taken between our probe and sshd's bind: try a
 	// few.
@@ -192,7 +206,51 @@ func (s *Server) setup(opts Options) error {
 	if s.Signer, err = ssh.ParsePrivateKey(b); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(s.Dir, "authorized_keys"), ssh.MarshalAuthorizedKey(pub), 0o644)
+	s.authorizedKeys = filepath.Join(s.Dir, "authorized_keys")
+	return os.WriteFile(s.authorizedKeys, ssh.MarshalAuthorizedKey(pub), 0o644)
+}
+
+// otherUser makes the server accept name instead of the current user: the
+// account is created if missing, and Root and authorized_keys move to a
+// directory that user can reach (sshd reads the keys with its uid).
+func (s *Server) otherUser(name string) error {
+	if _, err := user.Lookup(name); err != nil {
+		if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+			return fmt.Errorf("sshtest: useradd %s (needs root): %v: %s", name, err, out)
+		}
+	}
+	// useradd leaves the account locked, which sshd refuses without PAM.
+	if out, err := exec.Command("usermod", "-p", "*", name).CombinedOutput(); err != nil {
+		return fmt.Errorf("sshtest: usermod -p '*' %s: %v: %s", name, err, out)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	pub, err := os.ReadFile(s.authorizedKeys)
+	if err != nil {
+		return err
+	}
+	shared, err := os.MkdirTemp("", "celos-sftp-"+name+"-")
+	if err != nil {
+		return err
+	}
+	s.sharedDir = shared
+	if err := os.Chmod(shared, 0o755); err != nil {
+		return err
+	}
+	s.authorizedKeys = filepath.Join(shared, "authorized_keys")
+	if err := os.WriteFile(s.authorizedKeys, pub, 0o644); err != nil {
+		return err
+	}
+	s.Root = filepath.Join(shared, "root")
+	if err := os.Mkdir(s.Root, 0o755); err != nil {
+		return err
+	}
+	s.User = name
+	return os.Chown(s.Root, uid, gid)
 }
 
 // writeKey generates a key of the type, writes the private key (0600, as
@@ -249,7 +307,7 @@ MaxSessions 100
 Subsystem sftp internal-sftp
 LogLevel VERBOSE
 %s
-`, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"), s.User, extra)
+`, filepath.Join(s.Dir, "sshd.pid"), s.authorizedKeys, s.User, extra)
 	return os.WriteFile(s.ConfigPath, []byte(b.String()), 0o644)
 }
 
@@ -464,8 +522,14 @@ func (s *Server) Stop() error {
 }
 
 func (s *Server) cleanupDir() {
-	if s.ownDir && os.Getenv("CELOS_KEEP_TESTENV") != "1" {
+	if os.Getenv("CELOS_KEEP_TESTENV") == "1" {
+		return
+	}
+	if s.ownDir {
 		os.RemoveAll(s.Dir)
+	}
+	if s.sharedDir != "" {
+		os.RemoveAll(s.sharedDir)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -253,5 +254,26 @@ func BenchmarkStart(b *testing.B) {
 				s.Stop()
 			}
 		})
+	}
+}
+
+// TestOtherUser: a server for a non-root account writes as that account and
+// gets "permission denied" outside Root.
+func TestOtherUser(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{User: "celos-sftp-test"})
+	if srv.User != "celos-sftp-test" {
+		t.Fatalf("User = %q", srv.User)
+	}
+	cl := srv.SFTP(t)
+	put(t, cl, srv.Root+"/mine", "x")
+	fi, err := os.Stat(filepath.Join(srv.Root, "mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid == 0 {
+		t.Fatal("file owned by root, want the test account")
+	}
+	if _, err := cl.Create("/root-only-" + strconv.Itoa(os.Getpid())); !errors.Is(err, os.ErrPermission) {
+		t.Fatalf("Create in / as %s: %v, want ErrPermission", srv.User, err)
 	}
 }
