@@ -355,3 +355,37 @@ func TestUndeclaredParameterPanics(t *testing.T) {
 }
 
 var _ http.Handler = (*Handler)(nil)
+
+// TestSlotsEncoding checks that the hand-written /workflow-slots encoding
+// is byte for byte what encoding/json writes.
+func TestSlotsEncoding(t *testing.T) {
+	url := "https://wiki/x?a=<b>&c"
+	name := "Zoë \"Z\""
+	for _, ws := range []WorkflowSlots{
+		{Info: WorkflowInfo{Contacts: []Contact{}}},
+		{Info: WorkflowInfo{URL: &url, Contacts: []Contact{{Name: &name}}}, Paused: true},
+	} {
+		for _, states := range [][]slot.State{
+			nil,
+			{{ID: slot.ID{Workflow: "w", Time: t0}, Status: slot.Waiting}},
+			{
+				{ID: slot.ID{Workflow: "w", Time: t0.Add(time.Hour)}, Status: slot.Running, ExternalID: "0004806-150911205802478-oozie-oozi-W", RetryCount: 2},
+				{ID: slot.ID{Workflow: "w", Time: t0}, Status: slot.Success, ExternalID: "w@2015-09-13T13:40:00.000Z<&>\"\\\u00e9\n"},
+			},
+		} {
+			want := ws
+			want.Slots = []Slot{}
+			for _, s := range states {
+				want.Slots = append(want.Slots, NewSlot(s))
+			}
+			wb, _ := json.MarshalIndent(want, "", "  ")
+			got, err := ws.appendJSON(nil, states)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(wb)+"\n" {
+				t.Errorf("got\n%s\nwant\n%s", got, wb)
+			}
+		}
+	}
+}

@@ -1,0 +1,311 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/engine"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/schema"
+)
+
+// jobs is an external service that finishes every job at once: a job of
+// workflow "flaky" fails, every other succeeds.
+type jobs struct {
+	mu     sync.Mutex
+	killed []string
+}
+
+func (*jobs) Submit(_ context.Context, w *schema.Workflow, id slot.ID) (string, error) {
+	return "job-" + id.String(), nil
+}
+
+func (*jobs) Status(_ context.Context, w *schema.Workflow, x string) (external.Status, error) {
+	return external.Status{Success: w.ID != "flaky"}, nil
+}
+
+func (j *jobs) Kill(_ context.Context, _ *schema.Workflow, x string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.killed = append(j.killed, x)
+	return nil
+}
+
+func workflow(id, cron string, start time.Time, trig schema.Trigger, retries int) schema.Workflow {
+	return schema.Workflow{
+		ID:                 id,
+		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: cron, TimeZone: "UTC"},
+		Trigger:            trig,
+		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
+		ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
+		StartTime:          start,
+		MaxRetryCount:      retries,
+		WaitTimeoutSeconds: schema.NeverTimeout,
+	}
+}
+
+func writeProject(t testing.TB, dir, name string, wfs ...schema.Workflow) {
+	t.Helper()
+	p := schema.Project{Format: schema.FormatVersion, Project: name, Workflows: wfs}
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// realServer is the API on a real engine and state database in a temp dir.
+type realServer struct {
+	t    testing.TB
+	h    *api.Handler
+	jobs *jobs
+	wf   string
+	db   *statedb.DB
+}
+
+func newRealServer(t testing.TB, now time.Time, states ...slot.State) *realServer {
+	t.Helper()
+	dir := t.TempDir()
+	// Stored states are written as files in Celos's layout before the
+	// database opens (as an existing installation's would be).
+	for _, st := range states {
+		t := st.ID.Time.UTC()
+		d := filepath.Join(dir, "db", "state", st.ID.Workflow, t.Format("2006-01-02"))
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, t.Format("15:04:05.000")+"Z"), statedb.EncodeState(st), 0o644)
+	}
+	wf := filepath.Join(dir, "workflows")
+	if err := os.Mkdir(wf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db, err := statedb.Open(filepath.Join(dir, "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	j := &jobs{}
+	eng, err := engine.New(engine.Options{
+		WorkflowsDir: wf, DB: db, Services: map[string]external.Service{schema.ServiceCommand: j},
+		Logger: slogDiscard(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realServer{t: t, h: api.New(eng, api.Options{Now: func() time.Time { return now }}), jobs: j, wf: wf, db: db}
+}
+
+func (s *realServer) do(code int, method, target string, out any) string {
+	s.t.Helper()
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+	u, _ := url.Parse(target)
+	api.CheckAnswer(s.t, method, u.Path, rec)
+	if rec.Code != code {
+		s.t.Fatalf("%s %s: %d, want %d: %s", method, target, rec.Code, code, rec.Body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return rec.Body.String()
+}
+
+func (s *realServer) step(at string) {
+	s.t.Helper()
+	s.do(200, "POST", "/scheduler?time="+at, nil)
+}
+
+// stepUntil steps at `at` until the slot is in state want (STATUS/retries),
+// at most 10 steps (each step moves a slot at most once).
+func (s *realServer) stepUntil(at, id, slotTime, want string) {
+	s.t.Helper()
+	got := ""
+	for range 10 {
+		s.step(at)
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, httptest.NewRequest("GET", "/slot-state?id="+id+"&time="+slotTime, nil))
+		if rec.Code == 200 {
+			if got = s.status(id, slotTime); got == want {
+				return
+			}
+		}
+	}
+	s.t.Fatalf("%s@%s is %s after 10 steps, want %s", id, slotTime, got, want)
+}
+
+func (s *realServer) status(id, at string) string {
+	s.t.Helper()
+	var sl api.Slot
+	s.do(200, "GET", "/slot-state?id="+id+"&time="+at, &sl)
+	return fmt.Sprintf("%s/%d", sl.Status, sl.RetryCount)
+}
+
+// TestRealEngine runs the API on the engine: steps with simulated time,
+// a success dependency, retries, kill, rerun (also outside the window),
+// pause, registers, and a workflows file that does not load.
+func TestRealEngine(t *testing.T) {
+	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
+	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
+	writeProject(t, s.wf, "demo",
+		workflow("up", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0),
+		workflow("down", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerSuccess, Workflow: "up"}, 0),
+		workflow("flaky", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 1),
+	)
+	if err := os.WriteFile(filepath.Join(s.wf, "truncated.json"), []byte(`{"format": "celos.dev/workflows/v1", "proj`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	at := "2015-09-13T13:40Z"
+	var list api.WorkflowList
+	s.step(at)
+	s.do(200, "GET", "/workflow-list", &list)
+	if strings.Join(list.IDs, ",") != "down,flaky,up" || len(list.LoadErrors) != 1 || list.LoadErrors[0].File != "truncated.json" {
+		t.Fatalf("workflow-list %+v", list)
+	}
+	if got := s.status("up", "2015-09-13T13:00Z"); got != "READY/0" {
+		t.Errorf("up after step 1: %s", got)
+	}
+	s.do(404, "GET", "/slot-state?id=down&time=2015-09-13T13:00Z", nil) // still WAITING, not stored
+	s.stepUntil(at, "down", "2015-09-13T13:00Z", "SUCCESS/0")
+	s.stepUntil(at, "flaky", "2015-09-13T13:00Z", "FAILURE/1")
+	for _, c := range []struct{ id, want string }{{"up", "SUCCESS/0"}, {"down", "SUCCESS/0"}, {"flaky", "FAILURE/1"}} {
+		if got := s.status(c.id, "2015-09-13T13:00Z"); got != c.want {
+			t.Errorf("%s@13:00 is %s, want %s", c.id, got, c.want)
+		}
+	}
+
+	var ws api.WorkflowSlots
+	s.do(200, "GET", "/workflow-slots?id=up", &ws)
+	if len(ws.Slots) != 2 || ws.Slots[0].Time != "2015-09-13T13:00:00.000Z" || ws.Slots[0].ExternalID == nil {
+		t.Errorf("workflow-slots %+v", ws.Slots)
+	}
+	tree := s.do(200, "GET", "/trigger-status?id=down&time=2015-09-13T13:00Z", nil)
+	if !strings.Contains(tree, "SuccessTrigger") {
+		t.Errorf("trigger-status %s", tree)
+	}
+
+	// Rerun and kill.
+	s.do(404, "POST", "/rerun?id=up&time=2015-09-13T13:30Z", nil)
+	s.do(404, "POST", "/rerun?id=nope&time=2015-09-13T13:00Z", nil)
+	var sl api.Slot
+	s.do(200, "POST", "/rerun?id=flaky&time=2015-09-13T13:00Z", &sl)
+	if sl.Status != slot.Waiting || sl.RetryCount != 0 {
+		t.Errorf("after rerun %+v", sl)
+	}
+	s.do(400, "POST", "/rerun?id=flaky&time=2015-09-13T13:00Z", nil) // WAITING is not final
+	s.step(at)                                                       // READY
+	s.step(at)                                                       // RUNNING
+	s.do(200, "POST", "/kill?id=flaky&time=2015-09-13T13:00Z", &sl)
+	if sl.Status != slot.Killed || len(s.jobs.killed) != 1 {
+		t.Errorf("after kill %+v, killed %v", sl, s.jobs.killed)
+	}
+	s.do(400, "POST", "/kill?id=flaky&time=2015-09-13T13:00Z", nil)
+
+	// A rerun of a slot far outside the window (before startTime too) is stepped.
+	s.do(200, "POST", "/rerun?id=up&time=2015-08-01T00:00Z", nil)
+	s.stepUntil(at, "up", "2015-08-01T00:00Z", "SUCCESS/0")
+
+	// Pause: the workflow is skipped.
+	s.do(200, "POST", "/pause?id=up&paused=true", nil)
+	s.do(200, "GET", "/workflow-slots?id=up", &ws)
+	if !ws.Paused {
+		t.Error("not paused")
+	}
+	s.step("2015-09-13T14:10Z")
+	s.do(404, "GET", "/slot-state?id=up&time=2015-09-13T14:00Z", nil)
+	s.do(200, "POST", "/pause?id=up&paused=false", nil)
+	s.step("2015-09-13T14:10Z")
+	if got := s.status("up", "2015-09-13T14:00Z"); got != "READY/0" {
+		t.Errorf("after unpause %s", got)
+	}
+
+	// Registers.
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, httptest.NewRequest("PUT", "/register?bucket=b&key=k", strings.NewReader(`{"n": 1}`)))
+	if rec.Code != 200 {
+		t.Fatalf("PUT register: %d %s", rec.Code, rec.Body)
+	}
+	if got := s.do(200, "GET", "/register?bucket=b&key=k", nil); !strings.Contains(got, `"n": 1`) {
+		t.Errorf("register %s", got)
+	}
+	s.do(404, "GET", "/register?bucket=b&key=other", nil)
+	s.do(400, "GET", "/register?bucket=..&key=k", nil)
+	var keys api.RegisterKeys
+	s.do(200, "GET", "/list-register-keys?bucket=b", &keys)
+	if strings.Join(keys.Keys, ",") != "k" {
+		t.Errorf("keys %v", keys.Keys)
+	}
+	s.do(200, "DELETE", "/register?bucket=b&key=k", nil)
+	s.do(404, "GET", "/register?bucket=b&key=k", nil)
+
+	// The definition, and the unknown.
+	var w schema.Workflow
+	s.do(200, "GET", "/workflow?id=down", &w)
+	if w.Trigger.Type != schema.TriggerSuccess {
+		t.Errorf("definition %+v", w)
+	}
+	for _, target := range []string{"/workflow?id=nope", "/workflow-slots?id=nope", "/trigger-status?id=nope&time=2015-09-13T13:00Z"} {
+		s.do(404, "GET", target, nil)
+	}
+	s.do(200, "POST", "/clear-cache", nil)
+	s.do(200, "GET", "/workflow-list", &list)
+	if len(list.IDs) != 3 {
+		t.Errorf("after clear-cache %v", list.IDs)
+	}
+}
+
+// BenchmarkWorkflowSlotsMinutely measures GET /workflow-slots for one
+// minutely workflow over a full 7-day window (10,080 slots, every one
+// stored as SUCCESS), through the handler and the real engine and state
+// database.
+func BenchmarkWorkflowSlotsMinutely(b *testing.B) {
+	now := time.Date(2026, 1, 8, 0, 0, 0, 0, time.UTC)
+	start := now.Add(-api.Window)
+	var states []slot.State
+	for t := start; t.Before(now); t = t.Add(time.Minute) {
+		id := slot.ID{Workflow: "minutely", Time: t}
+		states = append(states, slot.State{ID: id, Status: slot.Success, ExternalID: "0004806-150911205802478-oozie-oozi-W"})
+	}
+	s := newRealServer(b, now, states...)
+	writeProject(b, s.wf, "bench", workflow("minutely", "0 * * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0))
+	s.do(200, "POST", "/clear-cache", nil)               // load the workflows file
+	s.do(200, "GET", "/workflow-slots?id=minutely", nil) // and the state index, once, as a running server has
+	req := httptest.NewRequest("GET", "/workflow-slots?id=minutely", nil)
+	var size int
+	b.ResetTimer()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		size = rec.Body.Len()
+	}
+	b.StopTimer()
+	var ws api.WorkflowSlots
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, req)
+	if err := json.Unmarshal(rec.Body.Bytes(), &ws); err != nil || len(ws.Slots) != 10080 {
+		b.Fatalf("%d slots, %v", len(ws.Slots), err)
+	}
+	b.ReportMetric(float64(size), "bytes/answer")
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
