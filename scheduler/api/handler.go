@@ -158,6 +158,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		h.metrics.request(label, r.Method, rw.code, time.Since(start))
+		// Changes made through the API are logged with who asked (an
+		// operator's rerun, kill or pause); steps log themselves.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && label != "/scheduler" {
+			h.log.Info("request", "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery,
+				"status", rw.code, "remote", r.RemoteAddr)
+		}
 	}()
 	rt, ok := h.routes[r.URL.Path]
 	if !ok {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -151,7 +152,8 @@ func (h *Handler) scheduler(w http.ResponseWriter, r *http.Request, q query) err
 			return err
 		}
 	}
-	if err := h.Step(r.Context(), now, ids); err != nil {
+	// A client that gives up waiting does not cut the step short.
+	if err := h.Step(context.WithoutCancel(r.Context()), now, ids); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, StepResult{Time: slot.FormatTime(now), IDs: ids, LoadErrors: nonNil(h.svc.LoadErrors())})
@@ -388,7 +390,6 @@ func (h *Handler) pause(w http.ResponseWriter, r *http.Request, q query) error {
 		return err
 	}
 	h.metrics.changed()
-	h.log.Info("pause", "workflow", id, "paused", paused)
 	writeJSON(w, http.StatusOK, PauseResult{ID: id, Paused: paused})
 	return nil
 }
