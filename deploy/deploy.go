@@ -142,7 +142,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 			if rerr := hfs.RemoveAll(tmp); rerr != nil {
 				s.warn("could not remove the partial upload %s (the next deploy will): %v", s.hdfsURL(tmp), rerr)
 			}
-			return nil, s.fail(fmt.Errorf("to %s: %w", s.hdfsURL(tmp), err), true)
+			return nil, s.fail(err, true)
 		}
 		s.begin("swap HDFS directory")
 		if old, err = swapDir(hfs, tmp, live); err != nil {

@@ -196,7 +196,7 @@ func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, par
 				return nil
 			}
 			bytesDone.Add(-sent.Load())
-			if ctx.Err() != nil || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) {
+			if ctx.Err() != nil || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, targets.ErrConnectionLost) {
 				return err
 			}
 		}

@@ -111,7 +111,7 @@ func (c *Connector) OpenHDFS(ctx context.Context, conf hadoopconf.Conf, installa
 	c.mu.Unlock()
 	cl, err := conf.NewClient(c.HDFS)
 	if err != nil {
-		return nil, uri, fmt.Errorf("HDFS %s: %w", uri, err)
+		return nil, uri, err
 	}
 	timeout := c.HDFS.DialTimeout
 	if timeout <= 0 {

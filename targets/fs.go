@@ -44,6 +44,10 @@ type FS interface {
 	Close() error
 }
 
+// ErrConnectionLost is wrapped by errors of a file system whose connection
+// is gone: retrying on it is pointless.
+var ErrConnectionLost = errors.New("connection to the server lost")
+
 // ReadFile reads a whole file of at most limit bytes.
 func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 	f, err := fsys.Open(name)

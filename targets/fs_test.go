@@ -191,7 +191,7 @@ func TestSFTPFSOpenSSH(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = fsys.WriteNew(context.Background(), path.Join(srv.Root, "late"), strings.NewReader("x"), 1, false)
-	if err == nil || !strings.Contains(err.Error(), "connection") {
+	if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "connection to the server lost") {
 		t.Fatalf("write after kill: %v", err)
 	}
 }
@@ -232,7 +232,7 @@ func TestOpenHDFSLocal(t *testing.T) {
 	c.HDFS = hadoopconf.Options{User: "u", DialTimeout: 2 * time.Second}
 	start := time.Now()
 	_, _, err = c.OpenHDFS(context.Background(), hadoopconf.Conf{"fs.defaultFS": "hdfs://127.0.0.1:1"}, Location{})
-	if err == nil || !strings.Contains(err.Error(), "HDFS hdfs://127.0.0.1:1") || !strings.Contains(err.Error(), "connection refused") || time.Since(start) > 10*time.Second {
+	if err == nil || !strings.Contains(err.Error(), "connect to HDFS 127.0.0.1:1") || !strings.Contains(err.Error(), "connection refused") || time.Since(start) > 10*time.Second {
 		t.Fatalf("unreachable NameNode: %v after %s", err, time.Since(start))
 	}
 }

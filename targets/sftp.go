@@ -69,7 +69,7 @@ func (s *SFTP) wrap(op, name string, err error) error {
 		return nil
 	}
 	if errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s %s%s: connection to the SFTP server lost: %w", op, s.name, name, err)
+		return fmt.Errorf("%s %s%s: %w (%v)", op, s.name, name, ErrConnectionLost, err)
 	}
 	return &fs.PathError{Op: op, Path: s.name + name, Err: err}
 }

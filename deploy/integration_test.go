@@ -1,0 +1,452 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+
+	"github.com/celos-go/celos/internal/testenv/hdfstest"
+	"github.com/celos-go/celos/internal/testenv/sshtest"
+	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/targets"
+	"github.com/celos-go/celos/targets/hadoopconf"
+)
+
+func TestMain(m *testing.M) { hdfstest.Main(m) }
+
+// remote is a target on the real OpenSSH server: the target file, the
+// Hadoop XML files and the workflows directory are all sftp: URLs.
+type remote struct {
+	srv       *sshtest.Server
+	target    string
+	wfDir     string // local path of the workflows dir (sshd runs here)
+	hdfsRoot  string
+	deployDir string
+	project   *schema.Project
+	user      string // HDFS user
+}
+
+// newRemote writes the installation under srv.Root. coreSite is the
+// content of its core-site.xml.
+func newRemote(t *testing.T, srv *sshtest.Server, coreSite, hdfsRoot string) *remote {
+	t.Helper()
+	inst := filepath.Join(srv.Root, "etc")
+	writeFiles(t, inst, map[string]string{
+		"hadoop/core-site.xml": coreSite,
+		"hadoop/hdfs-site.xml": "<configuration/>\n",
+	})
+	r := &remote{
+		srv:       srv,
+		wfDir:     filepath.Join(srv.Root, "celos", "workflows"),
+		hdfsRoot:  hdfsRoot,
+		deployDir: filepath.Join(t.TempDir(), "project"),
+		project:   project("wordcount", "wordcount-lax", "wordcount-nyc"),
+	}
+	target := fmt.Sprintf(`{
+  "hadoop.core-site.xml": %q,
+  "hadoop.hdfs-site.xml": %q,
+  "workflows.dir.uri": %q,
+  "defaults.dir.uri": %q,
+  "hdfs.root": %q
+}`, srv.URL(inst+"/hadoop/core-site.xml"), srv.URL(inst+"/hadoop/hdfs-site.xml"), srv.URL(r.wfDir), srv.URL(srv.Root+"/celos/defaults"), hdfsRoot)
+	writeFiles(t, srv.Root, map[string]string{"target.json": target})
+	r.target = srv.URL(srv.Root + "/target.json")
+	writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{
+		"workflow.xml": "<workflow-app name='wordcount'/>\n",
+		"lib/wc.jar":   strings.Repeat("jar", 100000),
+	})
+	return r
+}
+
+func (r *remote) options(t *testing.T) Options {
+	conn := targets.NewConnector(targets.SSHOptions{
+		KnownHosts: []string{r.srv.KnownHostsPath},
+		Identities: []string{r.srv.ClientKeyPath},
+		NoAgent:    true,
+		Timeout:    10 * time.Second,
+	}, hadoopconf.Options{User: r.user, DialTimeout: 5 * time.Second})
+	t.Cleanup(func() { conn.Close() })
+	return Options{
+		Target:    r.target,
+		DeployDir: r.deployDir,
+		Connector: conn,
+		Compile: func(string) (*schema.Project, []string, error) {
+			p := *r.project
+			return &p, nil, nil
+		},
+	}
+}
+
+func (r *remote) workflowsFile(t *testing.T) string {
+	data, err := os.ReadFile(filepath.Join(r.wfDir, "wordcount.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// hdfsTree reads a directory tree from HDFS.
+func hdfsTree(t *testing.T, c *hdfs.Client, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := c.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			data, err := c.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[strings.TrimPrefix(p, dir+"/")] = string(data)
+		}
+		return nil
+	})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func hdfsNames(t *testing.T, c *hdfs.Client, dir string) []string {
+	t.Helper()
+	fis, err := c.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, fi := range fis {
+		out = append(out, fi.Name())
+	}
+	return out
+}
+
+// TestDeployOpenSSHAndHDFS: the production shape. The target file and the
+// Hadoop XML are fetched over SFTP from the real OpenSSH server, the
+// workflows file goes there, and the Oozie directory goes to the real
+// HDFS mini cluster. Deploy, redeploy with changes, dry run, undeploy.
+func TestDeployOpenSSHAndHDFS(t *testing.T) {
+	cl := hdfstest.Shared(t)
+	core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sshtest.Start(t, sshtest.Options{})
+	root := "/" + t.Name() + "/app"
+	r := newRemote(t, srv, string(core), root)
+	r.user = cl.User()
+	ctx := context.Background()
+	c := cl.Client()
+
+	res, err := Deploy(ctx, r.options(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.HDFSDir, "hdfs://") || res.Files != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	if got, want := hdfsTree(t, c, root+"/wordcount"), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("HDFS %v, want %v", keys(got), keys(want))
+	}
+	if got := r.workflowsFile(t); got != marshal(t, r.project) {
+		t.Fatalf("workflows file %s", got)
+	}
+
+	// Redeploy with changes; the dry run shows them first.
+	r.project = project("wordcount", "wordcount-nyc")
+	r.project.Workflows[0].Schedule.Cron = "0 15 * * * ?"
+	writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{"lib/extra.jar": "extra", "workflow.xml": "<workflow-app name='WORDCOUNT'/>\n"})
+	p, err := MakePlan(ctx, r.options(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.WorkflowsRemoved) != 1 || len(p.WorkflowsChanged) != 1 || p.WorkflowsChanged[0].Fields[0].Path != "schedule.cron" ||
+		len(p.FilesAdded) != 1 || len(p.FilesChanged) != 1 || !strings.HasPrefix(p.HDFSDir, "hdfs://") {
+		t.Fatalf("plan %+v", p)
+	}
+	if _, err := Deploy(ctx, r.options(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hdfsTree(t, c, root+"/wordcount"), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("HDFS after redeploy %v, want %v", keys(got), keys(want))
+	}
+	if got := hdfsNames(t, c, root); !reflect.DeepEqual(got, []string{"wordcount"}) {
+		t.Fatalf("HDFS root holds %v", got)
+	}
+	if got := r.workflowsFile(t); got != marshal(t, r.project) {
+		t.Fatalf("workflows file after redeploy %s", got)
+	}
+	if p, err := MakePlan(ctx, r.options(t)); err != nil || p.HasChanges() {
+		t.Fatalf("plan after redeploy: %+v %v", p, err)
+	}
+
+	// Undeploy.
+	o := r.options(t)
+	o.Project = "wordcount"
+	res, err = Undeploy(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 3 || hdfsTree(t, c, root+"/wordcount") != nil {
+		t.Fatalf("undeploy %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(r.wfDir, "wordcount.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("workflows file after undeploy: %v", err)
+	}
+}
+
+// TestDeployOpenSSHLocalHDFS: fs.defaultFS file:/// on an sftp target puts
+// the Oozie directory on the server's own disk, over SFTP.
+func TestDeployOpenSSHLocalHDFS(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	ctx := context.Background()
+	res, err := Deploy(ctx, r.options(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.HDFSDir, "sftp://") {
+		t.Fatalf("result %+v", res)
+	}
+	if got, want := tree(t, filepath.Join(srv.Root, "hdfs", "wordcount")), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Oozie dir %v, want %v", keys(got), keys(want))
+	}
+	if p, err := MakePlan(ctx, r.options(t)); err != nil || p.HasChanges() {
+		t.Fatalf("plan: %+v %v", p, err)
+	}
+}
+
+// TestDeployHostKeyMismatch: a server whose key differs from known_hosts
+// is refused before anything is read or written.
+func TestDeployHostKeyMismatch(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	impostor := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	o := r.options(t)
+	// known_hosts holds the impostor's key under the real server's name.
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(strings.Replace(impostor.KnownHostsLines()[0], impostor.Addr[strings.LastIndex(impostor.Addr, ":")+1:], srv.Addr[strings.LastIndex(srv.Addr, ":")+1:], 1)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Connector.SSH.KnownHosts = []string{kh}
+	_, err := Deploy(context.Background(), o)
+	var he *targets.HostKeyError
+	if !errors.As(err, &he) || !he.Changed || !strings.Contains(err.Error(), "HOST KEY CHANGED") {
+		t.Fatalf("want a changed host key refusal, got %v", err)
+	}
+	if _, err := os.Stat(r.wfDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("something was written")
+	}
+}
+
+// killingFS runs kill once, in the middle of the first big file's upload.
+type killingFS struct {
+	targets.FS
+	once *sync.Once
+	kill func()
+}
+
+func (k *killingFS) WriteNew(ctx context.Context, name string, r io.Reader, size int64, durable bool) error {
+	if size > 4<<20 {
+		r = &killAfter{r: r, n: 2 << 20, once: k.once, kill: k.kill}
+	}
+	return k.FS.WriteNew(ctx, name, r, size, durable)
+}
+
+type killAfter struct {
+	r    io.Reader
+	n    int64
+	once *sync.Once
+	kill func()
+}
+
+func (k *killAfter) Read(p []byte) (int, error) {
+	if k.n <= 0 {
+		k.once.Do(k.kill)
+	}
+	n, err := k.r.Read(p)
+	k.n -= int64(n)
+	return n, err
+}
+
+// TestDeploySSHDKilledMidUpload: sshd dies during the upload of a
+// redeploy. The deploy fails naming the step, the previous deployment is
+// intact, and once sshd is back a rerun succeeds (taking over the lock the
+// dead deploy could not remove, and cleaning its partial upload).
+func TestDeploySSHDKilledMidUpload(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	ctx := context.Background()
+	if _, err := Deploy(ctx, r.options(t)); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, filepath.Join(srv.Root, "celos"))
+	beforeHDFS := tree(t, filepath.Join(srv.Root, "hdfs"))
+
+	r.project = project("wordcount", "wordcount-v2")
+	big := make([]byte, 32<<20)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{"lib/big.jar": string(big)})
+	for i := 0; i < 100; i++ {
+		writeFiles(t, filepath.Join(r.deployDir, "hdfs", "conf"), map[string]string{fmt.Sprintf("f%03d.xml", i): "<x/>"})
+	}
+	o := r.options(t)
+	var once sync.Once
+	o.Connector.Wrap = func(fsys targets.FS) targets.FS {
+		return &killingFS{FS: fsys, once: &once, kill: func() { srv.Kill() }}
+	}
+	start := time.Now()
+	_, err := Deploy(ctx, o)
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "upload HDFS directory" || !se.Intact {
+		t.Fatalf("want an intact failure at the upload, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "connection") || !strings.Contains(err.Error(), "previous deployment is intact") {
+		t.Errorf("message: %v", err)
+	}
+	t.Logf("sshd killed: %v (after %s)", err, time.Since(start))
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the failure took %s", d)
+	}
+	if after := tree(t, filepath.Join(srv.Root, "celos")); !reflect.DeepEqual(after["workflows/wordcount.json"], before["workflows/wordcount.json"]) {
+		t.Fatal("workflows file changed")
+	}
+	if got := tree(t, filepath.Join(srv.Root, "hdfs", "wordcount")); !reflect.DeepEqual(got, subtree(beforeHDFS, "wordcount")) {
+		t.Fatalf("Oozie dir changed: %v", keys(got))
+	}
+
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	o = r.options(t)
+	o.Warn = func(s string) { warnings = append(warnings, s) }
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if got := r.workflowsFile(t); got != marshal(t, r.project) {
+		t.Fatal("rerun did not deploy the new workflows")
+	}
+	if got, want := tree(t, filepath.Join(srv.Root, "hdfs", "wordcount")), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Oozie dir after rerun %v", keys(got))
+	}
+	if got := names(t, filepath.Join(srv.Root, "hdfs")); !reflect.DeepEqual(got, []string{"wordcount"}) {
+		t.Fatalf("leftovers: %v", got)
+	}
+	if len(warnings) == 0 || !strings.Contains(strings.Join(warnings, "\n"), "stale lock") {
+		t.Errorf("warnings %v", warnings)
+	}
+}
+
+func subtree(m map[string]string, prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if rest, ok := strings.CutPrefix(k, prefix+"/"); ok {
+			out[rest] = v
+		}
+	}
+	return out
+}
+
+// TestDeployNameNodeStopped: the NameNode goes down in the middle of a
+// redeploy's upload, and is down when the next deploy starts. Both fail
+// naming the step, the previous deployment stays intact, and a rerun after
+// the NameNode is back succeeds.
+func TestDeployNameNodeStopped(t *testing.T) {
+	cl := hdfstest.StartT(t, hdfstest.Options{})
+	core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	writeFiles(t, filepath.Join(f.root, "installation", "conf"), map[string]string{"core-site.xml": string(core)})
+	root := "/apps/celos"
+	f.hdfsRoot = root
+	hdfsOpts := hadoopconf.Options{User: cl.User(), DialTimeout: 5 * time.Second}
+	newConn := func() {
+		f.conn.Close()
+		f.conn = targets.NewConnector(targets.SSHOptions{}, hdfsOpts)
+	}
+	newConn()
+	ctx := context.Background()
+	o := f.options()
+	o.HDFSRoot = root
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	before := hdfsTree(t, cl.Client(), root+"/wordcount")
+	beforeWF := tree(t, f.wfDir)["wordcount.json"]
+
+	f.project = project("wordcount", "wordcount-v2")
+	writeFiles(t, filepath.Join(f.deployDir, "hdfs"), map[string]string{"lib/big.jar": strings.Repeat("b", 8<<20)})
+	newConn()
+	var once sync.Once
+	f.conn.Wrap = func(fsys targets.FS) targets.FS {
+		return &killingFS{FS: fsys, once: &once, kill: func() {
+			if err := cl.StopNameNode(ctx); err != nil {
+				t.Error(err)
+			}
+		}}
+	}
+	o = f.options()
+	o.HDFSRoot = root
+	_, err = Deploy(ctx, o)
+	var se *StepError
+	t.Logf("NameNode stopped mid-upload: %v", err)
+	if !errors.As(err, &se) || se.Step != "upload HDFS directory" || !se.Intact {
+		t.Fatalf("NameNode stopped mid-upload: want an intact failure at the upload, got %v", err)
+	}
+	if got := tree(t, f.wfDir)["wordcount.json"]; got != beforeWF {
+		t.Fatal("workflows file changed")
+	}
+
+	// Still down: the next deploy fails at once, saying the NameNode is
+	// unreachable.
+	newConn()
+	o = f.options()
+	o.HDFSRoot = root
+	_, err = Deploy(ctx, o)
+	t.Logf("NameNode down: %v", err)
+	if !errors.As(err, &se) || se.Step != "connect to HDFS" || !se.Intact || !strings.Contains(err.Error(), cl.Addr()) {
+		t.Fatalf("NameNode down: want an intact failure at connect, got %v", err)
+	}
+
+	if err := cl.StartNameNode(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cl.NewClient(cl.User())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := hdfsTree(t, c, root+"/wordcount"); !reflect.DeepEqual(got, before) {
+		t.Fatalf("Oozie dir changed: %v", keys(got))
+	}
+	newConn()
+	o = f.options()
+	o.HDFSRoot = root
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if got, want := hdfsTree(t, c, root+"/wordcount"), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after rerun %v, want %v", keys(got), keys(want))
+	}
+	if got := hdfsNames(t, c, root); !reflect.DeepEqual(got, []string{"wordcount"}) {
+		t.Fatalf("leftovers: %v", got)
+	}
+}
