@@ -254,7 +254,7 @@ func (e *Expr) parseSpecial(i int, it string, nitems int) (bool, error) {
 			}
 			e.dowNth, e.dowNthK = d, k
 			return true, alone("'#'")
-		case strings.ContainsAny(it, "W"):
+		case strings.HasSuffix(it, "W"):
 			return true, &ParseError{f.name, fmt.Sprintf("'W' is allowed only in day-of-month, got %q", it)}
 		}
 	}
