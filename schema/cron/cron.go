@@ -82,7 +82,10 @@ const horizonSec = 401 * 366 * 86400
 // Next returns the first fire time strictly after t, in UTC, or the zero
 // Time if there is none.
 func (e *Expr) Next(t time.Time) time.Time {
-	from := floorSec(t) + 1
+	if t.Unix() >= maxSec {
+		return time.Time{}
+	}
+	from := max(floorSec(t)+1, minSec)
 	var to int64
 	if e.anyYear {
 		// Look for a matching wall time first, ignoring the zone: when

@@ -2,6 +2,7 @@ package cron_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +274,23 @@ func TestNext(t *testing.T) {
 		{"zero time", "0 0 0 1 1 ?", "", "0001-01-01T00:00:00Z", "0002-01-01T00:00:00Z"},
 		{"end of supported range", "0 0 0 1 1 ?", "", "9999-06-01T00:00:00Z", ""},
 	}
+	t.Run("times beyond the supported range", func(t *testing.T) {
+		e, err := cron.Parse("0 0 0 1 1 ?", mustLoc(t, "Europe/London"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lowest, highest := time.Unix(math.MinInt64, 0), time.Unix(math.MaxInt64, 999999999)
+		// London's local mean time then was 1 min 15 s behind UTC.
+		if got, want := e.Next(lowest), ts(t, "0001-01-01T00:01:15Z"); !got.Equal(want) {
+			t.Errorf("Next(lowest time) = %v, want %v", got, want)
+		}
+		if got := e.Next(highest); !got.IsZero() {
+			t.Errorf("Next(highest time) = %v, want zero", got)
+		}
+		if got := e.Between(lowest, highest.Add(-time.Second)); len(got) != 9999 {
+			t.Errorf("Between over all time: %d fire times, want 9999 (1 January of years 1-9999)", len(got))
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			loc := time.UTC
