@@ -1,0 +1,96 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celos-go/celos/schema"
+)
+
+func init() { register(newExportCmd) }
+
+func newExportCmd() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "export [DIR] [-o FILE]",
+		Short: "Compile a project to the JSON document the server runs",
+		Long: `export compiles the CUE package in DIR (default: the current directory),
+checks it as celos vet does, and writes the compiled JSON document: one per
+project, with a "format" version field, the workflows sorted by id and every
+default written out. The same input always gives byte-identical output.
+This document is what celos deploy uploads and what celos server loads.
+
+Problems are printed as "file:line:col: message" on stderr; warnings do not
+stop the export, errors do (exit 1, and nothing is written). With -o the
+file is replaced atomically (written beside it, synced, renamed), so a
+reader never sees half a document.`,
+		Example: `  celos export                      # the project here, to stdout
+  celos export ./workflows -o wordcount.json
+  celos export | jq '.workflows[].id'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			p, diags, err := schema.Compile(dir)
+			printDiagnostics(c.ErrOrStderr(), diags)
+			if err != nil {
+				return silentExit(ExitFailure)
+			}
+			data, err := p.Marshal()
+			if err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			if out == "" || out == "-" {
+				_, err = c.OutOrStdout().Write(data)
+				return err
+			}
+			if err := writeFileAtomic(out, data); err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "output", "o", "", "write the document to `FILE` (atomically) instead of stdout")
+	return c
+}
+
+// writeFileAtomic replaces path with data: a temporary file in the same
+// directory, synced, then renamed over path.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

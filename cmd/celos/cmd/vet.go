@@ -1,0 +1,59 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celos-go/celos/schema"
+)
+
+func init() { register(newVetCmd) }
+
+func newVetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "vet [DIR]",
+		Short: "Check a project: schema, cron expressions, references",
+		Long: `vet loads the CUE package in DIR (default: the current directory) with the
+schema built into celos, requires every value to be concrete, and checks
+what the schema cannot: that cron expressions parse and time zones exist.
+A dependent schedule or success trigger naming a workflow that is not in
+the project is a warning (it may live in another project).
+
+Every problem is printed as "file:line:col: message" on stderr, relative
+to the working directory. Nothing is printed for a valid project.
+No network is used: the schema is embedded in celos, and a project that
+vendors its own copy (cue.mod/pkg/celos.dev/celos, written by celos init)
+gets a warning when that copy differs from celos's.
+
+Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
+		Example: `  celos vet                 # the project in the current directory
+  celos vet ./workflows     # another directory
+
+  # as a pre-commit hook (.pre-commit-config.yaml):
+  #   - repo: https://github.com/celos-go/celos
+  #     rev: v1.0.0
+  #     hooks: [{id: celos-vet}]`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			_, diags, err := schema.Compile(dir)
+			printDiagnostics(c.ErrOrStderr(), diags)
+			if err != nil {
+				return silentExit(ExitFailure)
+			}
+			return nil
+		},
+	}
+}
+
+// printDiagnostics writes one "file:line:col: message" line per diagnostic.
+func printDiagnostics(w io.Writer, diags []schema.Diagnostic) {
+	for _, d := range diags {
+		fmt.Fprintln(w, d.String())
+	}
+}

@@ -1,0 +1,723 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+
+	"github.com/celos-go/celos/schema/cron"
+)
+
+// Diagnostic is one problem found in a project, at a position.
+type Diagnostic struct {
+	// Pos is "file:line:col" with file relative to the working directory
+	// when it lies below it (absolute otherwise), or just a file or
+	// directory name when there is no line.
+	Pos string
+	// Msg says what is wrong; it starts with the CUE path of the value
+	// concerned when there is one (workflows.wordcount.schedule.cron: ...).
+	Msg string
+	// Warning marks a diagnostic that does not make the project invalid.
+	Warning bool
+}
+
+// String is "pos: msg", or "pos: warning: msg" for a warning.
+func (d Diagnostic) String() string {
+	msg := d.Msg
+	if d.Warning {
+		msg = "warning: " + msg
+	}
+	if d.Pos == "" {
+		return msg
+	}
+	return d.Pos + ": " + msg
+}
+
+// Diagnostics is the error Compile returns for an invalid project: every
+// error-level diagnostic, in order.
+type Diagnostics []Diagnostic
+
+// Error lists the diagnostics, one "file:line:col: message" per line.
+func (ds Diagnostics) Error() string {
+	lines := make([]string, len(ds))
+	for i, d := range ds {
+		lines[i] = d.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Compile loads the CUE package in dir with the embedded schema (even when
+// the project vendors a copy of its own, which is then compared with the
+// embedded one: a difference is a warning), unifies it with #Project,
+// requires concrete values, converts it to a Project and validates it,
+// adding the checks the schema cannot make (cron expressions and time
+// zones, references to workflows missing from the project).
+//
+// It works offline (no module registry is consulted). diags holds every
+// diagnostic, warnings included, sorted by position. When the project is
+// invalid, the Project is nil and err is a Diagnostics of the errors alone;
+// Compile never panics on bad input.
+func Compile(dir string) (p *Project, diags []Diagnostic, err error) {
+	c := &compiler{}
+	c.cwd, _ = os.Getwd()
+	defer func() {
+		if r := recover(); r != nil {
+			// A bug in CUE or here: report it as a diagnostic, not a crash.
+			c.errorf("", "internal error compiling %s: %v", dir, r)
+			p = nil
+		}
+		diags = c.sorted()
+		var errs Diagnostics
+		for _, d := range diags {
+			if !d.Warning {
+				errs = append(errs, d)
+			}
+		}
+		if len(errs) > 0 {
+			p, err = nil, errs
+		}
+	}()
+	p = c.compile(dir)
+	return p, nil, nil
+}
+
+type compiler struct {
+	cwd       string
+	dir       string // absolute directory of the package
+	schemaDir string // absolute directory the schema is overlaid at
+	diags     []Diagnostic
+	root      *cue.Value // the package, once built
+	checkFile string     // the file overlaid into the package to apply #Project
+}
+
+func (c *compiler) errorf(pos, format string, args ...any) {
+	c.diags = append(c.diags, Diagnostic{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *compiler) warnf(pos, format string, args ...any) {
+	c.diags = append(c.diags, Diagnostic{Pos: pos, Msg: fmt.Sprintf(format, args...), Warning: true})
+}
+
+func (c *compiler) failed() bool {
+	for _, d := range c.diags {
+		if !d.Warning {
+			return true
+		}
+	}
+	return false
+}
+
+// sorted returns the diagnostics without duplicates, ordered by file, line
+// and column (diagnostics without a line first, in the order found).
+func (c *compiler) sorted() []Diagnostic {
+	type key struct {
+		file      string
+		line, col int
+	}
+	parse := func(pos string) key {
+		var k key
+		f := pos
+		// file:line:col, where file may itself contain colons.
+		if i := strings.LastIndexByte(f, ':'); i > 0 {
+			if j := strings.LastIndexByte(f[:i], ':'); j > 0 {
+				var line, col int
+				if _, err := fmt.Sscanf(f[j+1:], "%d:%d", &line, &col); err == nil {
+					return key{f[:j], line, col}
+				}
+			}
+		}
+		k.file = f
+		return k
+	}
+	seen := map[Diagnostic]bool{}
+	var out []Diagnostic
+	for _, d := range c.diags {
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := parse(out[i].Pos), parse(out[j].Pos)
+		if (a.line == 0) != (b.line == 0) {
+			return a.line == 0
+		}
+		if a.file != b.file {
+			return a.file < b.file
+		}
+		if a.line != b.line {
+			return a.line < b.line
+		}
+		return a.col < b.col
+	})
+	return out
+}
+
+// rel makes an absolute file name relative to the working directory when
+// it lies below it.
+func (c *compiler) rel(path string) string {
+	if c.schemaDir != "" && strings.HasPrefix(path, c.schemaDir+string(filepath.Separator)) {
+		// The embedded schema (possibly overlaid on a vendored copy).
+		return SchemaImportPath + "/" + filepath.Base(path)
+	}
+	if c.cwd != "" && filepath.IsAbs(path) {
+		if r, err := filepath.Rel(c.cwd, path); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return r
+		}
+	}
+	return path
+}
+
+func (c *compiler) pos(p token.Pos) string {
+	if !p.IsValid() {
+		return ""
+	}
+	if p.Line() == 0 {
+		return c.rel(p.Filename())
+	}
+	return fmt.Sprintf("%s:%d:%d", c.rel(p.Filename()), p.Line(), p.Column())
+}
+
+func (c *compiler) inSchema(p token.Pos) bool {
+	if c.checkFile != "" && p.Filename() == c.checkFile {
+		return true
+	}
+	return c.schemaDir != "" && strings.HasPrefix(p.Filename(), c.schemaDir+string(filepath.Separator))
+}
+
+// userPos picks the position to report: the first one in the project's own
+// files, else the first one at all.
+func (c *compiler) userPos(ps []token.Pos) (token.Pos, bool) {
+	for _, p := range ps {
+		if p.IsValid() && !c.inSchema(p) {
+			return p, true
+		}
+	}
+	for _, p := range ps {
+		if p.IsValid() {
+			return p, false
+		}
+	}
+	return token.NoPos, false
+}
+
+// syntheticModule is the module file overlaid when the project has no
+// cue.mod of its own, so that it can import the schema all the same.
+const syntheticModule = "module: \"celos.local/project\"\nlanguage: version: \"v0.17.0\"\n"
+
+func (c *compiler) compile(dir string) *Project {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		c.errorf(dir, "%v", err)
+		return nil
+	}
+	c.dir = abs
+	fi, err := os.Stat(abs)
+	switch {
+	case os.IsNotExist(err):
+		c.errorf(dir, "no such directory")
+		return nil
+	case err != nil:
+		c.errorf(dir, "%v", unwrapPathError(err))
+		return nil
+	case !fi.IsDir():
+		c.errorf(dir, "not a directory")
+		return nil
+	}
+	if !c.checkFiles(abs) {
+		return nil
+	}
+
+	// The module root: the nearest directory with a cue.mod, else dir
+	// itself with a module file overlaid.
+	overlay := map[string]load.Source{}
+	root := findModuleRoot(abs)
+	if root == "" {
+		root = abs
+		overlay[filepath.Join(root, "cue.mod", "module.cue")] = load.FromString(syntheticModule)
+	}
+	c.schemaDir = filepath.Join(root, filepath.FromSlash(SchemaVendorDir))
+	if differs, why := VendoredSchemaDiffers(c.schemaDir); differs {
+		c.warnf(c.rel(c.schemaDir),
+			"the vendored schema differs from the one built into celos (%s); celos checks with its own. Update the copy with: celos init --update-schema %s", why, dir)
+	}
+	if entries, err := os.ReadDir(c.schemaDir); err == nil {
+		// Blank out vendored files the embedded schema does not have.
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".cue") {
+				overlay[filepath.Join(c.schemaDir, e.Name())] = load.FromString("package celos\n")
+			}
+		}
+	}
+	for _, f := range SchemaFiles() {
+		overlay[filepath.Join(c.schemaDir, f.Name)] = load.FromBytes(f.Data)
+	}
+	// Apply the schema inside the package itself, with a file overlaid
+	// into it: when the project already writes `workflows:
+	// celos.#Workflows`, CUE shares the two identical conjuncts, so the
+	// schema is evaluated once, as plain `cue export` would.
+	pkg := packageName(abs)
+	checkFile := ""
+	if pkg != "" {
+		for i := 0; ; i++ {
+			name := fmt.Sprintf("zz_celos_schema%d.cue", i)
+			if _, err := os.Lstat(filepath.Join(abs, name)); os.IsNotExist(err) {
+				checkFile = filepath.Join(abs, name)
+				break
+			}
+		}
+		overlay[checkFile] = load.FromString("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\n")
+	}
+	c.checkFile = checkFile
+	env := []string{"CUE_REGISTRY=none"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CUE_REGISTRY=") {
+			env = append(env, kv)
+		}
+	}
+	cfg := &load.Config{
+		Dir:                 abs,
+		ModuleRoot:          root,
+		Overlay:             overlay,
+		AcceptLegacyModules: true,
+		Env:                 env,
+	}
+	insts := load.Instances([]string{"."}, cfg)
+	if len(insts) != 1 {
+		c.errorf(dir, "expected one CUE package, found %d", len(insts))
+		return nil
+	}
+	inst := insts[0]
+	if inst.Err != nil {
+		c.addCUEError(inst.Err, dir)
+		return nil
+	}
+
+	ctx := cuecontext.New()
+	pv := ctx.BuildInstance(inst)
+	c.root = &pv
+	if err := pv.Validate(cue.Concrete(true)); err != nil {
+		c.addCUEError(err, dir)
+	} else if err := pv.Err(); err != nil {
+		c.addCUEError(err, dir)
+	}
+	// As #Project, the package is closed: only project and workflows.
+	if it, err := pv.Fields(); err == nil {
+		for it.Next() {
+			switch it.Selector().String() {
+			case "project", "workflows":
+			default:
+				c.errorf(c.valuePos(it.Value()), "%s: field not allowed (a project declares only project and workflows; helpers belong in definitions, #name, or hidden fields, _name)", it.Selector())
+			}
+		}
+	}
+	if c.failed() {
+		return nil
+	}
+
+	p := &Project{Format: FormatVersion}
+	if pn := pv.LookupPath(cue.ParsePath("project")); pn.Exists() {
+		p.Project, _ = pn.String()
+	} else {
+		p.Project = inst.PkgName
+	}
+	wfs := pv.LookupPath(cue.ParsePath("workflows"))
+	it, err := wfs.Fields()
+	if err != nil {
+		c.addCUEError(err, dir)
+		return nil
+	}
+	for it.Next() {
+		w, ok := c.workflow(it.Selector().Unquoted(), it.Value())
+		if ok {
+			p.Workflows = append(p.Workflows, w)
+		}
+	}
+	if c.failed() {
+		return nil
+	}
+	sort.Slice(p.Workflows, func(i, j int) bool { return p.Workflows[i].ID < p.Workflows[j].ID })
+	if err := p.Validate(); err != nil {
+		// What the checks above have not caught (they are the same rules,
+		// so this is a backstop): report it at the package.
+		for _, e := range splitJoined(err) {
+			c.errorf(c.pos(pv.Pos()), "%v", e)
+		}
+		return nil
+	}
+	c.references(p, wfs)
+	return p
+}
+
+// workflow converts one concrete workflow value and makes the checks the
+// schema cannot make, at the positions of the values concerned.
+func (c *compiler) workflow(id string, v cue.Value) (Workflow, bool) {
+	var w Workflow
+	data, err := v.MarshalJSON()
+	if err != nil {
+		c.addCUEError(err, c.dir)
+		return w, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		c.errorf(c.valuePos(v), "workflows.%s: internal error: the schema and the compiled form disagree: %v", cuePathLabel(id), err)
+		return w, false
+	}
+	ok := true
+	at := func(path ...cue.Selector) string { return c.valuePos(v.LookupPath(cue.MakePath(path...))) }
+	label := "workflows." + cuePathLabel(id)
+	if w.Schedule.Type == ScheduleCron {
+		loc, err := w.Schedule.Location()
+		if err != nil {
+			c.errorf(at(cue.Str("schedule"), cue.Str("timeZone")), "%s.schedule.timeZone: unknown time zone %q", label, w.Schedule.TimeZone)
+			ok = false
+		} else if _, err := cron.Parse(w.Schedule.Cron, loc); err != nil {
+			c.errorf(at(cue.Str("schedule"), cue.Str("cron")), "%s.schedule.cron: invalid cron expression %q: %v", label, w.Schedule.Cron, err)
+			ok = false
+		}
+	}
+	if _, off := w.StartTime.Zone(); off != 0 {
+		c.errorf(at(cue.Str("startTime")), "%s.startTime: %s is not in UTC (write it with a Z)", label, w.StartTime.Format(time.RFC3339))
+		ok = false
+	} else {
+		w.StartTime = w.StartTime.UTC()
+	}
+	if ok {
+		if err := w.Validate(); err != nil {
+			for _, e := range splitJoined(err) {
+				c.errorf(c.valuePos(v), "%s: %v", label, e)
+			}
+			ok = false
+		}
+	}
+	return w, ok
+}
+
+// references warns about dependent schedules and success triggers naming
+// workflows that are not in the project (they may be in another project of
+// the same installation).
+func (c *compiler) references(p *Project, wfs cue.Value) {
+	ids := make(map[string]bool, len(p.Workflows))
+	for _, w := range p.Workflows {
+		ids[w.ID] = true
+	}
+	for _, w := range p.Workflows {
+		wv := wfs.LookupPath(cue.MakePath(cue.Str(w.ID)))
+		label := "workflows." + cuePathLabel(w.ID)
+		if w.Schedule.Type == ScheduleDependent && !ids[w.Schedule.Workflow] {
+			path := cue.MakePath(cue.Str("schedule"), cue.Str("workflow"))
+			c.warnf(c.valuePos(wv.LookupPath(path)), "%s.schedule.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, w.Schedule.Workflow)
+		}
+		var walk func(t *Trigger, path []cue.Selector)
+		walk = func(t *Trigger, path []cue.Selector) {
+			switch t.Type {
+			case TriggerSuccess:
+				if !ids[t.Workflow] {
+					sel := append(path[:len(path):len(path)], cue.Str("workflow"))
+					c.warnf(c.valuePos(wv.LookupPath(cue.MakePath(sel...))), "%s.%s: workflow %q is not in this project (fine if another project of the installation defines it)", label, cue.MakePath(sel...), t.Workflow)
+				}
+			case TriggerAnd, TriggerOr:
+				for i := range t.Triggers {
+					walk(&t.Triggers[i], append(path[:len(path):len(path)], cue.Str("triggers"), cue.Index(i)))
+				}
+			case TriggerNot, TriggerOffset:
+				if t.Trigger != nil {
+					walk(t.Trigger, append(path[:len(path):len(path)], cue.Str("trigger")))
+				}
+			}
+		}
+		walk(&w.Trigger, []cue.Selector{cue.Str("trigger")})
+	}
+}
+
+// valuePos is the position of a value in the project's files (falling back
+// to the schema's).
+func (c *compiler) valuePos(v cue.Value) string {
+	p, _ := c.userPos(valuePositions(v))
+	return c.pos(p)
+}
+
+// valuePositions lists the positions of a value and of the conjuncts it
+// was unified from.
+func valuePositions(v cue.Value) []token.Pos {
+	ps := []token.Pos{v.Pos()}
+	if op, args := v.Expr(); op == cue.AndOp {
+		for _, a := range args {
+			ps = append(ps, a.Pos())
+		}
+	}
+	return ps
+}
+
+// cuePathLabel quotes a field label as CUE prints it in a path.
+func cuePathLabel(s string) string {
+	return cue.MakePath(cue.Str(s)).String()
+}
+
+// checkFiles reports .cue files of the package directory that are not
+// UTF-8, with the position of the first bad byte (CUE's own message
+// does not say where).
+func (c *compiler) checkFiles(abs string) bool {
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		c.errorf(c.rel(abs), "%v", unwrapPathError(err))
+		return false
+	}
+	ok := true
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".cue") {
+			continue
+		}
+		path := filepath.Join(abs, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			c.errorf(c.rel(path), "%v", unwrapPathError(err))
+			ok = false
+			continue
+		}
+		if utf8.Valid(data) {
+			continue
+		}
+		line, col := 1, 1
+		for i := 0; i < len(data); {
+			r, n := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			if r == '\n' {
+				line, col = line+1, 1
+			} else {
+				col += n
+			}
+			i += n
+		}
+		c.errorf(fmt.Sprintf("%s:%d:%d", c.rel(path), line, col), "invalid UTF-8: CUE files must be UTF-8 encoded")
+		ok = false
+	}
+	return ok
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// packageName reads the package clause of the first .cue file in dir that
+// has one.
+func packageName(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".cue") || strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f, err := parser.ParseFile(path, nil, parser.PackageClauseOnly)
+		if err != nil {
+			continue
+		}
+		if name := f.PackageName(); name != "" && name != "_" {
+			return name
+		}
+	}
+	return ""
+}
+
+func findModuleRoot(dir string) string {
+	for d := dir; ; {
+		if fi, err := os.Stat(filepath.Join(d, "cue.mod")); err == nil && fi.IsDir() {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// splitJoined undoes errors.Join.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, splitJoined(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// addCUEError turns a CUE error (possibly a list) into diagnostics, one
+// per problem: the alternatives of a failed disjunction (a tag such as
+// trigger.type, a field with a default) are summarised in one message.
+func (c *compiler) addCUEError(err error, dir string) {
+	errs := cueerrors.Errors(err)
+	if len(errs) == 0 {
+		c.errorf(dir, "%v", err)
+		return
+	}
+	for i := 0; i < len(errs); i++ {
+		e := errs[i]
+		format, args := e.Msg()
+		ps := append([]token.Pos{e.Position()}, e.InputPositions()...)
+		var msg string
+		if n, ok := disjunctionCount(format, args); ok && i+n < len(errs) {
+			children := errs[i+1 : i+1+n]
+			i += n
+			msg = summariseDisjunction(children)
+			for _, ch := range children {
+				ps = append(ps, ch.Position())
+				ps = append(ps, ch.InputPositions()...)
+			}
+		} else {
+			msg = fmt.Sprintf(format, args...)
+		}
+		p, user := c.userPos(ps)
+		if !user {
+			if strings.HasPrefix(msg, "incomplete value ") {
+				msg = "missing required field (" + strings.TrimPrefix(msg, "incomplete value ") + ")"
+			}
+			// Report it at the nearest enclosing value the project wrote.
+			if up, ok := c.enclosingUserPos(e.Path()); ok {
+				p = up
+			}
+		}
+		if path := cuePath(e.Path()); path != "" {
+			msg = path + ": " + msg
+		}
+		pos := c.pos(p)
+		if pos == "" {
+			pos = dir
+		}
+		c.errorf(pos, "%s", msg)
+	}
+}
+
+// enclosingUserPos is set while validating: it finds the position of the
+// nearest enclosing value of path that the project wrote.
+func (c *compiler) enclosingUserPos(path []string) (token.Pos, bool) {
+	if c.root == nil {
+		return token.NoPos, false
+	}
+	sels := path
+	if len(sels) > 0 && sels[0] == "#Project" {
+		sels = sels[1:]
+	}
+	for n := len(sels) - 1; n >= 0; n-- {
+		v := c.root.LookupPath(cue.ParsePath(strings.Join(sels[:n], ".")))
+		if n == 0 {
+			v = *c.root
+		}
+		if p, ok := c.userPos(valuePositions(v)); ok {
+			return p, true
+		}
+	}
+	return token.NoPos, false
+}
+
+// cuePath renders an error path without the #Project it was checked against.
+func cuePath(path []string) string {
+	if len(path) > 0 && path[0] == "#Project" {
+		path = path[1:]
+	}
+	return strings.Join(path, ".")
+}
+
+func disjunctionCount(format string, args []any) (int, bool) {
+	if format != "%d errors in empty disjunction:" || len(args) != 1 {
+		return 0, false
+	}
+	n, ok := args[0].(int)
+	return n, ok && n > 0
+}
+
+// summariseDisjunction turns the errors of the alternatives of a failed
+// disjunction into one message. When every alternative is a literal the
+// value conflicts with (a tag), it lists them; otherwise it keeps the
+// errors that say more than "conflicting values 1 and 0" (the conflict with
+// a default), such as a bound or a type.
+func summariseDisjunction(children []cueerrors.Error) string {
+	type conflict struct{ a, b string }
+	var conflicts []conflict
+	var others []string
+	for _, ch := range children {
+		format, args := ch.Msg()
+		if strings.HasPrefix(format, "conflicting values %s and %s") && len(args) >= 2 {
+			a, b := fmt.Sprint(args[0]), fmt.Sprint(args[1])
+			if isLiteral(a) && isLiteral(b) {
+				conflicts = append(conflicts, conflict{a, b})
+				continue
+			}
+		}
+		others = append(others, fmt.Sprintf(format, args...))
+	}
+	if len(others) > 0 {
+		return strings.Join(others, "; ")
+	}
+	// Every alternative is a literal: find the value they all conflict with.
+	if len(conflicts) > 0 {
+		for _, v := range []string{conflicts[0].a, conflicts[0].b} {
+			var alts []string
+			for _, cf := range conflicts {
+				switch v {
+				case cf.a:
+					alts = append(alts, cf.b)
+				case cf.b:
+					alts = append(alts, cf.a)
+				}
+			}
+			if len(alts) == len(conflicts) {
+				if len(alts) == 1 {
+					return fmt.Sprintf("%s is not allowed (want %s)", v, alts[0])
+				}
+				return fmt.Sprintf("%s is not one of %s", v, strings.Join(alts, ", "))
+			}
+		}
+	}
+	var all []string
+	for _, ch := range children {
+		format, args := ch.Msg()
+		all = append(all, fmt.Sprintf(format, args...))
+	}
+	return strings.Join(all, "; ")
+}
+
+// isLiteral reports whether a formatted CUE value is a concrete scalar.
+func isLiteral(s string) bool {
+	if s == "" {
+		return false
+	}
+	switch s {
+	case "true", "false", "null":
+		return true
+	}
+	if s[0] == '"' || s[0] == '\'' {
+		return true
+	}
+	if s[0] == '-' {
+		s = s[1:]
+	}
+	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
