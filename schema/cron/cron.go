@@ -129,7 +129,7 @@ func floorSec(t time.Time) int64 { return t.Unix() } // Unix floors: Nanosecond(
 
 func ceilSec(t time.Time) int64 {
 	s := t.Unix()
-	if t.Nanosecond() != 0 {
+	if t.Nanosecond() != 0 && s < maxSec {
 		s++
 	}
 	return s
