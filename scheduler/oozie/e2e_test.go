@@ -38,9 +38,10 @@ type e2e struct {
 	db      *statedb.DB
 	fs      *hdfscheck.FS
 	workDir string
+	only    []string // the workflows a step steps (nil: all)
 }
 
-func newE2E(t *testing.T, c *hdfstest.Cluster, project *schema.Project) *e2e {
+func newE2E(t *testing.T, c *hdfstest.Cluster, project *schema.Project, only ...string) *e2e {
 	t.Helper()
 	ctx := context.Background()
 	f := startFake(t, ooziefake.RequireUser())
@@ -100,12 +101,12 @@ func newE2E(t *testing.T, c *hdfstest.Cluster, project *schema.Project) *e2e {
 	if errs := eng.LoadErrors(); len(errs) > 0 {
 		t.Fatalf("load errors: %v", errs)
 	}
-	return &e2e{t: t, ctx: ctx, hdfs: c, oozie: f, engine: eng, db: db, fs: hfs, workDir: dir}
+	return &e2e{t: t, ctx: ctx, hdfs: c, oozie: f, engine: eng, db: db, fs: hfs, workDir: dir, only: only}
 }
 
 func (e *e2e) step(now time.Time) {
 	e.t.Helper()
-	if err := e.engine.Step(e.ctx, now, nil); err != nil {
+	if err := e.engine.Step(e.ctx, now, e.only); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -154,25 +155,26 @@ func mkfile(t *testing.T, c *hdfstest.Cluster, p string) {
 	}
 }
 
-func hourly(id string, start time.Time, retries int) schema.Workflow {
-	return schema.Workflow{
-		ID:       id,
-		Schedule: schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger: schema.Trigger{
-			Type: schema.TriggerHDFSCheck,
-			Path: "/e2e/input/" + id + "/${year}-${month}-${day}T${hour}00/_READY",
-		},
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 3},
-		ExternalService: schema.ExternalService{Type: schema.ServiceOozie, Properties: map[string]string{
-			"oozie.wf.application.path": "/e2e/app/" + id,
-			"inputDir":                  "/e2e/input/" + id + "/${year}-${month}-${day}T${hour}00",
-			"outputDir":                 "/e2e/output/" + id + "/${year}${month}${day}${hour}",
-			"queue":                     "etl",
-		}},
-		StartTime:          start,
-		MaxRetryCount:      retries,
-		WaitTimeoutSeconds: schema.NeverTimeout,
+// compileProject compiles the CUE project of the test, as `celos export`
+// does for a deployment.
+func compileProject(t *testing.T) *schema.Project {
+	t.Helper()
+	p, _, err := schema.Compile("testdata/e2e")
+	if err != nil {
+		t.Fatalf("compile testdata/e2e: %v", err)
 	}
+	return p
+}
+
+func workflowOf(t *testing.T, p *schema.Project, id string) *schema.Workflow {
+	t.Helper()
+	for i := range p.Workflows {
+		if p.Workflows[i].ID == id {
+			return &p.Workflows[i]
+		}
+	}
+	t.Fatalf("project %s has no workflow %s", p.Project, id)
+	return nil
 }
 
 // The issue's end-to-end scenario: a slot waits for its data in HDFS,
@@ -181,10 +183,10 @@ func hourly(id string, start time.Time, retries int) schema.Workflow {
 // kill reaches Oozie; an Oozie outage or a NameNode outage fails nothing.
 func TestEndToEnd(t *testing.T) {
 	c := hdfstest.StartT(t, hdfstest.Options{}) // its NameNode is stopped below
-	t.Run("recover after crash", func(t *testing.T) { recoverAfterCrash(t, c) })
+	project := compileProject(t)                // testdata/e2e, a CUE project
+	t.Run("recover after crash", func(t *testing.T) { recoverAfterCrash(t, c, project) })
 	t0 := time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)
-	project := &schema.Project{Format: schema.FormatVersion, Project: "e2e", Workflows: []schema.Workflow{hourly("wordcount", t0, 1)}}
-	e := newE2E(t, c, project)
+	e := newE2E(t, c, project, "wordcount")
 	e.touch("/e2e/app/wordcount/workflow.xml") // deployed
 
 	var mu sync.Mutex
@@ -374,10 +376,10 @@ func hasProblem(ps []engine.Problem, op, text string) bool {
 // A crash between Oozie accepting a job and the engine recording it: on
 // the next step the engine finds the job through Recover instead of
 // submitting a second one.
-func recoverAfterCrash(t *testing.T, c *hdfstest.Cluster) {
+func recoverAfterCrash(t *testing.T, c *hdfstest.Cluster, project *schema.Project) {
 	t0 := time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)
-	w := hourly("recover", t0, 0)
-	e := newE2E(t, c, &schema.Project{Format: schema.FormatVersion, Project: "recover", Workflows: []schema.Workflow{w}})
+	w := workflowOf(t, project, "recover")
+	e := newE2E(t, c, project, "recover")
 	e.touch("/e2e/app/recover/workflow.xml")
 	e.touch("/e2e/input/recover/2015-09-12T2000/_READY")
 	now := t0.Add(30 * time.Minute)
@@ -390,7 +392,7 @@ func recoverAfterCrash(t *testing.T, c *hdfstest.Cluster) {
 		t.Fatal(err)
 	}
 	d, _ := defaults.Load(filepath.Join(e.workDir, "defaults.json"))
-	jobID, err := oozie.NewService(d, nil).Submit(e.ctx, &w, id)
+	jobID, err := oozie.NewService(d, nil).Submit(e.ctx, w, id)
 	if err != nil {
 		t.Fatal(err)
 	}
