@@ -488,6 +488,9 @@ func (s *Server) start(j *Job) {
 	j.Plan = plan[1:]
 }
 
+// parseConf reads a Hadoop <configuration> body. It is deliberately the
+// fake's own parser, not the client's (oozie.ParseConfiguration): a test
+// double that decoded with the code under test would hide its bugs.
 func parseConf(body []byte) (map[string]string, error) {
 	var doc struct {
 		XMLName    xml.Name `xml:"configuration"`
