@@ -24,8 +24,9 @@ import (
 // Diagnostic is one problem found in a project, at a position.
 type Diagnostic struct {
 	// Pos is "file:line:col" with file relative to the working directory
-	// when it lies below it (absolute otherwise), or just a file or
-	// directory name when there is no line.
+	// (absolute when the directory was named by an absolute path and lies
+	// outside the working directory), or just a file or directory name when
+	// there is no line.
 	Pos string
 	// Msg says what is wrong; it starts with the CUE path of the value
 	// concerned when there is one (workflows.wordcount.schedule.cron: ...).
@@ -101,6 +102,7 @@ type compiler struct {
 	diags     []Diagnostic
 	root      *cue.Value // the package, once built
 	checkFile string     // the file overlaid into the package to apply #Project
+	absArg    bool       // the directory was given as an absolute path
 }
 
 func (c *compiler) errorf(pos, format string, args ...any) {
@@ -174,8 +176,13 @@ func (c *compiler) rel(path string) string {
 		return SchemaImportPath + "/" + filepath.Base(path)
 	}
 	if c.cwd != "" && filepath.IsAbs(path) {
-		if r, err := filepath.Rel(c.cwd, path); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			return r
+		if r, err := filepath.Rel(c.cwd, path); err == nil {
+			below := r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
+			// Above the working directory, relative only when the
+			// directory was named relatively.
+			if below || !c.absArg {
+				return r
+			}
 		}
 	}
 	return path
@@ -222,6 +229,7 @@ func (c *compiler) compile(dir string) *Project {
 	if dir == "" {
 		dir = "."
 	}
+	c.absArg = filepath.IsAbs(dir)
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		c.errorf(dir, "%v", err)
@@ -595,16 +603,41 @@ func (c *compiler) addCUEError(err error, dir string) {
 			msg = fmt.Sprintf(format, args...)
 		}
 		p, user := c.userPos(ps)
+		pathOverride := ""
 		if !user {
-			if strings.HasPrefix(msg, "incomplete value ") {
-				msg = "missing required field (" + strings.TrimPrefix(msg, "incomplete value ") + ")"
-			}
-			// Report it at the nearest enclosing value the project wrote.
-			if up, ok := c.enclosingUserPos(e.Path()); ok {
-				p = up
+			if fp, ok := c.fieldUserPos(e.Path()); ok {
+				// The project wrote the field, but the error does not
+				// point there (an ambiguous default, say).
+				p = fp
+			} else {
+				if strings.HasPrefix(msg, "incomplete value ") {
+					// Name the outermost field that is missing: the
+					// list, not its first element.
+					missing := e.Path()
+					for len(missing) > 1 {
+						if _, ok := c.fieldUserPos(missing[:len(missing)-1]); ok {
+							break
+						}
+						missing = missing[:len(missing)-1]
+					}
+					if len(missing) == len(e.Path()) {
+						msg = "missing required field (" + strings.TrimPrefix(msg, "incomplete value ") + ")"
+					} else {
+						msg = "missing required field"
+						pathOverride = cuePath(missing)
+					}
+				}
+				// Report it at the nearest enclosing value the project wrote.
+				if up, ok := c.enclosingUserPos(e.Path()); ok {
+					p = up
+				}
 			}
 		}
-		if path := cuePath(e.Path()); path != "" {
+		path := cuePath(e.Path())
+		if pathOverride != "" {
+			path = pathOverride
+		}
+		if path != "" {
 			msg = path + ": " + msg
 		}
 		pos := c.pos(p)
@@ -635,6 +668,19 @@ func (c *compiler) enclosingUserPos(path []string) (token.Pos, bool) {
 		}
 	}
 	return token.NoPos, false
+}
+
+// fieldUserPos is the position of the value at path itself, if the
+// project wrote it.
+func (c *compiler) fieldUserPos(path []string) (token.Pos, bool) {
+	if c.root == nil || len(path) == 0 {
+		return token.NoPos, false
+	}
+	v := c.root.LookupPath(cue.ParsePath(strings.Join(path, ".")))
+	if !v.Exists() {
+		return token.NoPos, false
+	}
+	return c.userPos(valuePositions(v))
 }
 
 // cuePath renders an error path without the #Project it was checked against.

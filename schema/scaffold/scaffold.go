@@ -1,0 +1,162 @@
+// Package scaffold writes a new celos project (`celos init`): a CUE package
+// with the two-data-centre wordcount example, the Oozie directory hdfs/, a
+// cue.mod with the celos schema vendored (so that plain `cue vet -c ./...`
+// works offline), a pre-commit configuration, a GitHub Actions deploy job
+// and a Jenkinsfile.
+package scaffold
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/celos-go/celos/schema"
+)
+
+//go:embed all:template
+var templateFS embed.FS
+
+// Options parameterise a new project.
+type Options struct {
+	// Name is the project name (default: the directory's base name).
+	Name string
+	// Rev is the celos version the CI files install and the pre-commit
+	// hook pins (default "main").
+	Rev string
+	// Force allows writing into a directory that is not empty; files of
+	// the scaffold that exist are overwritten, others are left alone.
+	Force bool
+}
+
+// ErrNotEmpty is returned by Write for a directory that has files in it,
+// unless Options.Force is set.
+var ErrNotEmpty = fmt.Errorf("directory is not empty (use --force to write into it anyway)")
+
+var (
+	nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]`)
+	semver   = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+)
+
+type data struct {
+	Name, Package, Module, Rev string
+}
+
+// Write creates the project in dir (created if missing) and returns the
+// files it wrote, relative to dir, sorted.
+func Write(dir string, opt Options) ([]string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	name := opt.Name
+	if name == "" {
+		name = filepath.Base(abs)
+	}
+	if !schema.IDPattern.MatchString(name) || name == "." || name == ".." {
+		return nil, fmt.Errorf("project name %q: must match %s (use --name)", name, schema.IDPattern)
+	}
+	if entries, err := os.ReadDir(abs); err == nil {
+		if len(entries) > 0 && !opt.Force {
+			return nil, fmt.Errorf("%s: %w", dir, ErrNotEmpty)
+		}
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	} else if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	pkg := strings.ToLower(nonIdent.ReplaceAllString(name, "_"))
+	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' || pkg[0] == '_' {
+		pkg = "p" + pkg
+	}
+	rev := opt.Rev
+	if !semver.MatchString(rev) {
+		rev = "main"
+	}
+	d := data{Name: name, Package: pkg, Module: "example.com/" + strings.ToLower(name), Rev: rev}
+
+	var written []string
+	err = fs.WalkDir(templateFS, "template", func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		src, err := templateFS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(p, "template/")
+		if strings.HasSuffix(rel, ".tmpl") {
+			rel = strings.TrimSuffix(rel, ".tmpl")
+			t, err := template.New(rel).Delims("[[", "]]").Option("missingkey=error").Parse(string(src))
+			if err != nil {
+				return fmt.Errorf("scaffold template %s: %w", rel, err)
+			}
+			var b bytes.Buffer
+			if err := t.Execute(&b, d); err != nil {
+				return fmt.Errorf("scaffold template %s: %w", rel, err)
+			}
+			src = b.Bytes()
+		}
+		if err := writeFile(filepath.Join(abs, filepath.FromSlash(rel)), src); err != nil {
+			return err
+		}
+		written = append(written, rel)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	vendored, err := UpdateSchema(abs)
+	if err != nil {
+		return nil, err
+	}
+	written = append(written, vendored...)
+	sort.Strings(written)
+	return written, nil
+}
+
+// UpdateSchema (re)writes the vendored schema of the project whose module
+// root is dir (dir/cue.mod/pkg/celos.dev/celos) from the schema built into
+// celos, removing .cue files the built-in schema does not have. It returns
+// the files written, relative to dir.
+func UpdateSchema(dir string) ([]string, error) {
+	vendor := filepath.Join(dir, filepath.FromSlash(schema.SchemaVendorDir))
+	if err := os.MkdirAll(vendor, 0o755); err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	var written []string
+	for _, f := range schema.SchemaFiles() {
+		if err := writeFile(filepath.Join(vendor, f.Name), f.Data); err != nil {
+			return nil, err
+		}
+		keep[f.Name] = true
+		written = append(written, path.Join(schema.SchemaVendorDir, f.Name))
+	}
+	entries, err := os.ReadDir(vendor)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".cue") && !keep[e.Name()] {
+			if err := os.Remove(filepath.Join(vendor, e.Name())); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return written, nil
+}
+
+func writeFile(name string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(name, data, 0o644)
+}
