@@ -1,9 +1,12 @@
 package hdfscheck_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/hdfscheck"
@@ -40,5 +43,30 @@ func TestSetupDefaultFS(t *testing.T) {
 	}
 	if _, _, err := hdfscheck.Setup(nil, t.TempDir(), hdfscheck.Options{}); err == nil {
 		t.Error("an empty --hadoop-conf directory must be an error")
+	}
+}
+
+func TestCollector(t *testing.T) {
+	f := hdfscheck.New(nil, hdfscheck.Options{User: "celos"})
+	defer f.Close()
+	f.Exists(context.Background(), "hdfs://127.0.0.1:1", "/x") // refused: one error
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = mf.GetMetric()[0].GetCounter().GetValue()
+	}
+	want := map[string]float64{"celos_hdfs_rpcs_total": 0, "celos_hdfs_errors_total": 1, "celos_hdfs_connects_total": 0}
+	if len(got) != len(want) {
+		t.Errorf("metrics %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
 	}
 }
