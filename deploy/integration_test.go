@@ -40,14 +40,20 @@ type remote struct {
 // content of its core-site.xml.
 func newRemote(t *testing.T, srv *sshtest.Server, coreSite, hdfsRoot string) *remote {
 	t.Helper()
-	inst := filepath.Join(srv.Root, "etc")
+	return newRemoteIn(t, srv, srv.Root, coreSite, hdfsRoot)
+}
+
+// newRemoteIn writes the installation under base, on srv.
+func newRemoteIn(t testing.TB, srv *sshtest.Server, base, coreSite, hdfsRoot string) *remote {
+	t.Helper()
+	inst := filepath.Join(base, "etc")
 	writeFiles(t, inst, map[string]string{
 		"hadoop/core-site.xml": coreSite,
 		"hadoop/hdfs-site.xml": "<configuration/>\n",
 	})
 	r := &remote{
 		srv:       srv,
-		wfDir:     filepath.Join(srv.Root, "celos", "workflows"),
+		wfDir:     filepath.Join(base, "celos", "workflows"),
 		hdfsRoot:  hdfsRoot,
 		deployDir: filepath.Join(t.TempDir(), "project"),
 		project:   project("wordcount", "wordcount-lax", "wordcount-nyc"),
@@ -58,9 +64,9 @@ func newRemote(t *testing.T, srv *sshtest.Server, coreSite, hdfsRoot string) *re
   "workflows.dir.uri": %q,
   "defaults.dir.uri": %q,
   "hdfs.root": %q
-}`, srv.URL(inst+"/hadoop/core-site.xml"), srv.URL(inst+"/hadoop/hdfs-site.xml"), srv.URL(r.wfDir), srv.URL(srv.Root+"/celos/defaults"), hdfsRoot)
-	writeFiles(t, srv.Root, map[string]string{"target.json": target})
-	r.target = srv.URL(srv.Root + "/target.json")
+}`, srv.URL(inst+"/hadoop/core-site.xml"), srv.URL(inst+"/hadoop/hdfs-site.xml"), srv.URL(r.wfDir), srv.URL(base+"/celos/defaults"), hdfsRoot)
+	writeFiles(t, base, map[string]string{"target.json": target})
+	r.target = srv.URL(base + "/target.json")
 	writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{
 		"workflow.xml": "<workflow-app name='wordcount'/>\n",
 		"lib/wc.jar":   strings.Repeat("jar", 100000),
@@ -68,7 +74,7 @@ func newRemote(t *testing.T, srv *sshtest.Server, coreSite, hdfsRoot string) *re
 	return r
 }
 
-func (r *remote) options(t *testing.T) Options {
+func (r *remote) options(t testing.TB) Options {
 	conn := targets.NewConnector(targets.SSHOptions{
 		KnownHosts: []string{r.srv.KnownHostsPath},
 		Identities: []string{r.srv.ClientKeyPath},

@@ -220,7 +220,7 @@ func (s *session) hdfsURL(dir string) string {
 	if s.hdfsName == "" {
 		return dir
 	}
-	return strings.TrimSuffix(s.hdfsName, "/") + dir
+	return s.hdfsName + dir
 }
 
 // who is the deploying user and machine.

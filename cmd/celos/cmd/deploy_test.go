@@ -1,0 +1,74 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestDeployExitCodes: plan and deploy --dry-run exit 0 for no change, 2
+// for changes and 1 for any error (usage errors too), so CI can gate on
+// them; deploy and undeploy keep the usual 0/1/2.
+func TestDeployExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"target.json":        `{"hadoop.core-site.xml": "file:conf/core-site.xml", "hadoop.hdfs-site.xml": "file:conf/hdfs-site.xml", "workflows.dir.uri": "file:workflows", "hdfs.root": "` + filepath.ToSlash(filepath.Join(dir, "hdfs")) + `"}`,
+		"conf/core-site.xml": `<configuration><property><name>fs.defaultFS</name><value>file:///</value></property></configuration>`,
+		"conf/hdfs-site.xml": `<configuration/>`,
+		"project/project.cue": `package tiny
+
+import "celos.dev/celos"
+
+project: "tiny"
+workflows: celos.#Workflows
+workflows: hello: {
+	schedule:        celos.#Hourly
+	trigger:         celos.#Always
+	externalService: celos.#Command & {command: ["echo", "hello"]}
+}
+`,
+		"project/hdfs/workflow.xml": "<workflow-app/>\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(dir, "target.json")
+	project := filepath.Join(dir, "project")
+	code := func(args ...string) int {
+		var out, errOut bytes.Buffer
+		c := run(args, &out, &errOut)
+		t.Logf("celos %v: exit %d\n%s%s", args, c, out.String(), errOut.String())
+		return c
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"plan", "--target", target, "--deploy-dir", project}, ExitChanges},
+		{[]string{"deploy", "--dry-run", "--target", target, "--deploy-dir", project}, ExitChanges},
+		{[]string{"plan", "--target", filepath.Join(dir, "missing.json"), "--deploy-dir", project}, ExitFailure},
+		{[]string{"plan", "--bogus-flag"}, ExitFailure},
+		{[]string{"plan"}, ExitFailure},
+		{[]string{"deploy", "--dry-run", "--bogus-flag"}, ExitFailure},
+		{[]string{"deploy", "--bogus-flag"}, ExitUsage},
+		{[]string{"deploy", "--deploy-dir", project}, ExitUsage},
+		{[]string{"undeploy", "--target", target}, ExitUsage},
+		{[]string{"deploy", "--target", target, "--deploy-dir", project}, ExitOK},
+		{[]string{"plan", "--target", target, "--deploy-dir", project}, ExitNoChanges},
+		{[]string{"deploy", "--dry-run", "--target", target, "--deploy-dir", project}, ExitNoChanges},
+		{[]string{"deploy", "--target", target, "--deploy-dir", filepath.Join(dir, "nonexistent")}, ExitFailure},
+		{[]string{"undeploy", "--target", target, "--project", "tiny"}, ExitOK},
+		{[]string{"plan", "--target", target, "--deploy-dir", project}, ExitChanges},
+	} {
+		if got := code(tc.args...); got != tc.want {
+			t.Errorf("celos %v: exit %d, want %d", tc.args, got, tc.want)
+		}
+	}
+}
