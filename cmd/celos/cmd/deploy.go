@@ -28,10 +28,10 @@ func init() { register(newDeployCmd) }
 type deployFlags struct {
 	target, project, deployDir, hdfsRoot string
 	knownHosts, identities               []string
-	insecure, quiet, asJSON, breakLock    bool
-	dryRun                                bool
-	parallel                              int
-	line                                  *progressLine // on a terminal
+	insecure, quiet, asJSON, breakLock   bool
+	dryRun                               bool
+	parallel                             int
+	line                                 *progressLine // on a terminal
 }
 
 func (f *deployFlags) register(fs *pflag.FlagSet, withDeployDir, withLock bool) {
