@@ -20,7 +20,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 
 // serverWait bounds how long the helpers wait for a server; it is a bound
 // against hanging, not a timing assertion.
-const serverWait = 60 * time.Second
+const serverWait = 2 * time.Minute
 
 // waitserver FILE: wait until a `celos server --url-file FILE` started in
 // the background listens, and point CELOS_SERVER at it.

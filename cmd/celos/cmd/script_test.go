@@ -25,6 +25,12 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Cmds:                scriptCmds,
 		Setup: func(env *testscript.Env) error {
+			// $REPO is the repository root (scripts/, testdata/demo).
+			repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
+			if err != nil {
+				return err
+			}
+			env.Setenv("REPO", repo)
 			env.Setenv("CUE_REGISTRY", "none")
 			env.Setenv("HOME", env.WorkDir)
 			return nil
