@@ -188,11 +188,11 @@ type gridRow struct {
 
 const readGridJS = `(() => ({
   end: document.getElementById('grid').dataset.end,
-  ticks: [...document.querySelectorAll('#grid thead tr.ticks th')].map(th => +th.dataset.t),
+  ticks: [...document.querySelectorAll('#ticks b')].map(b => +b.dataset.t),
   zoom: +document.getElementById('grid').dataset.zoom,
-  rows: [...document.querySelectorAll('#grid tr[data-w]')].map(tr => ({
-    id: tr.dataset.w, cls: tr.className,
-    cells: [...tr.cells].slice(1).map(td => td.className.replace('sel','').trim() + ':' + td.textContent)
+  rows: [...document.querySelectorAll('#grid .row[data-w]')].map(r => ({
+    id: r.dataset.w, cls: r.className,
+    cells: [...r.children].slice(1).map(c => c.className.replace('sel','').trim() + ':' + c.textContent)
   }))
 }))()`
 
@@ -279,11 +279,11 @@ func TestBrowserGridAgainstAPI(t *testing.T) {
 	g := checkGridAgainstAPI(t, ctx, srv.URL)
 
 	// Groups, missing ids, the unlisted group, paused rows, load errors.
-	groups := eval[[]string](t, ctx, `[...document.querySelectorAll('#grid tbody.grp')].map(tb => tb.dataset.group)`)
+	groups := eval[[]string](t, ctx, `[...document.querySelectorAll('#grid section.grp')].map(g => g.dataset.group)`)
 	if want := "Ingest,Reports,Unlisted workflows"; strings.Join(groups, ",") != want {
 		t.Errorf("groups = %v, want %s", groups, want)
 	}
-	missing := eval[string](t, ctx, `document.querySelector('tr.miss').textContent`)
+	missing := eval[string](t, ctx, `document.querySelector('.row.miss').textContent`)
 	if !strings.Contains(missing, "report-legacy") || !strings.Contains(missing, "(missing)") {
 		t.Errorf("missing row = %q", missing)
 	}
@@ -301,7 +301,7 @@ func TestBrowserGridAgainstAPI(t *testing.T) {
 	// count, the trigger tree and the Hue link.
 	failedAt := demoNow.Truncate(time.Hour).Add(-9 * time.Hour)
 	col := colOf(t, g, failedAt)
-	cell := fmt.Sprintf(`#grid tr[data-w="ingest-clicks"] > td:nth-child(%d)`, col+2)
+	cell := fmt.Sprintf(`#grid .row[data-w="ingest-clicks"] > :nth-child(%d)`, col+2)
 	if cls := eval[string](t, ctx, `document.querySelector('`+cell+`').className`); cls != "f" {
 		t.Fatalf("cell %s class = %q, want f", cell, cls)
 	}
@@ -366,4 +366,158 @@ func mustSlotState(t *testing.T, svc api.Service, id string, at time.Time) slot.
 		t.Fatalf("slot %s@%v: %v %v", id, at, sl, err)
 	}
 	return sl[0]
+}
+
+// TestBrowserToken checks that actions carry the operator's token: the API
+// here refuses POSTs without "Authorization: Bearer s3cret" (as the
+// reliability work will make `celos server` do); the page asks for the
+// token, keeps it, and retries.
+func TestBrowserToken(t *testing.T) {
+	ctx := newBrowser(t)
+	svc := demoService()
+	clock := func() time.Time { return demoNow }
+	u, err := New(svc, Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiH := api.New(svc, api.Options{Now: clock})
+	var authorized []string
+	mux := http.NewServeMux()
+	mux.Handle("/ui", u)
+	mux.Handle("/ui/", u)
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if r.Header.Get("Authorization") != "Bearer s3cret" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				w.Write([]byte(`{"error": "missing or wrong bearer token"}`))
+				return
+			}
+			authorized = append(authorized, r.URL.Path+"?"+r.URL.RawQuery)
+		}
+		apiH.ServeHTTP(w, r)
+	}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	run(t, ctx, "load the grid", chromedp.Navigate(srv.URL+"/ui"), chromedp.WaitVisible(chromedp.CSS("#grid")))
+	g := eval[gridState](t, ctx, readGridJS)
+	failedAt := demoNow.Truncate(time.Hour).Add(-10 * time.Hour)
+	cell := fmt.Sprintf(`#grid .row[data-w="ingest-clicks"] > :nth-child(%d)`, colOf(t, g, failedAt)+2)
+	run(t, ctx, "open and rerun",
+		chromedp.Click(chromedp.CSS(cell)),
+		chromedp.WaitVisible(chromedp.CSS(`#drawer button[data-act="rerun"]`)),
+		chromedp.Click(chromedp.CSS(`#drawer button[data-act="rerun"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)),
+		chromedp.Click(chromedp.CSS(`#confirm-ok`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tokendlg[open]`)),
+	)
+	if txt := eval[string](t, ctx, `document.querySelector('#tokendlg').innerText`); !strings.Contains(txt, "missing or wrong bearer token") {
+		t.Errorf("token dialog does not say why: %q", txt)
+	}
+	run(t, ctx, "enter the token",
+		chromedp.SendKeys(chromedp.CSS(`#token-input`), "s3cret"),
+		chromedp.Click(chromedp.CSS(`#tokendlg button[value="save"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)),
+	)
+	confirmAndReload(t, ctx)
+	if got := mustSlotState(t, svc, "ingest-clicks", failedAt).Status; got != slot.Waiting {
+		t.Errorf("after the rerun with a token the slot is %s, want WAITING", got)
+	}
+	if len(authorized) != 1 || !strings.HasPrefix(authorized[0], "/rerun?") {
+		t.Errorf("authorized POSTs = %v", authorized)
+	}
+	// The token is kept: the next action goes through at once.
+	run(t, ctx, "pause with the kept token",
+		chromedp.Click(chromedp.CSS(`#grid .row[data-w="ingest-nyc"] a.wid`)),
+		chromedp.WaitVisible(chromedp.CSS(`#drawer button[data-act="pause"]`)),
+		chromedp.Click(chromedp.CSS(`#drawer button[data-act="pause"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)),
+	)
+	confirmAndReload(t, ctx)
+	if p, _ := svc.Paused("ingest-nyc"); !p {
+		t.Error("ingest-nyc not paused")
+	}
+	if eval[string](t, ctx, `document.getElementById('token-btn').className`) != "ghost set" {
+		t.Error("the token button does not show that a token is kept")
+	}
+}
+
+// TestBrowserErrorsShown checks that a refused action shows the API's error
+// in the dialog and changes nothing.
+func TestBrowserErrorsShown(t *testing.T) {
+	ctx := newBrowser(t)
+	svc := demoService()
+	clock := func() time.Time { return demoNow }
+	srv := uiServer(t, svc, clock, Options{})
+	run(t, ctx, "load the grid", chromedp.Navigate(srv.URL+"/ui"), chromedp.WaitVisible(chromedp.CSS("#grid")))
+	g := eval[gridState](t, ctx, readGridJS)
+	// A running slot offers kill; make it final behind the page's back so
+	// the API refuses the kill (400, illegal transition).
+	runningAt := demoNow.Truncate(time.Hour).Add(-time.Hour)
+	cell := fmt.Sprintf(`#grid .row[data-w="ingest-clicks"] > :nth-child(%d)`, colOf(t, g, runningAt)+2)
+	run(t, ctx, "open the running slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer button[data-act="kill"]`)))
+	svc.set("ingest-clicks", runningAt, slot.Success, "x", 0)
+	run(t, ctx, "kill", chromedp.Click(chromedp.CSS(`#drawer button[data-act="kill"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)),
+		chromedp.Click(chromedp.CSS(`#confirm-ok`)), chromedp.WaitVisible(chromedp.CSS(`#confirm .cerr`)))
+	if txt := eval[string](t, ctx, `document.querySelector('#confirm .cerr').innerText`); !strings.Contains(txt, "illegal slot transition") {
+		t.Errorf("error shown = %q", txt)
+	}
+	screenshot(t, ctx, "action-error.png")
+	if got := mustSlotState(t, svc, "ingest-clicks", runningAt).Status; got != slot.Success {
+		t.Errorf("slot changed to %s", got)
+	}
+}
+
+// TestBrowserLargeGrid loads 1,000 workflows × 168 buckets: the page makes
+// no request per cell, filters rows at once, and opens details.
+func TestBrowserLargeGrid(t *testing.T) {
+	ctx := newBrowser(t)
+	svc := benchService(1000)
+	clock := func() time.Time { return demoNow }
+	srv := uiServer(t, svc, clock, Options{})
+	start := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(lctx, chromedp.Navigate(srv.URL+"/ui?cols=168"), chromedp.WaitVisible(chromedp.CSS("#grid"))); err != nil {
+		t.Fatalf("load the large grid: %v", err)
+	}
+	t.Logf("navigate + visible: %v", time.Since(start))
+	type perf struct {
+		Resources []string `json:"resources"`
+		DOM       float64  `json:"dom"`
+		Load      float64  `json:"load"`
+		Rows      int      `json:"rows"`
+		Cells     int      `json:"cells"`
+	}
+	p := eval[perf](t, ctx, `(() => { const n = performance.getEntriesByType('navigation')[0]; return {
+		resources: performance.getEntriesByType('resource').map(r => r.name.replace(location.origin, '')),
+		dom: n.domContentLoadedEventEnd, load: n.loadEventEnd,
+		rows: document.querySelectorAll('#grid .row[data-w]').length,
+		cells: document.querySelectorAll('#grid .row > i').length } })()`)
+	t.Logf("1,000 × 168 grid in chromium: DOMContentLoaded %.0f ms, load %.0f ms, %d rows, %d cells, requests besides the page: %v", p.DOM, p.Load, p.Rows, p.Cells, p.Resources)
+	if p.Rows != 1000 || p.Cells != 168000 {
+		t.Errorf("%d rows and %d cells, want 1000 and 168000", p.Rows, p.Cells)
+	}
+	if len(p.Resources) > 3 {
+		t.Errorf("the page made %d requests besides itself: %v", len(p.Resources), p.Resources)
+	}
+	run(t, ctx, "filter", chromedp.SendKeys(chromedp.CSS("#filter"), "workflow-09"))
+	if n := eval[int](t, ctx, `[...document.querySelectorAll('#grid .row[data-w]')].filter(r => !r.hidden).length`); n != 100 {
+		t.Errorf("filter shows %d rows, want 100", n)
+	}
+	run(t, ctx, "problems only", chromedp.Click(chromedp.CSS("#problems")))
+	shown := eval[[]string](t, ctx, `[...document.querySelectorAll('#grid .row[data-w]')].filter(r => !r.hidden).map(r => r.className)`)
+	for _, c := range shown {
+		if !strings.Contains(c, "x") {
+			t.Errorf("problems only shows a row of class %q", c)
+		}
+	}
+	if len(shown) == 0 || len(shown) == 100 {
+		t.Errorf("problems only shows %d rows", len(shown))
+	}
+	run(t, ctx, "open a slot", chromedp.Click(chromedp.CSS(`#grid .row[data-w]:not([hidden]) > :nth-child(5)`)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail`)))
+	screenshot(t, ctx, "large-grid.png")
+	// Clear the filter for the next test run in this browser profile.
+	eval[chromedp.Void](t, ctx, `sessionStorage.clear()`)
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema"
@@ -80,6 +81,7 @@ type slotView struct {
 	LogURL       string
 	CanRerun     bool
 	CanKill      bool
+	Problems     []engine.Problem
 	// Bucket is set when the slot was opened from a bucket of the grid.
 	BucketStart, BucketEnd time.Time
 }
@@ -229,6 +231,11 @@ func (h *handler) slotView(ctx context.Context, wf *schema.Workflow, st slot.Sta
 		LogEnabled: wf.ExternalService.Type == schema.ServiceCommand,
 		LogWired:   h.opts.SlotLog != nil,
 	}
+	for _, p := range h.problems(wf.ID) {
+		if p.Slot.Equal(st.ID.Time) {
+			v.Problems = append(v.Problems, p)
+		}
+	}
 	if wf.WaitTimeoutSeconds >= schema.NeverTimeout || wf.WaitTimeoutSeconds < 0 {
 		v.WaitNever = true
 	} else {
@@ -345,6 +352,7 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 // workflowView is the details of a workflow (its row header).
 type workflowView struct {
 	pageCommon
+	Problems   []engine.Problem
 	WF         *schema.Workflow
 	Paused     bool
 	Definition string
@@ -365,7 +373,7 @@ func (h *handler) serveWorkflow(w http.ResponseWriter, r *http.Request) {
 	}
 	paused, _ := h.svc.Paused(id)
 	def, _ := json.MarshalIndent(wf, "", "  ")
-	v := &workflowView{pageCommon: h.common(id), WF: wf, Paused: paused, Definition: string(def), Now: h.opts.Now().UTC()}
+	v := &workflowView{pageCommon: h.common(id), WF: wf, Paused: paused, Definition: string(def), Now: h.opts.Now().UTC(), Problems: h.problems(id)}
 	v.Fragment = h.fragment(r)
 	h.render(w, r, "workflow.html", v)
 }

@@ -183,7 +183,7 @@ func TestBrowserRealEngine(t *testing.T) {
 	screenshot(t, ctx, "engine-grid.png")
 
 	// The failed slot's details: state, external ID, trigger, the command's log.
-	cell := fmt.Sprintf(`#grid tr[data-w="fails"] > td:nth-child(%d)`, colOf(t, g, failedAt)+2)
+	cell := fmt.Sprintf(`#grid .row[data-w="fails"] > :nth-child(%d)`, colOf(t, g, failedAt)+2)
 	run(t, ctx, "open the failed slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="slot"]`)))
 	st := mustSlotState(t, f.eng, "fails", failedAt)
 	detail := eval[string](t, ctx, `document.querySelector('#drawer .detail').innerText`)
@@ -205,12 +205,12 @@ func TestBrowserRealEngine(t *testing.T) {
 
 	// Rerun a range: shift-click selects three buckets of wordcount.
 	newest, oldest := colOf(t, g, hour.Add(-3*time.Hour)), colOf(t, g, hour.Add(-5*time.Hour))
-	first := fmt.Sprintf(`#grid tr[data-w="wordcount"] > td:nth-child(%d)`, newest+2)
-	last := fmt.Sprintf(`#grid tr[data-w="wordcount"] > td:nth-child(%d)`, oldest+2)
+	first := fmt.Sprintf(`#grid .row[data-w="wordcount"] > :nth-child(%d)`, newest+2)
+	last := fmt.Sprintf(`#grid .row[data-w="wordcount"] > :nth-child(%d)`, oldest+2)
 	run(t, ctx, "select a range", chromedp.Click(chromedp.CSS(first)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="slot"]`)))
 	shiftClick(t, ctx, last)
 	run(t, ctx, "range details", chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="range"]`)))
-	if n := eval[int](t, ctx, `document.querySelectorAll('#grid td.sel').length`); n != 3 {
+	if n := eval[int](t, ctx, `document.querySelectorAll('#grid .row > i.sel').length`); n != 3 {
 		t.Errorf("%d cells selected, want 3", n)
 	}
 	screenshot(t, ctx, "engine-range.png")
@@ -227,13 +227,13 @@ func TestBrowserRealEngine(t *testing.T) {
 	checkGridAgainstAPI(t, ctx, srv.URL)
 
 	// Pause from the workflow's details.
-	run(t, ctx, "open the workflow", chromedp.Click(chromedp.CSS(`#grid tr[data-w="wordcount"] a.wid`)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="workflow"]`)))
+	run(t, ctx, "open the workflow", chromedp.Click(chromedp.CSS(`#grid .row[data-w="wordcount"] a.wid`)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="workflow"]`)))
 	run(t, ctx, "pause", chromedp.Click(chromedp.CSS(`#drawer button[data-act="pause"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
 	confirmAndReload(t, ctx)
 	if paused, _ := f.eng.Paused("wordcount"); !paused {
 		t.Error("wordcount not paused")
 	}
-	if cls := eval[string](t, ctx, `document.querySelector('#grid tr[data-w="wordcount"]').className`); !strings.Contains(cls, "p") {
+	if cls := eval[string](t, ctx, `document.querySelector('#grid .row[data-w="wordcount"]').className`); !strings.Contains(cls, "p") {
 		t.Errorf("paused row class = %q", cls)
 	}
 

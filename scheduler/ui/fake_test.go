@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema"
@@ -26,6 +27,18 @@ type memService struct {
 	loadErrors []api.LoadError
 	trig       map[string]trigger.Status
 	slotsErr   map[string]error
+	kept       []engine.Problem
+}
+
+// Problems is the engine's optional problem list.
+func (m *memService) Problems(wf string) []engine.Problem {
+	var out []engine.Problem
+	for _, p := range m.kept {
+		if wf == "" || p.Workflow == wf {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func newMem() *memService {

@@ -15,8 +15,25 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 )
+
+// problemLister is implemented by the slot engine: the errors it kept for
+// display (a slot whose submit or status call failed stays as it was; a
+// workflow that could not be stepped). The UI shows them when the service
+// offers them.
+type problemLister interface {
+	Problems(workflow string) []engine.Problem
+}
+
+// problems returns the service's kept problems of a workflow ("" for all).
+func (h *handler) problems(workflow string) []engine.Problem {
+	if pl, ok := h.svc.(problemLister); ok {
+		return pl.Problems(workflow)
+	}
+	return nil
+}
 
 // Zooms are the bucket sizes the grid offers, in minutes. Each divides a
 // day, so buckets are aligned on UTC midnight as in Celos.
@@ -206,7 +223,7 @@ type gridPage struct {
 }
 
 type stats struct {
-	Workflows, Failing, Paused, Running, Missing int
+	Workflows, Failing, Paused, Running, Missing, Problems int
 }
 
 type navLink struct {
@@ -248,6 +265,27 @@ type rowView struct {
 	Fail    int // buckets whose worst state is a failure
 	Running int // slots running
 	Service string
+	// Problems are the engine's kept errors for this workflow.
+	Problems []engine.Problem
+}
+
+// ProblemTitle summarizes the problems for a tooltip.
+func (r *rowView) ProblemTitle() string {
+	var b strings.Builder
+	for i, p := range r.Problems {
+		if i == 5 {
+			fmt.Fprintf(&b, "\n… and %d more", len(r.Problems)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if !p.Slot.IsZero() {
+			b.WriteString(p.Slot.UTC().Format("2006-01-02 15:04") + " ")
+		}
+		b.WriteString(p.Op + ": " + p.Error)
+	}
+	return b.String()
 }
 
 // cell aggregates a bucket: how many slots, and the worst rank.
@@ -291,10 +329,15 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 
 	ids := h.svc.WorkflowIDs()
 	page.Groups = h.group(ids)
+	byWorkflow := map[string][]engine.Problem{}
+	for _, p := range h.problems("") {
+		byWorkflow[p.Workflow] = append(byWorkflow[p.Workflow], p)
+	}
 	var rows []*rowView
 	for _, g := range page.Groups {
 		for _, row := range g.Rows {
 			if !row.Missing {
+				row.Problems = byWorkflow[row.ID]
 				rows = append(rows, row)
 			}
 		}
@@ -341,6 +384,9 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 				page.Stats.Paused++
 			}
 			page.Stats.Running += row.Running
+			if len(row.Problems) > 0 {
+				page.Stats.Problems++
+			}
 		}
 	}
 	return page, nil
@@ -392,17 +438,18 @@ func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells [
 	return buf
 }
 
-// renderCells writes the <td> of each bucket: the class carries the worst
+// renderCells writes one element per bucket: the class carries the worst
 // state (the stylesheet draws its colour and glyph), the text the number of
 // slots when there are several. Only constants and digits are written, so
-// no escaping is needed; this is the hot loop of a 1,000-workflow page.
+// no escaping is needed; this is the hot loop of a 1,000-workflow page,
+// which is why a cell is as short as "<i class=s></i>".
 func renderCells(buf []byte, cells []cell) []byte {
 	for _, c := range cells {
 		if c.n == 0 {
-			buf = append(buf, "<td></td>"...)
+			buf = append(buf, "<i></i>"...)
 			continue
 		}
-		buf = append(buf, "<td class="...)
+		buf = append(buf, "<i class="...)
 		buf = append(buf, styleByRank[c.rank].Class...)
 		buf = append(buf, '>')
 		switch {
@@ -412,7 +459,7 @@ func renderCells(buf []byte, cells []cell) []byte {
 		default:
 			buf = append(buf, "999+"...)
 		}
-		buf = append(buf, "</td>"...)
+		buf = append(buf, "</i>"...)
 	}
 	return buf
 }
@@ -514,23 +561,24 @@ func (h *handler) headers(page *gridPage, win window, now time.Time) {
 		}
 		page.Ticks = append(page.Ticks, tk)
 	}
-	// Column i is the (i+2)-th child of a row: the first is the name.
+	// Column i is the (i+2)-th child of a row and of the ticks: the first
+	// is the name (or the corner).
 	if len(boundaries) > 0 {
 		for j, b := range boundaries {
 			if j > 0 {
 				css.WriteString(",")
 			}
-			fmt.Fprintf(&css, ".grid tr>:nth-child(%d)", b+2)
+			fmt.Fprintf(&css, ".hrow.ticks>:nth-child(%d),.row>:nth-child(%d)", b+2, b+2)
 		}
 		css.WriteString("{border-left:2px solid var(--boundary)}\n")
 	}
 	if nowCol >= 0 {
-		fmt.Fprintf(&css, ".grid tbody tr>:nth-child(%d){box-shadow:inset 2px 0 0 var(--now)}\n", nowCol+2)
+		fmt.Fprintf(&css, ".row>:nth-child(%d){box-shadow:inset 2px 0 0 var(--now)}\n", nowCol+2)
 		if nowCol > 0 {
-			fmt.Fprintf(&css, ".grid tbody tr>td:nth-child(-n+%d){background-image:var(--future)}\n", nowCol+1)
+			fmt.Fprintf(&css, ".row>i:nth-child(-n+%d){--hatch:var(--future)}\n", nowCol+1)
 		}
 	} else if win.First.After(now) {
-		css.WriteString(".grid tbody tr>td{background-image:var(--future)}\n")
+		css.WriteString(".row>i{--hatch:var(--future)}\n")
 	}
 	page.ColumnStyle = template.CSS(css.String())
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema"
@@ -52,16 +53,16 @@ func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, code int) string {
 	return rec.Body.String()
 }
 
-// rowCells extracts the <td> of a workflow's row: "class:text" each.
+// rowCells extracts the bucket cells of a workflow's row: "class:text" each.
 func rowCells(t *testing.T, page, id string) []string {
 	t.Helper()
-	re := regexp.MustCompile(`<tr data-w="` + regexp.QuoteMeta(id) + `"[^>]*>(.*?)</tr>`)
+	re := regexp.MustCompile(`data-w="` + regexp.QuoteMeta(id) + `"><div class="wf">.*?</div>((?:<i[^>]*>[^<]*</i>)*)</div>`)
 	m := re.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no row for %s", id)
 	}
 	var out []string
-	for _, c := range regexp.MustCompile(`<td(?: class=(\w+))?>([^<]*)</td>`).FindAllStringSubmatch(m[1], -1) {
+	for _, c := range regexp.MustCompile(`<i(?: class=(\w+))?>([^<]*)</i>`).FindAllStringSubmatch(m[1], -1) {
 		out = append(out, c[1]+":"+c[2])
 	}
 	return out
@@ -72,10 +73,10 @@ func TestGridGroupsAndRows(t *testing.T) {
 	page := wantStatus(t, get(t, h, "/ui"), 200)
 	for _, want := range []string{
 		`data-group="Ingest"`, `data-group="Reports"`, `data-group="Unlisted workflows"`,
-		`<tr class="miss" data-w="report-legacy">`, `(missing)`,
-		`<tr data-w="ingest-lax" class="p">`, `❚❚ paused`,
+		`<div class="row miss" data-w="report-legacy">`, `(missing)`,
+		`<div class="row p" data-w="ingest-lax">`, `❚❚ paused`,
 		`report-legacy.json`, `unsupported format version`,
-		`<tr data-w="ingest-clicks" class="x">`,
+		`<div class="row x" data-w="ingest-clicks">`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -86,7 +87,7 @@ func TestGridGroupsAndRows(t *testing.T) {
 	if !(i1 < i2 && i2 < i3) {
 		t.Errorf("groups out of order: %d %d %d", i1, i2, i3)
 	}
-	if n := strings.Count(page, "<tr data-w="); n != 7 {
+	if n := len(regexp.MustCompile(`<div class="row(?: p)?(?: x)?" data-w=`).FindAllString(page, -1)); n != 7 {
 		t.Errorf("%d workflow rows, want 7", n)
 	}
 }
@@ -94,11 +95,11 @@ func TestGridGroupsAndRows(t *testing.T) {
 func TestGridWithoutConfigIsOneGroup(t *testing.T) {
 	h := newTestHandler(t, demoService(), Options{})
 	page := wantStatus(t, get(t, h, "/ui"), 200)
-	if strings.Count(page, `<tbody class="grp"`) != 1 || !strings.Contains(page, "All workflows") {
+	if strings.Count(page, `<section class="grp"`) != 1 || !strings.Contains(page, "All workflows") {
 		t.Error("want one group, All workflows")
 	}
 	// Sorted ids.
-	ids := regexp.MustCompile(`<tr data-w="([^"]+)"`).FindAllStringSubmatch(page, -1)
+	ids := regexp.MustCompile(`<div class="row[^"]*" data-w="([^"]+)"`).FindAllStringSubmatch(page, -1)
 	for i := 1; i < len(ids); i++ {
 		if ids[i-1][1] > ids[i][1] {
 			t.Errorf("rows not sorted: %s before %s", ids[i-1][1], ids[i][1])
@@ -139,7 +140,7 @@ func TestGridCells(t *testing.T) {
 		t.Errorf("h cells = %s, want %s", got, want)
 	}
 	// Ticks: newest on the left.
-	ticks := regexp.MustCompile(`<th data-t="(\d+)"`).FindAllStringSubmatch(page, -1)
+	ticks := regexp.MustCompile(`<b data-t="(\d+)"`).FindAllStringSubmatch(page, -1)
 	if len(ticks) != 5 || ticks[0][1] != fmt.Sprint(base.Unix()) || ticks[4][1] != fmt.Sprint(base.Add(-4*time.Hour).Unix()) {
 		t.Errorf("ticks = %v", ticks)
 	}
@@ -171,7 +172,7 @@ func TestGridZoomAndColumns(t *testing.T) {
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			page := wantStatus(t, get(t, h, "/ui?"+tc.query), 200)
-			if n := strings.Count(page, `<th data-t=`); n != tc.cols {
+			if n := strings.Count(page, `<b data-t=`); n != tc.cols {
 				t.Errorf("%d columns, want %d", n, tc.cols)
 			}
 			if !strings.Contains(page, `class="grid `+tc.zoomClass+`"`) {
@@ -224,7 +225,7 @@ func TestGridNavigation(t *testing.T) {
 	}
 	// A window ending in the future marks the now column and hatches later ones.
 	page = wantStatus(t, get(t, h, "/ui?time=2026-11-22T20:00Z"), 200)
-	if !strings.Contains(page, `:nth-child(-n+6){background-image:var(--future)}`) {
+	if !strings.Contains(page, `:nth-child(-n+6){--hatch:var(--future)}`) {
 		t.Errorf("future columns not marked:\n%s", regexp.MustCompile(`(?s)<style>.*?</style>`).FindString(page))
 	}
 }
@@ -426,7 +427,7 @@ func TestSlotsErrorShownInRow(t *testing.T) {
 	svc.slotsErr["ingest-nyc"] = errors.New("schedule: dependent workflow ghost not found")
 	h := newTestHandler(t, svc, Options{})
 	page := wantStatus(t, get(t, h, "/ui"), 200)
-	if !strings.Contains(page, `<tr class="rerr x" data-w="ingest-nyc">`) || !strings.Contains(page, "dependent workflow ghost not found") {
+	if !strings.Contains(page, `<div class="row rerr x" data-w="ingest-nyc">`) || !strings.Contains(page, "dependent workflow ghost not found") {
 		t.Error("a workflow whose slots fail to list should show the error in its row")
 	}
 }
@@ -564,5 +565,31 @@ func TestRelative(t *testing.T) {
 		if got := relative(now.Add(d), now); got != want {
 			t.Errorf("relative(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+func TestProblemsShown(t *testing.T) {
+	svc := demoService()
+	readyAt := demoNow.Truncate(time.Hour).Add(-3 * time.Hour)
+	svc.kept = []engine.Problem{
+		{Workflow: "ingest-impressions", Slot: readyAt, Op: "submit", Error: "oozie: 503 Service Unavailable", At: demoNow.Add(-time.Minute)},
+		{Workflow: "ingest-impressions", Op: "step", Error: "workflow <b>broken</b>", At: demoNow},
+	}
+	h := newTestHandler(t, svc, Options{})
+	page := wantStatus(t, get(t, h, "/ui"), 200)
+	if !strings.Contains(page, `<span class="tag warn" title="2026-11-22 11:00 submit: oozie: 503 Service Unavailable
+step: workflow &lt;b&gt;broken&lt;/b&gt;">⚠ 2</span>`) {
+		t.Errorf("row lacks the problems tag:\n%s", regexp.MustCompile(`data-w="ingest-impressions".*?</div>`).FindString(page))
+	}
+	if !strings.Contains(page, "<b>1</b> with errors to look at") {
+		t.Error("summary lacks the problems count")
+	}
+	body := wantStatus(t, get(t, h, "/ui/slot?f=1&id=ingest-impressions&time="+slot.FormatTime(readyAt)), 200)
+	if !strings.Contains(body, "oozie: 503 Service Unavailable") || strings.Contains(body, "broken") {
+		t.Error("slot details should list that slot's problems only")
+	}
+	body = wantStatus(t, get(t, h, "/ui/workflow?f=1&id=ingest-impressions"), 200)
+	if !strings.Contains(body, "oozie: 503 Service Unavailable") || !strings.Contains(body, "workflow &lt;b&gt;broken&lt;/b&gt;") {
+		t.Error("workflow details lack the problems")
 	}
 }

@@ -17,11 +17,11 @@
   var zoom = grid ? +grid.dataset.zoom : 0;
   var ticks = [];
   if (grid) {
-    grid.querySelectorAll("thead tr.ticks th").forEach(function (th) { ticks.push(+th.dataset.t); });
+    grid.querySelectorAll("#ticks b").forEach(function (b) { ticks.push(+b.dataset.t); });
   }
   var backStack = []; // drawer URLs, for Back
   var current = null; // the drawer's URL
-  var anchor = null;  // {tr, col}: the first cell of a range selection
+  var anchor = null;  // {row, col}: the first cell of a range selection
 
   function $(id) { return document.getElementById(id); }
   function iso(t) { return new Date(t * 1000).toISOString(); }
@@ -81,14 +81,19 @@
 
   function clearSelection() {
     if (!grid) { return; }
-    grid.querySelectorAll("td.sel").forEach(function (td) { td.classList.remove("sel"); });
+    grid.querySelectorAll(".row > i.sel").forEach(function (c) { c.classList.remove("sel"); });
   }
 
-  function selectCells(tr, from, to) {
+  // cellAt returns the element of bucket col in a row (its first child is
+  // the name).
+  function cellAt(row, col) { return row.children[col + 1]; }
+  function colOf(cell) { return Array.prototype.indexOf.call(cell.parentElement.children, cell) - 1; }
+
+  function selectCells(row, from, to) {
     clearSelection();
     for (var c = from; c <= to; c++) {
-      var td = tr.cells[c + 1];
-      if (td) { td.classList.add("sel"); }
+      var cell = cellAt(row, c);
+      if (cell && cell.tagName === "I") { cell.classList.add("sel"); }
     }
   }
 
@@ -108,48 +113,48 @@
       }
       var fold = ev.target.closest("button.fold");
       if (fold) {
-        var tb = fold.closest("tbody");
+        var tb = fold.closest("section.grp");
         tb.classList.toggle("folded");
         fold.setAttribute("aria-expanded", tb.classList.contains("folded") ? "false" : "true");
         saveFolds();
         return;
       }
-      var td = ev.target.closest("td");
-      if (!td || td.classList.contains("note")) { return; }
-      var tr = td.parentElement;
-      var id = tr.dataset.w;
-      var col = td.cellIndex - 1;
+      var cell = ev.target.closest(".row > i");
+      if (!cell) { return; }
+      var row = cell.parentElement;
+      var id = row.dataset.w;
+      var col = colOf(cell);
       if (!id || col < 0 || col >= ticks.length) { return; }
       backStack = [];
-      if (ev.shiftKey && anchor && anchor.tr === tr && anchor.col !== col) {
+      if (ev.shiftKey && anchor && anchor.row === row && anchor.col !== col) {
         var lo = Math.min(anchor.col, col), hi = Math.max(anchor.col, col);
-        selectCells(tr, lo, hi);
+        selectCells(row, lo, hi);
         // Newest on the left: column lo is the newest bucket.
         openDrawer(slotURL(id, ticks[hi], ticks[lo] + zoom), false);
         return;
       }
-      anchor = { tr: tr, col: col };
-      selectCells(tr, col, col);
+      anchor = { row: row, col: col };
+      selectCells(row, col, col);
       openDrawer(slotURL(id, ticks[col], ticks[col] + zoom), false);
     });
 
     // Tooltips are made on demand rather than shipped with every cell.
     grid.addEventListener("mouseover", function (ev) {
-      var td = ev.target.closest("td");
-      if (!td || td.title || td.classList.contains("note")) { return; }
-      var col = td.cellIndex - 1;
-      var id = td.parentElement.dataset.w;
+      var cell = ev.target.closest(".row > i");
+      if (!cell || cell.title) { return; }
+      var col = colOf(cell);
+      var id = cell.parentElement.dataset.w;
       if (!id || col < 0) { return; }
       var s = id + " · " + short(ticks[col]) + " UTC";
-      var cls = td.className.replace("sel", "").trim();
+      var cls = cell.className.replace("sel", "").trim();
       if (cls && STATES[cls]) {
-        var n = td.textContent;
+        var n = cell.textContent;
         s += n ? " · " + n + " slots, worst " + STATES[cls] : " · " + STATES[cls];
       } else {
         s += " · no slot";
       }
-      if (td.parentElement.classList.contains("p")) { s += " · workflow paused"; }
-      td.title = s;
+      if (cell.parentElement.classList.contains("p")) { s += " · workflow paused"; }
+      cell.title = s;
     });
   }
 
@@ -224,8 +229,9 @@
     var prog = dlg.querySelector(".cprog"), bar = prog.querySelector("progress"), ptext = prog.querySelector(".cprog-t");
     var errBox = dlg.querySelector(".cerr");
     var ok = $("confirm-ok");
+    var cancel = dlg.querySelector('button[value="cancel"]');
     prog.hidden = true; errBox.hidden = true; errBox.textContent = "";
-    ok.disabled = false;
+    ok.disabled = false; ok.hidden = false; cancel.textContent = "Cancel";
     ok.textContent = d.title.replace(/\?$/, "").replace(/ this slot| [0-9]+ slots| \S+$/, "") || "Confirm";
     ok.className = "btn " + (d.danger ? "danger" : "primary");
     dlg.returnValue = "";
@@ -247,8 +253,15 @@
         errBox.hidden = false;
         errBox.textContent = err.message;
         ok.disabled = false;
-        ok.textContent = "Retry";
-        dlg.onclose = function () { if (err.partial) { reload(); } };
+        if (!err.status || err.status >= 500) {
+          ok.textContent = "Retry"; // the server or the network failed: trying again may help
+        } else {
+          ok.hidden = true; // the API refused: show what it said, then the current state
+          cancel.textContent = "Close";
+        }
+        dlg.onclose = function () {
+          if (err.partial) { reload(); } else if (current) { var u = current; current = null; openDrawer(u, false); }
+        };
       });
     };
     dlg.showModal();
@@ -317,12 +330,12 @@
     var q = (filter.value || "").trim().toLowerCase();
     var onlyBad = problems.checked;
     var shown = 0;
-    grid.querySelectorAll("tbody.grp").forEach(function (tb) {
+    grid.querySelectorAll("section.grp").forEach(function (tb) {
       var any = false;
-      tb.querySelectorAll("tr[data-w]").forEach(function (tr) {
-        var ok = (!q || tr.dataset.w.toLowerCase().indexOf(q) >= 0) &&
-          (!onlyBad || tr.classList.contains("x") || tr.classList.contains("miss"));
-        tr.hidden = !ok;
+      tb.querySelectorAll(".row").forEach(function (row) {
+        var ok = (!q || row.dataset.w.toLowerCase().indexOf(q) >= 0) &&
+          (!onlyBad || row.classList.contains("x") || row.classList.contains("miss"));
+        row.hidden = !ok;
         if (ok) { any = true; shown++; }
       });
       tb.hidden = !any && (q !== "" || onlyBad);
@@ -342,13 +355,13 @@
 
   function saveFolds() {
     var folded = [];
-    grid.querySelectorAll("tbody.grp.folded").forEach(function (tb) { folded.push(tb.dataset.group); });
+    grid.querySelectorAll("section.grp.folded").forEach(function (tb) { folded.push(tb.dataset.group); });
     try { localStorage.setItem("celos.folded", JSON.stringify(folded)); } catch (e) { /* ignore */ }
   }
   if (grid) {
     try {
       var folded = JSON.parse(localStorage.getItem("celos.folded") || "[]");
-      grid.querySelectorAll("tbody.grp").forEach(function (tb) {
+      grid.querySelectorAll("section.grp").forEach(function (tb) {
         if (folded.indexOf(tb.dataset.group) >= 0) { tb.classList.add("folded"); }
       });
     } catch (e) { /* ignore */ }
@@ -405,11 +418,11 @@
       var id = params.get("id"), start = params.get("start"), end = params.get("end");
       if (grid && id && start && end) {
         var s = Date.parse(start) / 1000, e = Date.parse(end) / 1000;
-        var tr = grid.querySelector('tr[data-w="' + (window.CSS && CSS.escape ? CSS.escape(id) : id) + '"]');
-        if (tr) {
+        var row = grid.querySelector('.row[data-w="' + (window.CSS && CSS.escape ? CSS.escape(id) : id) + '"]');
+        if (row) {
           var cols = [];
           ticks.forEach(function (t, i) { if (t >= s && t < e) { cols.push(i); } });
-          if (cols.length) { selectCells(tr, cols[0], cols[cols.length - 1]); anchor = { tr: tr, col: cols[0] }; }
+          if (cols.length) { selectCells(row, cols[0], cols[cols.length - 1]); anchor = { row: row, col: cols[0] }; }
         }
       }
     }
