@@ -27,6 +27,8 @@ type fakeService struct {
 	loadErrs  []LoadError
 	steps     []time.Time
 	stepErr   error
+	// orphans are workflows whose dependent schedule names a missing one.
+	orphans map[string]bool
 }
 
 func newFake(ids ...string) *fakeService {
@@ -115,6 +117,9 @@ func (f *fakeService) Slots(_ context.Context, id string, start, end time.Time) 
 	defer f.mu.Unlock()
 	if _, err := f.wf(id); err != nil {
 		return nil, err
+	}
+	if f.orphans[id] {
+		return nil, fmt.Errorf("%w: dependent schedule: workflow \"gone\" not found", ErrUnschedulable)
 	}
 	var out []slot.State
 	t := start.Truncate(time.Hour)

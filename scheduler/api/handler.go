@@ -236,6 +236,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter):
 		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, ErrUnschedulable):
+		return http.StatusConflict, err.Error()
 	case errors.Is(err, external.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -148,6 +148,12 @@ func TestWorkflowSlots(t *testing.T) {
 	ts.want(400, "GET", "/workflow-slots?id=wf&end=yesterday", nil)
 	ts.want(400, "GET", "/workflow-slots?id=../etc", nil)
 	ts.want(400, "GET", "/workflow-slots?id=wf&start=2015-09-13T10:00Z&start=2015-09-13T11:00Z", nil)
+
+	f.orphans = map[string]bool{"wf": true}
+	rec = ts.want(409, "GET", "/workflow-slots?id=wf", nil)
+	if m := errMsg(t, rec); !strings.Contains(m, `workflow "gone" not found`) {
+		t.Errorf("409 message %q", m)
+	}
 }
 
 func TestMethodsAndPaths(t *testing.T) {

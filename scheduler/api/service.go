@@ -19,6 +19,12 @@ import (
 // holds no such key; the HTTP API answers 404.
 var ErrRegisterNotFound = errors.New("register not found")
 
+// ErrUnschedulable is wrapped by the operations on a workflow whose
+// schedule does not resolve (a dependent schedule naming a workflow that is
+// not loaded, a cycle of dependent schedules): a fault of the workflows
+// configuration, not of the request or the server. The HTTP API answers 409.
+var ErrUnschedulable = errors.New("workflow has no usable schedule")
+
 // LoadError is a workflows file that did not load.
 type LoadError struct {
 	File  string `json:"file"`
