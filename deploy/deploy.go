@@ -200,15 +200,31 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 			s.warn("deployed, but the previous Oozie directory %s could not be removed (the next deploy will): %v", s.hdfsURL(old), err)
 		}
 	}
-	if c.tree == nil && prev != nil && prev.HDFS != nil {
-		// The project no longer has an hdfs/ directory: remove the one the
-		// previous deploy wrote, now that no workflow refers to it.
-		if err := hfs.RemoveAll(prev.HDFS.Dir); err != nil {
-			s.warn("deployed, but the previous Oozie directory %s could not be removed: %v", s.hdfsURL(prev.HDFS.Dir), err)
+	if stale := s.staleHDFSDir(prev, c.tree != nil); stale != "" {
+		// The project no longer has an hdfs/ directory, or it moved (another
+		// --hdfs-root): remove the one the previous deploy wrote, now that
+		// no workflow refers to it.
+		if err := hfs.RemoveAll(stale); err != nil {
+			s.warn("deployed, but the previous Oozie directory %s could not be removed: %v", s.hdfsURL(stale), err)
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// staleHDFSDir returns the Oozie directory the previous deploy wrote when
+// this deploy does not replace it: the project has no hdfs/ any more, or
+// deploys to another HDFS root. Only a directory on the same file system
+// is returned (another one cannot be reached).
+func (s *session) staleHDFSDir(prev *Manifest, hasTree bool) string {
+	if prev == nil || prev.HDFS == nil || (hasTree && prev.HDFS.Dir == s.hdfsDir()) {
+		return ""
+	}
+	if prev.HDFS.FS != s.hdfsName {
+		s.warn("the previous deploy wrote %s%s, which this target's HDFS (%s) cannot reach; remove it by hand", prev.HDFS.FS, prev.HDFS.Dir, s.hdfsName)
+		return ""
+	}
+	return prev.HDFS.Dir
 }
 
 // swapDir puts tmp in place of live: live (if any) is renamed aside first,

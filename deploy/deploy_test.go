@@ -440,7 +440,7 @@ func TestDeployWithoutHDFSDir(t *testing.T) {
 	// after the workflows file no longer needs it.
 	os.RemoveAll(filepath.Join(f.deployDir, "hdfs"))
 	p, err := MakePlan(ctx, f.options())
-	if err != nil || len(p.FilesRemoved) != 3 {
+	if err != nil || !strings.HasSuffix(p.HDFSDirRemoved, "/hdfs/wordcount") || p.HDFSDir != "" || !p.HasChanges() {
 		t.Fatalf("plan: %+v %v", p, err)
 	}
 	res, err := Deploy(ctx, f.options())
@@ -463,6 +463,49 @@ func TestDeployWithoutHDFSDir(t *testing.T) {
 	})
 	if _, err := Deploy(ctx, f.options()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDeployMovesHDFSRoot: a deploy to another HDFS root removes the
+// directory the previous deploy wrote (the manifest knows it), and plan
+// says so.
+func TestDeployMovesHDFSRoot(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := Deploy(ctx, f.options()); err != nil {
+		t.Fatal(err)
+	}
+	o := f.options()
+	o.HDFSRoot = filepath.ToSlash(filepath.Join(f.root, "elsewhere"))
+	p, err := MakePlan(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(p.HDFSDirRemoved, "/installation/hdfs/wordcount") || len(p.FilesAdded) != 3 {
+		t.Fatalf("plan %+v", p)
+	}
+	var text strings.Builder
+	p.WriteText(&text)
+	if !strings.Contains(text.String(), "- removed (the previous deploy's Oozie directory)") {
+		t.Fatalf("plan text:\n%s", text.String())
+	}
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, f.hdfsRoot); len(got) != 0 {
+		t.Fatalf("old root still holds %v", got)
+	}
+	if got := tree(t, filepath.Join(f.root, "elsewhere", "wordcount")); len(got) != 3 {
+		t.Fatalf("new root holds %v", got)
+	}
+	// Undeploy without --hdfs-root finds it through the manifest.
+	o = f.options()
+	o.Project = "wordcount"
+	if _, err := Undeploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, filepath.Join(f.root, "elsewhere")); len(got) != 0 {
+		t.Fatalf("after undeploy: %v", got)
 	}
 }
 

@@ -25,6 +25,10 @@ type Plan struct {
 	Target        string `json:"target"`
 	WorkflowsFile string `json:"workflowsFile"`
 	HDFSDir       string `json:"hdfsDir,omitempty"`
+	// HDFSDirRemoved is the Oozie directory of the previous deploy when
+	// this one would remove it (the project has no hdfs/ any more, or
+	// moved to another HDFS root).
+	HDFSDirRemoved string `json:"hdfsDirRemoved,omitempty"`
 	// FirstDeploy is true when the target has no workflows file of the
 	// project yet.
 	FirstDeploy bool `json:"firstDeploy"`
@@ -64,7 +68,7 @@ type FileChange struct {
 
 // HasChanges reports whether deploying would change anything.
 func (p *Plan) HasChanges() bool {
-	return p.FirstDeploy || len(p.Document)+len(p.WorkflowsAdded)+len(p.WorkflowsRemoved)+len(p.WorkflowsChanged)+
+	return p.FirstDeploy || p.HDFSDirRemoved != "" || len(p.Document)+len(p.WorkflowsAdded)+len(p.WorkflowsRemoved)+len(p.WorkflowsChanged)+
 		len(p.FilesAdded)+len(p.FilesRemoved)+len(p.FilesChanged) > 0
 }
 
@@ -114,10 +118,13 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := s.hdfsDir()
-	if c.tree == nil {
-		live = m.HDFS.Dir
+	if stale := s.staleHDFSDir(m, c.tree != nil); stale != "" {
+		p.HDFSDirRemoved = s.hdfsURL(stale)
 	}
+	if c.tree == nil {
+		return p, nil
+	}
+	live := s.hdfsDir()
 	p.HDFSDir = s.hdfsURL(live)
 	remote := map[string]targets.File{}
 	files, _, err := targets.Walk(hfs, live)
@@ -133,25 +140,23 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 			known[f.Path] = f
 		}
 	}
-	if c.tree != nil {
-		for _, f := range c.tree.files {
-			r, ok := remote[f.rel]
-			if !ok {
-				p.FilesAdded = append(p.FilesAdded, FileChange{Path: f.rel, OldSize: -1, NewSize: f.size})
-				continue
-			}
-			delete(remote, f.rel)
-			if r.Size != f.size {
-				p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
-				continue
-			}
-			same, err := sameContent(hfs, path.Join(live, f.rel), r, known[f.rel], filepath.Join(c.tree.root, filepath.FromSlash(f.rel)))
-			if err != nil {
-				return nil, err
-			}
-			if !same {
-				p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
-			}
+	for _, f := range c.tree.files {
+		r, ok := remote[f.rel]
+		if !ok {
+			p.FilesAdded = append(p.FilesAdded, FileChange{Path: f.rel, OldSize: -1, NewSize: f.size})
+			continue
+		}
+		delete(remote, f.rel)
+		if r.Size != f.size {
+			p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
+			continue
+		}
+		same, err := sameContent(hfs, path.Join(live, f.rel), r, known[f.rel], filepath.Join(c.tree.root, filepath.FromSlash(f.rel)))
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
 		}
 	}
 	for _, r := range remote {
@@ -326,6 +331,9 @@ func (p *Plan) WriteText(w io.Writer) {
 		for _, f := range c.Fields {
 			fmt.Fprintf(w, "      %s: %s -> %s\n", f.Path, orNone(f.Old), orNone(f.New))
 		}
+	}
+	if p.HDFSDirRemoved != "" {
+		fmt.Fprintf(w, "HDFS directory %s\n  - removed (the previous deploy's Oozie directory)\n", p.HDFSDirRemoved)
 	}
 	if p.HDFSDir != "" {
 		fmt.Fprintf(w, "HDFS directory %s\n", p.HDFSDir)
