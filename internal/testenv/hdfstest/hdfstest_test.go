@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -222,12 +223,14 @@ func BenchmarkStart(b *testing.B) {
 	b.ReportMetric(up.Seconds()/float64(b.N), "s-to-ready")
 	b.ReportMetric(down.Seconds()/float64(b.N), "s-to-stop")
 }
+
 // TestStartFailure: a cluster that cannot start yields an error carrying the
 // tail of its log, and no JVM stays behind.
 func TestStartFailure(t *testing.T) {
 	hdfstest.SkipIfOptedOut(t)
+	dir := t.TempDir()
 	_, err := hdfstest.Start(context.Background(), hdfstest.Options{
-		Dir: t.TempDir(),
+		Dir: dir,
 		// Storage under a regular file: formatting fails.
 		Conf: map[string]string{"hdfs.minidfs.basedir": "/dev/null/dfs"},
 	})
@@ -236,5 +239,11 @@ func TestStartFailure(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "last lines of") || !strings.Contains(err.Error(), "ERR start") {
 		t.Fatalf("error lacks the log tail:\n%v", err)
+	}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		if b, _ := os.ReadFile(f); strings.Contains(string(b), dir) {
+			t.Fatalf("a process still runs with %s: %s", dir, f)
+		}
 	}
 }
