@@ -49,7 +49,7 @@ func chromiumPath(t *testing.T) string {
 // (CI uploads it), else scheduler/ui/testdata/artifacts (git-ignored).
 func artifactDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("testdata", "artifacts")
+	dir := filepath.Join(pkgDir, "testdata", "artifacts")
 	if d := os.Getenv("CELOS_TEST_ARTIFACTS"); d != "" {
 		dir = filepath.Join(d, "ui")
 	}
@@ -58,6 +58,10 @@ func artifactDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// pkgDir is the package directory (the tests' working directory at start;
+// some tests change it).
+var pkgDir, _ = os.Getwd()
 
 // newBrowser starts a headless chromium with a fresh profile.
 func newBrowser(t *testing.T) context.Context {

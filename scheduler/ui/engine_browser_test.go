@@ -111,9 +111,10 @@ func newEngineFixture(t *testing.T) *engineFixture {
 // those waiting for input, waiting for the command jobs in between.
 func (f *engineFixture) settle(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for i := 0; i < 10; i++ {
+	const maxSteps = 40
+	for i := 0; i < maxSteps; i++ {
 		if err := f.eng.Step(ctx, f.now, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func (f *engineFixture) settle(t *testing.T) {
 			return
 		}
 	}
-	t.Fatal("slots still READY or RUNNING after 10 steps")
+	t.Fatalf("slots still READY or RUNNING after %d steps", maxSteps)
 }
 
 // commandLogs opens a command slot's log as `celos server` does.

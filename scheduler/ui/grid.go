@@ -555,6 +555,9 @@ func (h *handler) headers(page *gridPage, win window, now time.Time) {
 			tk.Label = t.Format("04")
 		}
 		if !now.Before(t) && now.Before(t.Add(win.Zoom)) {
+			if tk.Label == "" {
+				tk.Label = t.Format("04")
+			}
 			nowCol = i
 			tk.Class = strings.TrimSpace(tk.Class + " now")
 			tk.Title += " (now)"
