@@ -106,6 +106,13 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			if _, ok := resp["200"]; !ok {
 				t.Errorf("%s: no 200 response documented", key)
 			}
+			// Requests that change state need the bearer token when the
+			// server has one (--auth-token-file); reads never do.
+			_, has401 := resp["401"]
+			_, hasSec := op["security"]
+			if changes := method != http.MethodGet; has401 != changes || hasSec != changes {
+				t.Errorf("%s: 401 documented %v, security documented %v; want both %v", key, has401, hasSec, changes)
+			}
 			if len(ep.params) > 0 {
 				if _, ok := resp["400"]; !ok {
 					t.Errorf("%s: takes parameters but documents no 400", key)
