@@ -63,6 +63,16 @@ type Config struct {
 	Stderr io.Writer
 	// LogLevel is the minimum level logged (default Info).
 	LogLevel slog.Level
+	// AuthTokenFile holds the API token: when set, every request that
+	// changes state (POST, PUT, DELETE: /scheduler, /rerun, /kill, /pause,
+	// /register, /clear-cache, and so the UI's actions) needs
+	// "Authorization: Bearer <token>"; reads stay open.
+	AuthTokenFile string
+	// InsecureNoAuthOnPublicAddress lets the server listen on an address
+	// other than loopback without AuthTokenFile: anyone who reaches it can
+	// then rerun, kill and pause workflows. Without it, such a server
+	// refuses to start.
+	InsecureNoAuthOnPublicAddress bool
 }
 
 // Server timeouts. WriteTimeout is long because POST /scheduler answers
@@ -115,8 +125,12 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if fi, err := os.Stat(cfg.Workflows); err != nil || !fi.IsDir() {
 		return fmt.Errorf("workflows directory %s: must exist and be a directory", cfg.Workflows)
 	}
+	token, err := authToken(cfg, log)
+	if err != nil {
+		return err
+	}
 	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", abs(cfg.DB),
-		"logs", abs(cfg.Logs), "autoSchedule", cfg.AutoSchedule, "pid", os.Getpid())
+		"logs", abs(cfg.Logs), "autoSchedule", cfg.AutoSchedule, "pid", os.Getpid(), "auth", token != "")
 
 	metrics := api.NewMetrics()
 	svcs, err := externalServices(cfg, log)
@@ -133,9 +147,13 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 		}
 	}()
 	h := api.New(engine, api.Options{Logger: log, Metrics: metrics, Version: cfg.Version})
-	mux, err := routes(cfg, engine, h, svcs)
+	mux, err := routes(cfg, engine, h, svcs, token != "")
 	if err != nil {
 		return err
+	}
+	handler := mux
+	if token != "" {
+		handler = api.RequireToken(token, mux, log)
 	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)))
@@ -144,7 +162,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	}
 	url := "http://" + ln.Addr().String()
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -218,10 +236,10 @@ func autoSchedule(ctx context.Context, h *api.Handler, interval time.Duration) {
 }
 
 // routes mounts the API, and the UI under /ui/ when it is built in.
-func routes(cfg Config, svc api.Service, h *api.Handler, svcs map[string]external.Service) (http.Handler, error) {
+func routes(cfg Config, svc api.Service, h *api.Handler, svcs map[string]external.Service, tokenRequired bool) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
-	if err := mountUI(mux, cfg, svc, svcs); err != nil {
+	if err := mountUI(mux, cfg, svc, svcs, tokenRequired); err != nil {
 		return nil, err
 	}
 	return mux, nil

@@ -17,8 +17,8 @@ import (
 )
 
 // mountUI serves the web UI at /ui and redirects / to it.
-func mountUI(mux *http.ServeMux, cfg Config, svc api.Service, svcs map[string]external.Service) error {
-	opts := ui.Options{HueURL: cfg.HueURL, Version: cfg.Version}
+func mountUI(mux *http.ServeMux, cfg Config, svc api.Service, svcs map[string]external.Service, tokenRequired bool) error {
+	opts := ui.Options{HueURL: cfg.HueURL, Version: cfg.Version, TokenRequired: tokenRequired}
 	if cfg.UIConfig != "" {
 		c, err := ui.LoadConfig(cfg.UIConfig)
 		if err != nil {

@@ -26,18 +26,21 @@ const DefaultServer = "http://127.0.0.1:8080"
 
 // clientOpts are the flags every client command has.
 type clientOpts struct {
-	server string
-	json   bool
+	server    string
+	tokenFile string
+	json      bool
 }
 
 func addClientFlags(c *cobra.Command) *clientOpts {
 	o := &clientOpts{}
 	c.Flags().StringVar(&o.server, "server", "", "celos server URL (default $CELOS_SERVER, else "+DefaultServer+")")
+	c.Flags().StringVar(&o.tokenFile, "token-file", "", "file holding the API token sent with changing requests (default $CELOS_TOKEN, else the file $CELOS_TOKEN_FILE)")
 	c.Flags().BoolVar(&o.json, "json", false, "print the server's JSON answer instead of a table")
 	return o
 }
 
-// client calls the API. CELOS_TOKEN, when set, is sent as a bearer token.
+// client calls the API. The token (--token-file, else CELOS_TOKEN, else the
+// file CELOS_TOKEN_FILE), when there is one, is sent as a bearer token.
 type client struct {
 	base  *url.URL
 	token string
@@ -56,7 +59,35 @@ func (o *clientOpts) client() (*client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usageError("--server %q: want an http:// or https:// URL such as %s", s, DefaultServer)
 	}
-	return &client{base: u, token: os.Getenv("CELOS_TOKEN"), hc: &http.Client{}}, nil
+	token, err := o.token()
+	if err != nil {
+		return nil, err
+	}
+	return &client{base: u, token: token, hc: &http.Client{}}, nil
+}
+
+// token returns the API token: the content of --token-file, else
+// $CELOS_TOKEN, else the content of the file $CELOS_TOKEN_FILE ("" if none).
+func (o *clientOpts) token() (string, error) {
+	file, flag := o.tokenFile, "--token-file"
+	if file == "" {
+		if t := strings.TrimSpace(os.Getenv("CELOS_TOKEN")); t != "" {
+			return t, nil
+		}
+		file, flag = os.Getenv("CELOS_TOKEN_FILE"), "CELOS_TOKEN_FILE"
+	}
+	if file == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", usageError("%s: %v", flag, err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" || strings.ContainsAny(t, "\r\n") {
+		return "", usageError("%s %s: want one line holding the token", flag, file)
+	}
+	return t, nil
 }
 
 // apiError is an error answer of the server.
@@ -106,6 +137,13 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 		msg := strings.TrimSpace(string(body))
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			msg = e.Error
+		}
+		if resp.StatusCode == http.StatusUnauthorized {
+			if c.token == "" {
+				msg += " (no token given: set CELOS_TOKEN or --token-file)"
+			} else {
+				msg += " (the token from CELOS_TOKEN or --token-file was refused)"
+			}
 		}
 		return nil, &apiError{Method: method, Path: path, Code: resp.StatusCode, Msg: msg}
 	}

@@ -37,9 +37,19 @@ log, /workflow-list and the UI) while the others run on. With
 step ends; without it, POST /scheduler (from cron) steps.
 
 Logs go to stderr and to --logs/celos.log, rolled daily (UTC) to
-celos-YYYY-MM-DD.log. SIGTERM or SIGINT stops it gracefully: the step and
+celos-YYYY-MM-DD.log.
+
+With --auth-token-file, every request that changes state (POST /scheduler,
+/rerun, /kill, /pause, /clear-cache, PUT and DELETE /register, and so the
+UI's actions) needs "Authorization: Bearer <token>"; reads stay open. The
+client commands send $CELOS_TOKEN or the content of --token-file. Without a
+token the server listens on loopback only, unless started with
+--insecure-no-auth-on-public-address.
+
+SIGTERM or SIGINT stops it gracefully: the step and
 the requests in flight finish first (a second signal stops it at once).`,
-		Example: `  celos server --port 8080 --workflows /etc/celos/workflows --db /var/lib/celos/db --autoSchedule 60`,
+		Example: `  celos server --port 8080 --workflows /etc/celos/workflows --db /var/lib/celos/db --autoSchedule 60
+  celos server --listen 0.0.0.0 --auth-token-file /etc/celos/token --workflows /etc/celos/workflows --db /var/lib/celos/db`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if cfg.Port < 0 || cfg.Port > 65535 {
@@ -87,6 +97,9 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.UIConfig, "ui-config", "", `UI groups file, Celos format {"groups":[{"name":..., "workflows":[...]}]}`)
 	f.StringVar(&cfg.HueURL, "hue", "", "Hue URL: the UI links Oozie jobs to it")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file holding the API token: POST/PUT/DELETE requests (steps, rerun, kill, pause, registers, UI actions) need Authorization: Bearer <token>; reads stay open")
+	f.BoolVar(&cfg.InsecureNoAuthOnPublicAddress, strings.TrimPrefix(server.InsecureFlag, "--"), false,
+		"INSECURE: allow --listen on a non-loopback address without --auth-token-file (anyone who reaches it can change state)")
 	f.StringVar(&cfg.URLFile, "url-file", "", "write the server's base URL to this file once it listens")
 	_ = f.MarkHidden("url-file")
 	return c
