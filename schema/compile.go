@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -103,6 +104,7 @@ type compiler struct {
 	root      *cue.Value // the package, once built
 	checkFile string     // the file overlaid into the package to apply #Project
 	absArg    bool       // the directory was given as an absolute path
+	deferred  []cueerrors.Error // errors left to scanMissing
 }
 
 func (c *compiler) errorf(pos, format string, args ...any) {
@@ -325,6 +327,20 @@ func (c *compiler) compile(dir string) *Project {
 	} else if err := pv.Err(); err != nil {
 		c.addCUEError(err, dir)
 	}
+	if len(c.deferred) > 0 {
+		if !c.scanMissing(pv.LookupPath(cue.ParsePath("workflows"))) {
+			// Nothing found missing: report CUE's own words.
+			for _, e := range c.deferred {
+				format, args := e.Msg()
+				p, _ := c.userPos(append([]token.Pos{e.Position()}, e.InputPositions()...))
+				msg := fmt.Sprintf(format, args...)
+				if path := cuePath(e.Path()); path != "" {
+					msg = path + ": " + msg
+				}
+				c.errorf(c.pos(p), "%s", msg)
+			}
+		}
+	}
 	// As #Project, the package is closed: only project and workflows.
 	if it, err := pv.Fields(); err == nil {
 		for it.Next() {
@@ -433,25 +449,25 @@ func (c *compiler) references(p *Project, wfs cue.Value) {
 			path := cue.MakePath(cue.Str("schedule"), cue.Str("workflow"))
 			c.warnf(c.valuePos(wv.LookupPath(path)), "%s.schedule.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, w.Schedule.Workflow)
 		}
-		var walk func(t *Trigger, path []cue.Selector)
-		walk = func(t *Trigger, path []cue.Selector) {
+		var walk func(t *Trigger, path []cue.Selector, name string)
+		walk = func(t *Trigger, path []cue.Selector, name string) {
+			sub := func(n ...cue.Selector) []cue.Selector { return append(path[:len(path):len(path)], n...) }
 			switch t.Type {
 			case TriggerSuccess:
 				if !ids[t.Workflow] {
-					sel := append(path[:len(path):len(path)], cue.Str("workflow"))
-					c.warnf(c.valuePos(wv.LookupPath(cue.MakePath(sel...))), "%s.%s: workflow %q is not in this project (fine if another project of the installation defines it)", label, cue.MakePath(sel...), t.Workflow)
+					c.warnf(c.valuePos(wv.LookupPath(cue.MakePath(sub(cue.Str("workflow"))...))), "%s.%s.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, name, t.Workflow)
 				}
 			case TriggerAnd, TriggerOr:
 				for i := range t.Triggers {
-					walk(&t.Triggers[i], append(path[:len(path):len(path)], cue.Str("triggers"), cue.Index(i)))
+					walk(&t.Triggers[i], sub(cue.Str("triggers"), cue.Index(i)), fmt.Sprintf("%s.triggers.%d", name, i))
 				}
 			case TriggerNot, TriggerOffset:
 				if t.Trigger != nil {
-					walk(t.Trigger, append(path[:len(path):len(path)], cue.Str("trigger")))
+					walk(t.Trigger, sub(cue.Str("trigger")), name+".trigger")
 				}
 			}
 		}
-		walk(&w.Trigger, []cue.Selector{cue.Str("trigger")})
+		walk(&w.Trigger, []cue.Selector{cue.Str("trigger")}, "trigger")
 	}
 }
 
@@ -589,6 +605,12 @@ func (c *compiler) addCUEError(err error, dir string) {
 	for i := 0; i < len(errs); i++ {
 		e := errs[i]
 		format, args := e.Msg()
+		if strings.HasPrefix(format, "non-concrete value %v in operand to") || len(e.Path()) > 0 && strings.HasPrefix(e.Path()[0], "#") {
+			// A shape chosen by a `type` the project left out: CUE
+			// reports it inside the schema; scanMissing says which.
+			c.deferred = append(c.deferred, e)
+			continue
+		}
 		ps := append([]token.Pos{e.Position()}, e.InputPositions()...)
 		var msg string
 		if n, ok := disjunctionCount(format, args); ok && i+n < len(errs) {
@@ -644,6 +666,30 @@ func (c *compiler) addCUEError(err error, dir string) {
 		if pos == "" {
 			pos = dir
 		}
+		if ep := e.Path(); len(ep) == 3 && ep[0] == "workflows" && ep[2] == "id" && strings.HasPrefix(format, "conflicting values") {
+			key := ep[1]
+			if unq, err := strconv.Unquote(key); err == nil {
+				key = unq
+			}
+			msg = fmt.Sprintf("workflows.%s.id: a workflow's id is its key under workflows (%q), so it cannot be set to another (ids are unique by construction)", cuePathLabel(key), key)
+			format = ""
+		}
+		if strings.HasPrefix(format, "conflicting values") {
+			// Say where the other side of the conflict is, too.
+			var also []string
+			seen := map[string]bool{pos: true}
+			for _, q := range ps {
+				if q.IsValid() && !c.inSchema(q) {
+					if s := c.pos(q); !seen[s] {
+						seen[s] = true
+						also = append(also, s)
+					}
+				}
+			}
+			if len(also) > 0 {
+				msg += " (also at " + strings.Join(also, ", ") + ")"
+			}
+		}
 		c.errorf(pos, "%s", msg)
 	}
 }
@@ -668,6 +714,61 @@ func (c *compiler) enclosingUserPos(path []string) (token.Pos, bool) {
 		}
 	}
 	return token.NoPos, false
+}
+
+// scanMissing looks for required fields that the project left out and that
+// CUE reports only inside the schema: a workflow's schedule, trigger or
+// externalService, a nested trigger, a `type`. It reports each at the
+// nearest value the project wrote and says whether it found any.
+func (c *compiler) scanMissing(wfs cue.Value) bool {
+	found := false
+	missing := func(parent cue.Value, path string) {
+		found = true
+		c.errorf(c.valuePos(parent), "%s: missing required field", path)
+	}
+	written := func(v cue.Value) bool {
+		_, ok := c.userPos(valuePositions(v))
+		return v.Exists() && ok
+	}
+	var node func(parent, v cue.Value, path string, kind string)
+	node = func(parent, v cue.Value, path string, kind string) {
+		if !written(v) {
+			missing(parent, path)
+			return
+		}
+		t := v.LookupPath(cue.ParsePath("type"))
+		typ, err := t.String()
+		if err != nil {
+			missing(v, path+".type")
+			return
+		}
+		if kind != "trigger" {
+			return
+		}
+		switch typ {
+		case TriggerAnd, TriggerOr:
+			list := v.LookupPath(cue.ParsePath("triggers"))
+			if it, err := list.List(); err == nil {
+				for i := 0; it.Next(); i++ {
+					node(v, it.Value(), fmt.Sprintf("%s.triggers.%d", path, i), kind)
+				}
+			}
+		case TriggerNot, TriggerOffset:
+			node(v, v.LookupPath(cue.ParsePath("trigger")), path+".trigger", kind)
+		}
+	}
+	it, err := wfs.Fields()
+	if err != nil {
+		return false
+	}
+	for it.Next() {
+		w := it.Value()
+		label := "workflows." + it.Selector().String()
+		for _, f := range []string{"schedule", "trigger", "externalService"} {
+			node(w, w.LookupPath(cue.MakePath(cue.Str(f))), label+"."+f, f)
+		}
+	}
+	return found
 }
 
 // fieldUserPos is the position of the value at path itself, if the
