@@ -101,9 +101,9 @@ type compiler struct {
 	dir       string // absolute directory of the package
 	schemaDir string // absolute directory the schema is overlaid at
 	diags     []Diagnostic
-	root      *cue.Value // the package, once built
-	checkFile string     // the file overlaid into the package to apply #Project
-	absArg    bool       // the directory was given as an absolute path
+	root      *cue.Value        // the package, once built
+	checkFile string            // the file overlaid into the package to apply #Project
+	absArg    bool              // the directory was given as an absolute path
 	deferred  []cueerrors.Error // errors left to scanMissing
 }
 
