@@ -50,7 +50,7 @@ SIGTERM or SIGINT stops it gracefully: the step and
 the requests in flight finish first (a second signal stops it at once).`,
 		Example: `  celos server --port 8080 --workflows /etc/celos/workflows --db /var/lib/celos/db --autoSchedule 60
   celos server --listen 0.0.0.0 --auth-token-file /etc/celos/token --workflows /etc/celos/workflows --db /var/lib/celos/db`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if cfg.Port < 0 || cfg.Port > 65535 {
 				return usageError("--port %d: want 0..65535", cfg.Port)
