@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/celos-go/celos/deploy"
 )
 
 // TestDeployExitCodes: plan and deploy --dry-run exit 0 for no change, 2
@@ -70,5 +72,24 @@ workflows: hello: {
 		if got := code(tc.args...); got != tc.want {
 			t.Errorf("celos %v: exit %d, want %d", tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestProgressLine: on a terminal the step and the upload progress share
+// one line, redrawn in place, and are cleared before the summary.
+func TestProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	p := &progressLine{w: &b}
+	p.step("upload HDFS directory")
+	p.progress(deploy.Progress{Files: 512, TotalFiles: 1001, Bytes: 52_300_000, TotalBytes: 107_400_000})
+	p.clear()
+	want := "\r\033[Kupload HDFS directory..." +
+		"\r\033[Kupload HDFS directory: 512/1001 files, 52.3 MB/107.4 MB" +
+		"\r\033[K"
+	if got := b.String(); got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if isTerminal(&b) {
+		t.Fatal("a buffer is not a terminal")
 	}
 }
