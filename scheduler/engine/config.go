@@ -40,6 +40,7 @@ type loader struct {
 	dir   string
 	files map[string]*fileEntry
 	owner map[string]string // workflow id → file that had it at the last load
+	last  *config           // returned again while no file changes
 }
 
 // load builds a config from the directory. A file that does not load is
@@ -60,6 +61,7 @@ func (l *loader) load() *config {
 		return c
 	}
 	seen := make(map[string]bool)
+	changed := false
 	var names []string
 	for _, e := range entries {
 		name := e.Name()
@@ -95,6 +97,7 @@ func (l *loader) load() *config {
 		if fe.mtime.Equal(info.ModTime()) && fe.size == info.Size() && (fe.proj != nil || fe.err != nil) {
 			continue
 		}
+		changed = true
 		fe.mtime, fe.size = info.ModTime(), info.Size()
 		p, err := loadFile(filepath.Join(l.dir, name))
 		if err != nil {
@@ -106,7 +109,11 @@ func (l *loader) load() *config {
 	for name := range l.files {
 		if !seen[name] {
 			delete(l.files, name)
+			changed = true
 		}
+	}
+	if !changed && l.last != nil && len(c.loadErrs) == 0 {
+		return l.last
 	}
 	// Files that owned ids before go first, so a newly deployed file that
 	// repeats an id cannot take it (or its file's other workflows) away.
@@ -154,6 +161,7 @@ func (l *loader) load() *config {
 	sort.Strings(c.ids)
 	sort.Slice(c.loadErrs, func(i, j int) bool { return c.loadErrs[i].File < c.loadErrs[j].File })
 	c.scheds, c.schedErrs = schedule.Resolve(c.workflows)
+	l.last = c
 	return c
 }
 

@@ -175,6 +175,9 @@ var _ api.Service = (*Engine)(nil)
 // reload re-reads the workflows directory; stepMu is held.
 func (e *Engine) reload() *config {
 	c := e.loader.load()
+	if c == e.cfg {
+		return c // nothing changed; already logged
+	}
 	for _, le := range c.loadErrs {
 		e.log.Error("workflows file not loaded", "file", le.File, "error", le.Error)
 	}
@@ -264,6 +267,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 			todo = append(todo, id)
 		}
 	}
+	e.db.Preload(todo, 8) // start-up: read the state files in parallel
 	st := &stepper{e: e, now: now, env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}, rep: &rep, failed: make(map[int64]bool)}
 	for _, id := range todo {
 		if err := ctx.Err(); err != nil {
@@ -888,6 +892,7 @@ func (e *Engine) ClearCache() error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
 	e.loader.files = make(map[string]*fileEntry)
+	e.loader.last = nil
 	err := e.db.Reload()
 	e.mu.Lock()
 	e.done = make(map[string]doneMark)

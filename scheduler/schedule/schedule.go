@@ -9,20 +9,14 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/cron"
 )
 
 // Schedule enumerates the slot times of one workflow. Slot times are UTC
 // and whole seconds. It is immutable and safe for concurrent use.
 type Schedule struct {
-	c   cronTimes
+	c   *cron.Expr
 	key string
-}
-
-// cronTimes is what a schedule needs from a parsed cron expression.
-type cronTimes interface {
-	// appendBetween appends fire times in [from, to), oldest first, UTC,
-	// whole seconds (from rounded up to the next whole second).
-	appendBetween(dst []time.Time, from, to time.Time) []time.Time
 }
 
 // NewCron returns the schedule of a Quartz cron expression in the IANA time
@@ -33,7 +27,7 @@ func NewCron(expr, tz string) (*Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := parseCron(expr, loc)
+	c, err := cron.Parse(expr, loc)
 	if err != nil {
 		return nil, fmt.Errorf("cron %q: %w", expr, err)
 	}
@@ -54,7 +48,7 @@ func (s *Schedule) AppendTimes(dst []time.Time, start, end time.Time) []time.Tim
 	if !start.Before(end) {
 		return dst
 	}
-	return s.c.appendBetween(dst, start, end)
+	return s.c.AppendBetween(dst, start, end)
 }
 
 // Times returns the slot times in [start, end), oldest first.
@@ -67,7 +61,7 @@ func (s *Schedule) InSchedule(t time.Time) bool {
 		return false
 	}
 	var buf [1]time.Time
-	return len(s.c.appendBetween(buf[:0], t, t.Add(time.Second))) == 1
+	return len(s.c.AppendBetween(buf[:0], t, t.Add(time.Second))) == 1
 }
 
 // Resolve returns the schedule of every workflow in ws, keyed by id. A

@@ -199,10 +199,6 @@ func (db *DB) Reload() error {
 	return db.loadPaused()
 }
 
-func (db *DB) problem(rel string, err error) {
-	db.problems[filepath.ToSlash(rel)] = err.Error()
-}
-
 func key(t time.Time) int64 { return t.UnixMilli() }
 
 func keyTime(k int64) time.Time { return time.UnixMilli(k).UTC() }
@@ -218,20 +214,96 @@ func (db *DB) index(wf string) (*wfIndex, error) {
 	if ix := db.wfs[wf]; ix != nil {
 		return ix, nil
 	}
-	ix := &wfIndex{
-		recs:    make(map[int64]rec),
-		active:  make(map[int64]struct{}),
-		corrupt: make(map[int64]error),
-		reruns:  make(map[int64]time.Time),
-		intents: make(map[int64]Intent),
+	l, err := db.load(wf)
+	if err != nil {
+		return nil, err
 	}
-	err := db.walkSlots("state", wf, func(t time.Time, rel string, data []byte, rerr error) {
+	db.install(wf, l)
+	return l.ix, nil
+}
+
+// install adds a loaded index and what its load found; db.mu is held.
+func (db *DB) install(wf string, l *loaded) {
+	db.wfs[wf] = l.ix
+	for p, msg := range l.problems {
+		db.problems[p] = msg
+	}
+	for _, d := range l.dirs {
+		db.dirs[d] = true
+	}
+}
+
+// Preload reads the indexes of the named workflows that are not loaded
+// yet, with up to workers files read at once; a server calls it before its
+// first step so that start-up does not read 100,000s of files one by one.
+// Workflows whose directory cannot be read are left to fail on first use.
+func (db *DB) Preload(wfs []string, workers int) {
+	db.mu.Lock()
+	var todo []string
+	for _, wf := range wfs {
+		if db.wfs[wf] == nil && validWorkflow(wf) == nil {
+			todo = append(todo, wf)
+		}
+	}
+	db.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	workers = max(1, min(workers, len(todo)))
+	jobs := make(chan string)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for wf := range jobs {
+				l, err := db.load(wf)
+				if err != nil {
+					continue
+				}
+				db.mu.Lock()
+				if db.wfs[wf] == nil && !db.closed {
+					db.install(wf, l)
+				}
+				db.mu.Unlock()
+			}
+		}()
+	}
+	for _, wf := range todo {
+		jobs <- wf
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// loaded is one workflow's index as read from disk, with the problems met.
+type loaded struct {
+	ix       *wfIndex
+	problems map[string]string
+	dirs     []string
+}
+
+// load reads workflow wf's files. It touches no shared state of db (it may
+// run without db.mu), except removing a crash's temporary files.
+func (db *DB) load(wf string) (*loaded, error) {
+	l := &loaded{
+		ix: &wfIndex{
+			recs:    make(map[int64]rec),
+			active:  make(map[int64]struct{}),
+			corrupt: make(map[int64]error),
+			reruns:  make(map[int64]time.Time),
+			intents: make(map[int64]Intent),
+		},
+		problems: make(map[string]string),
+	}
+	ix := l.ix
+	problem := func(rel string, err error) { l.problems[filepath.ToSlash(rel)] = err.Error() }
+	err := db.walkSlots(l, "state", wf, func(t time.Time, rel string, data []byte, rerr error) {
 		k := key(t)
 		if rerr == nil {
 			st, ext, retry, perr := ParseState(data)
 			if perr == nil {
-				r := rec{status: st, ext: ext, retry: retry}
-				ix.recs[k] = r
+				ix.recs[k] = rec{status: st, ext: ext, retry: retry}
 				if !st.Final() {
 					ix.active[k] = struct{}{}
 				}
@@ -239,12 +311,11 @@ func (db *DB) index(wf string) (*wfIndex, error) {
 			}
 			rerr = perr
 		}
-		err := fmt.Errorf("%w %s: %v", ErrCorrupt, filepath.Join(db.dir, rel), rerr)
-		ix.corrupt[k] = err
-		db.problem(rel, rerr)
+		ix.corrupt[k] = fmt.Errorf("%w %s: %v", ErrCorrupt, filepath.Join(db.dir, rel), rerr)
+		problem(rel, rerr)
 	})
 	if err == nil {
-		err = db.walkSlots("rerun", wf, func(t time.Time, rel string, data []byte, rerr error) {
+		err = db.walkSlots(l, "rerun", wf, func(t time.Time, rel string, data []byte, rerr error) {
 			if rerr == nil {
 				var at time.Time
 				if at, rerr = parseRerun(data); rerr == nil {
@@ -252,14 +323,14 @@ func (db *DB) index(wf string) (*wfIndex, error) {
 					return
 				}
 			}
-			// An unreadable marker still marks the slot; it expires as if
-			// written at the epoch, i.e. at the next RerunTimes.
+			// An unreadable marker still marks the slot, as if written at
+			// the epoch (expired: dropped once the slot is final).
 			ix.reruns[key(t)] = time.Time{}
-			db.problem(rel, rerr)
+			problem(rel, rerr)
 		})
 	}
 	if err == nil {
-		err = db.walkSlots("intent", wf, func(t time.Time, rel string, data []byte, rerr error) {
+		err = db.walkSlots(l, "intent", wf, func(t time.Time, rel string, data []byte, rerr error) {
 			if rerr == nil {
 				var in Intent
 				if in, rerr = parseIntent(data); rerr == nil {
@@ -268,20 +339,19 @@ func (db *DB) index(wf string) (*wfIndex, error) {
 				}
 			}
 			ix.intents[key(t)] = Intent{Attempt: -1}
-			db.problem(rel, rerr)
+			problem(rel, rerr)
 		})
 	}
 	if err != nil {
 		return nil, err
 	}
-	db.wfs[wf] = ix
-	return ix, nil
+	return l, nil
 }
 
 // walkSlots calls fn for every slot file under <kind>/<wf>/<day>/, with its
 // content or the error reading it. Leftover temporary files are removed;
 // other stray names are reported as problems.
-func (db *DB) walkSlots(kind, wf string, fn func(t time.Time, rel string, data []byte, err error)) error {
+func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel string, data []byte, err error)) error {
 	base := filepath.Join(db.dir, kind, wf)
 	days, err := os.ReadDir(base)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -290,7 +360,7 @@ func (db *DB) walkSlots(kind, wf string, fn func(t time.Time, rel string, data [
 	if err != nil {
 		return fmt.Errorf("state database: %w", err)
 	}
-	db.dirs[base] = true
+	l.dirs = append(l.dirs, base)
 	for _, d := range days {
 		relDay := filepath.Join(kind, wf, d.Name())
 		if strings.HasPrefix(d.Name(), tmpPrefix) {
@@ -298,16 +368,16 @@ func (db *DB) walkSlots(kind, wf string, fn func(t time.Time, rel string, data [
 			continue
 		}
 		if _, err := time.Parse(dayLayout, d.Name()); err != nil || !d.IsDir() {
-			db.problem(relDay, errors.New("not a day directory (yyyy-MM-dd)"))
+			l.problems[filepath.ToSlash(relDay)] = "not a day directory (yyyy-MM-dd)"
 			continue
 		}
 		dayDir := filepath.Join(db.dir, relDay)
 		files, err := os.ReadDir(dayDir)
 		if err != nil {
-			db.problem(relDay, err)
+			l.problems[filepath.ToSlash(relDay)] = err.Error()
 			continue
 		}
-		db.dirs[dayDir] = true
+		l.dirs = append(l.dirs, dayDir)
 		for _, f := range files {
 			rel := filepath.Join(relDay, f.Name())
 			if strings.HasPrefix(f.Name(), tmpPrefix) {
@@ -316,7 +386,7 @@ func (db *DB) walkSlots(kind, wf string, fn func(t time.Time, rel string, data [
 			}
 			t, err := parseSlotPath(d.Name(), f.Name())
 			if err != nil || f.IsDir() {
-				db.problem(rel, errors.New("not a slot file (HH:mm:ss.SSSZ)"))
+				l.problems[filepath.ToSlash(rel)] = "not a slot file (HH:mm:ss.SSSZ)"
 				continue
 			}
 			data, err := readSmall(filepath.Join(db.dir, rel))

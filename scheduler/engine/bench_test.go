@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/schema"
+)
+
+// benchNow is the step time of the benchmarks: a whole hour, so that the
+// window holds exactly 168 hourly or 10,080 minutely slots.
+var benchNow = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+
+// benchSetup writes n workflows with the cron schedule expr and, for each,
+// a SUCCESS state file for every slot of the 7-day window (written
+// directly, as a Celos installation would have them), opens the database
+// and makes an engine. It returns the engine, the database and the number
+// of slots.
+func benchSetup(b *testing.B, n int, expr string) (*Engine, *statedb.DB, int) {
+	b.Helper()
+	wdir, ddir := b.TempDir(), b.TempDir()
+	ws := make([]schema.Workflow, n)
+	for i := range ws {
+		ws[i] = hourly(fmt.Sprintf("wf-%04d", i))
+		ws[i].Schedule.Cron = expr
+	}
+	writeProject(b, wdir, "bench", ws...)
+	sched, err := newCron(expr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	times := sched.Times(benchNow.Add(-Window), benchNow)
+	// Write the files from a few goroutines (the file system is the limit).
+	errs := make(chan error, len(ws))
+	sem := make(chan struct{}, 8)
+	for i := range ws {
+		sem <- struct{}{}
+		go func(id string) {
+			defer func() { <-sem }()
+			made := map[string]bool{}
+			for _, t := range times {
+				day := filepath.Join(ddir, "state", id, t.Format("2006-01-02"))
+				if !made[day] {
+					if err := os.MkdirAll(day, 0o755); err != nil {
+						errs <- err
+						return
+					}
+					made[day] = true
+				}
+				st := slot.State{ID: slot.ID{Workflow: id, Time: t}, Status: slot.Success, ExternalID: "job"}
+				if err := os.WriteFile(filepath.Join(day, t.Format("15:04:05.000Z")), statedb.EncodeState(st), 0o644); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}(ws[i].ID)
+	}
+	for range ws {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	slots := len(ws) * len(times)
+	syscall.Sync() // no write-back of the set-up behind the measurements
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: newFake()}, Logger: discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, db, slots
+}
+
+// benchSteady measures a steady-state step (nothing changes). The first
+// step after start-up (index load and a full enumeration of the window)
+// is reported as first-step-ms.
+func benchSteady(b *testing.B, n int, expr string) {
+	e, db, slots := benchSetup(b, n, expr)
+	ctx := context.Background()
+	t0 := time.Now()
+	if err := e.Step(ctx, benchNow, nil); err != nil {
+		b.Fatal(err)
+	}
+	first := time.Since(t0)
+	if rep := e.LastStep(); rep.Writes != 0 || rep.Slots != slots {
+		b.Fatalf("first step: %d writes, %d slots (want 0, %d)", rep.Writes, rep.Slots, slots)
+	}
+	w0 := db.Stats()
+	steps := 0
+	for b.Loop() {
+		if err := e.Step(ctx, benchNow, nil); err != nil {
+			b.Fatal(err)
+		}
+		steps++
+	}
+	w1 := db.Stats()
+	b.ReportMetric(float64(slots), "slots")
+	b.ReportMetric(float64(first.Milliseconds()), "first-step-ms")
+	b.ReportMetric(float64(w1.Writes-w0.Writes)/float64(steps), "file-writes/op")
+	b.ReportMetric(float64(w1.Reads-w0.Reads)/float64(steps), "file-reads/op")
+}
+
+// BenchmarkSteadyStep1000Hourly: 1,000 hourly workflows × 7 days = 168,000
+// slots, all final. Target: under 50 ms and no file writes.
+func BenchmarkSteadyStep1000Hourly(b *testing.B) { benchSteady(b, 1000, "0 0 * * * ?") }
+
+// BenchmarkSteadyStep100Minutely: 100 minutely workflows × 7 days =
+// 1,008,000 slots, all final.
+func BenchmarkSteadyStep100Minutely(b *testing.B) { benchSteady(b, 100, "0 * * * * ?") }
+
+// BenchmarkStepNewHour1000Hourly: each step is an hour later than the last,
+// so each of the 1,000 workflows gets one new slot (WAITING → READY, one
+// write each): the cost follows the slots that change.
+func BenchmarkStepNewHour1000Hourly(b *testing.B) {
+	e, db, _ := benchSetup(b, 1000, "0 0 * * * ?")
+	ctx := context.Background()
+	if err := e.Step(ctx, benchNow, nil); err != nil {
+		b.Fatal(err)
+	}
+	now := benchNow
+	w0 := db.Stats().Writes
+	steps := 0
+	for b.Loop() {
+		now = now.Add(time.Hour)
+		if err := e.Step(ctx, now, nil); err != nil {
+			b.Fatal(err)
+		}
+		steps++
+	}
+	b.ReportMetric(float64(db.Stats().Writes-w0)/float64(steps), "file-writes/op")
+}
+
+// BenchmarkSlotsMinutely7Days: Engine.Slots (what GET /workflow-slots
+// serves) for one minutely workflow over 7 days: 10,080 slots.
+func BenchmarkSlotsMinutely7Days(b *testing.B) {
+	e, _, _ := benchSetup(b, 1, "0 * * * * ?")
+	ctx := context.Background()
+	for b.Loop() {
+		s, err := e.Slots(ctx, "wf-0000", benchNow.Add(-Window), benchNow)
+		if err != nil || len(s) != 10080 {
+			b.Fatal(len(s), err)
+		}
+	}
+}
