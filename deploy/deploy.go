@@ -147,6 +147,9 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 		s.begin("swap HDFS directory")
 		if old, err = swapDir(hfs, tmp, live); err != nil {
 			_ = hfs.RemoveAll(tmp)
+			if errors.Is(err, errNotRestored) {
+				return nil, &StepError{Step: s.step, Err: err, Note: "The Oozie directory is missing until the next deploy restores it; rerun the deploy."}
+			}
 			return nil, s.fail(err, true)
 		}
 	}
@@ -227,6 +230,9 @@ func (s *session) staleHDFSDir(prev *Manifest, hasTree bool) string {
 	return prev.HDFS.Dir
 }
 
+// errNotRestored marks a swap that failed half way.
+var errNotRestored = errors.New("and putting the previous directory back failed")
+
 // swapDir puts tmp in place of live: live (if any) is renamed aside first,
 // because no file system here replaces a non-empty directory in one step.
 // It returns the aside name ("" if live did not exist) for the caller to
@@ -246,7 +252,7 @@ func swapDir(fsys targets.FS, tmp, live string) (old string, err error) {
 	if err := fsys.Rename(tmp, live); err != nil {
 		if old != "" {
 			if rerr := fsys.Rename(old, live); rerr != nil {
-				return "", fmt.Errorf("move %s into place: %v; and putting the previous directory back from %s failed too: %w (the next deploy restores it)", tmp, err, old, rerr)
+				return "", fmt.Errorf("move %s into place: %v; %w from %s: %v", tmp, err, errNotRestored, old, rerr)
 			}
 		}
 		return "", fmt.Errorf("move %s into place: %w", tmp, err)

@@ -773,6 +773,46 @@ func TestRecoverInterruptedSwap(t *testing.T) {
 	}
 }
 
+// TestSwapFailsHalfWay: the new directory cannot be moved in and the old
+// one cannot be moved back. The error says the target is not intact, and
+// the next deploy restores the old directory before it deploys.
+func TestSwapFailsHalfWay(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := Deploy(ctx, f.options()); err != nil {
+		t.Fatal(err)
+	}
+	f.conn.Close()
+	f.conn = targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
+	f.conn.Wrap = func(fsys targets.FS) targets.FS {
+		return &faultFS{FS: fsys, onRename: func(from, to string) error {
+			if strings.HasSuffix(to, "/hdfs/wordcount") {
+				return errors.New("injected")
+			}
+			return nil
+		}}
+	}
+	_, err := Deploy(ctx, f.options())
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "swap HDFS directory" || se.Intact || !strings.Contains(err.Error(), "missing until the next deploy restores it") {
+		t.Fatalf("got %v", err)
+	}
+	f.conn.Close()
+	f.conn = targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
+	var warnings []string
+	o := f.options()
+	o.Warn = func(s string) { warnings = append(warnings, s) }
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "restored the Oozie directory") {
+		t.Fatalf("warnings %v", warnings)
+	}
+	if got := names(t, f.hdfsRoot); !reflect.DeepEqual(got, []string{"wordcount"}) {
+		t.Fatalf("HDFS root %v", got)
+	}
+}
+
 func TestValidateProjectName(t *testing.T) {
 	for _, ok := range []string{"wordcount", "a.b-c_d", "X1"} {
 		if err := ValidateProjectName(ok); err != nil {
