@@ -3,35 +3,32 @@ package server
 import (
 	"fmt"
 	"io"
-	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/engine"
-	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/hdfscheck"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
 )
 
 // openEngine opens the state database (taking its lock) and builds the
 // engine over it. Closing the returned closer releases the lock.
-func openEngine(cfg Config, svcs map[string]external.Service, metrics *api.Metrics, log *slog.Logger) (api.Service, io.Closer, error) {
+func openEngine(cfg Config, d deps) (api.Service, io.Closer, error) {
 	db, err := statedb.Open(cfg.DB)
 	if err != nil {
-		return nil, nil, err
-	}
-	fsys, err := fileSystems(cfg)
-	if err != nil {
-		db.Close()
 		return nil, nil, err
 	}
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: cfg.Workflows,
 		DB:           db,
-		Services:     svcs,
-		FS:           fsys,
-		Logger:       log,
+		Services:     d.services,
+		FS:           d.fs,
+		Logger:       d.log,
 		OnStep: func(r engine.StepReport) {
-			metrics.RecordStep(r.Transitions, r.Errors, r.Writes)
+			d.metrics.RecordStep(r.Transitions, r.Errors, r.Writes)
 		},
 	})
 	if err != nil {
@@ -41,9 +38,41 @@ func openEngine(cfg Config, svcs map[string]external.Service, metrics *api.Metri
 	return eng, db, nil
 }
 
-// fileSystems answers hdfsCheck triggers: file: URIs on the local file
-// system. HDFS (hdfs: URIs, and the installation default file system) is
-// added here with the Hadoop configuration (cfg.HadoopConf).
-func fileSystems(cfg Config) (trigger.FileSystems, error) {
-	return trigger.NewMux(""), nil
+// loadDefaults reads the installation defaults (--defaults: a file, or a
+// directory holding defaults.json); nil when none is given.
+func loadDefaults(path string) (*defaults.Defaults, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return defaults.Load(path)
+}
+
+// fileSystems answers hdfsCheck triggers: file: URIs on the local disk,
+// hdfs: URIs through one kept client per file system over the Hadoop
+// configuration (--hadoop-conf, else $HADOOP_CONF_DIR, else
+// $HADOOP_HOME/etc/hadoop). A trigger naming no file system uses
+// CELOS_DEFAULT_HDFS from the defaults, else fs.defaultFS. The HDFS
+// client's counters are exported as celos_hdfs_*.
+func fileSystems(cfg Config, d *defaults.Defaults, m *api.Metrics) (trigger.FileSystems, func(), error) {
+	mux, hdfs, err := hdfscheck.Setup(d, cfg.HadoopConf, hdfscheck.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for name, help := range map[string]string{
+		"celos_hdfs_calls_total":    "HDFS existence checks made by hdfsCheck triggers.",
+		"celos_hdfs_errors_total":   "HDFS existence checks that failed (the trigger was not ready, with the error).",
+		"celos_hdfs_connects_total": "Connections opened to HDFS NameNodes.",
+	} {
+		m.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			st := hdfs.Stats()
+			switch name {
+			case "celos_hdfs_calls_total":
+				return float64(st.Calls)
+			case "celos_hdfs_errors_total":
+				return float64(st.Errors)
+			}
+			return float64(st.Connects)
+		}))
+	}
+	return mux, func() { hdfs.Close() }, nil
 }

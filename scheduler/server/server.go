@@ -19,6 +19,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/trigger"
 )
 
 // Config is the server's configuration, from the command line.
@@ -30,8 +31,9 @@ type Config struct {
 	// Workflows is the directory of compiled workflows files (*.json),
 	// reloaded at every step. It must exist.
 	Workflows string
-	// Defaults is the installation defaults (the Oozie and HDFS issue
-	// gives it meaning); empty means none.
+	// Defaults is the installation defaults file (or a directory holding
+	// defaults.json): default file system, Oozie URL and properties; empty
+	// means none.
 	Defaults string
 	// DB is the state database directory.
 	DB string
@@ -45,7 +47,7 @@ type Config struct {
 	// (cron POSTs /scheduler instead).
 	AutoSchedule time.Duration
 	// HadoopConf is the directory of core-site.xml and hdfs-site.xml
-	// (default $HADOOP_CONF_DIR).
+	// (default $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop).
 	HadoopConf string
 	// UIConfig is the UI's groups file (Celos format); HueURL links Oozie
 	// jobs to Hue in the UI.
@@ -94,7 +96,15 @@ func Run(ctx context.Context, cfg Config) error {
 
 // opener builds the slot engine over the configured directories and the
 // external services; closing it releases the state database.
-type opener func(cfg Config, svcs map[string]external.Service, metrics *api.Metrics, log *slog.Logger) (api.Service, io.Closer, error)
+type opener func(cfg Config, d deps) (api.Service, io.Closer, error)
+
+// deps are what the engine is built with.
+type deps struct {
+	services map[string]external.Service
+	fs       trigger.FileSystems
+	metrics  *api.Metrics
+	log      *slog.Logger
+}
 
 func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if cfg.Stderr == nil {
@@ -108,9 +118,6 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	}
 	if cfg.Jobs == "" {
 		cfg.Jobs = filepath.Join(filepath.Dir(filepath.Clean(cfg.DB)), "jobs")
-	}
-	if cfg.HadoopConf == "" {
-		cfg.HadoopConf = os.Getenv("HADOOP_CONF_DIR")
 	}
 	log, logCloser, err := NewLogger(cfg.Stderr, cfg.Logs, cfg.LogLevel)
 	if err != nil {
@@ -132,12 +139,21 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", abs(cfg.DB),
 		"logs", abs(cfg.Logs), "autoSchedule", cfg.AutoSchedule, "pid", os.Getpid(), "auth", token != "")
 
-	metrics := api.NewMetrics()
-	svcs, err := externalServices(cfg, log)
+	inst, err := loadDefaults(cfg.Defaults)
 	if err != nil {
 		return err
 	}
-	engine, engineCloser, err := open(cfg, metrics.InstrumentServices(svcs), metrics, log)
+	metrics := api.NewMetrics()
+	svcs, err := externalServices(cfg, inst, log)
+	if err != nil {
+		return err
+	}
+	fsys, closeFS, err := fileSystems(cfg, inst, metrics)
+	if err != nil {
+		return err
+	}
+	defer closeFS()
+	engine, engineCloser, err := open(cfg, deps{services: metrics.InstrumentServices(svcs), fs: fsys, metrics: metrics, log: log})
 	if err != nil {
 		return err
 	}

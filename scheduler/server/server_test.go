@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/api"
-	"github.com/celos-go/celos/scheduler/external"
 )
 
 func TestDailyFileRolls(t *testing.T) {
@@ -117,7 +116,7 @@ func TestRunFinishesStepInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, func(Config, map[string]external.Service, *api.Metrics, *slog.Logger) (api.Service, io.Closer, error) {
+		done <- run(ctx, cfg, func(Config, deps) (api.Service, io.Closer, error) {
 			return stub, stub, nil
 		})
 	}()

@@ -4,7 +4,9 @@ import (
 	"log/slog"
 
 	"github.com/celos-go/celos/scheduler/command"
+	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/schema"
 )
 
@@ -13,15 +15,17 @@ import (
 // workflow's service up in this map; a workflow whose type is missing
 // waits with an error on /trigger-status, it never fails.
 //
-// Adding a service: build it from cfg (cfg.Defaults names the installation
-// defaults, cfg.HadoopConf the Hadoop configuration) and put it under its
-// schema type, e.g. schema.ServiceOozie.
-func externalServices(cfg Config, log *slog.Logger) (map[string]external.Service, error) {
+//   - command: local processes, their records and output under cfg.Jobs;
+//   - oozie: the Oozie Web Services API, with the installation's default
+//     Oozie URL and properties from d (nil: none; a workflow must then
+//     name its Oozie URL).
+func externalServices(cfg Config, d *defaults.Defaults, log *slog.Logger) (map[string]external.Service, error) {
 	cmd, err := command.New(cfg.Jobs, command.Options{Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	return map[string]external.Service{
 		schema.ServiceCommand: cmd,
+		schema.ServiceOozie:   oozie.NewService(d, nil),
 	}, nil
 }
