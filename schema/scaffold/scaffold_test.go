@@ -1,0 +1,179 @@
+package scaffold
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/celos-go/celos/schema"
+)
+
+// findCUE locates the cue CLI: $(go env GOPATH)/bin/cue, else the PATH.
+func findCUE(t *testing.T) string {
+	t.Helper()
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		for _, p := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			c := filepath.Join(p, "bin", "cue")
+			if _, err := os.Stat(c); err == nil {
+				return c
+			}
+		}
+	}
+	if c, err := exec.LookPath("cue"); err == nil {
+		return c
+	}
+	t.Fatal("the cue CLI is not installed; it is needed to check that plain `cue vet` works on a scaffolded project. " +
+		"Install it with scripts/test-deps.sh, or: go install cuelang.org/go/cmd/cue@v0.17.1")
+	return ""
+}
+
+// TestScaffoldCompiles writes a project and compiles it: valid, without a
+// warning, and as in testdata/golden/scaffold.json.
+func TestScaffoldCompiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wordcount")
+	files, err := Write(dir, Options{Rev: "v1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"workflows.cue", "hdfs/workflow.xml", "cue.mod/module.cue", "cue.mod/pkg/celos.dev/celos/trigger.cue",
+		".pre-commit-config.yaml", ".github/workflows/deploy.yml", "Jenkinsfile", "README.md"} {
+		if !contains(files, want) {
+			t.Errorf("scaffold lacks %s (has %v)", want, files)
+		}
+	}
+	p, diags, err := schema.Compile(dir)
+	if err != nil || len(diags) > 0 {
+		t.Fatalf("scaffold does not compile cleanly: %v %v", diags, err)
+	}
+	got, _ := p.Marshal()
+	golden := filepath.Join("..", "..", "testdata", "golden", "scaffold.json")
+	if os.Getenv("CELOS_UPDATE_GOLDEN") != "" {
+		os.WriteFile(golden, got, 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (CELOS_UPDATE_GOLDEN=1 writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("scaffold compiles to something else than %s (CELOS_UPDATE_GOLDEN=1 rewrites it):\n%s", golden, got)
+	}
+	deploy, _ := os.ReadFile(filepath.Join(dir, ".github", "workflows", "deploy.yml"))
+	for _, want := range []string{"branches: [main]", `celos deploy --target "$PRODUCTION_TARGET" --project wordcount`, "cmd/celos@v1.2.3"} {
+		if !bytes.Contains(deploy, []byte(want)) {
+			t.Errorf("deploy.yml lacks %q:\n%s", want, deploy)
+		}
+	}
+	pc, _ := os.ReadFile(filepath.Join(dir, ".pre-commit-config.yaml"))
+	if !bytes.Contains(pc, []byte("id: celos-vet")) || !bytes.Contains(pc, []byte("rev: v1.2.3")) {
+		t.Errorf(".pre-commit-config.yaml:\n%s", pc)
+	}
+}
+
+// TestScaffoldPlainCUE checks that plain `cue vet -c ./...` (and `cue
+// export`) pass on a scaffolded project offline, with the real cue CLI.
+func TestScaffoldPlainCUE(t *testing.T) {
+	cue := findCUE(t)
+	dir := filepath.Join(t.TempDir(), "wordcount")
+	if _, err := Write(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	env := append(os.Environ(), "CUE_REGISTRY=none", "HOME="+home, "CUE_CACHE_DIR="+filepath.Join(home, "cache"), "CUE_CONFIG_DIR="+filepath.Join(home, "config"))
+	for _, args := range [][]string{{"vet", "-c", "./..."}, {"export", "."}} {
+		cmd := exec.Command(cue, args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("cue %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// And plain cue catches a mistake too (closed definitions).
+	wf := filepath.Join(dir, "workflows.cue")
+	src, _ := os.ReadFile(wf)
+	bad := strings.Replace(string(src), "schedule: celos.#Hourly", "schedule: celos.#Hourly\n\t\tmaxRetries: 3", 1)
+	if err := os.WriteFile(wf, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cue, "vet", "-c", "./...")
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "maxRetries: field not allowed") {
+		t.Errorf("cue vet of a misspelt field: err=%v\n%s", err, out)
+	}
+}
+
+func TestScaffoldRefusesNonEmpty(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644)
+	if _, err := Write(dir, Options{Name: "p"}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("Write into a non-empty directory: %v", err)
+	}
+	if _, err := Write(dir, Options{Name: "p", Force: true}); err != nil {
+		t.Fatalf("Write --force: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "keep.txt")); string(data) != "mine" {
+		t.Error("--force touched a file that is not the scaffold's")
+	}
+	if _, err := Write(filepath.Join(dir, "keep.txt"), Options{Name: "p"}); err == nil {
+		t.Error("Write onto a file succeeded")
+	}
+	if _, err := Write(filepath.Join(t.TempDir(), "x"), Options{Name: "bad name"}); err == nil {
+		t.Error("Write with an invalid name succeeded")
+	}
+}
+
+func TestScaffoldNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "2-reports.daily")
+	if _, err := Write(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := schema.Compile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Project != "2-reports.daily" {
+		t.Errorf("project = %q", p.Project)
+	}
+	src, _ := os.ReadFile(filepath.Join(dir, "workflows.cue"))
+	if !bytes.Contains(src, []byte("package p2_reports_daily")) {
+		t.Errorf("package clause:\n%s", src[:200])
+	}
+}
+
+// TestUpdateSchema: a vendored copy that differs gives a warning, and
+// UpdateSchema makes it the built-in schema again.
+func TestUpdateSchema(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p")
+	if _, err := Write(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	vendor := filepath.Join(dir, filepath.FromSlash(schema.SchemaVendorDir))
+	os.WriteFile(filepath.Join(vendor, "old.cue"), []byte("package celos\n"), 0o644)
+	os.WriteFile(filepath.Join(vendor, "trigger.cue"), []byte("package celos\n"), 0o644)
+	_, diags, err := schema.Compile(dir)
+	if err != nil || len(diags) != 1 || !diags[0].Warning || !strings.Contains(diags[0].Msg, "vendored schema differs") {
+		t.Fatalf("Compile with a stale vendored schema: %v %v", diags, err)
+	}
+	if _, err := UpdateSchema(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags, err := schema.Compile(dir); err != nil || len(diags) != 0 {
+		t.Fatalf("after UpdateSchema: %v %v", diags, err)
+	}
+	if _, err := os.Stat(filepath.Join(vendor, "old.cue")); !os.IsNotExist(err) {
+		t.Error("UpdateSchema left old.cue")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
