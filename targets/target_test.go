@@ -128,7 +128,7 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) = %s (user %q port %q), want %s", tc.raw, l, l.User, l.Port, tc.want)
 		}
 	}
-	for _, raw := range []string{"", "/etc/x", "file://otherhost/x", "file:", "sftp://h/x?y=1", "sftp://h/x#f", "sftp://h:/x", "s3://b/k", "file:///a\x00b", "sftp://u:p@h/x"} {
+	for _, raw := range []string{"", "/etc/x", "file://otherhost/x", "file:", "sftp://h/x?y=1", "sftp://h/x#f", "sftp://h:/x", "sftp://h:0/x", "sftp://h:70000/x", "sftp://[:]/x", "sftp://a b/x", "s3://b/k", "file:///a\x00b", "sftp://u:p@h/x"} {
 		if l, err := ParseURL(raw, ""); err == nil {
 			t.Errorf("ParseURL(%q) accepted: %s", raw, l)
 		}

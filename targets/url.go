@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -130,8 +131,16 @@ func ParseURL(raw, baseDir string) (Location, error) {
 		if l.Host == "" {
 			return Location{}, fmt.Errorf("URL %q names no host", shown)
 		}
+		if !validHost(l.Host) {
+			return Location{}, fmt.Errorf("URL %q: bad host name %q", shown, l.Host)
+		}
 		if u.Port() == "" && strings.HasSuffix(u.Host, ":") {
 			return Location{}, fmt.Errorf("URL %q: empty port", shown)
+		}
+		if l.Port != "" {
+			if n, err := strconv.Atoi(l.Port); err != nil || n < 1 || n > 65535 {
+				return Location{}, fmt.Errorf("URL %q: port %s out of range 1-65535", shown, l.Port)
+			}
 		}
 		p := u.Path
 		if p == "" {
@@ -147,6 +156,22 @@ func ParseURL(raw, baseDir string) (Location, error) {
 	default:
 		return Location{}, fmt.Errorf("URL %q: unsupported scheme %q (want file: or sftp:)", shown, u.Scheme)
 	}
+}
+
+// validHost accepts an IP address or a DNS name.
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func redact(u *url.URL) string {
