@@ -95,6 +95,7 @@ func compileProject(dir string) (*schema.Project, []string, error) {
 	var warnings []string
 	for _, d := range diags {
 		if d.Warning {
+			d.Warning = false // printed as "celos: warning: pos: msg"
 			warnings = append(warnings, d.String())
 		}
 	}
