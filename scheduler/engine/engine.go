@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -277,7 +278,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 			rep.Paused++
 			continue
 		}
-		if err := st.workflow(ctx, c, id); err != nil {
+		if err := st.safeWorkflow(ctx, c, id); err != nil {
 			rep.Failed++
 			e.setProblem(id, time.Time{}, "step", err)
 			e.log.Error("workflow not stepped", "workflow", id, "error", err)
@@ -318,6 +319,18 @@ type stepper struct {
 	rep    *StepReport
 	times  []time.Time    // reused buffer
 	failed map[int64]bool // slots of the current workflow that met an error
+}
+
+// safeWorkflow steps one workflow; a panic in it (a trigger's file system
+// or an external service gone wrong) becomes that workflow's error.
+func (s *stepper) safeWorkflow(ctx context.Context, c *config, id string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.e.log.Error("panic while stepping a workflow", "workflow", id, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error: %v", p)
+		}
+	}()
+	return s.workflow(ctx, c, id)
 }
 
 func (s *stepper) workflow(ctx context.Context, c *config, id string) error {

@@ -49,7 +49,12 @@ type Env struct {
 // carries the error; and/or/not/offset propagate an unknown child only where
 // it decides the result (an "and" with a child that is definitely not ready
 // is not ready, without error).
-func Evaluate(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Time) Status {
+func Evaluate(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Time) (st Status) {
+	defer func() {
+		if p := recover(); p != nil {
+			st = failed("Trigger", "Trigger could not be evaluated", fmt.Errorf("internal error: %v", p))
+		}
+	}()
 	return eval(ctx, env, t, slotTime.UTC(), now.UTC(), 0)
 }
 

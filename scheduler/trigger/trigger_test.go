@@ -172,3 +172,15 @@ func TestMemoAsksOncePerPath(t *testing.T) {
 		t.Fatalf("%d calls", n)
 	}
 }
+
+type panicFS struct{}
+
+func (panicFS) Exists(context.Context, string, string) (bool, error) { panic("boom") }
+
+func TestPanicIsAnError(t *testing.T) {
+	tr := schema.Trigger{Type: schema.TriggerHDFSCheck, Path: "/x"}
+	st := Evaluate(context.Background(), Env{FS: panicFS{}}, &tr, slotTime, slotTime)
+	if st.Ready || !strings.Contains(st.Error, "boom") {
+		t.Fatalf("%+v", st)
+	}
+}
