@@ -260,12 +260,16 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	todo := c.ids
 	if ids != nil {
 		todo = nil
+		seen := make(map[string]bool, len(ids))
 		for _, id := range ids {
 			if c.workflows[id] == nil {
 				e.log.Warn("step: no such workflow", "workflow", id)
 				continue
 			}
-			todo = append(todo, id)
+			if !seen[id] { // a workflow named twice is still stepped once
+				seen[id] = true
+				todo = append(todo, id)
+			}
 		}
 	}
 	e.db.Preload(todo, 8) // start-up: read the state files in parallel

@@ -362,3 +362,19 @@ func TestPanicInAServiceFailsOnlyThatWorkflow(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 }
+
+func TestStepIDs(t *testing.T) {
+	a, b := hourly("a"), hourly("b")
+	a.StartTime, b.StartTime = ts("2024-01-01T00:00Z"), ts("2024-01-01T00:00Z")
+	r := newRig(t, nil, a, b)
+	now := ts("2024-01-01T00:30Z")
+	if err := r.e.Step(context.Background(), now, []string{"a", "a", "nope"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.state("a", ts("2024-01-01T00:00Z")); st.Status != slot.Ready {
+		t.Fatalf("a stepped once: %+v", st)
+	}
+	if st := r.state("b", ts("2024-01-01T00:00Z")); st.Status != slot.Waiting {
+		t.Fatalf("b not named but stepped: %+v", st)
+	}
+}
