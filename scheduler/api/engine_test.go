@@ -309,3 +309,42 @@ func BenchmarkWorkflowSlotsMinutely(b *testing.B) {
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestConcurrentRequests reads while steps, reruns and pauses run (go test
+// -race finds unsynchronized access between the handlers and the engine).
+func TestConcurrentRequests(t *testing.T) {
+	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
+	start := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
+	writeProject(t, s.wf, "demo",
+		workflow("a", "0 */5 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0),
+		workflow("b", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerSuccess, Workflow: "a"}, 0))
+	s.step("2015-09-13T13:39Z") // load the workflows
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for _, target := range []string{"/workflow-slots?id=a", "/workflow-slots?id=b", "/workflow-list", "/metrics", "/trigger-status?id=b&time=2015-09-13T12:00Z"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rec := httptest.NewRecorder()
+				s.h.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+				if rec.Code != 200 {
+					t.Errorf("GET %s: %d %s", target, rec.Code, rec.Body)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 8 {
+		s.step(fmt.Sprintf("2015-09-13T13:%02dZ", 40+i))
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, httptest.NewRequest("POST", fmt.Sprintf("/pause?id=b&paused=%v", i%2 == 0), nil))
+	}
+	close(stop)
+	wg.Wait()
+}
