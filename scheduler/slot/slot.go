@@ -82,7 +82,12 @@ func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 func ParseTime(s string) (time.Time, error) {
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00"} {
 		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
+			// An offset can carry year 0000 or 9999 out of the four-digit
+			// years the time is written back with (and slot files named by).
+			if t = t.UTC(); t.Year() < 0 || t.Year() > 9999 {
+				return time.Time{}, fmt.Errorf("bad time %q: out of range in UTC", s)
+			}
+			return t, nil
 		}
 	}
 	return time.Time{}, fmt.Errorf("bad time %q: want ISO 8601 such as 2015-09-13T13:40Z", s)
