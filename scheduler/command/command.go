@@ -5,6 +5,7 @@
 // Each job has a directory <dir>/<workflow>/<slot>.<start nanos>/ holding
 //
 //	job.json    what was started: argv, dir, PID and its kernel start time
+//	            (written before the start without the PID, then with it)
 //	output.log  the process's stdout and stderr
 //	exit.json   how it ended: {"exitCode", "signal", "timedOut", "killed", "error", "finished"}
 //
@@ -233,6 +234,16 @@ func (s *Service) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (s
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	rec := jobRecord{Workflow: id.Workflow, Slot: slot.FormatTime(id.Time), Argv: argv, Dir: es.Dir, Started: started.UTC(), Timeout: es.TimeoutSeconds}
+	// job.json is written before the process starts (without its PID), so
+	// that a crash at any point after the start leaves a job Recover finds:
+	// the slot is then never run twice. A job.json without a PID whose
+	// process cannot be found (by CELOS_EXTERNAL_ID in its environment)
+	// ends as "exit status unknown".
+	if err := writeJSON(dir, "job.json", rec); err != nil {
+		out.Close()
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
+	}
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		appendLog(dir, fmt.Sprintf("celos: cannot start %q: %v\n", argv[0], err))
@@ -337,8 +348,11 @@ func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID str
 	if rec, ok, _ := readExit(dir); ok {
 		return external.Status{Success: rec.success(), Detail: rec.detail()}, nil
 	}
-	if alive(job) {
+	if alive(job, externalID) {
 		return external.Status{Running: true, Detail: fmt.Sprintf("running (pid %d, started before celos restarted)", job.PID)}, nil
+	}
+	if job.PID == 0 {
+		return external.Status{Detail: "exit status unknown: celos stopped while starting the process (it may or may not have run)"}, nil
 	}
 	return external.Status{Detail: "exit status unknown: the process ended while celos was not running"}, nil
 }
@@ -377,8 +391,15 @@ func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID strin
 		}
 		return err
 	}
-	if alive(job) {
-		killGroup(job.PID)
+	if alive(job, externalID) {
+		if job.PID > 0 {
+			killGroup(job.PID)
+		}
+		for _, pid := range findByExternalID(externalID) {
+			if pg, err := syscall.Getpgid(pid); err == nil && pg != syscall.Getpgrp() {
+				killGroup(pg)
+			}
+		}
 	}
 	return writeJSON(dir, "exit.json", ExitRecord{ExitCode: -1, Killed: true, Finished: s.now().UTC()})
 }
@@ -441,6 +462,44 @@ func (s *Service) ReadLog(externalID string, max int64) ([]byte, error) {
 		}
 	}
 	return io.ReadAll(f)
+}
+
+// Prune removes the directories (records and logs) of jobs that ended and
+// were started before before. Jobs still running, or whose end is not
+// recorded, are kept. It returns the number of jobs removed.
+func (s *Service) Prune(before time.Time) (int, error) {
+	wfs, err := os.ReadDir(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("command service: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, wf := range wfs {
+		if !wf.IsDir() || !schema.IDPattern.MatchString(wf.Name()) {
+			continue
+		}
+		jobs, err := os.ReadDir(filepath.Join(s.dir, wf.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, j := range jobs {
+			_, started, err := parseJobName(j.Name())
+			if err != nil || started >= before.UnixNano() {
+				continue
+			}
+			dir := filepath.Join(s.dir, wf.Name(), j.Name())
+			if _, ended, _ := readExit(dir); !ended {
+				continue
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
 }
 
 // Wait blocks until every job started by this Service has ended and been
@@ -531,10 +590,12 @@ func writeJSON(dir, name string, v any) error {
 }
 
 // alive reports whether the job's process still runs: the PID exists and,
-// where /proc tells, it is the same process (same kernel start time).
-func alive(job jobRecord) bool {
+// where /proc tells, it is the same process (same kernel start time). A
+// job recorded without a PID (celos stopped while starting it) is alive
+// while a process has its external ID in its environment.
+func alive(job jobRecord, externalID string) bool {
 	if job.PID <= 0 {
-		return false
+		return externalID != "" && len(findByExternalID(externalID)) > 0
 	}
 	if err := syscall.Kill(job.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
@@ -548,6 +609,32 @@ func alive(job jobRecord) bool {
 		return false
 	}
 	return true
+}
+
+// findByExternalID returns the live processes (not zombies) whose
+// environment holds CELOS_EXTERNAL_ID=externalID: the job's process and its
+// children. Processes of other users are not readable and not found.
+func findByExternalID(externalID string) []int {
+	want := []byte("CELOS_EXTERNAL_ID=" + externalID + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+			continue
+		}
+		if !zombie(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // procStartTime reads field 22 of /proc/<pid>/stat (0 if unavailable).

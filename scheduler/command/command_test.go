@@ -138,7 +138,7 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 		t.Fatalf("pid file: %q", b)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if alive(jobRecord{PID: pid}) {
+	if alive(jobRecord{PID: pid}, "") {
 		t.Fatalf("grandchild %d survived the timeout", pid)
 	}
 }
@@ -241,5 +241,28 @@ func TestBadExternalIDs(t *testing.T) {
 	}
 	if _, err := s.Status(context.Background(), w, "wc@20150913T134000Z.7"); err == nil || !strings.Contains(err.Error(), "no job") {
 		t.Fatalf("missing job: %v", err)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	s := newService(t, t.TempDir())
+	w := workflow("true")
+	old, _ := s.Submit(context.Background(), w, sid)
+	waitDone(t, s, w, old)
+	running, _ := s.Submit(context.Background(), workflow("sleep", "2"), sid)
+	cut := time.Now()
+	recent, _ := s.Submit(context.Background(), w, sid)
+	waitDone(t, s, w, recent)
+	n, err := s.Prune(cut)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if _, err := s.Status(context.Background(), w, old); err == nil {
+		t.Fatal("old job still there")
+	}
+	for _, id := range []string{running, recent} {
+		if _, err := s.Status(context.Background(), w, id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
 	}
 }
