@@ -71,19 +71,6 @@ func New(svc Service, opts Options) *Handler {
 	return h
 }
 
-// Metrics returns the handler's metrics.
-func (h *Handler) Metrics() *Metrics { return h.metrics }
-
-// Paths lists the paths the handler serves, sorted.
-func (h *Handler) Paths() []string {
-	out := make([]string, 0, len(h.routes))
-	for p := range h.routes {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Step runs one scheduler step at now (for the named workflows, or all),
 // timing it in the metrics and logging it. POST /scheduler and the
 // server's --autoSchedule loop both step through here.

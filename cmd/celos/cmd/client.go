@@ -150,7 +150,7 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 	return body, nil
 }
 
-// get calls and decodes a JSON answer into out (when not nil).
+// json calls and decodes a JSON answer into out (when not nil); it returns the raw answer too.
 func (c *client) json(ctx context.Context, method, path string, q url.Values, timeout time.Duration, out any) ([]byte, error) {
 	body, err := c.call(ctx, method, path, q, timeout)
 	if err != nil {
