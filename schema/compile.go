@@ -108,7 +108,20 @@ type compiler struct {
 }
 
 func (c *compiler) errorf(pos, format string, args ...any) {
-	c.diags = append(c.diags, Diagnostic{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+	c.diags = append(c.diags, Diagnostic{Pos: pos, Msg: oneLine(fmt.Sprintf(format, args...))})
+}
+
+// oneLine keeps a message on one line (CUE's may span several).
+func oneLine(s string) string {
+	s = strings.TrimRight(s, "\n:")
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, " ")
 }
 
 func (c *compiler) warnf(pos, format string, args ...any) {
@@ -517,6 +530,10 @@ func (c *compiler) checkFiles(abs string) bool {
 			continue
 		}
 		if utf8.Valid(data) {
+			if f, err := parser.ParseFile(path, data, parser.PackageClauseOnly); err == nil && f.PackageName() == "" && !strings.HasPrefix(e.Name(), "_") && !strings.HasPrefix(e.Name(), ".") {
+				c.errorf(c.rel(path)+":1:1", "no package clause: every file of a project starts with `package NAME`")
+				ok = false
+			}
 			continue
 		}
 		line, col := 1, 1
