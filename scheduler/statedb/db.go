@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -397,20 +396,35 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 	return nil
 }
 
+// readSmall reads a small file with plain system calls (os.Open would also
+// try to register the file with the poller: start-up reads 100,000s).
 func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxStateFile+1))
-	if err != nil {
-		return nil, err
+	defer syscall.Close(fd)
+	buf := make([]byte, 512)
+	n := 0
+	for {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			return buf[:n], nil
+		}
+		n += m
+		if n == len(buf) {
+			if len(buf) > maxStateFile {
+				return nil, fmt.Errorf("larger than %d bytes", maxStateFile)
+			}
+			buf = append(buf, make([]byte, len(buf))...)
+		}
 	}
-	if len(data) > maxStateFile {
-		return nil, fmt.Errorf("larger than %d bytes", maxStateFile)
-	}
-	return data, nil
 }
 
 // Get returns the stored state of a slot; found is false when it has no
