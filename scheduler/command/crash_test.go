@@ -1,0 +1,91 @@
+package command
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCrashWhileStarting is a server killed between writing job.json and
+// recording the PID (job.json is written before the process starts, so
+// any process that started has one). Recover finds the job, so the slot is
+// not started twice; while the process lives (found by CELOS_EXTERNAL_ID
+// in its environment) it is running and can be killed; a job.json without
+// a PID and without a process is "exit status unknown", never running.
+func TestCrashWhileStarting(t *testing.T) {
+	dir := t.TempDir()
+	s := newService(t, dir)
+	w := workflow("sleep", "30")
+	since := time.Now()
+	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
+	ext := "wc@" + name
+	jobDir := filepath.Join(dir, "wc", name)
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(jobDir, "job.json", jobRecord{Workflow: "wc", Slot: "x", Argv: []string{"sleep", "30"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := s.Recover(context.Background(), w, sid, since)
+	if err != nil || !found || got != ext {
+		t.Fatalf("Recover = %q %v %v, want %q", got, found, err, ext)
+	}
+	// No process: not running, exit unknown.
+	st, err := s.Status(context.Background(), w, ext)
+	if err != nil || st.Running || st.Success || !strings.Contains(st.Detail, "may or may not have run") {
+		t.Fatalf("job.json without a PID or process: %+v %v", st, err)
+	}
+
+	// The process started before the crash (its PID never recorded).
+	p := exec.Command("sleep", "30")
+	p.Env = append(os.Environ(), "CELOS_EXTERNAL_ID="+ext)
+	p.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	t.Cleanup(func() { p.Process.Kill(); <-done })
+	st, err = s.Status(context.Background(), w, ext)
+	if err != nil || !st.Running {
+		t.Fatalf("a live process without a recorded PID: %+v %v", st, err)
+	}
+	if err := s.Kill(context.Background(), w, ext); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Kill did not reach the process found by its environment")
+	}
+	st, err = s.Status(context.Background(), w, ext)
+	if err != nil || st.Running || st.Detail != "killed" {
+		t.Fatalf("after the kill: %+v %v", st, err)
+	}
+}
+
+// TestSubmitWritesJobBeforeStart checks the order: a job.json exists
+// before the command runs (the command sees it).
+func TestSubmitWritesJobBeforeStart(t *testing.T) {
+	dir := t.TempDir()
+	s := newService(t, dir)
+	w := workflow("sh", "-c", `test -f "$JOBS/wc/${CELOS_EXTERNAL_ID#wc@}/job.json"`)
+	w.ExternalService.Env = map[string]string{"JOBS": dir}
+	ext, err := s.Submit(context.Background(), w, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, s, w, ext); !st.Success {
+		t.Fatalf("job.json did not exist when the command started: %+v", st)
+	}
+	job, err := readJob(filepath.Join(dir, "wc", strings.TrimPrefix(ext, "wc@")))
+	if err != nil || job.PID <= 0 {
+		t.Fatalf("job.json after the start: %+v %v", job, err)
+	}
+}

@@ -1,0 +1,254 @@
+package faults
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/schema"
+)
+
+// Crash-test installation: nWorkflows hourly workflows with an always
+// trigger, nHours slots each in the window, run by the command service. Each
+// run appends its external ID to runs/<workflow>-<hour>, so the test counts
+// how often each slot ran.
+const (
+	nWorkflows = 40
+	nHours     = 6
+)
+
+var crashT0 = time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
+
+func crashStepTime() time.Time { return crashT0.Add(nHours*time.Hour - 30*time.Minute) }
+
+// writeCrashProject writes the workflows file and returns the runs dir.
+func writeCrashProject(t *testing.T, dir string) string {
+	t.Helper()
+	runs := filepath.Join(dir, "runs")
+	for _, d := range []string{filepath.Join(dir, "wf"), runs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &schema.Project{Format: schema.FormatVersion, Project: "crash"}
+	for i := 0; i < nWorkflows; i++ {
+		p.Workflows = append(p.Workflows, schema.Workflow{
+			ID:                 fmt.Sprintf("w%02d", i),
+			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger:            schema.Trigger{Type: schema.TriggerAlways},
+			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: nHours},
+			ExternalService: schema.ExternalService{Type: schema.ServiceCommand, Command: []string{
+				"sh", "-c", `echo "$CELOS_EXTERNAL_ID" >> '` + runs + `'/"$CELOS_WORKFLOW-$CELOS_HOUR"`,
+			}},
+			StartTime:          crashT0,
+			MaxRetryCount:      0,
+			WaitTimeoutSeconds: schema.NeverTimeout,
+		})
+	}
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wf", "crash.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}
+
+// countJobs counts the job directories the command service made.
+func countJobs(jobs string) int {
+	n := 0
+	wfs, _ := os.ReadDir(jobs)
+	for _, w := range wfs {
+		js, _ := os.ReadDir(filepath.Join(jobs, w.Name()))
+		n += len(js)
+	}
+	return n
+}
+
+// TestKill9MidStepThenRestart kills a real `celos server` with SIGKILL
+// while a step is submitting 240 slots (at a different point each round),
+// restarts it on the same state directory, and steps until every slot is
+// final. Whatever the point of the kill: no slot ran twice (the submit
+// intent and the command service's Recover find a job started before the
+// kill), every slot ran once and records that run's external ID (or, if the
+// kill fell between the command service's job.json and the process start,
+// it is a FAILURE with exit status unknown: at most once), no state file is
+// corrupt or half-written, no temporary file or submit intent is left.
+// While the first server runs, a second one on the same state directory
+// refuses to start.
+func TestKill9MidStepThenRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts celos server processes")
+	}
+	total := nWorkflows * nHours
+	for round, frac := range []float64{0.02, 0.5, 0.97} {
+		t.Run(fmt.Sprintf("kill at %d%%", int(frac*100)), func(t *testing.T) {
+			dir := t.TempDir()
+			runs := writeCrashProject(t, dir)
+			now := url.Values{"time": {slot.FormatTime(crashStepTime())}}
+			s := startServer(t, dir)
+
+			if round == 0 {
+				// Two servers on one state directory: the second refuses.
+				dir2 := t.TempDir()
+				os.Symlink(filepath.Join(dir, "wf"), filepath.Join(dir2, "wf"))
+				os.Symlink(filepath.Join(dir, "db"), filepath.Join(dir2, "db"))
+				second := launch(t, dir2)
+				if err := second.wait(30 * time.Second); err == nil || !strings.Contains(second.stderr.String(), "in use by process") {
+					t.Fatalf("a second server on the same state directory: %v\n%s", err, second.stderr)
+				}
+			}
+
+			// Step 1: every slot WAITING → READY.
+			if code, body := s.post("/scheduler", now); code != 200 {
+				t.Fatalf("step 1: %d %s", code, body)
+			}
+			// Step 2 submits every slot; kill the server once a fraction
+			// of them has a job directory.
+			go func() {
+				if resp, err := http.Post(s.URL+"/scheduler?"+now.Encode(), "", nil); err == nil {
+					resp.Body.Close() // the kill usually cuts it
+				}
+			}()
+			want := max(1, int(frac*float64(total)))
+			deadline := time.Now().Add(60 * time.Second)
+			for countJobs(filepath.Join(dir, "jobs")) < want && time.Now().Before(deadline) {
+				time.Sleep(500 * time.Microsecond)
+			}
+			s.kill9()
+			atKill := countJobs(filepath.Join(dir, "jobs"))
+			t.Logf("killed with %d of %d jobs started", atKill, total)
+			if atKill >= total {
+				t.Logf("the step finished before the kill")
+			}
+
+			// Restart on the same state directory and step until done.
+			s = startServer(t, dir)
+			deadline = time.Now().Add(90 * time.Second)
+			var pending []string
+			for {
+				if code, body := s.post("/scheduler", now); code != 200 {
+					t.Fatalf("step after restart: %d %s", code, body)
+				}
+				pending = pending[:0]
+				for i := 0; i < nWorkflows; i++ {
+					wf := fmt.Sprintf("w%02d", i)
+					for tm, sl := range s.slots(wf, crashT0, crashStepTime()) {
+						if sl.Status != "SUCCESS" && sl.Status != "FAILURE" {
+							pending = append(pending, wf+"@"+tm+" "+sl.Status)
+						}
+					}
+				}
+				if len(pending) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("slots not final 90s after the restart: %v\n%s", pending, s.stderr)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+
+			// Every slot ran exactly once; a FAILURE is only "exit status
+			// unknown" (its process ended while no server was running).
+			failed, notStarted := 0, 0
+			for i := 0; i < nWorkflows; i++ {
+				wf := fmt.Sprintf("w%02d", i)
+				slots := s.slots(wf, crashT0, crashStepTime())
+				if len(slots) != nHours {
+					t.Errorf("%s has %d slots, want %d", wf, len(slots), nHours)
+				}
+				for h := 0; h < nHours; h++ {
+					lines := readLines(t, filepath.Join(runs, fmt.Sprintf("%s-%02d", wf, h)))
+					sl := slots[slot.FormatTime(crashT0.Add(time.Duration(h)*time.Hour))]
+					if len(lines) == 0 && sl.Status == "FAILURE" {
+						// Killed between job.json and the process start:
+						// "exit status unknown ... may or may not have run"
+						// (at most once, never twice).
+						notStarted++
+						continue
+					}
+					if len(lines) != 1 {
+						t.Errorf("%s hour %02d ran %d times: %v", wf, h, len(lines), lines)
+						continue
+					}
+					if sl.ExternalID == nil || *sl.ExternalID != lines[0] {
+						t.Errorf("%s hour %02d records job %v, the run was %s", wf, h, sl.ExternalID, lines[0])
+					}
+					if sl.Status == "FAILURE" {
+						failed++
+					}
+				}
+			}
+			t.Logf("%d of %d slots FAILURE with exit status unknown (ran, ended while no server ran); %d not started (killed between job.json and the start)", failed, total, notStarted)
+			if strings.Contains(s.stderr.String(), "submitting again") {
+				t.Errorf("the engine resubmitted without asking the service:\n%s", s.stderr)
+			}
+			s.stop()
+			checkStateDB(t, filepath.Join(dir, "db"))
+		})
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+// checkStateDB opens a state directory no server holds and checks that
+// every file parses, no temporary file is left, and no submit intent is.
+func checkStateDB(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		if !d.IsDir() && strings.Contains(p, string(filepath.Separator)+"intent"+string(filepath.Separator)) {
+			t.Errorf("submit intent left: %s", p)
+		}
+		return nil
+	})
+	db, err := statedb.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	wfs, err := db.Workflows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wf := range wfs {
+		if _, err := db.Range(wf, time.Unix(0, 0), time.Now()); err != nil {
+			t.Error(err)
+		}
+	}
+	if p := db.Problems(); len(p) > 0 {
+		t.Errorf("state database problems: %v", p)
+	}
+}
