@@ -36,6 +36,7 @@ reader never sees half a document.`,
 			if len(args) == 1 {
 				dir = args[0]
 			}
+			defer tuneGC()()
 			p, diags, err := schema.Compile(dir)
 			printDiagnostics(c.ErrOrStderr(), diags)
 			if err != nil {

@@ -3,6 +3,8 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -41,6 +43,7 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 			if len(args) == 1 {
 				dir = args[0]
 			}
+			defer tuneGC()()
 			_, diags, err := schema.Compile(dir)
 			printDiagnostics(c.ErrOrStderr(), diags)
 			if err != nil {
@@ -49,6 +52,20 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 			return nil
 		},
 	}
+}
+
+// tuneGC lets the heap grow to three times the live data between
+// collections while a project is compiled (unless GOGC says otherwise):
+// CUE evaluation allocates a lot of short-lived memory, and this cuts the
+// CPU time of compiling 1,000 workflows by about a third for some 20% more
+// peak memory (docs/authoring.md, BenchmarkExportCLI1000). It returns the
+// function that restores the previous setting.
+func tuneGC() func() {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(200)
+	return func() { debug.SetGCPercent(old) }
 }
 
 // printDiagnostics writes one "file:line:col: message" line per diagnostic.
