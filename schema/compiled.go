@@ -23,6 +23,10 @@ const MaxTriggerDepth = 16
 // slot waits forever (Celos's Integer.MAX_VALUE, about 68 years).
 const NeverTimeout int64 = 2147483647
 
+// MaxTriggerSeconds bounds the seconds of delay and offset triggers (100
+// years), so that slot time plus seconds stays far inside time.Duration.
+const MaxTriggerSeconds int64 = 100 * 366 * 24 * 3600
+
 // DefaultStartTime is the start time of a workflow that names none.
 var DefaultStartTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 

@@ -65,8 +65,8 @@ func (w *Workflow) Validate() error {
 	if w.MaxRetryCount < 0 {
 		bad("maxRetryCount %d must not be negative", w.MaxRetryCount)
 	}
-	if w.WaitTimeoutSeconds < 0 {
-		bad("waitTimeoutSeconds %d must not be negative", w.WaitTimeoutSeconds)
+	if w.WaitTimeoutSeconds < 0 || w.WaitTimeoutSeconds > NeverTimeout {
+		bad("waitTimeoutSeconds %d must be between 0 and %d (never)", w.WaitTimeoutSeconds, NeverTimeout)
 	}
 	return errors.Join(errs...)
 }
@@ -137,8 +137,8 @@ func (t *Trigger) validate(depth int) error {
 	case TriggerAlways:
 		return leaf()
 	case TriggerDelay:
-		if t.Seconds < 0 {
-			return fmt.Errorf("delay trigger: seconds %d must not be negative", t.Seconds)
+		if t.Seconds < 0 || t.Seconds > MaxTriggerSeconds {
+			return fmt.Errorf("delay trigger: seconds %d must be between 0 and %d (100 years)", t.Seconds, MaxTriggerSeconds)
 		}
 		return leaf()
 	case TriggerAnd, TriggerOr:
@@ -152,6 +152,9 @@ func (t *Trigger) validate(depth int) error {
 		}
 		return nil
 	case TriggerNot, TriggerOffset:
+		if t.Type == TriggerOffset && (t.Seconds < -MaxTriggerSeconds || t.Seconds > MaxTriggerSeconds) {
+			return fmt.Errorf("offset trigger: seconds %d must be between -%d and %d (100 years)", t.Seconds, MaxTriggerSeconds, MaxTriggerSeconds)
+		}
 		if t.Trigger == nil || len(t.Triggers) > 0 {
 			return fmt.Errorf("%s trigger needs exactly one nested \"trigger\"", t.Type)
 		}

@@ -1,0 +1,117 @@
+package schema
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func validWorkflow() Workflow {
+	return Workflow{
+		ID:                 "wf",
+		Schedule:           Schedule{Type: ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+		Trigger:            Trigger{Type: TriggerAlways},
+		SchedulingStrategy: Strategy{Type: StrategySerial, Concurrency: 1},
+		ExternalService:    ExternalService{Type: ServiceCommand, Command: []string{"true"}},
+		StartTime:          DefaultStartTime,
+		WaitTimeoutSeconds: NeverTimeout,
+	}
+}
+
+func TestWorkflowValidate(t *testing.T) {
+	nest := func(depth int) Trigger {
+		tr := Trigger{Type: TriggerAlways}
+		for i := 1; i < depth; i++ {
+			child := tr
+			tr = Trigger{Type: TriggerNot, Trigger: &child}
+		}
+		return tr
+	}
+	tests := []struct {
+		name   string
+		change func(w *Workflow)
+		want   string // "" means valid
+	}{
+		{"valid", func(w *Workflow) {}, ""},
+		{"id with slash", func(w *Workflow) { w.ID = "a/b" }, "id must match"},
+		{"id dot dot", func(w *Workflow) { w.ID = ".." }, "id must match"},
+		{"id too long", func(w *Workflow) { w.ID = strings.Repeat("a", 256) }, "at most 255 bytes"},
+		{"bad cron", func(w *Workflow) { w.Schedule.Cron = "0 0 25 * * ?" }, "hours"},
+		{"bad zone", func(w *Workflow) { w.Schedule.TimeZone = "Mars/Olympus" }, "time zone"},
+		{"dependent without workflow", func(w *Workflow) { w.Schedule = Schedule{Type: ScheduleDependent} }, "dependent schedule"},
+		{"concurrency 0", func(w *Workflow) { w.SchedulingStrategy.Concurrency = 0 }, "concurrency 0 must be at least 1"},
+		{"unknown trigger", func(w *Workflow) { w.Trigger = Trigger{Type: "sometimes"} }, "unknown trigger type"},
+		{"not without child", func(w *Workflow) { w.Trigger = Trigger{Type: TriggerNot} }, "exactly one nested"},
+		{"max depth ok", func(w *Workflow) { w.Trigger = nest(MaxTriggerDepth) }, ""},
+		{"too deep", func(w *Workflow) { w.Trigger = nest(MaxTriggerDepth + 1) }, "deeper than 16 levels"},
+		{"negative delay", func(w *Workflow) { w.Trigger = Trigger{Type: TriggerDelay, Seconds: -1} }, "delay trigger"},
+		{"huge delay overflows durations", func(w *Workflow) { w.Trigger = Trigger{Type: TriggerDelay, Seconds: 1e10} }, "100 years"},
+		{"huge negative offset", func(w *Workflow) {
+			w.Trigger = Trigger{Type: TriggerOffset, Seconds: -1e10, Trigger: &Trigger{Type: TriggerAlways}}
+		}, "offset trigger"},
+		{"negative offset ok", func(w *Workflow) {
+			w.Trigger = Trigger{Type: TriggerOffset, Seconds: -3600, Trigger: &Trigger{Type: TriggerAlways}}
+		}, ""},
+		{"wait timeout beyond never", func(w *Workflow) { w.WaitTimeoutSeconds = NeverTimeout + 1 }, "waitTimeoutSeconds"},
+		{"negative retries", func(w *Workflow) { w.MaxRetryCount = -1 }, "maxRetryCount"},
+		{"start not UTC", func(w *Workflow) { w.StartTime = time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600)) }, "must be in UTC"},
+		{"empty command", func(w *Workflow) { w.ExternalService.Command = nil }, "non-empty command"},
+		{"oozie with command", func(w *Workflow) { w.ExternalService.Type = ServiceOozie }, "only properties and url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := validWorkflow()
+			tt.change(&w)
+			err := w.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate: %v, want valid", err)
+			case tt.want != "" && err == nil:
+				t.Fatalf("Validate: valid, want an error containing %q", tt.want)
+			case tt.want != "" && !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("Validate: %v, want it to contain %q", err, tt.want)
+			case tt.want != "" && !errors.Is(err, ErrInvalid):
+				t.Fatalf("Validate: %v does not wrap ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      error
+	}{
+		{"not json", `{`, ErrFormat},
+		{"no format", `{"project":"p","workflows":[]}`, ErrFormat},
+		{"other version", `{"format":"celos.dev/workflows/v0","project":"p","workflows":[]}`, ErrVersion},
+		{"unknown field", `{"format":"` + FormatVersion + `","project":"p","workflows":[],"extra":1}`, ErrFormat},
+		{"trailing data", `{"format":"` + FormatVersion + `","project":"p","workflows":[]} {}`, ErrFormat},
+		{"bad project name", `{"format":"` + FormatVersion + `","project":"../x","workflows":[]}`, ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(tt.doc))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Load: %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadRoundTrip(t *testing.T) {
+	p := &Project{Format: FormatVersion, Project: "p", Workflows: []Workflow{validWorkflow()}}
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatalf("Load(Marshal(p)): %v", err)
+	}
+	again, _ := back.Marshal()
+	if string(again) != string(data) {
+		t.Fatalf("round trip changed the document:\n%s\n---\n%s", data, again)
+	}
+}
