@@ -368,7 +368,7 @@ func (c *compiler) compile(dir string) *Project {
 		return nil
 	}
 
-	p := &Project{Format: FormatVersion}
+	p := &Project{Format: FormatVersion, Workflows: []Workflow{}}
 	if pn := pv.LookupPath(cue.ParsePath("project")); pn.Exists() {
 		p.Project, _ = pn.String()
 	} else {

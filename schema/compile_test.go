@@ -2,10 +2,12 @@ package schema
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -185,4 +187,43 @@ func TestSchemaFilesVendoredCompare(t *testing.T) {
 	if differs, why := VendoredSchemaDiffers(dir); !differs || !strings.Contains(why, "extra.cue") {
 		t.Errorf("extra file: differs=%v %q", differs, why)
 	}
+}
+
+// TestSchemaConstantsAgree: the CUE schema and the Go contract share their
+// limits and defaults.
+func TestSchemaConstantsAgree(t *testing.T) {
+	dir := t.TempDir()
+	src := "package p\n\nproject: \"p\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.cue"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := Compile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := p.Marshal(); !strings.Contains(string(out), `"workflows": []`) {
+		t.Errorf("a project without workflows:\n%s", out)
+	}
+	var schemaText strings.Builder
+	for _, f := range SchemaFiles() {
+		schemaText.Write(f.Data)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("#MaxTriggerDepth: %d\n", MaxTriggerDepth),
+		fmt.Sprintf("#NeverTimeout: %d\n", NeverTimeout),
+		fmt.Sprintf("startTime: *%q", DefaultStartTime.Format(time.RFC3339)),
+		fmt.Sprintf("for d in [%s]", depthList()),
+	} {
+		if !strings.Contains(schemaText.String(), want) {
+			t.Errorf("schema/*.cue lacks %q", want)
+		}
+	}
+}
+
+func depthList() string {
+	var ds []string
+	for d := MaxTriggerDepth; d >= 1; d-- {
+		ds = append(ds, fmt.Sprint(d))
+	}
+	return strings.Join(ds, ", ")
 }
