@@ -247,8 +247,10 @@ func (e *Engine) LastStep() StepReport {
 // Step reloads the workflows directory and runs one step at now for every
 // workflow that is not paused, or only for those named in ids (unknown
 // names are logged and ignored). One workflow's failure is logged, kept in
-// Problems, and does not stop the others; Step returns an error only when
-// ctx is done.
+// Problems, and does not stop the others. Step returns an error when ctx
+// is done, and one wrapping ErrPersist when the state database refused a
+// write (read-only, full): the step went on, changing nothing it could not
+// record, and the caller must hear of it (POST /scheduler answers 500).
 func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
@@ -299,6 +301,9 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	if e.opts.OnStep != nil {
 		e.opts.OnStep(rep)
 	}
+	if st.dbErr != nil {
+		return fmt.Errorf("%w: %d slot changes not recorded, the first: %v", ErrPersist, st.dbErrs, st.dbErr)
+	}
 	return nil
 }
 
@@ -323,6 +328,20 @@ type stepper struct {
 	rep    *StepReport
 	times  []time.Time    // reused buffer
 	failed map[int64]bool // slots of the current workflow that met an error
+	// dbErr is the first write the state database refused; dbErrs counts them.
+	dbErr  error
+	dbErrs int
+}
+
+// ErrPersist: a step could not write to the state database.
+var ErrPersist = errors.New("state database write failed")
+
+// persistFailed notes a write the state database refused.
+func (s *stepper) persistFailed(err error) {
+	s.dbErrs++
+	if s.dbErr == nil {
+		s.dbErr = err
+	}
 }
 
 // safeWorkflow steps one workflow; a panic in it (a trigger's file system
@@ -442,6 +461,7 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 		from := slots[ch.Index]
 		if err := e.db.Put(ch.To); err != nil {
 			s.fail(from.ID, "persist", err)
+			s.persistFailed(err)
 			continue
 		}
 		s.transition(from, ch.To)
@@ -549,6 +569,7 @@ func (s *stepper) submit(ctx context.Context, w *schema.Workflow, svc external.S
 		if err := e.db.Put(to); err != nil {
 			// The intent stays: the next step recovers the job.
 			s.fail(id, "persist", err)
+			s.persistFailed(err)
 			return st, false
 		}
 		if err := e.db.DeleteIntent(id); err != nil {
@@ -583,6 +604,7 @@ func (s *stepper) submit(ctx context.Context, w *schema.Workflow, svc external.S
 	}
 	if err := e.db.PutIntent(id, statedb.Intent{Attempt: st.RetryCount, Time: e.clock()}); err != nil {
 		s.fail(id, "submit", fmt.Errorf("record submit intent: %w", err))
+		s.persistFailed(err)
 		return st, false
 	}
 	cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
