@@ -1,0 +1,249 @@
+package faults
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodProject = `{
+  "format": "celos.dev/workflows/v1",
+  "project": "good",
+  "workflows": [
+    {
+      "id": "good",
+      "schedule": {"type": "cron", "cron": "0 0 * * * ?", "timeZone": "UTC"},
+      "trigger": {"type": "always"},
+      "schedulingStrategy": {"type": "serial", "concurrency": 1},
+      "externalService": {"type": "command", "command": ["true"]},
+      "startTime": "2015-09-13T00:00:00Z",
+      "maxRetryCount": 0,
+      "waitTimeoutSeconds": 2147483647
+    }
+  ]
+}
+`
+
+// hostileWorkflowFiles are workflows files an attacker (or a mistake)
+// could put in the workflows directory; each must be a load error that
+// leaves the good project running.
+func hostileWorkflowFiles() map[string]string {
+	one := func(project, id, trigger string) string {
+		return `{"format":"celos.dev/workflows/v1","project":` + project + `,"workflows":[{"id":` + id +
+			`,"schedule":{"type":"cron","cron":"0 0 * * * ?","timeZone":"UTC"},"trigger":` + trigger +
+			`,"schedulingStrategy":{"type":"serial","concurrency":1},"externalService":{"type":"command","command":["true"]},` +
+			`"startTime":"2015-09-13T00:00:00Z","maxRetryCount":0,"waitTimeoutSeconds":1}]}`
+	}
+	always := `{"type":"always"}`
+	deep := strings.Repeat(`{"type":"not","trigger":`, 5000) + always + strings.Repeat("}", 5000)
+	return map[string]string{
+		"traversal-project.json": one(`"../../evil"`, `"x"`, always),
+		"traversal-id.json":      one(`"p1"`, `"../../../tmp/evil"`, always),
+		"slash-id.json":          one(`"p2"`, `"a/b"`, always),
+		"nul-id.json":            one(`"p3"`, `"a\u0000b"`, always),
+		"dot-id.json":            one(`"p4"`, `".."`, always),
+		"long-id.json":           one(`"p5"`, `"`+strings.Repeat("x", 300)+`"`, always),
+		"deep-trigger.json":      one(`"p6"`, `"deep"`, deep),
+		"deep-arrays.json":       `{"format":"celos.dev/workflows/v1","project":"p7","workflows":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`,
+		"bad-cron.json":          strings.Replace(one(`"p8"`, `"c"`, always), `0 0 * * * ?`, `0 0 0 31 2 ? 1970-2099/0`, 1),
+		"trailing.json":          one(`"p9"`, `"t"`, always) + `]`,
+	}
+}
+
+// TestHostileInput runs a real celos server over a workflows directory
+// holding hostile files beside a good one, and sends it hostile requests
+// (raw, so that no client cleans them): ids and names with '/', '..', NUL,
+// thousands of bytes; repeated parameters; malformed times; a huge query
+// string and body. Every answer is a client error or success, never a
+// 5xx; the good workflow keeps running; no file is created outside the
+// state, jobs and log directories, and a file planted outside is not
+// touched.
+func TestHostileInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a celos server process")
+	}
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf")
+	os.MkdirAll(wf, 0o755)
+	os.WriteFile(filepath.Join(wf, "good.json"), []byte(goodProject), 0o644)
+	hostile := hostileWorkflowFiles()
+	for name, content := range hostile {
+		os.WriteFile(filepath.Join(wf, name), []byte(content), 0o644)
+	}
+	os.Symlink("/etc/passwd", filepath.Join(wf, "passwd.json"))
+	secret := filepath.Join(dir, "outside", "secret")
+	os.MkdirAll(filepath.Dir(secret), 0o755)
+	os.WriteFile(secret, []byte("untouched"), 0o644)
+	s := startServer(t, dir)
+	before := listFiles(t, dir)
+
+	long := strings.Repeat("a", 4096)
+	requests := []struct {
+		method, target, body string
+		want                 int // 0: any 2xx or 4xx
+	}{
+		{"POST", "/scheduler?time=2015-09-13T02:30Z", "", 200},
+		{"GET", "/workflow-slots?id=..%2F..%2Fetc", "", 400},
+		{"GET", "/workflow-slots?id=good&id=good", "", 400},
+		{"GET", "/workflow-slots?id=good&start=2015-13-45T25:61Z", "", 400},
+		{"GET", "/slot-state?id=good&time=0000-01-01T00:00%2B01:00", "", 400},
+		{"GET", "/slot-state?id=good&time=9999-12-31T23:59-01:00", "", 400},
+		{"GET", "/slot-state?id=" + long, "", 400},
+		{"POST", "/rerun?id=..%2Fx&time=2015-09-13T00:00Z", "", 400},
+		{"POST", "/rerun?id=good&time=2015-09-13T00:00:00.0001Z", "", 0},
+		{"POST", "/kill?id=good%00x&time=2015-09-13T00:00Z", "", 400},
+		{"POST", "/pause?id=%2E%2E&paused=true", "", 400},
+		{"POST", "/pause?id=good&paused=true&paused=false", "", 400},
+		{"POST", "/pause?id=good&paused=yes", "", 400},
+		{"POST", "/scheduler?ids=..,%2Fetc,good", "", 400},
+		{"PUT", "/register?bucket=..&key=x", "1", 0},
+		{"PUT", "/register?bucket=b&key=..%2F..%2F..%2Fescape", "1", 0},
+		{"PUT", "/register?bucket=b&key=%00", "1", 0},
+		{"PUT", "/register?bucket=b&key=" + long, "1", 0},
+		{"PUT", "/register?bucket=b&key=k", "{not json", 400},
+		{"PUT", "/register?bucket=b&key=k", strings.Repeat("[", 2<<20), 400},
+		{"DELETE", "/register?bucket=b&prefix=..", "", 0},
+		{"DELETE", "/register?bucket=..%2F..&key=x", "", 0},
+		{"GET", "/list-register-keys?bucket=..%2F..", "", 0},
+		{"GET", "/register?bucket=b&key=..%2F..%2Fouside%2Fsecret", "", 0},
+		{"GET", "/ui/slot?id=..%2F..%2Foutside&time=2015-09-13T00:00Z", "", 0},
+		{"GET", "/ui/log?id=good&time=2015-09-13T00:00Z", "", 0},
+		{"GET", "/ui/workflow?id=%00", "", 0},
+		{"GET", "/ui/static/..%2F..%2F..%2Fgo.mod", "", 0},
+		{"GET", "/ui/static/../../outside/secret", "", 0},
+		{"GET", "/ui?" + strings.Repeat("q=1&", 10000), "", 0},
+		{"GET", "/workflow-list?" + strings.Repeat("x", 100<<10), "", 431},
+	}
+	for _, r := range requests {
+		code, body := rawRequest(t, s.URL, r.method, r.target, r.body)
+		short := r.target
+		if len(short) > 80 {
+			short = short[:80] + "..."
+		}
+		switch {
+		case code >= 500 || code == 0:
+			t.Errorf("%s %s: %d %.200s", r.method, short, code, body)
+		case r.want != 0 && code != r.want:
+			t.Errorf("%s %s: %d, want %d: %.200s", r.method, short, code, r.want, body)
+		case strings.Contains(body, "untouched"):
+			t.Errorf("%s %s: answered the content of a file outside", r.method, short)
+		}
+	}
+
+	// The good workflow runs; every hostile file is a load error.
+	code, body := rawRequest(t, s.URL, "GET", "/workflow-list", "")
+	if code != 200 || !strings.Contains(body, `"good"`) {
+		t.Fatalf("workflow-list: %d %s", code, body)
+	}
+	for name := range hostile {
+		if !strings.Contains(body, name) {
+			t.Errorf("%s is not reported as a load error", name)
+		}
+	}
+	if !strings.Contains(body, "passwd.json") {
+		t.Error("a symlink to /etc/passwd is not reported as a load error")
+	}
+
+	// No file outside the server's own directories; the planted file is intact.
+	for p := range listFiles(t, dir) {
+		if before[p] {
+			continue
+		}
+		if !strings.HasPrefix(p, "db/") && !strings.HasPrefix(p, "jobs/") {
+			t.Errorf("a file appeared outside the state and jobs directories: %s", p)
+		}
+		if strings.HasPrefix(p, "db/register/") && !strings.HasPrefix(p, "db/register/b/") {
+			t.Errorf("a register outside its bucket: %s", p)
+		}
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "untouched" {
+		t.Errorf("the file outside was changed: %q", b)
+	}
+	s.stop()
+}
+
+// listFiles lists the files under dir, relative, with '/'.
+func listFiles(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = true
+		return nil
+	})
+	return out
+}
+
+// rawRequest sends one HTTP/1.1 request as written, without a client's
+// normalization, and returns the status and body (status 0 if the server
+// gave no answer).
+func rawRequest(t *testing.T, base, method, target, body string) (int, string) {
+	t.Helper()
+	host := strings.TrimPrefix(base, "http://")
+	c, err := net.DialTimeout("tcp", host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", method, target, host, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestSlowClients: connections that send half a request header are closed
+// by the server (ReadHeaderTimeout), and while 200 of them hang, other
+// clients are served at once.
+func TestSlowClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the server's header timeout (10 s)")
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "wf"), 0o755)
+	os.WriteFile(filepath.Join(dir, "wf", "good.json"), []byte(goodProject), 0o644)
+	s := startServer(t, dir)
+	host := strings.TrimPrefix(s.URL, "http://")
+	var conns []net.Conn
+	for i := 0; i < 200; i++ {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /workflow-list HTTP/1.1\r\nHost: %s\r\nX-Slow: ", host)
+		conns = append(conns, c)
+	}
+	start := time.Now()
+	if code, _ := rawRequest(t, s.URL, "GET", "/healthz", ""); code != 200 {
+		t.Fatalf("healthz while 200 clients hang: %d", code)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("healthz took %v while 200 clients hang", d)
+	}
+	// The hanging connections are closed by the server within its header timeout.
+	for i, c := range conns {
+		c.SetReadDeadline(start.Add(20 * time.Second))
+		_, err := io.ReadAll(c)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("connection %d still open %v after it stalled", i, time.Since(start))
+		}
+	}
+	t.Logf("200 stalled connections closed by the server after %v", time.Since(start).Round(100*time.Millisecond))
+	s.stop()
+}
