@@ -74,8 +74,8 @@ func BenchmarkGrid(b *testing.B) {
 // idle machine and, unlike the wall time, does not grow when other
 // processes compete for the CPU; the best of five runs counts.
 func TestGridRenderBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing test")
+	if raceEnabled {
+		t.Skip("timing budget: not measured under the race detector")
 	}
 	svc := benchService(1000)
 	h := newTestHandler(t, svc, Options{})

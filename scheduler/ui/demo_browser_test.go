@@ -118,7 +118,7 @@ func TestBrowserDemo(t *testing.T) {
 	run(t, ctx, "rerun report", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer button[data-act="rerun"]`)),
 		chromedp.Click(chromedp.CSS(`#drawer button[data-act="rerun"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
 	confirmAndReload(t, ctx)
-	run(t, ctx, "details after the rerun", chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-status="WAITING"]`)))
+	waitJS(t, ctx, "details after the rerun", `document.querySelector('#drawer .detail[data-status="WAITING"]')`)
 	checkGridAgainstAPI(t, ctx, srv.URL)
 	f.settle(t)
 	if got := mustSlotState(t, eng, "report", reportAt).Status; got != slot.Success {

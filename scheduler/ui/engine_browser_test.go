@@ -198,7 +198,7 @@ func TestBrowserRealEngine(t *testing.T) {
 	// Rerun it through the API: the engine resets it to WAITING.
 	run(t, ctx, "rerun", chromedp.Click(chromedp.CSS(`#drawer button[data-act="rerun"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
 	confirmAndReload(t, ctx)
-	run(t, ctx, "details after the rerun", chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-status="WAITING"]`)))
+	waitJS(t, ctx, "details after the rerun", `document.querySelector('#drawer .detail[data-status="WAITING"]')`)
 	if got := mustSlotState(t, f.eng, "fails", failedAt).Status; got != slot.Waiting {
 		t.Errorf("after the rerun the engine says %s, want WAITING", got)
 	}
@@ -229,7 +229,9 @@ func TestBrowserRealEngine(t *testing.T) {
 
 	// Pause from the workflow's details.
 	run(t, ctx, "open the workflow", chromedp.Click(chromedp.CSS(`#grid .row[data-w="wordcount"] a.wid`)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="workflow"]`)))
+	screenshot(t, ctx, "engine-workflow.png")
 	run(t, ctx, "pause", chromedp.Click(chromedp.CSS(`#drawer button[data-act="pause"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
+	screenshot(t, ctx, "engine-confirm.png")
 	confirmAndReload(t, ctx)
 	if paused, _ := f.eng.Paused("wordcount"); !paused {
 		t.Error("wordcount not paused")

@@ -150,7 +150,7 @@ func parseGridParams(q url.Values, now time.Time) (gridParams, error) {
 		}
 	}
 	if s := q.Get("time"); s != "" {
-		t, err := slot.ParseTime(s)
+		t, err := parseUITime(s)
 		if err != nil {
 			return p, fmt.Errorf("time: %v", err)
 		}
@@ -178,6 +178,18 @@ func parseGridParams(q url.Values, now time.Time) (gridParams, error) {
 // the given zoom.
 func maxColumns(zoom, cols int) int {
 	return max(1, min(cols, MaxColumns, int(MaxWindow/(time.Duration(zoom)*time.Minute))))
+}
+
+// parseUITime reads the time parameter: ISO 8601 as the API takes it, or
+// the zone-less form of the toolbar's date field (2026-11-22T14:37, read
+// as UTC).
+func parseUITime(s string) (time.Time, error) {
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return slot.ParseTime(s)
 }
 
 // nearestZoom snaps any number of minutes to the closest offered zoom

@@ -185,6 +185,16 @@ func TestGridZoomAndColumns(t *testing.T) {
 	}
 }
 
+func TestGridTimeForms(t *testing.T) {
+	h := newTestHandler(t, demoService(), Options{})
+	for _, q := range []string{"2026-11-20T10:00Z", "2026-11-20T10:00:00.000Z", "2026-11-20T11:00%2B01:00", "2026-11-20T10:00", "2026-11-20T10:00:00"} {
+		page := wantStatus(t, get(t, h, "/ui?time="+q), 200)
+		if !strings.Contains(page, `data-end="2026-11-20T10:00:00.000Z"`) {
+			t.Errorf("time=%s: window end wrong", q)
+		}
+	}
+}
+
 func TestGridBadParameters(t *testing.T) {
 	h := newTestHandler(t, demoService(), Options{})
 	for _, q := range []string{"time=yesterday", "zoom=abc", "zoom=-5", "cols=0", "cols=x", "zoom=60&zoom=5", "time=2026-11-22T10:00Z&time=2026-11-22T11:00Z"} {
