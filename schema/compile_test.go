@@ -211,6 +211,7 @@ func TestSchemaConstantsAgree(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("#MaxTriggerDepth: %d\n", MaxTriggerDepth),
 		fmt.Sprintf("#NeverTimeout: %d\n", NeverTimeout),
+		fmt.Sprintf("#MaxTriggerSeconds: %d\n", MaxTriggerSeconds),
 		fmt.Sprintf("startTime: *%q", DefaultStartTime.Format(time.RFC3339)),
 		fmt.Sprintf("for d in [%s]", depthList()),
 	} {
