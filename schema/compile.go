@@ -277,8 +277,12 @@ func (c *compiler) compile(dir string) *Project {
 	}
 	c.schemaDir = filepath.Join(root, filepath.FromSlash(SchemaVendorDir))
 	if differs, why := VendoredSchemaDiffers(c.schemaDir); differs {
+		rootName := c.rel(root)
+		if rootName == "" {
+			rootName = "."
+		}
 		c.warnf(c.rel(c.schemaDir),
-			"the vendored schema differs from the one built into celos (%s); celos checks with its own. Update the copy with: celos init --update-schema %s", why, dir)
+			"the vendored schema differs from the one built into celos (%s); celos checks with its own. Update the copy with: celos init --update-schema %s", why, rootName)
 	}
 	if entries, err := os.ReadDir(c.schemaDir); err == nil {
 		// Blank out vendored files the embedded schema does not have.
