@@ -200,11 +200,16 @@ func Load(r io.Reader) (*Project, error) {
 // MaxDocumentSize bounds a compiled document (64 MiB).
 const MaxDocumentSize = 64 << 20
 
-// Marshal writes the canonical form of p: indented, stable, ending in a newline.
+// Marshal writes the canonical form of p: indented, stable, ending in a
+// newline, with &, < and > left as they are (shell commands and Oozie
+// properties stay readable).
 func (p *Project) Marshal() ([]byte, error) {
-	out, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
 		return nil, fmt.Errorf("marshal project %s: %w", p.Project, err)
 	}
-	return append(out, '\n'), nil
+	return buf.Bytes(), nil
 }
