@@ -275,7 +275,9 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 		}
 	}
 	e.db.Preload(todo, 8) // start-up: read the state files in parallel
-	st := &stepper{e: e, now: now, env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}, rep: &rep, failed: make(map[int64]bool)}
+	st := &stepper{e: e, now: now, env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}, rep: &rep, failed: make(map[int64]bool),
+		batch: e.db.Batch(), to: make(map[slot.ID]slot.Status)}
+	defer st.commit() // also when ctx ends the step early
 	for _, id := range todo {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -293,6 +295,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 		e.clearProblem(id, time.Time{})
 		rep.Workflows++
 	}
+	st.commit()
 	rep.Duration = time.Since(rep.Started)
 	rep.Writes = e.db.Stats().Writes - writes0
 	e.mu.Lock()
@@ -328,6 +331,9 @@ type stepper struct {
 	rep    *StepReport
 	times  []time.Time    // reused buffer
 	failed map[int64]bool // slots of the current workflow that met an error
+	batch  *statedb.Batch // the step's transitions, committed at its end
+	unmark []slot.ID      // rerun markers to drop after the commit
+	to     map[slot.ID]slot.Status
 	// dbErr is the first write the state database refused; dbErrs counts them.
 	dbErr  error
 	dbErrs int
@@ -457,9 +463,12 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 			slots[i] = to
 		}
 	}
+	// Transitions are visible at once and made durable together at the end
+	// of the step (statedb.Batch); submissions above are durable one by one
+	// (the submit-intent protocol needs it).
 	for _, ch := range d.Changes {
 		from := slots[ch.Index]
-		if err := e.db.Put(ch.To); err != nil {
+		if err := s.batch.Put(ch.To); err != nil {
 			s.fail(from.ID, "persist", err)
 			s.persistFailed(err)
 			continue
@@ -477,9 +486,7 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 			e.clearProblem(id, st.ID.Time)
 		}
 		if m, ok := rerun[st.ID.Time.UnixMilli()]; ok && st.Status.Final() && (st.ID.Time.Before(start) || m.Expired(s.now)) {
-			if err := e.db.UnmarkRerun(st.ID); err != nil {
-				e.log.Warn("unmark rerun", "slot", st.ID.String(), "error", err)
-			}
+			s.unmark = append(s.unmark, st.ID) // once the final state is durable
 		}
 	}
 
@@ -525,6 +532,33 @@ func dedupe(ts []time.Time) []time.Time {
 	return out
 }
 
+// commit makes the step's transitions durable. A slot whose write failed
+// is back in its previous state: it is reported, and the workflow's done
+// mark is lowered to it so that the next step looks at it again.
+func (s *stepper) commit() {
+	failed := s.batch.Commit()
+	for id, err := range failed {
+		s.rep.Errors["persist"]++
+		if st, ok := s.to[id]; ok {
+			s.rep.Transitions[st]--
+		}
+		s.persistFailed(err)
+		s.e.setProblem(id.Workflow, id.Time, "persist", err)
+		s.e.log.Error("slot transition not saved", "slot", id.String(), "error", err)
+		s.e.lowerDone(id)
+	}
+	for _, id := range s.unmark {
+		if _, bad := failed[id]; bad {
+			continue
+		}
+		if err := s.e.db.UnmarkRerun(id); err != nil {
+			s.e.log.Warn("unmark rerun", "slot", id.String(), "error", err)
+		}
+	}
+	s.unmark = nil
+	clear(s.to)
+}
+
 func (s *stepper) fail(id slot.ID, op string, err error) {
 	s.failed[id.Time.UnixMilli()] = true
 	s.rep.Errors[op]++
@@ -534,6 +568,7 @@ func (s *stepper) fail(id slot.ID, op string, err error) {
 
 func (s *stepper) transition(from, to slot.State) {
 	s.rep.Transitions[to.Status]++
+	s.to[to.ID] = to.Status
 	s.e.log.Info("slot transition", "slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
 		"externalID", to.ExternalID, "retryCount", to.RetryCount)
 }

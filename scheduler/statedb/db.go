@@ -477,14 +477,8 @@ func (db *DB) Put(st slot.State) error {
 	if err := db.writeFileAtomic(filepath.Join(db.dir, "state", st.ID.Workflow, day), file, EncodeState(st)); err != nil {
 		return err
 	}
-	ix.recs[k] = r
-	delete(ix.corrupt, k)
+	ix.setRec(k, r)
 	delete(db.problems, filepath.ToSlash(filepath.Join("state", st.ID.Workflow, day, file)))
-	if st.Status.Final() {
-		delete(ix.active, k)
-	} else {
-		ix.active[k] = struct{}{}
-	}
 	return nil
 }
 

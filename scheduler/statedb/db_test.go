@@ -356,3 +356,60 @@ func TestUnwritableDirectory(t *testing.T) {
 		t.Fatal("opened a file as a database")
 	}
 }
+
+func TestBatch(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	a := slot.ID{Workflow: "a", Time: ts("2024-01-01T00:00Z")}
+	b := slot.ID{Workflow: "b", Time: ts("2024-01-01T00:00Z")}
+	if err := db.Put(slot.State{ID: b, Status: slot.Running, ExternalID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	bt := db.Batch()
+	if err := bt.Put(slot.State{ID: a, Status: slot.Ready}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bt.Put(slot.State{ID: a, Status: slot.WaitTimeout}); err != nil { // the last put wins
+		t.Fatal(err)
+	}
+	if err := bt.Put(slot.State{ID: b, Status: slot.Success, ExternalID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := db.Get(a); st.Status != slot.WaitTimeout {
+		t.Fatalf("not visible before commit: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "a")); !os.IsNotExist(err) {
+		t.Fatal("written before commit")
+	}
+	if failed := bt.Commit(); failed != nil {
+		t.Fatal(failed)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "state", "a", "2024-01-01", "00:00:00.000Z"))
+	if !strings.Contains(string(data), `"WAIT_TIMEOUT"`) {
+		t.Fatalf("%s", data)
+	}
+	if act, _ := db.Active("b"); len(act) != 0 {
+		t.Fatalf("b still active: %+v", act)
+	}
+
+	// A failed write takes the state back.
+	bt = db.Batch()
+	c := slot.ID{Workflow: "c", Time: ts("2024-01-01T00:00Z")}
+	bt.Put(slot.State{ID: c, Status: slot.Ready})
+	bt.Put(slot.State{ID: b, Status: slot.Failure, ExternalID: "x"}) // b is SUCCESS: allowed here, the engine decides
+	os.WriteFile(filepath.Join(dir, "state", "c"), nil, 0o644)       // c's directory cannot be made
+	failed := bt.Commit()
+	if len(failed) != 1 || failed[c] == nil {
+		t.Fatalf("failed %v", failed)
+	}
+	if _, found, _ := db.Get(c); found {
+		t.Fatal("failed write still in the index")
+	}
+	if st, _, _ := db.Get(b); st.Status != slot.Failure {
+		t.Fatalf("b %+v", st)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "state", "*", "*", ".tmp-*"))
+	if len(matches) > 0 {
+		t.Fatalf("temp files left: %v", matches)
+	}
+}
