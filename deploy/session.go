@@ -87,7 +87,7 @@ func ValidateProjectName(name string) error {
 		return fmt.Errorf("project name %q contains a NUL byte", name)
 	case strings.ContainsAny(name, `/\`):
 		return fmt.Errorf("project name %q contains a path separator", name)
-	case name == "." || name == ".." || strings.Contains(name, ".."):
+	case strings.Contains(name, ".."):
 		return fmt.Errorf("project name %q contains \"..\"", name)
 	case strings.HasPrefix(name, "."):
 		return fmt.Errorf("project name %q starts with a dot", name)

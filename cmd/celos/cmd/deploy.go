@@ -147,7 +147,23 @@ celos plan): 0 no change, 2 changes, 1 error.`,
 		Example: `  celos deploy --target $PRODUCTION_TARGET
   celos deploy --target sftp://celos.example.com/etc/celos/target.json --project wordcount --deploy-dir ./wordcount
   celos deploy --target file:///etc/celos/target.json --dry-run`,
-		Args: cobra.NoArgs,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				code := ExitUsage
+				if f.dryRun {
+					code = ExitFailure // 2 means "changes" for a dry run
+				}
+				return &ExitError{Code: code, Err: fmt.Errorf("deploy takes no arguments, got %q (the project directory is --deploy-dir DIR)\nRun '%s --help' for usage.", args, c.CommandPath())}
+			}
+			if f.parallel < 1 {
+				code := ExitUsage
+				if f.dryRun {
+					code = ExitFailure
+				}
+				return &ExitError{Code: code, Err: fmt.Errorf("--parallel %d: want at least 1\nRun '%s --help' for usage.", f.parallel, c.CommandPath())}
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, _ []string) error {
 			if f.dryRun {
 				return runPlan(c, &f)
