@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -633,6 +634,12 @@ func (c *compiler) addCUEError(err error, dir string) {
 			continue
 		}
 		ps := append([]token.Pos{e.Position()}, e.InputPositions()...)
+		if format == "import failed" {
+			// CUE's message names the project's module, not the import;
+			// the reason is in the wrapped error.
+			c.importFailed(e, ps, dir)
+			continue
+		}
 		var msg string
 		if n, ok := disjunctionCount(format, args); ok && i+n < len(errs) {
 			children := errs[i+1 : i+1+n]
@@ -713,6 +720,33 @@ func (c *compiler) addCUEError(err error, dir string) {
 		}
 		c.errorf(pos, "%s", msg)
 	}
+}
+
+// importFailed reports an import that cannot be resolved, with CUE's
+// reason (which names the package) and what celos can import offline.
+func (c *compiler) importFailed(e cueerrors.Error, ps []token.Pos, dir string) {
+	reason := ""
+	if u := errors.Unwrap(e); u != nil {
+		if ce, ok := u.(cueerrors.Error); ok {
+			f, a := ce.Msg()
+			reason = fmt.Sprintf(f, a...)
+			ps = append(ps, ce.Position())
+			ps = append(ps, ce.InputPositions()...)
+		} else {
+			reason = u.Error()
+		}
+	}
+	msg := "import failed"
+	if reason != "" {
+		msg += ": " + reason
+	}
+	msg += " (celos loads a project offline: it may import the CUE standard library, " + SchemaImportPath + " and packages vendored under cue.mod/pkg)"
+	p, _ := c.userPos(ps)
+	pos := c.pos(p)
+	if pos == "" {
+		pos = dir
+	}
+	c.errorf(pos, "%s", msg)
 }
 
 // enclosingUserPos is set while validating: it finds the position of the
