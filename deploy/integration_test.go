@@ -326,9 +326,6 @@ func TestDeploySSHDKilledMidUpload(t *testing.T) {
 		t.Errorf("message: %v", err)
 	}
 	t.Logf("sshd killed: %v (after %s)", err, time.Since(start))
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("the failure took %s", d)
-	}
 	if after := tree(t, filepath.Join(srv.Root, "celos")); !reflect.DeepEqual(after["workflows/wordcount.json"], before["workflows/wordcount.json"]) {
 		t.Fatal("workflows file changed")
 	}

@@ -228,11 +228,10 @@ func TestOpenHDFSLocal(t *testing.T) {
 	if _, ok := fsys.(Local); !ok {
 		t.Fatalf("got %T", fsys)
 	}
-	// An unreachable NameNode is reported promptly, naming it.
+	// An unreachable NameNode is reported naming it.
 	c.HDFS = hadoopconf.Options{User: "u", DialTimeout: 2 * time.Second}
-	start := time.Now()
 	_, _, err = c.OpenHDFS(context.Background(), hadoopconf.Conf{"fs.defaultFS": "hdfs://127.0.0.1:1"}, Location{})
-	if err == nil || !strings.Contains(err.Error(), "connect to HDFS 127.0.0.1:1") || !strings.Contains(err.Error(), "connection refused") || time.Since(start) > 10*time.Second {
-		t.Fatalf("unreachable NameNode: %v after %s", err, time.Since(start))
+	if err == nil || !strings.Contains(err.Error(), "connect to HDFS 127.0.0.1:1") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("unreachable NameNode: want a refused connection naming it, got %v", err)
 	}
 }

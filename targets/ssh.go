@@ -339,7 +339,9 @@ func DialSSH(ctx context.Context, addr, user string, o SSHOptions) (*ssh.Client,
 		if strings.Contains(err.Error(), "unable to authenticate") {
 			return nil, fmt.Errorf("ssh %s@%s: the server refused every key%s; pass --identity FILE, load the key into ssh-agent, or set CELOS_CI_USERNAME to the right user", user, addr, noteSuffix(notes))
 		}
-		if dctx.Err() != nil && ctx.Err() == nil {
+		// The connection's deadline is the context's: its read may time out
+		// before the context's own timer has fired.
+		if ctx.Err() == nil && (dctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)) {
 			return nil, fmt.Errorf("ssh %s: no SSH handshake within %s: %w", addr, timeout, err)
 		}
 		return nil, fmt.Errorf("ssh %s: %w", addr, err)
