@@ -35,7 +35,11 @@ day-of-week 1 is Sunday; exactly one of day-of-month and day-of-week is ?.
 Wall-clock times are read in --tz (an IANA zone, default UTC). A time
 skipped by a spring-forward change fires once, shifted forward by the gap;
 a time that occurs twice at a fall-back change fires once, at its first
-occurrence, except that hourly and finer schedules fire in every real hour.
+occurrence. Exception: when the hour field matches every hour (*, 0-23;
+hourly, minutely and finer schedules), the expression fires in every real
+hour, the repeated one included (never twice in one real hour), so an
+hourly schedule loses no hour; listed hours (*/2, 1,13) follow the
+first-occurrence rule.
 
 --from and --to take RFC 3339 times (2015-09-13T13:40:00Z, with an offset,
 or without seconds: 2015-09-13T13:40Z). --from defaults to now, --to to
