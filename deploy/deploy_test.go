@@ -840,3 +840,62 @@ func TestDiffDocumentsUnreadable(t *testing.T) {
 		t.Fatalf("%+v", p)
 	}
 }
+
+// TestUndeployLeavesNeighbours: undeploy removes the project's own files
+// and nothing that merely looks like them: other projects whose names
+// share a prefix, backups beside the workflows file, foreign dot files
+// in the HDFS root, another project's lock and manifest. Without a
+// manifest (a project deployed by Celos CI) it removes NAME.json and
+// HDFS_ROOT/NAME only.
+func TestUndeployLeavesNeighbours(t *testing.T) {
+	for _, withManifest := range []bool{true, false} {
+		t.Run(fmt.Sprintf("manifest=%v", withManifest), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if withManifest {
+				if _, err := Deploy(ctx, f.options()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				writeFiles(t, f.wfDir, map[string]string{"wordcount.json": marshal(t, f.project)})
+				writeFiles(t, filepath.Join(f.hdfsRoot, "wordcount"), map[string]string{"workflow.xml": "<celos-ci/>"})
+			}
+			neighbours := map[string]string{
+				"wordcount2.json":                      "{}",
+				"wordcount.json.bak":                   "backup",
+				"wordcount.js":                         "old Celos JS",
+				StateDir + "/wordcount2.manifest.json": "{}",
+				StateDir + "/wordcount2.lock":          "{}",
+				".wordcount.json.tmp-not-ours":         "x",
+			}
+			hdfsNeighbours := map[string]string{
+				"wordcount2/workflow.xml":    "<w2/>",
+				"wordcount-old/workflow.xml": "<old/>",
+				".wordcount.tmp-not-hex/x":   "x",
+				"wordcount.txt":              "notes",
+			}
+			writeFiles(t, f.wfDir, neighbours)
+			writeFiles(t, f.hdfsRoot, hdfsNeighbours)
+
+			o := f.options()
+			o.Project = "wordcount"
+			res, err := Undeploy(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 2 // workflows file, Oozie directory
+			if withManifest {
+				want = 3 // and the manifest
+			}
+			if len(res.Removed) != want {
+				t.Errorf("removed %v, want %d items", res.Removed, want)
+			}
+			if got := tree(t, f.wfDir); !reflect.DeepEqual(got, neighbours) {
+				t.Errorf("workflows dir after undeploy: %v, want %v", keys(got), keys(neighbours))
+			}
+			if got := tree(t, f.hdfsRoot); !reflect.DeepEqual(got, hdfsNeighbours) {
+				t.Errorf("HDFS root after undeploy: %v, want %v", keys(got), keys(hdfsNeighbours))
+			}
+		})
+	}
+}
