@@ -79,22 +79,32 @@ func TestWorkflowValidate(t *testing.T) {
 }
 
 func TestLoadRejects(t *testing.T) {
+	twice, err := (&Project{Format: FormatVersion, Project: "p", Workflows: []Workflow{validWorkflow(), validWorkflow()}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, doc string
 		want      error
+		msg       string // the message says this
 	}{
-		{"not json", `{`, ErrFormat},
-		{"no format", `{"project":"p","workflows":[]}`, ErrFormat},
-		{"other version", `{"format":"celos.dev/workflows/v0","project":"p","workflows":[]}`, ErrVersion},
-		{"unknown field", `{"format":"` + FormatVersion + `","project":"p","workflows":[],"extra":1}`, ErrFormat},
-		{"trailing data", `{"format":"` + FormatVersion + `","project":"p","workflows":[]} {}`, ErrFormat},
-		{"bad project name", `{"format":"` + FormatVersion + `","project":"../x","workflows":[]}`, ErrInvalid},
+		{"not json", `{`, ErrFormat, "not a celos compiled workflows document"},
+		{"no format", `{"project":"p","workflows":[]}`, ErrFormat, ""},
+		{"other version", `{"format":"celos.dev/workflows/v0","project":"p","workflows":[]}`, ErrVersion, `unsupported format version "celos.dev/workflows/v0" (this celos reads "celos.dev/workflows/v1")`},
+		{"unknown field", `{"format":"` + FormatVersion + `","project":"p","workflows":[],"extra":1}`, ErrFormat, `unknown field "extra"`},
+		{"unknown workflow field", `{"format":"` + FormatVersion + `","project":"p","workflows":[{"id":"a","retries":1}]}`, ErrFormat, `unknown field "retries"`},
+		{"trailing data", `{"format":"` + FormatVersion + `","project":"p","workflows":[]} {}`, ErrFormat, ""},
+		{"bad project name", `{"format":"` + FormatVersion + `","project":"../x","workflows":[]}`, ErrInvalid, ""},
+		{"duplicate id", string(twice), ErrInvalid, `workflow "wf": duplicate id`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(strings.NewReader(tt.doc))
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Load: %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("Load: %q does not say %q", err, tt.msg)
 			}
 		})
 	}
