@@ -378,3 +378,29 @@ func TestStepIDs(t *testing.T) {
 		t.Fatalf("b not named but stepped: %+v", st)
 	}
 }
+
+func TestReloadParsesOnlyChangedFiles(t *testing.T) {
+	r := newRig(t, nil, hourly("a1"))
+	path := filepath.Join(r.wdir, "p.json")
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	// Same size, same mtime, other content: not re-read.
+	same := []byte(strings.ReplaceAll(string(data), `"a1"`, `"b1"`))
+	if err := os.WriteFile(path, same, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(path, fi.ModTime(), fi.ModTime())
+	r.step(ts("2024-01-01T00:30Z"))
+	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "a1" {
+		t.Fatalf("unchanged file re-parsed: %v", ids)
+	}
+	// A new mtime: re-read.
+	os.Chtimes(path, fi.ModTime().Add(time.Second), fi.ModTime().Add(time.Second))
+	r.step(ts("2024-01-01T00:30Z"))
+	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "b1" {
+		t.Fatalf("changed file not re-parsed: %v", ids)
+	}
+}
