@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -897,5 +898,70 @@ func TestUndeployLeavesNeighbours(t *testing.T) {
 				t.Errorf("HDFS root after undeploy: %v, want %v", keys(got), keys(hdfsNeighbours))
 			}
 		})
+	}
+}
+
+// stallFS holds the upload of a file in the middle (after half its bytes)
+// until release is closed.
+type stallFS struct {
+	targets.FS
+	release chan struct{}
+}
+
+func (s *stallFS) WriteNew(ctx context.Context, name string, r io.Reader, size int64, durable bool) error {
+	return s.FS.WriteNew(ctx, name, &stallReader{r: r, left: size / 2, release: s.release}, size, durable)
+}
+
+type stallReader struct {
+	r       io.Reader
+	left    int64
+	release chan struct{}
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if s.left <= 0 {
+		<-s.release
+	} else if int64(len(p)) > s.left {
+		p = p[:s.left]
+	}
+	n, err := s.r.Read(p)
+	s.left -= int64(n)
+	return n, err
+}
+
+// TestUploadProgressInsideAFile: the progress of a long upload counts the
+// bytes of files still in flight, not only of finished files (a single big
+// jar showed 0 bytes until it was done).
+func TestUploadProgressInsideAFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, HDFSDirName), map[string]string{"lib/big.jar": strings.Repeat("x", 4<<20)})
+	lt, err := scanLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := &stallFS{FS: targets.Local{}, release: make(chan struct{})}
+	var once sync.Once
+	var mid Progress
+	report := func(p Progress) {
+		if p.Files == 0 && p.Bytes > 0 {
+			once.Do(func() { mid = p; close(fsys.release) })
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := upload(context.Background(), fsys, lt, filepath.ToSlash(filepath.Join(t.TempDir(), "dest")), 2, report)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute): // a hang guard, not a timing assertion
+		once.Do(func() { close(fsys.release) })
+		t.Fatal("no progress report counted the bytes of the file in flight")
+	}
+	if mid.Bytes != 2<<20 || mid.TotalBytes != 4<<20 || mid.TotalFiles != 1 {
+		t.Fatalf("progress in the middle of the file: %+v, want 2 MiB of 4 MiB", mid)
 	}
 }

@@ -110,15 +110,20 @@ func hashLocal(p string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// countingReader adds what it reads to a counter.
+// countingReader adds what it reads to a counter, and to a running total
+// (if any).
 type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
+	r     io.Reader
+	n     *atomic.Int64
+	total *atomic.Int64
 }
 
 func (c countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
+	if c.total != nil {
+		c.total.Add(int64(n))
+	}
 	return n, err
 }
 
@@ -187,8 +192,9 @@ func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, par
 			}
 			var sum string
 			var sent atomic.Int64
-			sum, err = uploadFile(ctx, fsys, filepath.Join(t.root, filepath.FromSlash(f.rel)), path.Join(dest, f.rel), f.size, &sent)
-			bytesDone.Add(sent.Load())
+			// bytesDone grows while the file is read, so the progress of a
+			// big file shows; a failed attempt takes its bytes back.
+			sum, err = uploadFile(ctx, fsys, filepath.Join(t.root, filepath.FromSlash(f.rel)), path.Join(dest, f.rel), f.size, &sent, &bytesDone)
 			if err == nil {
 				mu.Lock()
 				hashes[f.rel] = sum
@@ -244,7 +250,7 @@ feed:
 	return hashes, nil
 }
 
-func uploadFile(ctx context.Context, fsys targets.FS, local, remote string, size int64, sent *atomic.Int64) (string, error) {
+func uploadFile(ctx context.Context, fsys targets.FS, local, remote string, size int64, sent, total *atomic.Int64) (string, error) {
 	f, err := os.Open(local)
 	if err != nil {
 		return "", err
@@ -252,7 +258,7 @@ func uploadFile(ctx context.Context, fsys targets.FS, local, remote string, size
 	defer f.Close()
 	h := sha256.New()
 	r := io.TeeReader(io.LimitReader(f, size), h)
-	if err := fsys.WriteNew(ctx, remote, countingReader{r, sent}, size, false); err != nil {
+	if err := fsys.WriteNew(ctx, remote, countingReader{r, sent, total}, size, false); err != nil {
 		return "", err
 	}
 	if sent.Load() != size {

@@ -48,7 +48,7 @@ CUE_VERSION=$(go list -m -f '{{.Version}}' cuelang.org/go)
 GOBIN_DIR=$(go env GOPATH)/bin
 if ! "$GOBIN_DIR/cue" version 2>/dev/null | grep -q "$CUE_VERSION"; then
   echo "test-deps: installing cue $CUE_VERSION"
-  go install "cuelang.org/go/cmd/cue@$CUE_VERSION"
+  GOBIN="$GOBIN_DIR" go install "cuelang.org/go/cmd/cue@$CUE_VERSION"  # where the tests look, whatever GOBIN says
 fi
 
 # The Hadoop mini cluster (internal/testenv/hdfstest): Maven fetches the
