@@ -345,6 +345,12 @@ func (c *compiler) compile(dir string) *Project {
 	} else if err := pv.Err(); err != nil {
 		c.addCUEError(err, dir)
 	}
+	if c.failed() {
+		// CUE leaves out missing fields when it has other errors to
+		// report (as `cue vet` does): validate each workflow that has no
+		// diagnostic yet on its own, so that one run names them too.
+		c.validateQuiet(pv.LookupPath(cue.ParsePath("workflows")), dir)
+	}
 	if len(c.deferred) > 0 {
 		if !c.scanMissing(pv.LookupPath(cue.ParsePath("workflows"))) {
 			// Nothing found missing: report CUE's own words.
@@ -370,6 +376,9 @@ func (c *compiler) compile(dir string) *Project {
 		}
 	}
 	if c.failed() {
+		// Check the cron expressions CUE has let through all the same,
+		// so that one run reports them with CUE's errors.
+		c.cronsOf(pv.LookupPath(cue.ParsePath("workflows")))
 		return nil
 	}
 
@@ -450,6 +459,64 @@ func (c *compiler) workflow(id string, v cue.Value) (Workflow, bool) {
 		}
 	}
 	return w, ok
+}
+
+// validateQuiet validates, one by one, the workflows of an invalid
+// project about which nothing has been reported.
+func (c *compiler) validateQuiet(wfs cue.Value, dir string) {
+	it, err := wfs.Fields()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		label := "workflows." + it.Selector().String()
+		reported := false
+		for _, d := range c.diags {
+			if !d.Warning && (strings.HasPrefix(d.Msg, label+".") || strings.HasPrefix(d.Msg, label+":")) {
+				reported = true
+				break
+			}
+		}
+		if reported {
+			continue
+		}
+		if err := it.Value().Validate(cue.Concrete(true)); err != nil {
+			c.addCUEError(err, dir)
+		}
+	}
+}
+
+// cronsOf checks the cron schedules of a project that has other errors:
+// each one whose expression and time zone are concrete strings, with the
+// messages of workflow.
+func (c *compiler) cronsOf(wfs cue.Value) {
+	it, err := wfs.Fields()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		label := "workflows." + cuePathLabel(it.Selector().Unquoted())
+		sched := it.Value().LookupPath(cue.ParsePath("schedule"))
+		if typ, err := sched.LookupPath(cue.ParsePath("type")).String(); err != nil || typ != ScheduleCron {
+			continue
+		}
+		exprV := sched.LookupPath(cue.ParsePath("cron"))
+		expr, err := exprV.String()
+		if err != nil {
+			continue
+		}
+		zoneV := sched.LookupPath(cue.ParsePath("timeZone"))
+		zone, err := zoneV.String()
+		if err != nil {
+			continue
+		}
+		loc, err := (&Schedule{Type: ScheduleCron, Cron: expr, TimeZone: zone}).Location()
+		if err != nil {
+			c.errorf(c.valuePos(zoneV), "%s.schedule.timeZone: unknown time zone %q", label, zone)
+		} else if _, err := cron.Parse(expr, loc); err != nil {
+			c.errorf(c.valuePos(exprV), "%s.schedule.cron: invalid cron expression %q: %v", label, expr, err)
+		}
+	}
 }
 
 // references warns about dependent schedules and success triggers naming
@@ -760,7 +827,7 @@ func (c *compiler) enclosingUserPos(path []string) (token.Pos, bool) {
 		sels = sels[1:]
 	}
 	for n := len(sels) - 1; n >= 0; n-- {
-		v := c.root.LookupPath(cue.ParsePath(strings.Join(sels[:n], ".")))
+		v := c.root.LookupPath(errorPath(sels[:n]))
 		if n == 0 {
 			v = *c.root
 		}
@@ -794,7 +861,11 @@ func (c *compiler) scanMissing(wfs cue.Value) bool {
 		t := v.LookupPath(cue.ParsePath("type"))
 		typ, err := t.String()
 		if err != nil {
-			missing(v, path+".type")
+			if t.Err() == nil || !written(t) {
+				// Absent, or left open; an invalid type the project
+				// wrote is CUE's to report.
+				missing(v, path+".type")
+			}
 			return
 		}
 		if kind != "trigger" {
@@ -832,11 +903,30 @@ func (c *compiler) fieldUserPos(path []string) (token.Pos, bool) {
 	if c.root == nil || len(path) == 0 {
 		return token.NoPos, false
 	}
-	v := c.root.LookupPath(cue.ParsePath(strings.Join(path, ".")))
+	v := c.root.LookupPath(errorPath(path))
 	if !v.Exists() {
 		return token.NoPos, false
 	}
 	return c.userPos(valuePositions(v))
+}
+
+// errorPath turns the path of a CUE error back into a cue.Path: list
+// indices are elements such as "1", which cue.ParsePath would read as a
+// field name.
+func errorPath(elems []string) cue.Path {
+	var sels []cue.Selector
+	for _, e := range elems {
+		if n, err := strconv.Atoi(e); err == nil && n >= 0 && strconv.Itoa(n) == e {
+			sels = append(sels, cue.Index(n))
+			continue
+		}
+		p := cue.ParsePath(e)
+		if p.Err() != nil {
+			return p
+		}
+		sels = append(sels, p.Selectors()...)
+	}
+	return cue.MakePath(sels...)
 }
 
 // cuePath renders an error path without the #Project it was checked against.
