@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -373,6 +374,25 @@ func TestBrowserGridAgainstAPI(t *testing.T) {
 	}
 	checkGridAgainstAPI(t, ctx, srv.URL)
 	screenshot(t, ctx, "after-rerun.png")
+
+	// For the eyes of whoever reviews the artifacts: the grid as a reader
+	// with deuteranopia sees it (states must stay apart by glyph and
+	// lightness), and the dark theme.
+	run(t, ctx, "close details", chromedp.Click(chromedp.CSS(`#drawer-close`)))
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedVisionDeficiency, emulation.SetEmulatedVisionDeficiencyParams{Type: emulation.SetEmulatedVisionDeficiencyTypeDeuteranopia}); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "grid-deuteranopia.png")
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedVisionDeficiency, emulation.SetEmulatedVisionDeficiencyParams{Type: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if bg := eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg == "rgb(246, 247, 249)" {
+		t.Errorf("dark theme not applied: body background %s", bg)
+	}
+	screenshot(t, ctx, "grid-dark.png")
 }
 
 // confirmAndReload clicks the confirmation dialog's button and waits for
