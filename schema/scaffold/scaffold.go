@@ -8,6 +8,7 @@ package scaffold
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -122,14 +123,22 @@ func Write(dir string, opt Options) ([]string, error) {
 	return written, nil
 }
 
+// ErrNoModule is returned by UpdateSchema for a directory without a
+// cue.mod directory: it is not the module root of a project.
+var ErrNoModule = errors.New("no cue.mod directory: not the root of a celos project (celos init DIR creates one; celos vet names the root to update)")
+
 // UpdateSchema (re)writes the vendored schema of the project whose module
 // root is dir (dir/cue.mod/pkg/celos.dev/celos) from the schema built into
 // celos, removing .cue files the built-in schema does not have. It returns
-// the files written, relative to dir.
+// the files written, relative to dir. dir must have a cue.mod directory
+// (ErrNoModule otherwise); nothing is created outside it.
 func UpdateSchema(dir string) ([]string, error) {
+	if fi, err := os.Stat(filepath.Join(dir, "cue.mod")); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("update the schema of %s: %w", dir, ErrNoModule)
+	}
 	vendor := filepath.Join(dir, filepath.FromSlash(schema.SchemaVendorDir))
 	if err := os.MkdirAll(vendor, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("update the schema of %s: %w", dir, err)
 	}
 	keep := map[string]bool{}
 	var written []string

@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,6 +167,30 @@ func TestUpdateSchema(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(vendor, "old.cue")); !os.IsNotExist(err) {
 		t.Error("UpdateSchema left old.cue")
+	}
+}
+
+// TestUpdateSchemaNeedsModule: --update-schema of a directory that is not
+// a project's module root creates nothing.
+func TestUpdateSchemaNeedsModule(t *testing.T) {
+	base := t.TempDir()
+	plain := filepath.Join(base, "plain")
+	if err := os.Mkdir(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(base, "missing"), plain} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			files, err := UpdateSchema(dir)
+			if !errors.Is(err, ErrNoModule) || len(files) != 0 {
+				t.Fatalf("UpdateSchema(%s) = %v, %v; want ErrNoModule", dir, files, err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "cue.mod")); !os.IsNotExist(err) {
+				t.Errorf("UpdateSchema created %s/cue.mod", dir)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(base, "missing")); !os.IsNotExist(err) {
+		t.Errorf("UpdateSchema created the missing directory")
 	}
 }
 
