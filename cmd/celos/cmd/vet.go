@@ -23,11 +23,15 @@ what the schema cannot: that cron expressions parse and time zones exist.
 A dependent schedule or success trigger naming a workflow that is not in
 the project is a warning (it may live in another project).
 
-Every problem is printed as "file:line:col: message" on stderr, relative
-to the working directory. Nothing is printed for a valid project.
+Problems are printed as "file:line:col: message" on stderr, relative to
+the working directory, every workflow's in one run (within one workflow,
+CUE may hold a second error back until the first is fixed). Nothing is
+printed for a valid project.
+
 No network is used: the schema is embedded in celos, and a project that
 vendors its own copy (cue.mod/pkg/celos.dev/celos, written by celos init)
-gets a warning when that copy differs from celos's.
+gets a warning when that copy differs from celos's. A project may import
+the CUE standard library and packages vendored under cue.mod/pkg.
 
 Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 		Example: `  celos vet                 # the project in the current directory
