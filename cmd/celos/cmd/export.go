@@ -63,6 +63,9 @@ reader never sees half a document.`,
 // writeFileAtomic replaces path with data: a temporary file in the same
 // directory, synced, then renamed over path.
 func writeFileAtomic(path string, data []byte) (err error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("write %s: is a directory", path)
+	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
