@@ -38,7 +38,7 @@ func (f *deployFlags) register(fs *pflag.FlagSet, withDeployDir, withLock bool) 
 	fs.StringVar(&f.target, "target", "", "the target file: a file: or sftp: URL (or a local path)")
 	fs.StringVar(&f.project, "project", "", "the project name: the workflows file is NAME.json, the Oozie directory HDFS_ROOT/NAME")
 	fs.StringVar(&f.hdfsRoot, "hdfs-root", "", "HDFS root of Oozie directories (default: the target's hdfs.root, else "+deploy.DefaultHDFSRoot+")")
-	fs.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file to verify SSH host keys with (repeatable; default $CELOS_KNOWN_HOSTS, else ~/.ssh/known_hosts)")
+	fs.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file to verify SSH host keys with (repeatable; default $CELOS_KNOWN_HOSTS, else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
 	fs.StringArrayVar(&f.identities, "identity", nil, "SSH private key file (repeatable; default $CELOS_SSH_IDENTITY, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa); ssh-agent is tried first")
 	fs.BoolVar(&f.insecure, "insecure-ignore-host-key", false, "DANGEROUS: do not verify SSH host keys (anyone on the network path can impersonate the server)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
@@ -134,9 +134,9 @@ side is a directory on the installation's own disk (over SFTP for an sftp:
 workflows directory), so a deploy works without a cluster.
 
 SSH: host keys are verified against known_hosts (--known-hosts,
-$CELOS_KNOWN_HOSTS, else ~/.ssh/known_hosts); keys come from ssh-agent,
-then --identity / $CELOS_SSH_IDENTITY, else ~/.ssh/id_ed25519, id_ecdsa,
-id_rsa. $CELOS_CI_USERNAME replaces the user of every sftp: URL. HDFS acts
+$CELOS_KNOWN_HOSTS, else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts);
+keys come from ssh-agent, then --identity / $CELOS_SSH_IDENTITY, else
+~/.ssh/id_ed25519, id_ecdsa, id_rsa. $CELOS_CI_USERNAME replaces the user of every sftp: URL. HDFS acts
 as $HADOOP_USER_NAME (else the OS user), or the Kerberos principal.
 
 Output: progress on a terminal, one summary line otherwise, nothing with
