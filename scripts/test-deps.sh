@@ -48,7 +48,11 @@ CUE_VERSION=$(go list -m -f '{{.Version}}' cuelang.org/go)
 GOBIN_DIR=$(go env GOPATH)/bin
 if ! "$GOBIN_DIR/cue" version 2>/dev/null | grep -q "$CUE_VERSION"; then
   echo "test-deps: installing cue $CUE_VERSION"
-  GOBIN="$GOBIN_DIR" go install "cuelang.org/go/cmd/cue@$CUE_VERSION"  # where the tests look, whatever GOBIN says
+  # Into $(go env GOPATH)/bin, where the tests look, whatever GOBIN says.
+  if ! GOBIN="$GOBIN_DIR" go install "cuelang.org/go/cmd/cue@$CUE_VERSION"; then
+    echo "test-deps: could not install the cue CLI: run GOBIN=$GOBIN_DIR go install cuelang.org/go/cmd/cue@$CUE_VERSION (it needs the Go module proxy)" >&2
+    exit 1
+  fi
 fi
 
 # The Hadoop mini cluster (internal/testenv/hdfstest): Maven fetches the
