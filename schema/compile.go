@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -272,6 +273,10 @@ func (c *compiler) compile(dir string) *Project {
 	// itself with a module file overlaid.
 	overlay := map[string]load.Source{}
 	root := findModuleRoot(abs)
+	if fi, err := os.Stat(filepath.Join(abs, "cue.mod")); err == nil && !fi.IsDir() {
+		c.errorf(c.rel(filepath.Join(abs, "cue.mod")), "not a directory (a CUE module's cue.mod is a directory with a module.cue file; celos init creates one)")
+		return nil
+	}
 	if root == "" {
 		root = abs
 		overlay[filepath.Join(root, "cue.mod", "module.cue")] = load.FromString(syntheticModule)
@@ -789,6 +794,10 @@ func (c *compiler) addCUEError(err error, dir string) {
 	}
 }
 
+// leadingPos matches the "file.cue:line:col: " a wrapped CUE message may
+// start with.
+var leadingPos = regexp.MustCompile(`^\S+\.cue:\d+:\d+: `)
+
 // importFailed reports an import that cannot be resolved, with CUE's
 // reason (which names the package) and what celos can import offline.
 func (c *compiler) importFailed(e cueerrors.Error, ps []token.Pos, dir string) {
@@ -803,11 +812,22 @@ func (c *compiler) importFailed(e cueerrors.Error, ps []token.Pos, dir string) {
 			reason = u.Error()
 		}
 	}
+	if reason == "" {
+		// Some causes are wrapped without a message of their own.
+		reason = strings.TrimPrefix(e.Error(), "import failed")
+		reason = strings.TrimPrefix(reason, ": ")
+		reason = strings.TrimPrefix(reason, "local: ")
+		if m := leadingPos.FindString(reason); m != "" {
+			reason = reason[len(m):]
+		}
+	}
 	msg := "import failed"
 	if reason != "" {
 		msg += ": " + reason
 	}
-	msg += " (celos loads a project offline: it may import the CUE standard library, " + SchemaImportPath + " and packages vendored under cue.mod/pkg)"
+	if reason == "" || strings.Contains(reason, "cannot find") {
+		msg += " (celos loads a project offline: it may import the CUE standard library, " + SchemaImportPath + " and packages vendored under cue.mod/pkg)"
+	}
 	p, _ := c.userPos(ps)
 	pos := c.pos(p)
 	if pos == "" {
