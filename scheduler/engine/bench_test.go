@@ -165,3 +165,30 @@ func BenchmarkSlotsMinutely7Days(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFullWindowStep1000Hourly is the steady step without the done
+// marks (forgotten before each step, as after a restart with the index
+// already loaded): every one of the 168,000 slots is enumerated and looked
+// up. It shows what the done marks save.
+func BenchmarkFullWindowStep1000Hourly(b *testing.B) {
+	e, db, slots := benchSetup(b, 1000, "0 0 * * * ?")
+	ctx := context.Background()
+	if err := e.Step(ctx, benchNow, nil); err != nil {
+		b.Fatal(err)
+	}
+	w0 := db.Stats().Writes
+	for b.Loop() {
+		e.mu.Lock()
+		e.done = make(map[string]doneMark)
+		e.mu.Unlock()
+		if err := e.Step(ctx, benchNow, nil); err != nil {
+			b.Fatal(err)
+		}
+		if rep := e.LastStep(); rep.Slots != slots {
+			b.Fatalf("%d slots stepped, want %d", rep.Slots, slots)
+		}
+	}
+	if db.Stats().Writes != w0 {
+		b.Fatal("files written")
+	}
+}
