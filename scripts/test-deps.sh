@@ -20,8 +20,7 @@ fi
 need_apt=()
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
-command -v ssh-keygen >/dev/null 2>&1 || need_apt+=(openssh-client)
-command -v sftp >/dev/null 2>&1 || need_apt+=(openssh-client)
+{ command -v ssh-keygen >/dev/null 2>&1 && command -v sftp >/dev/null 2>&1; } || need_apt+=(openssh-client)
 if [ "${CELOS_SKIP_BROWSER:-}" != 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
