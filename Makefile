@@ -8,7 +8,7 @@ LDFLAGS  := -X github.com/celos-go/celos/cmd/celos/cmd.Version=$(VERSION)
 PORT     ?= 8080
 VAR      := var
 
-.PHONY: all build run test test-go deps bench lint fuzz clean
+.PHONY: all build run test test-go deps bench lint fuzz soak clean
 
 all: build
 
@@ -36,6 +36,12 @@ bench:
 
 fuzz:
 	./scripts/fuzz.sh 20s
+
+# Load and soak (not part of test): wrk against /workflow-slots and /ui with
+# 1,000 workflows, 10,000 steps on a fake clock with pruning; loopback only,
+# bounded in time (about 10 minutes). See docs/reliability.md.
+soak:
+	./scripts/soak.sh
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
