@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -452,4 +453,82 @@ func TestDeployNameNodeStopped(t *testing.T) {
 	if got := hdfsNames(t, c, root); !reflect.DeepEqual(got, []string{"wordcount"}) {
 		t.Fatalf("leftovers: %v", got)
 	}
+}
+
+// TestDeployPermissionDenied: the deploying user may not write the HDFS
+// root (the usual first-day mistake), or the server's workflows
+// directory. Each deploy fails naming the step and the path, and changes
+// nothing.
+func TestDeployPermissionDenied(t *testing.T) {
+	t.Run("HDFS root", func(t *testing.T) {
+		cl := hdfstest.Shared(t)
+		core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := sshtest.Start(t, sshtest.Options{})
+		root := "/" + t.Name() + "/app"
+		if err := cl.Client().MkdirAll(root, 0o755); err != nil { // the superuser's
+			t.Fatal(err)
+		}
+		r := newRemote(t, srv, string(core), root)
+		r.user = "celos-intruder"
+		_, err = Deploy(context.Background(), r.options(t))
+		t.Logf("HDFS root not writable: %v", err)
+		var se *StepError
+		if !errors.As(err, &se) || se.Step != "upload HDFS directory" || !se.Intact {
+			t.Fatalf("want an intact failure at the upload, got %v", err)
+		}
+		if !errors.Is(err, fs.ErrPermission) && !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("message does not say permission denied: %v", err)
+		}
+		if !strings.Contains(err.Error(), root) || !strings.Contains(err.Error(), "as HDFS user celos-intruder") {
+			t.Errorf("message does not name %s and the HDFS user: %v", root, err)
+		}
+		if got := hdfsNames(t, cl.Client(), root); len(got) != 0 {
+			t.Errorf("HDFS root holds %v", got)
+		}
+		if _, err := os.Stat(filepath.Join(r.wfDir, "wordcount.json")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("workflows file written: %v", err)
+		}
+	})
+	t.Run("workflows directory", func(t *testing.T) {
+		base := filepath.Join(t.TempDir(), "installation")
+		wf := filepath.Join(base, "celos", "workflows")
+		if err := os.MkdirAll(wf, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var srv *sshtest.Server
+		if os.Getuid() == 0 {
+			// Root writes anywhere: deploy as another account (sshtest
+			// creates celos-sftp-test) to an installation root owns.
+			srv = sshtest.Start(t, sshtest.Options{User: "celos-sftp-test"})
+			for d := base; d != "/"; d = filepath.Dir(d) {
+				if err := os.Chmod(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		} else {
+			srv = sshtest.Start(t, sshtest.Options{})
+		}
+		r := newRemoteIn(t, srv, base, localCore, base+"/hdfs")
+		if os.Getuid() != 0 {
+			if err := os.Chmod(wf, 0o555); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(wf, 0o755) })
+		}
+		_, err := Deploy(context.Background(), r.options(t))
+		t.Logf("workflows directory not writable: %v", err)
+		var se *StepError
+		if !errors.As(err, &se) || se.Step != "lock" || !se.Intact {
+			t.Fatalf("want an intact failure at the lock, got %v", err)
+		}
+		if !strings.Contains(err.Error(), "permission denied") || !strings.Contains(err.Error(), r.wfDir) {
+			t.Errorf("message does not say permission denied on %s: %v", r.wfDir, err)
+		}
+		if got := names(t, r.wfDir); len(got) != 0 {
+			t.Errorf("workflows dir holds %v", got)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -28,7 +29,16 @@ func (h *HDFS) Stat(name string) (fs.FileInfo, error) { return h.c.Stat(name) }
 
 func (h *HDFS) ReadDir(name string) ([]fs.FileInfo, error) { return h.c.ReadDir(name) }
 
-func (h *HDFS) MkdirAll(name string) error { return h.c.MkdirAll(name, 0o755) }
+func (h *HDFS) MkdirAll(name string) error { return h.who(h.c.MkdirAll(name, 0o755)) }
+
+// who adds the HDFS user to a permission error: which user was refused is
+// the first thing to know about it.
+func (h *HDFS) who(err error) error {
+	if err != nil && errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w (as HDFS user %s)", err, h.c.User())
+	}
+	return err
+}
 
 func (h *HDFS) Open(name string) (io.ReadCloser, error) { return h.c.Open(name) }
 
@@ -40,7 +50,7 @@ func (h *HDFS) Open(name string) (io.ReadCloser, error) { return h.c.Open(name) 
 func (h *HDFS) WriteNew(ctx context.Context, name string, r io.Reader, size int64, durable bool) (err error) {
 	w, err := h.c.Create(name)
 	if err != nil {
-		return err
+		return h.who(err)
 	}
 	defer func() {
 		if err != nil {
@@ -70,10 +80,10 @@ func (h *HDFS) WriteNew(ctx context.Context, name string, r io.Reader, size int6
 	return nil
 }
 
-func (h *HDFS) Rename(from, to string) error { return h.c.Rename(from, to) }
+func (h *HDFS) Rename(from, to string) error { return h.who(h.c.Rename(from, to)) }
 
-func (h *HDFS) Remove(name string) error { return h.c.Remove(name) }
+func (h *HDFS) Remove(name string) error { return h.who(h.c.Remove(name)) }
 
-func (h *HDFS) RemoveAll(name string) error { return h.c.RemoveAll(name) }
+func (h *HDFS) RemoveAll(name string) error { return h.who(h.c.RemoveAll(name)) }
 
 func (h *HDFS) Close() error { return h.c.Close() }
