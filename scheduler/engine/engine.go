@@ -187,6 +187,16 @@ func (e *Engine) reload() *config {
 	}
 	e.mu.Lock()
 	e.cfg = c
+	for k := range e.problems { // workflows that are gone have no problems
+		if c.workflows[k.wf] == nil {
+			delete(e.problems, k)
+		}
+	}
+	for id := range e.done {
+		if c.workflows[id] == nil {
+			delete(e.done, id)
+		}
+	}
 	e.mu.Unlock()
 	return c
 }
