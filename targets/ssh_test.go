@@ -214,6 +214,25 @@ func TestSSHAuthentication(t *testing.T) {
 	if _, err := DialSSH(context.Background(), srv.Addr, srv.User, o); err == nil || !strings.Contains(err.Error(), "no SSH key") {
 		t.Fatalf("no agent, no keys: %v", err)
 	}
+
+	// Without --identity, the default key files of ~/.ssh are used: a
+	// stranger's id_ed25519 is tried, and the authorized key as id_rsa
+	// (whatever its type: the name is what counts) gets in.
+	if err := os.MkdirAll(filepath.Join(dir, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keygen(t, filepath.Join(dir, ".ssh", "id_ed25519"), "")
+	if _, err := DialSSH(context.Background(), srv.Addr, srv.User, o); err == nil || !strings.Contains(err.Error(), "id_ed25519") {
+		t.Fatalf("a default key the server does not know: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".ssh", "id_rsa"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err = DialSSH(context.Background(), srv.Addr, srv.User, o)
+	if err != nil {
+		t.Fatalf("default key files: %v", err)
+	}
+	c.Close()
 }
 
 func TestSSHHandshakeTimeout(t *testing.T) {
