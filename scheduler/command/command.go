@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema"
@@ -557,36 +558,13 @@ func readExit(dir string) (ExitRecord, bool, error) {
 	return r, true, nil
 }
 
-// writeJSON writes dir/name atomically: temp file, fsync, rename, fsync dir.
+// writeJSON writes dir/name atomically and durably.
 func writeJSON(dir, name string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(filepath.Join(dir, name), append(data, '\n'), 0o644, true)
 }
 
 // alive reports whether the job's process still runs: the PID exists and,

@@ -7,43 +7,24 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/celos-go/celos/internal/atomicfile"
 )
 
 // tmpPrefix starts the name of every temporary file; no slot, marker or
 // register name can start with a dot, so leftovers of a crash are known.
-const tmpPrefix = ".tmp-"
+const tmpPrefix = atomicfile.TempPrefix
 
-// writeFileAtomic replaces dir/name with data: a temporary file in the same
-// directory, fsync, rename over the target, fsync of the directory. A
-// reader sees the old content or the new, never a mix; after a crash the
-// file is one or the other.
+// writeFileAtomic replaces dir/name with data (atomicfile.Write: temp
+// file, fsync, rename, fsync of the directory), creating dir if needed.
 func (db *DB) writeFileAtomic(dir, name string, data []byte) error {
 	if err := db.mkdirAll(dir); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, name), data, 0o644, !db.noSync); err != nil {
 		return fmt.Errorf("state database: %w", err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil && !db.noSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("state database: write %s: %w", filepath.Join(dir, name), err)
-	}
 	db.writes.Add(1)
-	if err := db.syncDir(dir); err != nil {
-		return fmt.Errorf("state database: sync %s: %w", dir, err)
-	}
 	return nil
 }
 
@@ -97,15 +78,7 @@ func (db *DB) syncDir(dir string) error {
 	if db.noSync {
 		return nil
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return atomicfile.SyncDir(dir)
 }
 
 // validName checks a workflow id, register bucket or register key before it
