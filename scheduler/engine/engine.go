@@ -824,6 +824,11 @@ func (e *Engine) inSchedule(id slot.ID) (*schema.Workflow, slot.State, bool, err
 		return nil, slot.State{}, false, err
 	}
 	st, found, err := e.db.Get(id)
+	if errors.Is(err, statedb.ErrCorrupt) {
+		// Unreadable: the operator's rerun or kill repairs it (Status "").
+		e.log.Warn("slot file unreadable; rerun or kill rewrites it", "slot", id.String(), "error", err)
+		return w, slot.State{ID: id}, true, nil
+	}
 	if err != nil {
 		return nil, slot.State{}, false, err
 	}
@@ -851,7 +856,7 @@ func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if found && !st.Status.Final() {
+	if found && st.Status != "" && !st.Status.Final() {
 		return fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
 	}
 	// Marker first: a crash after it leaves a final slot that can be rerun
@@ -892,7 +897,7 @@ func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 	if err != nil {
 		return err
 	}
-	if st.Status.Final() {
+	if st.Status.Final() { // (an unreadable slot, Status "", may be killed)
 		return fmt.Errorf("%w: cannot kill %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
 	}
 	svc := e.opts.Services[w.ExternalService.Type]

@@ -14,6 +14,7 @@ import (
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema"
 )
 
@@ -402,5 +403,55 @@ func TestReloadParsesOnlyChangedFiles(t *testing.T) {
 	r.step(ts("2024-01-01T00:30Z"))
 	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "b1" {
 		t.Fatalf("changed file not re-parsed: %v", ids)
+	}
+}
+
+func TestCorruptStateFileSkipsOnlyThatSlot(t *testing.T) {
+	a, b := hourly("a"), hourly("b")
+	a.StartTime, b.StartTime = ts("2024-01-01T00:00Z"), ts("2024-01-01T00:00Z")
+	wdir, ddir := t.TempDir(), t.TempDir()
+	writeProject(t, wdir, "p", a, b)
+	day := filepath.Join(ddir, "state", "a", "2024-01-01")
+	os.MkdirAll(day, 0o755)
+	os.WriteFile(filepath.Join(day, "00:00:00.000Z"), []byte(`{"status":"SUCC`), 0o644) // cut short
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: newFake()}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Step(context.Background(), ts("2024-01-01T01:30Z"), nil); err != nil {
+		t.Fatal(err)
+	}
+	get := func(wf, at string) slot.State {
+		st, _, _ := db.Get(slot.ID{Workflow: wf, Time: ts(at)})
+		return st
+	}
+	if get("a", "2024-01-01T01:00Z").Status != slot.Ready || get("b", "2024-01-01T00:00Z").Status != slot.Ready {
+		t.Fatal("other slots not stepped")
+	}
+	probs := e.Problems("a")
+	if len(probs) != 1 || probs[0].Op != "state" || !strings.Contains(probs[0].Error, filepath.Join(day, "00:00:00.000Z")) {
+		t.Fatalf("problems %+v", probs)
+	}
+	data, _ := os.ReadFile(filepath.Join(day, "00:00:00.000Z"))
+	if string(data) != `{"status":"SUCC` {
+		t.Fatal("corrupt file rewritten by a step")
+	}
+	// A rerun repairs it.
+	if err := e.Rerun(context.Background(), slot.ID{Workflow: "a", Time: ts("2024-01-01T00:00Z")}, ts("2024-01-01T01:30Z")); err != nil {
+		t.Fatal(err)
+	}
+	if st := get("a", "2024-01-01T00:00Z"); st.Status != slot.Waiting {
+		t.Fatalf("after rerun %+v", st)
+	}
+	if err := e.Step(context.Background(), ts("2024-01-01T01:30Z"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := get("a", "2024-01-01T00:00Z"); st.Status != slot.Ready || len(e.Problems("a")) != 0 {
+		t.Fatalf("after step %+v %v", st, e.Problems("a"))
 	}
 }
