@@ -807,6 +807,27 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 			delete(db.dirs, dir)
 		}
 	}
+	// Submit intents and rerun markers are transient: their day
+	// directories are left empty once the files are gone. Remove the empty
+	// ones of days before the limit (on disk and from the cache), so that
+	// neither grows with the history.
+	limDay, _ := slotPath(before)
+	for _, kind := range []string{"intent", "rerun"} {
+		base := filepath.Join(db.dir, kind, wf)
+		entries, err := os.ReadDir(base)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if _, perr := time.Parse(dayLayout, e.Name()); perr != nil || !e.IsDir() || e.Name() >= limDay {
+				continue
+			}
+			dir := filepath.Join(base, e.Name())
+			if os.Remove(dir) == nil { // only succeeds when empty
+				delete(db.dirs, dir)
+			}
+		}
+	}
 	return n, nil
 }
 

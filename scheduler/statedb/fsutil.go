@@ -41,11 +41,19 @@ func (db *DB) removeFile(dir, name string) error {
 	return db.syncDir(dir)
 }
 
+// maxCachedDirs bounds the cache of directories known to exist.
+const maxCachedDirs = 1 << 16
+
 // mkdirAll creates dir (inside the database root) and syncs the parent of
 // every directory it creates, so a new day directory survives a crash.
 func (db *DB) mkdirAll(dir string) error {
 	if db.dirs[dir] {
 		return nil
+	}
+	if len(db.dirs) >= maxCachedDirs {
+		// Only a cache (one stat saved per write): forget it rather than
+		// grow with every day of every workflow of a long-running server.
+		clear(db.dirs)
 	}
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		db.dirs[dir] = true
