@@ -45,7 +45,7 @@ celos vet warns that the vendored schema differs).`,
   celos init --name reports ./workflows
   celos init --update-schema .`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
+			if len(args) != 1 || args[0] == "" {
 				return usageError("init needs exactly one DIR\nRun 'celos init --help' for usage.")
 			}
 			return nil
