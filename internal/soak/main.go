@@ -171,6 +171,7 @@ type sample struct {
 	SimTime    string  `json:"simTime"`
 	HeapMiB    float64 `json:"heapMiB"`
 	DBFiles    int     `json:"dbFiles"`
+	DBDirs     int     `json:"dbDirs"`
 	DBMiB      float64 `json:"dbMiB"`
 	StepP50ms  float64 `json:"stepP50ms"`
 	StepP99ms  float64 `json:"stepP99ms"`
@@ -228,7 +229,7 @@ func steps(args []string) error {
 		var mstats runtime.MemStats
 		runtime.ReadMemStats(&mstats)
 		files, bytes := usage(dbDir)
-		s := sample{Step: i, SimTime: now.Format(time.RFC3339), HeapMiB: mib(mstats.HeapAlloc), DBFiles: files, DBMiB: mib(uint64(bytes)),
+		s := sample{Step: i, SimTime: now.Format(time.RFC3339), HeapMiB: mib(mstats.HeapAlloc), DBFiles: files, DBDirs: dirCount(dbDir), DBMiB: mib(uint64(bytes)),
 			Pruned: pruned, Goroutines: runtime.NumGoroutine()}
 		if len(durs) > 0 {
 			sorted := append([]time.Duration(nil), durs...)
@@ -237,8 +238,8 @@ func steps(args []string) error {
 			s.StepP99ms = ms(sorted[len(sorted)*99/100])
 		}
 		durs = durs[:0]
-		fmt.Printf("%6d  %s  heap %7.1f MiB  db %7d files %7.1f MiB  step p50 %6.2f ms p99 %7.2f ms  pruned %7d  goroutines %d\n",
-			s.Step, s.SimTime, s.HeapMiB, s.DBFiles, s.DBMiB, s.StepP50ms, s.StepP99ms, s.Pruned, s.Goroutines)
+		fmt.Printf("%6d  %s  heap %6.1f MiB  db %7d files %6d dirs %6.1f MiB  step p50 %5.2f ms p99 %7.2f ms  pruned %7d  goroutines %d\n",
+			s.Step, s.SimTime, s.HeapMiB, s.DBFiles, s.DBDirs, s.DBMiB, s.StepP50ms, s.StepP99ms, s.Pruned, s.Goroutines)
 		return s
 	}
 	fmt.Printf("soak: %d workflows (cron %q), %d steps %v apart (%.1f simulated days), prune > %s every %d steps, fsync %v\n",
@@ -275,7 +276,8 @@ func steps(args []string) error {
 // judge fails the soak if, once the retention period has passed (the state
 // database's size can stop growing), the heap or the database still grows:
 // the last sample may exceed the first sample past that point by at most
-// 25% (+ 8 MiB of heap, + 10% of files for the prune period's slack).
+// 10% + 1 MiB of heap, and 10% of files and directories (the slack of the
+// prune period).
 func judge(samples []sample, count int, interval, keep time.Duration, pruneEvery int) error {
 	steadyStep := int((keep+24*time.Hour)/interval) + pruneEvery
 	var first *sample
@@ -291,15 +293,18 @@ func judge(samples []sample, count int, interval, keep time.Duration, pruneEvery
 		return nil
 	}
 	var errs []error
-	if last.HeapMiB > first.HeapMiB*1.25+8 {
+	if last.HeapMiB > first.HeapMiB*1.10+1 {
 		errs = append(errs, fmt.Errorf("heap grew from %.1f MiB (step %d) to %.1f MiB (step %d)", first.HeapMiB, first.Step, last.HeapMiB, last.Step))
 	}
 	if pruneEvery > 0 && float64(last.DBFiles) > float64(first.DBFiles)*1.10 {
 		errs = append(errs, fmt.Errorf("state database grew from %d files (step %d) to %d (step %d) despite pruning", first.DBFiles, first.Step, last.DBFiles, last.Step))
 	}
+	if pruneEvery > 0 && float64(last.DBDirs) > float64(first.DBDirs)*1.10 {
+		errs = append(errs, fmt.Errorf("state database grew from %d directories (step %d) to %d (step %d) despite pruning", first.DBDirs, first.Step, last.DBDirs, last.Step))
+	}
 	if len(errs) == 0 {
-		fmt.Printf("soak: steady from step %d to %d: heap %.1f → %.1f MiB, db %d → %d files: flat\n",
-			first.Step, last.Step, first.HeapMiB, last.HeapMiB, first.DBFiles, last.DBFiles)
+		fmt.Printf("soak: steady from step %d to %d: heap %.1f → %.1f MiB, db %d → %d files, %d → %d directories: flat\n",
+			first.Step, last.Step, first.HeapMiB, last.HeapMiB, first.DBFiles, last.DBFiles, first.DBDirs, last.DBDirs)
 	}
 	return errors.Join(errs...)
 }
@@ -327,6 +332,16 @@ func usage(dir string) (files int, bytes int64) {
 		return nil
 	})
 	return
+}
+
+func dirCount(dir string) (n int) {
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
