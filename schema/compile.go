@@ -442,7 +442,7 @@ func (c *compiler) workflow(id string, v cue.Value) (Workflow, bool) {
 	if w.Schedule.Type == ScheduleCron {
 		loc, err := w.Schedule.Location()
 		if err != nil {
-			c.errorf(at(cue.Str("schedule"), cue.Str("timeZone")), "%s.schedule.timeZone: unknown time zone %q", label, w.Schedule.TimeZone)
+			c.errorf(at(cue.Str("schedule"), cue.Str("timeZone")), "%s.schedule.timeZone: %s", label, zoneProblem(w.Schedule.TimeZone, err))
 			ok = false
 		} else if _, err := cron.Parse(w.Schedule.Cron, loc); err != nil {
 			c.errorf(at(cue.Str("schedule"), cue.Str("cron")), "%s.schedule.cron: invalid cron expression %q: %v", label, w.Schedule.Cron, err)
@@ -517,11 +517,19 @@ func (c *compiler) cronsOf(wfs cue.Value) {
 		}
 		loc, err := (&Schedule{Type: ScheduleCron, Cron: expr, TimeZone: zone}).Location()
 		if err != nil {
-			c.errorf(c.valuePos(zoneV), "%s.schedule.timeZone: unknown time zone %q", label, zone)
+			c.errorf(c.valuePos(zoneV), "%s.schedule.timeZone: %s", label, zoneProblem(zone, err))
 		} else if _, err := cron.Parse(expr, loc); err != nil {
 			c.errorf(c.valuePos(exprV), "%s.schedule.cron: invalid cron expression %q: %v", label, expr, err)
 		}
 	}
+}
+
+// zoneProblem says what is wrong with a schedule's time zone.
+func zoneProblem(zone string, err error) string {
+	if zone == "Local" {
+		return err.Error()
+	}
+	return fmt.Sprintf("unknown time zone %q", zone)
 }
 
 // references warns about dependent schedules and success triggers naming

@@ -76,6 +76,11 @@ func (s *Schedule) Location() (*time.Location, error) {
 	if s.TimeZone == "" || s.TimeZone == "UTC" {
 		return time.UTC, nil
 	}
+	if s.TimeZone == "Local" {
+		// time.LoadLocation would give the zone of whatever machine reads
+		// the document.
+		return nil, fmt.Errorf("time zone %q: the zone of the machine is not a schedule's zone; name it (America/New_York, UTC)", s.TimeZone)
+	}
 	loc, err := time.LoadLocation(s.TimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("time zone %q: %w", s.TimeZone, err)

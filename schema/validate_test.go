@@ -39,6 +39,7 @@ func TestWorkflowValidate(t *testing.T) {
 		{"id too long", func(w *Workflow) { w.ID = strings.Repeat("a", 256) }, "at most 255 bytes"},
 		{"bad cron", func(w *Workflow) { w.Schedule.Cron = "0 0 25 * * ?" }, "hours"},
 		{"bad zone", func(w *Workflow) { w.Schedule.TimeZone = "Mars/Olympus" }, "time zone"},
+		{"machine zone", func(w *Workflow) { w.Schedule.TimeZone = "Local" }, "the zone of the machine"},
 		{"dependent without workflow", func(w *Workflow) { w.Schedule = Schedule{Type: ScheduleDependent} }, "dependent schedule"},
 		{"concurrency 0", func(w *Workflow) { w.SchedulingStrategy.Concurrency = 0 }, "concurrency 0 must be at least 1"},
 		{"unknown trigger", func(w *Workflow) { w.Trigger = Trigger{Type: "sometimes"} }, "unknown trigger type"},

@@ -68,7 +68,7 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
 			loc := time.UTC
 			if tz != "" && tz != "UTC" {
 				l, err := time.LoadLocation(tz)
-				if err != nil {
+				if err != nil || tz == "Local" {
 					return usageError("--tz: unknown time zone %q (want an IANA name such as Europe/London)", tz)
 				}
 				loc = l
