@@ -305,6 +305,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 		e.clearProblem(id, time.Time{})
 		rep.Workflows++
 	}
+	st.submitAll(ctx)
 	st.commit()
 	rep.Duration = time.Since(rep.Started)
 	rep.Writes = e.db.Stats().Writes - writes0
@@ -344,6 +345,12 @@ type stepper struct {
 	batch  *statedb.Batch // the step's transitions, committed at its end
 	unmark []slot.ID      // rerun markers to drop after the commit
 	to     map[slot.ID]slot.Status
+	// pending are the READY slots to submit at the end of the step;
+	// submitted are those now RUNNING (their intents go after the
+	// commit), dropIntents those whose submission was refused outright.
+	pending     []pendingSubmit
+	submitted   []slot.ID
+	dropIntents []slot.ID
 	// dbErr is the first write the state database refused; dbErrs counts them.
 	dbErr  error
 	dbErrs int
@@ -468,11 +475,10 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 
 	d := Decide(PolicyOf(w), slots, s.now, obs)
 	slotsBefore := append([]slot.State(nil), slots...)
-	for _, i := range d.Submit {
-		if to, ok := s.submit(ctx, w, svc, slots[i]); ok {
-			slots[i] = to
-		}
+	for _, i := range d.Submit { // submitted for every workflow at once, at the end of the step
+		s.pending = append(s.pending, pendingSubmit{w: w, svc: svc, st: slots[i]})
 	}
+
 	// Transitions are visible at once and made durable together at the end
 	// of the step (statedb.Batch); submissions above are durable one by one
 	// (the submit-intent protocol needs it).
@@ -566,6 +572,18 @@ func (s *stepper) commit() {
 		}
 	}
 	s.unmark = nil
+	// Submit intents go once their slot's RUNNING state is durable (a
+	// failed RUNNING write keeps the intent: the next step recovers).
+	drop := s.dropIntents
+	for _, id := range s.submitted {
+		if _, bad := failed[id]; !bad {
+			drop = append(drop, id)
+		}
+	}
+	if err := s.e.db.DeleteIntents(drop); err != nil {
+		s.e.log.Warn("delete submit intents", "error", err)
+	}
+	s.submitted, s.dropIntents = nil, nil
 	clear(s.to)
 }
 
@@ -599,73 +617,122 @@ func (e *Engine) clearProblemIfOp(wf string, t time.Time, ops ...string) {
 	}
 }
 
-// submit runs one READY slot on its service, with the submit-intent
-// protocol of the package documentation. It returns the new state and true
-// when the slot is now RUNNING.
-func (s *stepper) submit(ctx context.Context, w *schema.Workflow, svc external.Service, st slot.State) (slot.State, bool) {
+// pendingSubmit is a READY slot the strategy chose, submitted at the end
+// of the step.
+type pendingSubmit struct {
+	w   *schema.Workflow
+	svc external.Service
+	st  slot.State
+}
+
+// submitAll submits the step's chosen READY slots with the submit-intent
+// protocol of the package documentation, in bulk so that its durable writes
+// cost a few file-system syncs per step rather than a few per slot: the
+// intents of all slots (durable before any Submit), the submissions, the
+// RUNNING states (in the step's batch), then, once those are durable, the
+// removal of the intents (commit).
+func (s *stepper) submitAll(ctx context.Context) {
 	e := s.e
-	id := st.ID
-	if svc == nil {
-		s.fail(id, "submit", fmt.Errorf("no external service of type %q is configured", w.ExternalService.Type))
-		return st, false
+	pending := s.pending
+	s.pending = nil
+	intents := make(map[slot.ID]statedb.Intent)
+	var todo []pendingSubmit
+	for _, p := range pending {
+		id := p.st.ID
+		if p.svc == nil {
+			s.fail(id, "submit", fmt.Errorf("no external service of type %q is configured", p.w.ExternalService.Type))
+			continue
+		}
+		in, left, err := e.db.GetIntent(id)
+		if err != nil {
+			s.fail(id, "submit", err)
+			continue
+		}
+		if left {
+			if rec, ok := p.svc.(external.Recoverer); ok {
+				var ext string
+				var found bool
+				err := guard(func() (err error) {
+					cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+					defer cancel()
+					ext, found, err = rec.Recover(cctx, p.w, id, in.Time)
+					return err
+				})
+				if err != nil {
+					s.fail(id, "recover", err)
+					continue
+				}
+				if found {
+					e.log.Info("recovered a job submitted before a crash", "slot", id.String(), "externalID", ext)
+					s.running(p, ext)
+					continue
+				}
+			} else {
+				e.log.Warn("a previous submission of this slot may have reached the service, which cannot be asked; submitting again",
+					"slot", id.String(), "service", p.w.ExternalService.Type, "intent", slot.FormatTime(in.Time))
+			}
+		}
+		intents[id] = statedb.Intent{Attempt: p.st.RetryCount, Time: e.clock()}
+		todo = append(todo, p)
 	}
-	running := func(ext string) (slot.State, bool) {
-		to := slot.State{ID: id, Status: slot.Running, ExternalID: ext, RetryCount: st.RetryCount}
-		if err := e.db.Put(to); err != nil {
-			// The intent stays: the next step recovers the job.
-			s.fail(id, "persist", err)
+	if len(todo) == 0 {
+		return
+	}
+	failed := e.db.PutIntents(intents)
+	for _, p := range todo {
+		id := p.st.ID
+		if err := failed[id]; err != nil {
+			s.fail(id, "submit", fmt.Errorf("record submit intent: %w", err))
 			s.persistFailed(err)
-			return st, false
+			continue
 		}
-		if err := e.db.DeleteIntent(id); err != nil {
-			e.log.Warn("delete submit intent", "slot", id.String(), "error", err)
+		if err := ctx.Err(); err != nil {
+			s.fail(id, "submit", err) // the intent stays; harmless
+			continue
 		}
-		e.clearProblem(id.Workflow, id.Time)
-		s.transition(st, to)
-		return to, true
-	}
-	in, left, err := e.db.GetIntent(id)
-	if err != nil {
-		s.fail(id, "submit", err)
-		return st, false
-	}
-	if left {
-		if rec, ok := svc.(external.Recoverer); ok {
+		var ext string
+		err := guard(func() (err error) {
 			cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
-			ext, found, err := rec.Recover(cctx, w, id, in.Time)
-			cancel()
-			if err != nil {
-				s.fail(id, "recover", err)
-				return st, false
+			defer cancel()
+			ext, err = p.svc.Submit(cctx, p.w, id)
+			return err
+		})
+		if err != nil {
+			if !errors.Is(err, external.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				// A definite refusal: no job exists, forget the intent.
+				s.dropIntents = append(s.dropIntents, id)
 			}
-			if found {
-				e.log.Info("recovered a job submitted before a crash", "slot", id.String(), "externalID", ext)
-				return running(ext)
-			}
-		} else {
-			e.log.Warn("a previous submission of this slot may have reached the service, which cannot be asked; submitting again",
-				"slot", id.String(), "service", w.ExternalService.Type, "intent", slot.FormatTime(in.Time))
+			s.fail(id, "submit", err)
+			continue
 		}
+		s.running(p, ext)
 	}
-	if err := e.db.PutIntent(id, statedb.Intent{Attempt: st.RetryCount, Time: e.clock()}); err != nil {
-		s.fail(id, "submit", fmt.Errorf("record submit intent: %w", err))
+}
+
+// guard runs f, turning a panic into an error (an external service gone
+// wrong must not take the server down).
+func guard(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: internal error: %v", external.ErrUnavailable, p)
+		}
+	}()
+	return f()
+}
+
+// running records a submitted (or recovered) slot as RUNNING in the
+// step's batch; its intent is removed once that is durable.
+func (s *stepper) running(p pendingSubmit, ext string) {
+	to := slot.State{ID: p.st.ID, Status: slot.Running, ExternalID: ext, RetryCount: p.st.RetryCount}
+	if err := s.batch.Put(to); err != nil {
+		// The intent stays: the next step recovers the job.
+		s.fail(to.ID, "persist", err)
 		s.persistFailed(err)
-		return st, false
+		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
-	ext, err := svc.Submit(cctx, w, id)
-	cancel()
-	if err != nil {
-		if !errors.Is(err, external.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
-			// A definite refusal: no job exists, forget the intent.
-			if derr := e.db.DeleteIntent(id); derr != nil {
-				e.log.Warn("delete submit intent", "slot", id.String(), "error", derr)
-			}
-		}
-		s.fail(id, "submit", err)
-		return st, false
-	}
-	return running(ext)
+	s.e.clearProblem(to.ID.Workflow, to.ID.Time)
+	s.transition(p.st, to)
+	s.submitted = append(s.submitted, to.ID)
 }
 
 func (e *Engine) workflow(c *config, id string) (*schema.Workflow, error) {

@@ -349,14 +349,14 @@ type panicky struct{ *fakeService }
 
 func (panicky) Submit(context.Context, *schema.Workflow, slot.ID) (string, error) { panic("boom") }
 
-func TestPanicInAServiceFailsOnlyThatWorkflow(t *testing.T) {
+func TestPanicInAServiceIsASlotError(t *testing.T) {
 	a, b := hourly("a"), hourly("b")
 	a.StartTime, b.StartTime = ts("2024-01-01T00:00Z"), ts("2024-01-01T00:00Z")
 	r := newRig(t, panicky{newFake()}, a, b)
 	now := ts("2024-01-01T00:30Z")
 	r.step(now)
 	rep := r.step(now)
-	if rep.Failed != 2 || len(r.e.Problems("a")) == 0 {
+	if rep.Errors["submit"] != 2 || len(r.e.Problems("a")) != 1 || !strings.Contains(r.e.Problems("a")[0].Error, "boom") {
 		t.Fatalf("%+v %v", rep, r.e.Problems(""))
 	}
 	if st := r.state("a", ts("2024-01-01T00:00Z")); st.Status != slot.Ready {

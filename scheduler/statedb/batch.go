@@ -1,6 +1,7 @@
 package statedb
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,7 +33,6 @@ type batchItem struct {
 	st      slot.State
 	had     bool // the slot had a record before the batch
 	old     rec
-	tmp     string
 	err     error
 	written bool
 }
@@ -97,56 +97,15 @@ func (b *Batch) Commit() map[slot.ID]error {
 	items := b.items
 	b.items, b.index = nil, make(map[slot.ID]int)
 
-	// 1. Temporary files, not synced one by one.
-	for i := range items {
-		it := &items[i]
-		day, _ := slotPath(it.st.ID.Time)
-		dir := filepath.Join(db.dir, "state", it.st.ID.Workflow, day)
-		db.mu.Lock()
-		err := db.mkdirAll(dir)
-		db.mu.Unlock()
-		if err != nil {
-			it.err = err
-			continue
-		}
-		f, err := os.CreateTemp(dir, tmpPrefix+"*")
-		if err != nil {
-			it.err = fmt.Errorf("state database: %w", err)
-			continue
-		}
-		it.tmp = f.Name()
-		_, err = f.Write(EncodeState(it.st))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			it.err = fmt.Errorf("state database: write %s: %w", it.tmp, err)
-		}
-	}
-	// 2. Their contents durable before any rename.
-	if err := db.syncfs(); err != nil {
-		for i := range items {
-			if items[i].err == nil {
-				items[i].err = err
-			}
-		}
-	}
-	// 3. Renames, 4. made durable.
-	for i := range items {
-		it := &items[i]
-		if it.err != nil {
-			continue
-		}
+	ws := make([]fileWrite, len(items))
+	for i, it := range items {
 		day, file := slotPath(it.st.ID.Time)
-		target := filepath.Join(db.dir, "state", it.st.ID.Workflow, day, file)
-		if err := os.Rename(it.tmp, target); err != nil {
-			it.err = fmt.Errorf("state database: write %s: %w", target, err)
-			continue
-		}
-		it.written = true
-		db.writes.Add(1)
+		ws[i] = fileWrite{dir: filepath.Join(db.dir, "state", it.st.ID.Workflow, day), name: file, data: EncodeState(it.st)}
 	}
-	syncErr := db.syncfs()
+	syncErr := db.writeMany(ws)
+	for i := range items {
+		items[i].err, items[i].written = ws[i].err, ws[i].done
+	}
 	var failed map[slot.ID]error
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -165,9 +124,6 @@ func (b *Batch) Commit() map[slot.ID]error {
 			continue
 		}
 		failed[it.st.ID] = it.err
-		if it.tmp != "" {
-			os.Remove(it.tmp)
-		}
 		// Take the state back out of the index, unless something wrote the
 		// slot since (a later Put owns it then).
 		ix := db.wfs[it.st.ID.Workflow]
@@ -186,6 +142,146 @@ func (b *Batch) Commit() map[slot.ID]error {
 		}
 	}
 	return failed
+}
+
+// fileWrite is one file of writeMany.
+type fileWrite struct {
+	dir, name string
+	data      []byte
+	err       error // set by writeMany when this file was not written
+	done      bool  // renamed into place
+}
+
+// writeMany writes files atomically and durably with two file-system
+// syncs in all: every file to a temporary file in its directory, one
+// syncfs, the renames, a second syncfs. Each write's own failure is in its
+// err; the returned error is the second sync's (the renames may then not
+// be durable).
+func (db *DB) writeMany(ws []fileWrite) error {
+	tmps := make([]string, len(ws))
+	for i := range ws {
+		w := &ws[i]
+		db.mu.Lock()
+		err := db.mkdirAll(w.dir)
+		db.mu.Unlock()
+		if err != nil {
+			w.err = err
+			continue
+		}
+		f, err := os.CreateTemp(w.dir, tmpPrefix+"*")
+		if err != nil {
+			w.err = fmt.Errorf("state database: %w", err)
+			continue
+		}
+		tmps[i] = f.Name()
+		_, err = f.Write(w.data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			w.err = fmt.Errorf("state database: write %s: %w", filepath.Join(w.dir, w.name), err)
+		}
+	}
+	// The contents durable before any rename.
+	if err := db.syncfs(); err != nil {
+		for i := range ws {
+			if ws[i].err == nil {
+				ws[i].err = err
+			}
+		}
+	}
+	for i := range ws {
+		w := &ws[i]
+		if w.err == nil {
+			if err := os.Rename(tmps[i], filepath.Join(w.dir, w.name)); err != nil {
+				w.err = fmt.Errorf("state database: write %s: %w", filepath.Join(w.dir, w.name), err)
+			} else {
+				w.done = true
+				db.writes.Add(1)
+				continue
+			}
+		}
+		if tmps[i] != "" {
+			os.Remove(tmps[i])
+		}
+	}
+	return db.syncfs()
+}
+
+// PutIntents records several submit intents durably (see PutIntent), with
+// two file-system syncs in all. It returns the slots whose intent could not
+// be recorded.
+func (db *DB) PutIntents(ins map[slot.ID]Intent) map[slot.ID]error {
+	failed := make(map[slot.ID]error)
+	ids := make([]slot.ID, 0, len(ins))
+	ws := make([]fileWrite, 0, len(ins))
+	for id, in := range ins {
+		db.mu.Lock()
+		_, err := db.index(id.Workflow)
+		db.mu.Unlock()
+		if err != nil {
+			failed[id] = err
+			continue
+		}
+		day, file := slotPath(keyTime(key(id.Time)))
+		ws = append(ws, fileWrite{dir: filepath.Join(db.dir, "intent", id.Workflow, day), name: file, data: encodeIntent(Intent{Attempt: in.Attempt, Time: in.Time.UTC()})})
+		ids = append(ids, id)
+	}
+	syncErr := db.writeMany(ws)
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for i, id := range ids {
+		switch {
+		case ws[i].err != nil:
+			failed[id] = ws[i].err
+		case syncErr != nil:
+			failed[id] = syncErr
+		default:
+			if ix := db.wfs[id.Workflow]; ix != nil {
+				in := ins[id]
+				in.Time = in.Time.UTC()
+				ix.intents[key(id.Time)] = in
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
+
+// DeleteIntents removes the submit intents of several slots (missing ones
+// are no error) with one file-system sync.
+func (db *DB) DeleteIntents(ids []slot.ID) error {
+	var errs []error
+	removed := false
+	db.mu.Lock()
+	for _, id := range ids {
+		ix, err := db.index(id.Workflow)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		k := key(id.Time)
+		if _, ok := ix.intents[k]; !ok {
+			continue
+		}
+		day, file := slotPath(keyTime(k))
+		if err := os.Remove(filepath.Join(db.dir, "intent", id.Workflow, day, file)); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, fmt.Errorf("state database: %w", err))
+			continue
+		}
+		delete(ix.intents, k)
+		db.writes.Add(1)
+		removed = true
+	}
+	db.mu.Unlock()
+	if removed {
+		if err := db.syncfs(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // syncfs flushes the file system that holds the database.

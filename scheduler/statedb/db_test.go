@@ -413,3 +413,32 @@ func TestBatch(t *testing.T) {
 		t.Fatalf("temp files left: %v", matches)
 	}
 }
+
+func TestIntentsInBulk(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	a := slot.ID{Workflow: "a", Time: ts("2024-01-01T00:00Z")}
+	b := slot.ID{Workflow: "b", Time: ts("2024-01-01T00:00Z")}
+	bad := slot.ID{Workflow: "../x", Time: ts("2024-01-01T00:00Z")}
+	at := ts("2024-02-01T00:00Z")
+	failed := db.PutIntents(map[slot.ID]Intent{a: {Attempt: 1, Time: at}, b: {Time: at}, bad: {Time: at}})
+	if len(failed) != 1 || !errors.Is(failed[bad], ErrBadName) {
+		t.Fatalf("failed %v", failed)
+	}
+	db.Close()
+	db = open(t, dir)
+	if in, ok, _ := db.GetIntent(a); !ok || in.Attempt != 1 || !in.Time.Equal(at) {
+		t.Fatalf("%+v %v", in, ok)
+	}
+	if err := db.DeleteIntents([]slot.ID{a, b, {Workflow: "c", Time: at}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []slot.ID{a, b} {
+		if _, ok, _ := db.GetIntent(id); ok {
+			t.Fatalf("%s intent left", id)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "intent", "a", "2024-01-01", "00:00:00.000Z")); !os.IsNotExist(err) {
+		t.Fatal("intent file left")
+	}
+}
