@@ -433,6 +433,13 @@ func (c *compiler) workflow(id string, v cue.Value) (Workflow, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && strings.HasPrefix(ute.Value, "number") && ute.Field != "" {
+			// An integer CUE accepts (it has no size limit) that Go's
+			// cannot hold.
+			c.errorf(c.valuePos(v.LookupPath(cue.ParsePath(ute.Field))), "workflows.%s.%s: %s is out of range", cuePathLabel(id), ute.Field, strings.TrimPrefix(ute.Value, "number "))
+			return w, false
+		}
 		c.errorf(c.valuePos(v), "workflows.%s: internal error: the schema and the compiled form disagree: %v", cuePathLabel(id), err)
 		return w, false
 	}

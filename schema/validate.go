@@ -186,8 +186,9 @@ func (s *ExternalService) Validate() error {
 		if len(s.Properties) > 0 || s.URL != "" {
 			return fmt.Errorf("command service takes no properties or url")
 		}
-		if s.TimeoutSeconds < 0 {
-			return fmt.Errorf("timeoutSeconds %d must not be negative", s.TimeoutSeconds)
+		if s.TimeoutSeconds < 0 || s.TimeoutSeconds > NeverTimeout {
+			// Beyond, the timeout as a time.Duration would overflow.
+			return fmt.Errorf("timeoutSeconds %d must be between 0 and %d", s.TimeoutSeconds, NeverTimeout)
 		}
 	default:
 		return fmt.Errorf("unknown type %q (want %q or %q)", s.Type, ServiceOozie, ServiceCommand)

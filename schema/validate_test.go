@@ -58,6 +58,8 @@ func TestWorkflowValidate(t *testing.T) {
 		{"negative retries", func(w *Workflow) { w.MaxRetryCount = -1 }, "maxRetryCount"},
 		{"start not UTC", func(w *Workflow) { w.StartTime = time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600)) }, "must be in UTC"},
 		{"empty command", func(w *Workflow) { w.ExternalService.Command = nil }, "non-empty command"},
+		{"command timeout overflows durations", func(w *Workflow) { w.ExternalService.TimeoutSeconds = NeverTimeout + 1 }, "timeoutSeconds 2147483648 must be between 0 and 2147483647"},
+		{"command timeout at the bound", func(w *Workflow) { w.ExternalService.TimeoutSeconds = NeverTimeout }, ""},
 		{"oozie with command", func(w *Workflow) { w.ExternalService.Type = ServiceOozie }, "only properties and url"},
 	}
 	for _, tt := range tests {
