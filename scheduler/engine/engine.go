@@ -7,9 +7,9 @@
 // # Crash safety of submission
 //
 // Before it calls an external service's Submit for a slot, the engine
-// writes a submit intent (statedb.PutIntent: the slot, the attempt, the
-// wall-clock time), and it deletes the intent once the slot is recorded as
-// RUNNING with its external ID. If the process dies in between, the slot
+// writes a submit intent (statedb.PutIntents: the slot, the attempt, the
+// wall-clock time; durable before any Submit of the step), and it deletes
+// the intent once the slot's RUNNING state with its external ID is durable. If the process dies in between, the slot
 // is still READY on the next step and has an intent: the engine then asks
 // the service (external.Recoverer) whether it accepted a job for the slot
 // since the intent's time, and records that job instead of submitting a
@@ -23,7 +23,8 @@
 // there, plus the stored slots that are not final and the slots marked for
 // rerun. A steady-state step therefore reads no file, writes no file, and
 // costs in proportion to the slots that can still change, not to the
-// window or the history on disk.
+// window or the history on disk. What a step changes is written in bulk
+// (statedb.Batch): a few file-system syncs per step, not per slot.
 package engine
 
 import (
