@@ -348,3 +348,28 @@ func TestConcurrentRequests(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestRealEngineUnschedulable: a workflow whose dependent schedule names a
+// workflow that is not loaded answers 409 (not 500) on the calls that need
+// its slots, and the step goes on with the others.
+func TestRealEngineUnschedulable(t *testing.T) {
+	now := time.Date(2015, 9, 13, 14, 0, 0, 0, time.UTC)
+	s := newRealServer(t, now)
+	start := time.Date(2015, 9, 13, 10, 0, 0, 0, time.UTC)
+	orphan := workflow("orphan", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0)
+	orphan.Schedule = schema.Schedule{Type: schema.ScheduleDependent, Workflow: "gone"}
+	writeProject(t, s.wf, "p", workflow("fine", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0), orphan)
+	s.step("2015-09-13T14:00Z")
+	body := s.do(409, "GET", "/workflow-slots?id=orphan", nil)
+	if !strings.Contains(body, "gone") {
+		t.Errorf("409 body does not name the missing workflow: %s", body)
+	}
+	s.do(409, "POST", "/rerun?id=orphan&time=2015-09-13T12:00Z", nil)
+	var fine struct {
+		Slots []struct{ Status string } `json:"slots"`
+	}
+	s.do(200, "GET", "/workflow-slots?id=fine", &fine)
+	if len(fine.Slots) != 4 || fine.Slots[len(fine.Slots)-1].Status != "READY" {
+		t.Errorf("the other workflow did not step: %+v", fine.Slots)
+	}
+}

@@ -779,7 +779,10 @@ func (e *Engine) Schedule(id string) (*schedule.Schedule, error) {
 	if s := c.scheds[id]; s != nil {
 		return s, nil
 	}
-	return nil, c.schedErrs[id]
+	if err := c.schedErrs[id]; err != nil {
+		return nil, fmt.Errorf("%w: workflow %s: %w", api.ErrUnschedulable, id, err)
+	}
+	return nil, fmt.Errorf("%w: workflow %s", api.ErrUnschedulable, id)
 }
 
 // Slots returns the slots of workflow id in [start, end), newest first: its
