@@ -2,8 +2,8 @@ package cmd
 
 import (
 	"fmt"
+	"github.com/celos-go/celos/internal/atomicfile"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -60,41 +60,11 @@ reader never sees half a document.`,
 	return c
 }
 
-// writeFileAtomic replaces path with data: a temporary file in the same
-// directory, synced, then renamed over path.
-func writeFileAtomic(path string, data []byte) (err error) {
+// writeFileAtomic replaces path with data (temporary file, fsync, rename,
+// fsync of the directory), refusing a directory with a clear message.
+func writeFileAtomic(path string, data []byte) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("write %s: is a directory", path)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, data, 0o644, true)
 }
