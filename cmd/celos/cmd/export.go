@@ -2,11 +2,11 @@ package cmd
 
 import (
 	"fmt"
-	"github.com/celos-go/celos/internal/atomicfile"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/schema"
 )
 
