@@ -57,7 +57,8 @@ type Options struct {
 	Compile CompileFunc
 	// BreakLock removes another deploy's lock first (--break-lock).
 	BreakLock bool
-	// Parallel is the number of files uploaded at once (default 8).
+	// Parallel is the number of files uploaded at once (default
+	// DefaultParallel).
 	Parallel int
 	// Version is celos's version, recorded in the manifest.
 	Version string

@@ -127,6 +127,12 @@ func (c countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// DefaultParallel is the number of files uploaded at once unless
+// Options.Parallel says otherwise. Over SFTP each small file costs three
+// round trips (open, write, close) that the server answers one after the
+// other per session, so many files in flight keep its sessions busy.
+const DefaultParallel = 16
+
 // upload copies the tree into dest (which must not exist) on fsys, several
 // files at a time, and returns each file's SHA-256. A file whose write
 // fails is removed and written again (twice at most: HDFS has no pipeline
@@ -141,7 +147,7 @@ func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, par
 		}
 	}
 	if parallel <= 0 {
-		parallel = 8
+		parallel = DefaultParallel
 	}
 	// Big files first, so the long transfer overlaps the many small ones.
 	order := make([]localFile, len(t.files))

@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
@@ -185,6 +187,7 @@ func TestSFTPFSOpenSSH(t *testing.T) {
 		t.Fatalf("second Open: %v, same=%v", err, again == fsys)
 	}
 	testFS(t, fsys, srv.Root, os.Symlink)
+	testSplitWrite(t, s, srv.Root)
 
 	// A killed server turns into errors that say the connection was lost.
 	if err := srv.Kill(); err != nil {
@@ -195,6 +198,51 @@ func TestSFTPFSOpenSSH(t *testing.T) {
 		t.Fatalf("write after kill: %v", err)
 	}
 }
+
+// testSplitWrite checks the uploads spread over several SFTP sessions: a
+// file big enough to be written through all of them at once arrives
+// intact, and one whose source fails half-way is reported and removed.
+func testSplitWrite(t *testing.T, s *SFTP, root string) {
+	ctx := context.Background()
+	big := make([]byte, 3*splitChunk+splitMin+123) // a short last chunk
+	rand.Read(big)
+	for _, tc := range []struct {
+		name    string
+		r       func() io.Reader
+		wantErr error
+	}{
+		{"whole", func() io.Reader { return bytes.NewReader(big) }, nil},
+		{"source fails", func() io.Reader {
+			return io.MultiReader(bytes.NewReader(big[:splitMin]), iotest.ErrReader(errBroken))
+		}, errBroken},
+		{"source short", func() io.Reader { return bytes.NewReader(big[:len(big)-1]) }, io.ErrUnexpectedEOF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := path.Join(root, "split-"+strings.ReplaceAll(tc.name, " ", "-"))
+			err := s.WriteNew(ctx, name, tc.r(), int64(len(big)), false)
+			if n := s.sessions(); n != uploadSessions {
+				t.Fatalf("%d upload sessions, want %d", n, uploadSessions)
+			}
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := read(t, s, name); got != string(big) {
+					t.Fatalf("split write differs (%d bytes read)", len(got))
+				}
+				return
+			}
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("WriteNew: %v, want %v", err, tc.wantErr)
+			}
+			if _, serr := s.Stat(name); !errors.Is(serr, fs.ErrNotExist) {
+				t.Fatalf("failed write left %s behind: %v", name, serr)
+			}
+		})
+	}
+}
+
+var errBroken = errors.New("broken source")
 
 // TestHDFSFS runs the contract against the real mini cluster, connected
 // through hadoopconf from the cluster's XML configuration.

@@ -15,13 +15,38 @@ import (
 )
 
 // SFTP is a file system on an SFTP server.
+//
+// Uploads (WriteNew) are spread over several SFTP sessions of the same SSH
+// connection, opened on the first upload: one SFTP session is served by
+// one sftp-server process that handles its requests one after the other,
+// so many small files in flight on one session queue behind each other
+// (and behind a big file's writes). Every other operation uses the first
+// session. A file is opened, written and closed on one session; the
+// server's file system makes it visible to the others once closed.
 type SFTP struct {
 	name        string
 	c           *sftp.Client
+	conn        *ssh.Client // nil for NewSFTPClient: no extra sessions
 	posixRename bool
 	fsync       bool
 	packet      int
+
+	poolOnce sync.Once
+	poolMu   sync.Mutex
+	pool     []*sftpSession // upload sessions; pool[0].c == c
 }
+
+// sftpSession is one upload session and the number of files being
+// written on it.
+type sftpSession struct {
+	c      *sftp.Client
+	active int
+}
+
+// uploadSessions is the number of SFTP sessions uploads are spread over.
+// OpenSSH's default MaxSessions is 10; a server that refuses extra
+// sessions is used with the ones it granted.
+const uploadSessions = 4
 
 // sftpPacket is the write size used when the server does not advertise
 // limits@openssh.com (the SFTP-safe 32 KiB).
@@ -35,15 +60,78 @@ const openSSHPacket = 255 * 1024
 // NewSFTP starts an SFTP session over an SSH connection. name is the URL
 // that identifies the server in messages (sftp://user@host:port).
 func NewSFTP(name string, conn *ssh.Client) (*SFTP, error) {
-	c, err := sftp.NewClient(conn,
+	c, err := newSFTPSession(conn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: start SFTP: %w", name, err)
+	}
+	s, err := newSFTP(name, c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.conn = conn
+	return s, nil
+}
+
+func newSFTPSession(conn *ssh.Client) (*sftp.Client, error) {
+	return sftp.NewClient(conn,
 		sftp.UseConcurrentWrites(true),
 		sftp.UseConcurrentReads(true),
 		sftp.MaxConcurrentRequestsPerFile(64),
 	)
-	if err != nil {
-		return nil, fmt.Errorf("%s: start SFTP: %w", name, err)
+}
+
+// session returns the upload session with the fewest files in flight;
+// done must be called when the file is written.
+func (s *SFTP) session() (c *sftp.Client, done func()) {
+	s.poolOnce.Do(s.openPool)
+	s.poolMu.Lock()
+	if len(s.pool) == 0 { // closed
+		s.poolMu.Unlock()
+		return s.c, func() {}
 	}
-	return newSFTP(name, c)
+	best := s.pool[0]
+	for _, p := range s.pool[1:] {
+		if p.active < best.active {
+			best = p
+		}
+	}
+	best.active++
+	s.poolMu.Unlock()
+	return best.c, func() {
+		s.poolMu.Lock()
+		best.active--
+		s.poolMu.Unlock()
+	}
+}
+
+// sessions is the number of upload sessions.
+func (s *SFTP) sessions() int {
+	s.poolMu.Lock()
+	defer s.poolMu.Unlock()
+	return len(s.pool)
+}
+
+// openPool opens the extra upload sessions. A session the server refuses
+// is not an error: uploads use the sessions there are.
+func (s *SFTP) openPool() {
+	pool := []*sftpSession{{c: s.c}}
+	for i := 1; s.conn != nil && i < uploadSessions; i++ {
+		c, err := newSFTPSession(s.conn)
+		if err != nil {
+			break
+		}
+		if s.packet != sftpPacket {
+			if err := sftp.MaxPacketUnchecked(s.packet)(c); err != nil {
+				c.Close()
+				break
+			}
+		}
+		pool = append(pool, &sftpSession{c: c})
+	}
+	s.poolMu.Lock()
+	s.pool = pool
+	s.poolMu.Unlock()
 }
 
 // NewSFTPClient wraps an existing SFTP client (tests use in-process servers).
@@ -95,9 +183,11 @@ func (s *SFTP) Open(name string) (io.ReadCloser, error) {
 }
 
 func (s *SFTP) WriteNew(ctx context.Context, name string, r io.Reader, size int64, durable bool) (err error) {
-	f, err := s.c.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	c, done := s.session()
+	defer done()
+	f, err := c.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
-		if _, serr := s.c.Lstat(name); serr == nil {
+		if _, serr := c.Lstat(name); serr == nil {
 			return &fs.PathError{Op: "create", Path: s.name + name, Err: fs.ErrExist}
 		}
 		return s.wrap("create", name, err)
@@ -108,10 +198,13 @@ func (s *SFTP) WriteNew(ctx context.Context, name string, r io.Reader, size int6
 			if !closed {
 				f.Close()
 			}
-			_ = s.c.Remove(name)
+			_ = c.Remove(name)
 		}
 	}()
-	if size > int64(s.packet) {
+	if size >= splitMin && s.sessions() > 1 {
+		// Written through every session at once.
+		err = s.writeSplit(ctx, name, c, f, r, size)
+	} else if size > int64(s.packet) {
 		// Several write requests in flight (pkg/sftp's concurrent writes).
 		_, err = f.ReadFromWithConcurrency(ctxReader{ctx, r}, 0)
 	} else {
@@ -211,4 +304,126 @@ func (s *SFTP) removeTree(dir string) error {
 	return s.wrap("rmdir", dir, s.c.RemoveDirectory(dir))
 }
 
-func (s *SFTP) Close() error { return s.c.Close() }
+// A file of at least splitMin bytes is written through every upload
+// session at once, in chunks of splitChunk bytes, splitWorkers chunks in
+// flight per session: one SSH channel carries at most the server's window
+// (OpenSSH: 2 MiB) unacknowledged, so a big file on one session waits on
+// window adjustments, and one sftp-server process does all its writes.
+const (
+	splitMin     = 8 << 20
+	splitChunk   = 2 << 20
+	splitWorkers = 2
+)
+
+// writeSplit writes the size bytes of r into name, which first is open on
+// its creating session. name is opened on every other session too; chunks
+// are read from r in order and written at their offsets by workers of
+// all sessions. The extra handles are closed before it returns.
+func (s *SFTP) writeSplit(ctx context.Context, name string, c *sftp.Client, first *sftp.File, r io.Reader, size int64) error {
+	files := []*sftp.File{first}
+	defer func() {
+		for _, f := range files[1:] {
+			f.Close()
+		}
+	}()
+	s.poolMu.Lock()
+	pool := s.pool
+	s.poolMu.Unlock()
+	for _, p := range pool {
+		if p.c == c {
+			continue
+		}
+		f, err := p.c.OpenFile(name, os.O_WRONLY)
+		if err != nil {
+			return fmt.Errorf("open on another session: %w", err)
+		}
+		files = append(files, f)
+	}
+	type chunk struct {
+		buf []byte
+		off int64
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		work     = make(chan chunk)
+		free     = make(chan []byte, len(files)*splitWorkers+1)
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel() })
+	}
+	for i := 0; i < cap(free); i++ {
+		free <- make([]byte, splitChunk)
+	}
+	for _, f := range files {
+		for w := 0; w < splitWorkers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for c := range work {
+					if ctx.Err() == nil {
+						if _, err := f.WriteAt(c.buf, c.off); err != nil {
+							fail(err)
+						}
+					}
+					free <- c.buf[:cap(c.buf)]
+				}
+			}()
+		}
+	}
+	cr := ctxReader{ctx, r}
+	var off int64
+read:
+	for off < size {
+		var buf []byte
+		select {
+		case buf = <-free:
+		case <-ctx.Done():
+			break read
+		}
+		n := min(int64(len(buf)), size-off)
+		if _, err := io.ReadFull(cr, buf[:n]); err != nil {
+			fail(err)
+			break
+		}
+		select {
+		case work <- chunk{buf[:n], off}:
+		case <-ctx.Done():
+			break read
+		}
+		off += n
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, f := range files[1:] {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("close on another session: %w", err)
+		}
+	}
+	files = files[:1]
+	return nil
+}
+
+// Close ends every SFTP session (not the SSH connection).
+func (s *SFTP) Close() error {
+	s.poolMu.Lock()
+	pool := s.pool
+	s.pool = nil
+	s.poolMu.Unlock()
+	err := s.c.Close()
+	for _, p := range pool {
+		if p.c != s.c {
+			p.c.Close()
+		}
+	}
+	return err
+}

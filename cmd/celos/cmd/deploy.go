@@ -181,7 +181,7 @@ celos plan): 0 no change, 2 changes, 1 error.`,
 	}
 	f.register(c.Flags(), true, true)
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change and change nothing (as celos plan)")
-	c.Flags().IntVar(&f.parallel, "parallel", 8, "files uploaded at once")
+	c.Flags().IntVar(&f.parallel, "parallel", deploy.DefaultParallel, "files uploaded at once")
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		code := ExitUsage
 		if f.dryRun {
