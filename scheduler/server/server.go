@@ -75,6 +75,10 @@ type Config struct {
 	// then rerun, kill and pause workflows. Without it, such a server
 	// refuses to start.
 	InsecureNoAuthOnPublicAddress bool
+	// PruneOlderThan, when positive, prunes the state database at start and
+	// then daily: the files of final slots older than this (at least
+	// statedb.MinRetention), as `celos db prune` does.
+	PruneOlderThan time.Duration
 }
 
 // Server timeouts. WriteTimeout is long because POST /scheduler answers
@@ -134,6 +138,9 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	}
 	token, err := authToken(cfg, log)
 	if err != nil {
+		return err
+	}
+	if err := checkPruneRetention(cfg.PruneOlderThan); err != nil {
 		return err
 	}
 	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", abs(cfg.DB),
@@ -200,6 +207,12 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	// loop returns once it is done.
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
+	pruneDone, err := startPruning(loopCtx, engineCloser, cfg.PruneOlderThan, log)
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	defer func() { stopLoop(); <-pruneDone }()
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/statedb"
+)
+
+// pruneInterval is how often --prune-older-than prunes (a var for tests).
+var pruneInterval = 24 * time.Hour
+
+// pruner is what the state database offers for pruning (statedb.DB).
+type pruner interface {
+	Prune(before, now time.Time) (int, error)
+}
+
+// checkPruneRetention refuses a retention shorter than statedb.MinRetention.
+func checkPruneRetention(keep time.Duration) error {
+	if keep > 0 && keep < statedb.MinRetention {
+		return fmt.Errorf("--prune-older-than %v: must be at least %v (the 7-day window and a day)", keep, statedb.MinRetention)
+	}
+	return nil
+}
+
+// startPruning prunes the state database at once and then every
+// pruneInterval, deleting final slots older than keep (what `celos db
+// prune --older-than` does, without stopping the server), until ctx is
+// done. The returned channel is closed when it has stopped. keep 0 means
+// no pruning.
+func startPruning(ctx context.Context, db io.Closer, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	if keep <= 0 {
+		close(done)
+		return done, nil
+	}
+	if err := checkPruneRetention(keep); err != nil {
+		return nil, err
+	}
+	p, ok := db.(pruner)
+	if !ok {
+		return nil, fmt.Errorf("--prune-older-than: the state database cannot be pruned")
+	}
+	go func() {
+		defer close(done)
+		for {
+			now := time.Now()
+			start := time.Now()
+			n, err := p.Prune(now.Add(-keep), now)
+			if err != nil {
+				log.Error("prune state database", "olderThan", keep, "deleted", n, "error", err)
+			} else {
+				log.Info("pruned state database", "olderThan", keep, "deleted", n, "took", time.Since(start).Round(time.Millisecond))
+			}
+			t := time.NewTimer(pruneInterval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return done, nil
+}
