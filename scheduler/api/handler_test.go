@@ -183,6 +183,14 @@ func TestScheduler(t *testing.T) {
 	if got.Time != "2015-09-13T23:00:00.000Z" || strings.Join(got.IDs, ",") != "a,b" {
 		t.Errorf("time with offset and ids: %+v", got)
 	}
+	if got.UnknownIDs != nil {
+		t.Errorf("known ids reported unknown: %+v", got)
+	}
+	got = StepResult{}
+	ts.want(200, "POST", "/scheduler?ids=b,nope,a,zz", &got)
+	if strings.Join(got.UnknownIDs, ",") != "nope,zz" {
+		t.Errorf("unknown ids: %+v; want nope,zz", got)
+	}
 	ts.want(400, "POST", "/scheduler?time=13:40", nil)
 	ts.want(400, "POST", "/scheduler?ids=a/b", nil)
 	ts.want(400, "POST", "/scheduler?time=2015-09-13T13:40Z&time=2015-09-13T13:40Z", nil)

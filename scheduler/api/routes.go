@@ -120,9 +120,12 @@ type Contact struct {
 }
 
 // StepResult is the answer of POST /scheduler (Celos answered an empty 200).
+// UnknownIDs are the ids given that name no loaded workflow after the
+// reload: nothing was stepped for them (Celos ignored them silently).
 type StepResult struct {
 	Time       string      `json:"time"`
 	IDs        []string    `json:"ids,omitempty"`
+	UnknownIDs []string    `json:"unknownIDs,omitempty"`
 	LoadErrors []LoadError `json:"loadErrors"`
 }
 
@@ -156,7 +159,19 @@ func (h *Handler) scheduler(w http.ResponseWriter, r *http.Request, q query) err
 	if err := h.Step(context.WithoutCancel(r.Context()), now, ids); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, StepResult{Time: slot.FormatTime(now), IDs: ids, LoadErrors: nonNil(h.svc.LoadErrors())})
+	res := StepResult{Time: slot.FormatTime(now), IDs: ids, LoadErrors: nonNil(h.svc.LoadErrors())}
+	if len(ids) > 0 {
+		loaded := make(map[string]bool)
+		for _, id := range h.svc.WorkflowIDs() {
+			loaded[id] = true
+		}
+		for _, id := range ids {
+			if !loaded[id] {
+				res.UnknownIDs = append(res.UnknownIDs, id)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, res)
 	return nil
 }
 

@@ -278,7 +278,9 @@ func newStepCmd() *cobra.Command {
 		Short: "Run one scheduler step now, or at a simulated time (POST /scheduler)",
 		Long: `Run one scheduler step, as cron or --autoSchedule does: reload the
 workflows directory and advance every workflow (or only --ids). --time
-steps at another time than the server's clock, to simulate time.`,
+steps at another time than the server's clock, to simulate time. An id of
+--ids that names no loaded workflow is an error (exit 1); the others are
+stepped.`,
 		Args: cobra.NoArgs,
 	}
 	c.Flags().StringVar(&at, "time", "", "the step's current time (default: the server's clock)")
@@ -312,6 +314,9 @@ steps at another time than the server's clock, to simulate time.`,
 			for _, le := range r.LoadErrors {
 				fmt.Fprintf(c.ErrOrStderr(), "not loaded: %s: %s\n", le.File, le.Error)
 			}
+		}
+		if len(r.UnknownIDs) > 0 {
+			return failed(fmt.Errorf("--ids: no loaded workflow %s: not stepped", strings.Join(r.UnknownIDs, ", ")))
 		}
 		return nil
 	}
