@@ -34,8 +34,10 @@ test-go:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 $(PKGS)
 
+# Every Go fuzz target for FUZZTIME each; CI runs it after the tests.
+FUZZTIME ?= 10s
 fuzz:
-	./scripts/fuzz.sh 20s
+	./scripts/fuzz.sh $(FUZZTIME)
 
 # Load and soak (not part of test): wrk against /workflow-slots and /ui with
 # 1,000 workflows, 10,000 steps on a fake clock with pruning; loopback only,
