@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/ooziefake"
+	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema"
@@ -31,7 +33,8 @@ var crashT0 = time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
 func crashStepTime() time.Time { return crashT0.Add(nHours*time.Hour - 30*time.Minute) }
 
 // writeCrashProject writes the workflows file and returns the runs dir.
-func writeCrashProject(t *testing.T, dir string) string {
+// Its jobs run on the command service, or on the Oozie at oozieURL.
+func writeCrashProject(t *testing.T, dir, oozieURL string) string {
 	t.Helper()
 	runs := filepath.Join(dir, "runs")
 	for _, d := range []string{filepath.Join(dir, "wf"), runs} {
@@ -53,6 +56,11 @@ func writeCrashProject(t *testing.T, dir string) string {
 			MaxRetryCount:      0,
 			WaitTimeoutSeconds: schema.NeverTimeout,
 		})
+		if oozieURL != "" {
+			p.Workflows[i].ExternalService = schema.ExternalService{Type: schema.ServiceOozie, URL: oozieURL, Properties: map[string]string{
+				"user.name": "celos", "oozie.wf.application.path": "hdfs:///apps/crash",
+			}}
+		}
 	}
 	data, err := p.Marshal()
 	if err != nil {
@@ -94,7 +102,7 @@ func TestKill9MidStepThenRestart(t *testing.T) {
 	for round, frac := range []float64{0.02, 0.5, 0.97} {
 		t.Run(fmt.Sprintf("kill at %d%%", int(frac*100)), func(t *testing.T) {
 			dir := t.TempDir()
-			runs := writeCrashProject(t, dir)
+			runs := writeCrashProject(t, dir, "")
 			now := url.Values{"time": {slot.FormatTime(crashStepTime())}}
 			s := startServer(t, dir)
 
@@ -250,5 +258,105 @@ func checkStateDB(t *testing.T, dir string) {
 	}
 	if p := db.Problems(); len(p) > 0 {
 		t.Errorf("state database problems: %v", p)
+	}
+}
+
+// TestKill9MidStepOozie is the same crash with the oozie service against
+// the fake Oozie: the server is killed with SIGKILL while it submits 240
+// slots (at a different point each round) and restarted. Each slot ends
+// with exactly one Oozie job, the one it records: a job Oozie accepted
+// before the kill is found by Recover (by its celosWorkflowName) from the
+// submit intent left on disk.
+func TestKill9MidStepOozie(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts celos server processes")
+	}
+	total := nWorkflows * nHours
+	for _, frac := range []float64{0.02, 0.5, 0.97} {
+		t.Run(fmt.Sprintf("kill at %d%%", int(frac*100)), func(t *testing.T) {
+			fake, err := ooziefake.Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fake.Close()
+			fake.SetPlan(func(map[string]string) []string { return []string{ooziefake.Running} }) // until told
+			dir := t.TempDir()
+			writeCrashProject(t, dir, fake.URL)
+			now := url.Values{"time": {slot.FormatTime(crashStepTime())}}
+			s := startServer(t, dir)
+			if code, body := s.post("/scheduler", now); code != 200 {
+				t.Fatalf("step 1: %d %s", code, body)
+			}
+			go func() {
+				if resp, err := http.Post(s.URL+"/scheduler?"+now.Encode(), "", nil); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			want := max(1, int(frac*float64(total)))
+			deadline := time.Now().Add(60 * time.Second)
+			for len(fake.Jobs()) < want && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Microsecond)
+			}
+			s.kill9()
+			t.Logf("killed with %d of %d jobs submitted", len(fake.Jobs()), total)
+
+			s = startServer(t, dir)
+			running := func() (n int) {
+				for i := 0; i < nWorkflows; i++ {
+					for _, sl := range s.slots(fmt.Sprintf("w%02d", i), crashT0, crashStepTime()) {
+						if sl.Status == "RUNNING" {
+							n++
+						} else if sl.Status != "READY" {
+							t.Fatalf("slot %s is %s", sl.Time, sl.Status)
+						}
+					}
+				}
+				return n
+			}
+			for deadline := time.Now().Add(60 * time.Second); running() < total; {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d slots RUNNING 60 s after the restart\n%s", running(), total, s.stderr)
+				}
+				if code, body := s.post("/scheduler", now); code != 200 {
+					t.Fatalf("step after restart: %d %s", code, body)
+				}
+			}
+			jobs := fake.Jobs()
+			if len(jobs) != total {
+				t.Errorf("%d Oozie jobs for %d slots", len(jobs), total)
+			}
+			byName := map[string][]string{}
+			for _, j := range jobs {
+				name := j.Conf[oozie.WorkflowNameProperty]
+				byName[name] = append(byName[name], j.ID)
+			}
+			recovered := strings.Count(s.stderr.String(), "recovered a job submitted before a crash")
+			for i := 0; i < nWorkflows; i++ {
+				wf := fmt.Sprintf("w%02d", i)
+				for tm, sl := range s.slots(wf, crashT0, crashStepTime()) {
+					st, _ := slot.ParseTime(tm)
+					ids := byName[oozie.WorkflowName(slot.ID{Workflow: wf, Time: st})]
+					if len(ids) != 1 || sl.ExternalID == nil || *sl.ExternalID != ids[0] {
+						t.Errorf("%s@%s records %v; Oozie has %v for it", wf, tm, sl.ExternalID, ids)
+					}
+				}
+			}
+			t.Logf("%d jobs recovered after the restart", recovered)
+			for _, j := range jobs {
+				fake.SetStatus(j.ID, ooziefake.Succeeded)
+			}
+			if code, body := s.post("/scheduler", now); code != 200 {
+				t.Fatalf("final step: %d %s", code, body)
+			}
+			for i := 0; i < nWorkflows; i++ {
+				for tm, sl := range s.slots(fmt.Sprintf("w%02d", i), crashT0, crashStepTime()) {
+					if sl.Status != "SUCCESS" {
+						t.Errorf("w%02d@%s is %s", i, tm, sl.Status)
+					}
+				}
+			}
+			s.stop()
+			checkStateDB(t, filepath.Join(dir, "db"))
+		})
 	}
 }
