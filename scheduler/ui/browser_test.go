@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -232,7 +233,7 @@ const readGridJS = `(() => ({
   zoom: +document.getElementById('grid').dataset.zoom,
   rows: [...document.querySelectorAll('#grid .row[data-w]')].map(r => ({
     id: r.dataset.w, cls: r.className,
-    cells: [...r.children].slice(1).map(c => c.className.replace('sel','').trim() + ':' + c.textContent)
+    cells: [...r.children].slice(1).map(c => c.className.replace(/\b(sel|kb)\b/g,'').trim() + ':' + c.textContent)
   }))
 }))()`
 
@@ -345,7 +346,7 @@ func TestBrowserGridAgainstAPI(t *testing.T) {
 	if cls := eval[string](t, ctx, `document.querySelector('`+cell+`').className`); cls != "f" {
 		t.Fatalf("cell %s class = %q, want f", cell, cls)
 	}
-	run(t, ctx, "open the slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="slot"]`)))
+	run(t, ctx, "open the slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "ingest-clicks"))))
 	detail := eval[string](t, ctx, `document.querySelector('#drawer .detail').innerText`)
 	st := mustSlotState(t, svc, "ingest-clicks", failedAt)
 	for _, want := range []string{"FAILURE", st.ExternalID, "2 of 2", "HDFS path file:///input/", "Open in Hue"} {
@@ -393,6 +394,32 @@ func TestBrowserGridAgainstAPI(t *testing.T) {
 		t.Errorf("dark theme not applied: body background %s", bg)
 	}
 	screenshot(t, ctx, "grid-dark.png")
+
+	// The keyboard: the grid is one tab stop, the arrows move a cursor over
+	// the cells and Enter opens the cell under it.
+	run(t, ctx, "focus the grid", chromedp.Focus(chromedp.CSS("#grid")))
+	cursorJS := `(() => { const c = document.querySelector('#grid .row > i.kb'); return c ? c.parentElement.dataset.w + '/' + ([...c.parentElement.children].indexOf(c) - 1) : ''; })()`
+	if got := eval[string](t, ctx, cursorJS); got != "ingest-clicks/0" {
+		t.Errorf("cursor on focus = %q, want ingest-clicks/0 (the first cell)", got)
+	}
+	run(t, ctx, "arrow keys", chromedp.KeyEvent(kb.ArrowUp), chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowLeft))
+	if got := eval[string](t, ctx, cursorJS); got != "ingest-impressions/2" {
+		t.Errorf("cursor after Up, Down, Right×3, Left = %q, want ingest-impressions/2", got)
+	}
+	run(t, ctx, "Enter opens the cell", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "ingest-impressions"))))
+	want := "ingest-impressions@" + slot.FormatTime(time.Unix(g.Ticks[2], 0))
+	if txt := eval[string](t, ctx, `document.querySelector('#drawer .detail').innerText`); !strings.Contains(txt, want) {
+		t.Errorf("details opened by Enter do not show %s:\n%s", want, txt)
+	}
+	screenshot(t, ctx, "keyboard.png")
+}
+
+// drawerShows is the selector of the details panel once it shows the
+// details of kind ("slot", "range", "workflow") of workflow id. Waiting on
+// "#drawer button[...]" alone is a race: while the new details load, the
+// panel still holds the previous ones, with their own buttons.
+func drawerShows(kind, id string) string {
+	return fmt.Sprintf(`#drawer-body:not(.loading) .detail[data-kind=%q][data-id=%q]`, kind, id)
 }
 
 // confirmAndReload clicks the confirmation dialog's button and waits for
@@ -467,7 +494,7 @@ func TestBrowserToken(t *testing.T) {
 	cell := fmt.Sprintf(`#grid .row[data-w="ingest-clicks"] > :nth-child(%d)`, colOf(t, g, failedAt)+2)
 	run(t, ctx, "open and rerun",
 		chromedp.Click(chromedp.CSS(cell)),
-		chromedp.WaitVisible(chromedp.CSS(`#drawer button[data-act="rerun"]`)),
+		chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "ingest-clicks")+` button[data-act="rerun"]`)),
 		chromedp.Click(chromedp.CSS(`#drawer button[data-act="rerun"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)),
 		chromedp.Click(chromedp.CSS(`#confirm-ok`)),
@@ -491,7 +518,7 @@ func TestBrowserToken(t *testing.T) {
 	// The token is kept: the next action goes through at once.
 	run(t, ctx, "pause with the kept token",
 		chromedp.Click(chromedp.CSS(`#grid .row[data-w="ingest-nyc"] a.wid`)),
-		chromedp.WaitVisible(chromedp.CSS(`#drawer button[data-act="pause"]`)),
+		chromedp.WaitVisible(chromedp.CSS(drawerShows("workflow", "ingest-nyc")+` button[data-act="pause"]`)),
 		chromedp.Click(chromedp.CSS(`#drawer button[data-act="pause"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)),
 	)
@@ -517,7 +544,7 @@ func TestBrowserErrorsShown(t *testing.T) {
 	// the API refuses the kill (400, illegal transition).
 	runningAt := demoNow.Truncate(time.Hour).Add(-time.Hour)
 	cell := fmt.Sprintf(`#grid .row[data-w="ingest-clicks"] > :nth-child(%d)`, colOf(t, g, runningAt)+2)
-	run(t, ctx, "open the running slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer button[data-act="kill"]`)))
+	run(t, ctx, "open the running slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "ingest-clicks")+` button[data-act="kill"]`)))
 	svc.set("ingest-clicks", runningAt, slot.Success, "x", 0)
 	run(t, ctx, "kill", chromedp.Click(chromedp.CSS(`#drawer button[data-act="kill"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)),
 		chromedp.Click(chromedp.CSS(`#confirm-ok`)), chromedp.WaitVisible(chromedp.CSS(`#confirm .cerr`)))

@@ -100,7 +100,7 @@ func TestBrowserDemo(t *testing.T) {
 		t.Fatalf("flaky@14:05 is %s after %d retries, want SUCCESS after a retry", st.Status, st.RetryCount)
 	}
 	cell := fmt.Sprintf(`#grid .row[data-w="flaky"] > :nth-child(%d)`, colOf(t, g, flakyAt)+2)
-	run(t, ctx, "open flaky", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="slot"]`)))
+	run(t, ctx, "open flaky", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "flaky"))))
 	detail := eval[string](t, ctx, `document.querySelector('#drawer .detail').innerText`)
 	for _, want := range []string{"SUCCESS", st.ExternalID, fmt.Sprintf("%d of 2", st.RetryCount), "retry of 14:05 succeeded"} {
 		if !strings.Contains(detail, want) {
@@ -115,7 +115,7 @@ func TestBrowserDemo(t *testing.T) {
 		t.Fatalf("report@14:04 is %s, want SUCCESS", got)
 	}
 	cell = fmt.Sprintf(`#grid .row[data-w="report"] > :nth-child(%d)`, colOf(t, g, reportAt)+2)
-	run(t, ctx, "rerun report", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer button[data-act="rerun"]`)),
+	run(t, ctx, "rerun report", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "report")+` button[data-act="rerun"]`)),
 		chromedp.Click(chromedp.CSS(`#drawer button[data-act="rerun"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
 	confirmAndReload(t, ctx)
 	waitJS(t, ctx, "details after the rerun", `document.querySelector('#drawer .detail[data-status="WAITING"]')`)

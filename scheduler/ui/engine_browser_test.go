@@ -185,7 +185,7 @@ func TestBrowserRealEngine(t *testing.T) {
 
 	// The failed slot's details: state, external ID, trigger, the command's log.
 	cell := fmt.Sprintf(`#grid .row[data-w="fails"] > :nth-child(%d)`, colOf(t, g, failedAt)+2)
-	run(t, ctx, "open the failed slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="slot"]`)))
+	run(t, ctx, "open the failed slot", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "fails"))))
 	st := mustSlotState(t, f.eng, "fails", failedAt)
 	detail := eval[string](t, ctx, `document.querySelector('#drawer .detail').innerText`)
 	for _, want := range []string{"FAILURE", st.ExternalID, "0 of 0", "Always ready", "no input for " + failedAt.Format("15") + ":00"} {
@@ -208,9 +208,9 @@ func TestBrowserRealEngine(t *testing.T) {
 	newest, oldest := colOf(t, g, hour.Add(-3*time.Hour)), colOf(t, g, hour.Add(-5*time.Hour))
 	first := fmt.Sprintf(`#grid .row[data-w="wordcount"] > :nth-child(%d)`, newest+2)
 	last := fmt.Sprintf(`#grid .row[data-w="wordcount"] > :nth-child(%d)`, oldest+2)
-	run(t, ctx, "select a range", chromedp.Click(chromedp.CSS(first)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="slot"]`)))
+	run(t, ctx, "select a range", chromedp.Click(chromedp.CSS(first)), chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "wordcount"))))
 	shiftClick(t, ctx, last)
-	run(t, ctx, "range details", chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="range"]`)))
+	run(t, ctx, "range details", chromedp.WaitVisible(chromedp.CSS(drawerShows("range", "wordcount"))))
 	if n := eval[int](t, ctx, `document.querySelectorAll('#grid .row > i.sel').length`); n != 3 {
 		t.Errorf("%d cells selected, want 3", n)
 	}
@@ -228,7 +228,7 @@ func TestBrowserRealEngine(t *testing.T) {
 	checkGridAgainstAPI(t, ctx, srv.URL)
 
 	// Pause from the workflow's details.
-	run(t, ctx, "open the workflow", chromedp.Click(chromedp.CSS(`#grid .row[data-w="wordcount"] a.wid`)), chromedp.WaitVisible(chromedp.CSS(`#drawer .detail[data-kind="workflow"]`)))
+	run(t, ctx, "open the workflow", chromedp.Click(chromedp.CSS(`#grid .row[data-w="wordcount"] a.wid`)), chromedp.WaitVisible(chromedp.CSS(drawerShows("workflow", "wordcount"))))
 	screenshot(t, ctx, "engine-workflow.png")
 	run(t, ctx, "pause", chromedp.Click(chromedp.CSS(`#drawer button[data-act="pause"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
 	screenshot(t, ctx, "engine-confirm.png")

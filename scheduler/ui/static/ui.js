@@ -120,41 +120,118 @@
         return;
       }
       var cell = ev.target.closest(".row > i");
-      if (!cell) { return; }
-      var row = cell.parentElement;
-      var id = row.dataset.w;
-      var col = colOf(cell);
-      if (!id || col < 0 || col >= ticks.length) { return; }
-      backStack = [];
-      if (ev.shiftKey && anchor && anchor.row === row && anchor.col !== col) {
-        var lo = Math.min(anchor.col, col), hi = Math.max(anchor.col, col);
-        selectCells(row, lo, hi);
-        // Newest on the left: column lo is the newest bucket.
-        openDrawer(slotURL(id, ticks[hi], ticks[lo] + zoom), false);
-        return;
-      }
-      anchor = { row: row, col: col };
-      selectCells(row, col, col);
-      openDrawer(slotURL(id, ticks[col], ticks[col] + zoom), false);
+      if (cell) { openCell(cell, ev.shiftKey); }
     });
+
+    // Keyboard: the grid is one tab stop; the arrow keys (and Home, End,
+    // PageUp, PageDown) move a cursor over the cells, Enter or Space opens
+    // the cell under it as a click does, Shift+Enter selects a range.
+    grid.tabIndex = 0;
+    var live = document.createElement("span");
+    live.className = "sr";
+    live.setAttribute("aria-live", "polite");
+    grid.parentNode.insertBefore(live, grid);
+    grid.addEventListener("focus", function () {
+      if (!cursor || !cursor.isConnected || !visible(cursor.parentElement)) {
+        var rows = cellRows();
+        if (rows.length) { moveCursor(rows[0], 0); }
+      } else {
+        moveCursor(cursor.parentElement, colOf(cursor));
+      }
+    });
+    grid.addEventListener("blur", function () { if (cursor) { cursor.classList.remove("kb"); } });
+    grid.addEventListener("keydown", function (ev) {
+      if (ev.target !== grid || ev.altKey || ev.ctrlKey || ev.metaKey) { return; }
+      if (!cursor) { return; }
+      var row = cursor.parentElement, col = colOf(cursor);
+      var rows = cellRows(), r = rows.indexOf(row);
+      switch (ev.key) {
+        case "ArrowLeft": col = Math.max(0, col - 1); break;
+        case "ArrowRight": col = Math.min(ticks.length - 1, col + 1); break;
+        case "Home": col = 0; break;
+        case "End": col = ticks.length - 1; break;
+        case "ArrowUp": r = Math.max(0, r - 1); break;
+        case "ArrowDown": r = Math.min(rows.length - 1, r + 1); break;
+        case "PageUp": r = Math.max(0, r - 10); break;
+        case "PageDown": r = Math.min(rows.length - 1, r + 10); break;
+        case "Enter": case " ":
+          ev.preventDefault();
+          openCell(cursor, ev.shiftKey);
+          return;
+        default: return;
+      }
+      ev.preventDefault();
+      if (r >= 0 && rows[r]) { moveCursor(rows[r], col); }
+    });
+  }
+
+  var cursor = null; // the keyboard's cell
+
+  // cellRows lists the rows that have cells and are shown (not filtered out
+  // or folded).
+  function cellRows() {
+    return Array.prototype.filter.call(grid.querySelectorAll(".row"), function (row) {
+      return row.children.length > 1 && row.children[1].tagName === "I" && visible(row);
+    });
+  }
+  function visible(row) { return !!row && row.isConnected && row.offsetParent !== null; }
+
+  function moveCursor(row, col) {
+    var cell = cellAt(row, col);
+    if (!cell || cell.tagName !== "I") { return; }
+    if (cursor) { cursor.classList.remove("kb"); }
+    cursor = cell;
+    cell.classList.add("kb");
+    cell.scrollIntoView({ block: "nearest", inline: "nearest" });
+    live.textContent = cellLabel(cell);
+  }
+
+  // openCell opens the details of a cell, or with shift of the range from
+  // the last opened cell of the same row to this one.
+  function openCell(cell, shift) {
+    var row = cell.parentElement;
+    var id = row.dataset.w;
+    var col = colOf(cell);
+    if (!id || col < 0 || col >= ticks.length) { return; }
+    backStack = [];
+    if (cursor !== cell && document.activeElement === grid) { moveCursor(row, col); }
+    if (shift && anchor && anchor.row === row && anchor.col !== col) {
+      var lo = Math.min(anchor.col, col), hi = Math.max(anchor.col, col);
+      selectCells(row, lo, hi);
+      // Newest on the left: column lo is the newest bucket.
+      openDrawer(slotURL(id, ticks[hi], ticks[lo] + zoom), false);
+      return;
+    }
+    anchor = { row: row, col: col };
+    selectCells(row, col, col);
+    openDrawer(slotURL(id, ticks[col], ticks[col] + zoom), false);
+  }
+
+  // cellLabel says what a cell holds: its tooltip, and what the keyboard
+  // cursor announces.
+  function cellLabel(cell) {
+    var col = colOf(cell);
+    var id = cell.parentElement.dataset.w;
+    var s = id + " · " + short(ticks[col]) + " UTC";
+    var cls = cell.className.replace("sel", "").replace("kb", "").trim();
+    if (cls && STATES[cls]) {
+      var n = cell.textContent;
+      s += n ? " · " + n + " slots, worst " + STATES[cls] : " · " + STATES[cls];
+    } else {
+      s += " · no slot";
+    }
+    if (cell.parentElement.classList.contains("p")) { s += " · workflow paused"; }
+    return s;
+  }
+
+  if (grid) {
 
     // Tooltips are made on demand rather than shipped with every cell.
     grid.addEventListener("mouseover", function (ev) {
       var cell = ev.target.closest(".row > i");
       if (!cell || cell.title) { return; }
-      var col = colOf(cell);
-      var id = cell.parentElement.dataset.w;
-      if (!id || col < 0) { return; }
-      var s = id + " · " + short(ticks[col]) + " UTC";
-      var cls = cell.className.replace("sel", "").trim();
-      if (cls && STATES[cls]) {
-        var n = cell.textContent;
-        s += n ? " · " + n + " slots, worst " + STATES[cls] : " · " + STATES[cls];
-      } else {
-        s += " · no slot";
-      }
-      if (cell.parentElement.classList.contains("p")) { s += " · workflow paused"; }
-      cell.title = s;
+      if (!cell.parentElement.dataset.w || colOf(cell) < 0) { return; }
+      cell.title = cellLabel(cell);
     });
   }
 
@@ -168,7 +245,9 @@
         return;
       }
       var b = ev.target.closest("button[data-act]");
-      if (b) { act(b); }
+      // While other details load, the panel still shows the previous ones:
+      // their buttons must not act.
+      if (b && !dbody.classList.contains("loading")) { act(b); }
     });
     $("drawer-close").addEventListener("click", closeDrawer);
     $("drawer-back").addEventListener("click", function () {
@@ -179,7 +258,9 @@
     // A standalone detail page: its buttons act too.
     document.addEventListener("click", function (ev) {
       var b = ev.target.closest("button[data-act]");
-      if (b) { act(b); }
+      // While other details load, the panel still shows the previous ones:
+      // their buttons must not act.
+      if (b && !dbody.classList.contains("loading")) { act(b); }
     });
   }
 
