@@ -27,8 +27,9 @@ type Group struct {
 }
 
 // LoadConfig reads a --ui-config file. A file that does not exist is an
-// error (as in Celos); so are unknown fields, a group without a name and a
-// workflow listed twice in one group.
+// error (as in Celos); so are an empty file, unknown fields, a group without
+// a name, two groups with the same name and a workflow listed twice in one
+// group.
 func LoadConfig(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -43,6 +44,9 @@ func LoadConfig(path string) (Config, error) {
 
 // ParseConfig reads a config document (see Config).
 func ParseConfig(data []byte) (Config, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Config{}, fmt.Errorf("the file is empty; want {\"groups\": [{\"name\": ..., \"workflows\": [...]}]}")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var c Config
@@ -59,10 +63,16 @@ func ParseConfig(data []byte) (Config, error) {
 }
 
 func (c Config) validate() error {
+	names := make(map[string]int, len(c.Groups))
 	for i, g := range c.Groups {
 		if strings.TrimSpace(g.Name) == "" {
 			return fmt.Errorf("groups[%d]: name is empty", i)
 		}
+		// The page keys a group (its folding, its section) by name.
+		if j, ok := names[g.Name]; ok {
+			return fmt.Errorf("groups[%d]: name %q is also the name of groups[%d]", i, g.Name, j)
+		}
+		names[g.Name] = i
 		seen := make(map[string]bool, len(g.Workflows))
 		for _, id := range g.Workflows {
 			if id == "" {

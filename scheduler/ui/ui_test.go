@@ -546,17 +546,22 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil || len(c.Groups) != 2 || c.Groups[1].Workflows[0] != "workflow-3" {
 		t.Fatalf("%+v %v", c, err)
 	}
-	for name, body := range map[string]string{
-		"syntax.json":  `{"groups": [`,
-		"unknown.json": `{"groups": [], "colour": "red"}`,
-		"noname.json":  `{"groups": [{"workflows": ["a"]}]}`,
-		"dup.json":     `{"groups": [{"name": "g", "workflows": ["a", "a"]}]}`,
-		"empty.json":   `{"groups": [{"name": "g", "workflows": [""]}]}`,
-		"trail.json":   `{"groups": []} {}`,
+	for _, tc := range []struct{ name, body, want string }{
+		{"syntax.json", `{"groups": [`, "unexpected EOF"},
+		{"unknown.json", `{"groups": [], "colour": "red"}`, `unknown field "colour"`},
+		{"noname.json", `{"groups": [{"workflows": ["a"]}]}`, "groups[0]: name is empty"},
+		{"dup.json", `{"groups": [{"name": "g", "workflows": ["a", "a"]}]}`, `workflow "a" listed twice`},
+		{"empty.json", `{"groups": [{"name": "g", "workflows": [""]}]}`, "empty workflow id"},
+		{"trail.json", `{"groups": []} {}`, "trailing data"},
+		{"blank.json", " \n", "the file is empty"},
+		{"dupgroup.json", `{"groups": [{"name": "g", "workflows": ["a"]}, {"name": "g", "workflows": ["b"]}]}`, `groups[1]: name "g" is also the name of groups[0]`},
 	} {
-		if _, err := LoadConfig(write(name, body)); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: error %v, want one naming the file", name, err)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(write(tc.name, tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one naming the file and saying %q", err, tc.want)
+			}
+		})
 	}
 	if _, err := LoadConfig(filepath.Join(dir, "missing.json")); err == nil {
 		t.Error("a missing config file must be an error (as in Celos)")
