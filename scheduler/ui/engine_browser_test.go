@@ -247,6 +247,37 @@ func TestBrowserRealEngine(t *testing.T) {
 	if got := mustSlotState(t, f.eng, "fails", failedAt).Status; got != slot.Failure {
 		t.Errorf("the rerun slot ran again and is %s, want FAILURE", got)
 	}
+
+	// Kill a slot that the pause keeps WAITING, then unpause the workflow.
+	killAt := hour.Add(-4 * time.Hour)
+	if got := mustSlotState(t, f.eng, "wordcount", killAt).Status; got != slot.Waiting {
+		t.Fatalf("paused wordcount@%v is %s, want WAITING", killAt, got)
+	}
+	cell = fmt.Sprintf(`#grid .row[data-w="wordcount"] > :nth-child(%d)`, colOf(t, g, killAt)+2)
+	run(t, ctx, "kill", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "wordcount")+` button[data-act="kill"]`)),
+		chromedp.Click(chromedp.CSS(`#drawer button[data-act="kill"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
+	if txt := eval[string](t, ctx, `document.querySelector('#confirm').innerText`); !strings.Contains(txt, "wordcount@"+slot.FormatTime(killAt)) {
+		t.Errorf("kill confirmation does not name the slot: %q", txt)
+	}
+	confirmAndReload(t, ctx)
+	if got := mustSlotState(t, f.eng, "wordcount", killAt).Status; got != slot.Killed {
+		t.Errorf("after the kill the engine says %s, want KILLED", got)
+	}
+	waitJS(t, ctx, "details after the kill", `document.querySelector('#drawer .detail[data-status="KILLED"]')`)
+	if cls := eval[string](t, ctx, `document.querySelector('`+cell+`').className`); !strings.Contains(cls, "k") {
+		t.Errorf("killed cell class = %q, want k", cls)
+	}
+	run(t, ctx, "unpause", chromedp.Click(chromedp.CSS(`#grid .row[data-w="wordcount"] a.wid`)),
+		chromedp.WaitVisible(chromedp.CSS(drawerShows("workflow", "wordcount")+` button[data-act="unpause"]`)),
+		chromedp.Click(chromedp.CSS(`#drawer button[data-act="unpause"]`)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
+	confirmAndReload(t, ctx)
+	if paused, _ := f.eng.Paused("wordcount"); paused {
+		t.Error("wordcount still paused after Unpause")
+	}
+	if eval[bool](t, ctx, `document.querySelector('#grid .row[data-w="wordcount"]').classList.contains('p')`) {
+		t.Error("unpaused row still looks paused")
+	}
+	checkGridAgainstAPI(t, ctx, srv.URL)
 	run(t, ctx, "close details", chromedp.Click(chromedp.CSS(`#drawer-close`)))
 	screenshot(t, ctx, "engine-after.png")
 }
