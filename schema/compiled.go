@@ -170,6 +170,9 @@ func Load(r io.Reader) (*Project, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrFormat, MaxDocumentSize)
 	}
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, fmt.Errorf("%w: the document must be a JSON object (%s)", ErrFormat, describeStart(trimmed))
+	}
 	var head struct {
 		Format *string `json:"format"`
 	}
@@ -212,4 +215,19 @@ func (p *Project) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("marshal project %s: %w", p.Project, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// describeStart names what a document that is not a JSON object starts with.
+func describeStart(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "it is empty"
+	case b[0] == '[':
+		return "it is an array"
+	case b[0] == '"':
+		return "it is a string"
+	case bytes.HasPrefix(b, []byte("null")):
+		return "it is null"
+	}
+	return fmt.Sprintf("it starts with %q", string(b[:min(len(b), 10)]))
 }

@@ -128,3 +128,10 @@ func TestLoadRoundTrip(t *testing.T) {
 		t.Fatalf("round trip changed the document:\n%s\n---\n%s", data, again)
 	}
 }
+
+func TestLoadNamesWhatItGot(t *testing.T) {
+	_, err := Load(strings.NewReader(`[1, 2]`))
+	if err == nil || !strings.Contains(err.Error(), "must be a JSON object (it is an array)") || strings.Contains(err.Error(), "Go value") {
+		t.Fatalf("Load(array) = %v, want a message naming the array and no Go type", err)
+	}
+}

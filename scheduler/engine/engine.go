@@ -35,6 +35,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -1014,7 +1015,8 @@ func registerErr(err error) error {
 	case errors.Is(err, statedb.ErrBadName):
 		return fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
 	case errors.Is(err, statedb.ErrNotFound):
-		return fmt.Errorf("%w: %v", api.ErrRegisterNotFound, err)
+		// statedb says "not found: register b/k"; keep only what it names.
+		return fmt.Errorf("%w: %s", api.ErrRegisterNotFound, strings.TrimPrefix(err.Error(), statedb.ErrNotFound.Error()+": "))
 	}
 	return err
 }
