@@ -78,12 +78,18 @@ func (l *loader) load() *config {
 		}
 		if !info.Mode().IsRegular() {
 			if info.Mode()&fs.ModeSymlink != 0 {
-				if fi, err := os.Stat(filepath.Join(l.dir, name)); err == nil && fi.Mode().IsRegular() {
-					info = fi
-				} else {
+				fi, err := os.Stat(filepath.Join(l.dir, name))
+				switch {
+				case err != nil:
+					c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: fmt.Sprintf("symbolic link: %v", err)})
+					continue
+				case !fi.Mode().IsRegular():
+					c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: "symbolic link to something that is not a regular file"})
 					continue
 				}
+				info = fi
 			} else {
+				c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: "not a regular file"})
 				continue
 			}
 		}

@@ -455,3 +455,32 @@ func TestCorruptStateFileSkipsOnlyThatSlot(t *testing.T) {
 		t.Fatalf("after step %+v %v", st, e.Problems("a"))
 	}
 }
+
+// TestOddEntriesInWorkflowsDir: a dangling symlink or a directory named
+// *.json is reported as a load error, not skipped silently; a symlink to a
+// good file loads.
+func TestOddEntriesInWorkflowsDir(t *testing.T) {
+	r := newRig(t, nil, hourly("a"))
+	if err := os.Symlink(filepath.Join(r.wdir, "nowhere"), filepath.Join(r.wdir, "dangling.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(r.wdir, "dir.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	writeProject(t, other, "linked", hourly("b"))
+	if err := os.Symlink(filepath.Join(other, "linked.json"), filepath.Join(r.wdir, "linked.json")); err != nil {
+		t.Fatal(err)
+	}
+	r.step(ts("2024-01-01T00:30Z"))
+	if ids := strings.Join(r.e.WorkflowIDs(), ","); ids != "a,b" {
+		t.Fatalf("ids %s, want a,b", ids)
+	}
+	got := map[string]string{}
+	for _, le := range r.e.LoadErrors() {
+		got[le.File] = le.Error
+	}
+	if !strings.Contains(got["dangling.json"], "symbolic link") || !strings.Contains(got["dir.json"], "not a regular file") || len(got) != 2 {
+		t.Fatalf("load errors %v", got)
+	}
+}
