@@ -412,6 +412,14 @@ func TestBrowserGridAgainstAPI(t *testing.T) {
 		t.Errorf("details opened by Enter do not show %s:\n%s", want, txt)
 	}
 	screenshot(t, ctx, "keyboard.png")
+	// A mouse click puts the cursor where it clicks (and not on the first
+	// cell, which the focus alone would choose).
+	eval[bool](t, ctx, `(document.activeElement.blur(), true)`)
+	run(t, ctx, "click after the keys", chromedp.Click(chromedp.CSS(`#grid .row[data-w="ingest-nyc"] > :nth-child(7)`)),
+		chromedp.WaitVisible(chromedp.CSS(drawerShows("slot", "ingest-nyc"))))
+	if got := eval[string](t, ctx, cursorJS); got != "ingest-nyc/5" {
+		t.Errorf("cursor after a click on ingest-nyc's 6th cell = %q, want ingest-nyc/5", got)
+	}
 }
 
 // drawerShows is the selector of the details panel once it shows the

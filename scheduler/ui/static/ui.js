@@ -131,7 +131,13 @@
     live.className = "sr";
     live.setAttribute("aria-live", "polite");
     grid.parentNode.insertBefore(live, grid);
+    // A mouse click focuses the grid too: then the click places the cursor,
+    // and the focus must not scroll to the first cell.
+    var pointing = false;
+    grid.addEventListener("mousedown", function () { pointing = true; });
+    document.addEventListener("mouseup", function () { pointing = false; });
     grid.addEventListener("focus", function () {
+      if (pointing) { return; }
       if (!cursor || !cursor.isConnected || !visible(cursor.parentElement)) {
         var rows = cellRows();
         if (rows.length) { moveCursor(rows[0], 0); }
