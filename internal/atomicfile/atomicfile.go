@@ -20,7 +20,7 @@ func Write(path string, data []byte, perm os.FileMode, sync bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, TempPrefix+"*")
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)

@@ -19,7 +19,7 @@ import (
 func openEngine(cfg Config, d deps) (api.Service, io.Closer, error) {
 	db, err := statedb.Open(cfg.DB)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("state database %s (--db): %w", cfg.DB, err)
 	}
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: cfg.Workflows,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"log/slog"
 
 	"github.com/celos-go/celos/scheduler/command"
@@ -22,7 +23,7 @@ import (
 func externalServices(cfg Config, d *defaults.Defaults, log *slog.Logger) (map[string]external.Service, error) {
 	cmd, err := command.New(cfg.Jobs, command.Options{Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jobs directory %s (--jobs; default: beside --db): %w", cfg.Jobs, err)
 	}
 	return map[string]external.Service{
 		schema.ServiceCommand: cmd,
