@@ -411,6 +411,13 @@ func TestBrowserGridAgainstAPI(t *testing.T) {
 	if txt := eval[string](t, ctx, `document.querySelector('#drawer .detail').innerText`); !strings.Contains(txt, want) {
 		t.Errorf("details opened by Enter do not show %s:\n%s", want, txt)
 	}
+	// Shift+Enter selects the range from the cell Enter opened.
+	run(t, ctx, "Shift+Enter selects a range", chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight),
+		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(kb.ModifierShift)),
+		chromedp.WaitVisible(chromedp.CSS(drawerShows("range", "ingest-impressions"))))
+	if n := eval[int](t, ctx, `document.querySelectorAll('#grid .row[data-w="ingest-impressions"] > i.sel').length`); n != 3 {
+		t.Errorf("Shift+Enter selected %d cells, want 3", n)
+	}
 	screenshot(t, ctx, "keyboard.png")
 	// A mouse click puts the cursor where it clicks (and not on the first
 	// cell, which the focus alone would choose).
