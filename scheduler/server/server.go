@@ -174,10 +174,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if err != nil {
 		return err
 	}
-	handler := mux
-	if token != "" {
-		handler = api.RequireToken(token, mux, log)
-	}
+	handler := protect(mux, token, log)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -294,4 +291,26 @@ func writeFileAtomic(path string, data []byte) error {
 		return errors.Join(err, os.Remove(tmp))
 	}
 	return nil
+}
+
+// protect puts the checks every request passes before the handlers: a
+// bearer token on requests that change state (when the server has one),
+// and refusal of cross-site browser requests that change state, so that a
+// page on another site cannot make an operator's browser rerun, kill or
+// pause through the API (http.CrossOriginProtection: Sec-Fetch-Site and
+// Origin against Host). Reads and non-browser clients (curl, the CLI) are
+// unaffected.
+func protect(h http.Handler, token string, log *slog.Logger) http.Handler {
+	if token != "" {
+		h = api.RequireToken(token, h, log)
+	}
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
+			"origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintln(w, `{"error": "cross-origin request refused: state changes come from celos's own UI, the CLI or non-browser clients"}`)
+	}))
+	return cop.Handler(h)
 }

@@ -1,0 +1,50 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestProtect(t *testing.T) {
+	changed := 0
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			changed++
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	tests := []struct {
+		name    string
+		token   string
+		method  string
+		headers map[string]string
+		want    int
+		changes bool
+	}{
+		{"read from another site is fine", "", "GET", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 200, false},
+		{"post from curl (no browser headers)", "", "POST", nil, 200, true},
+		{"post from celos's own page", "", "POST", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://celos.local:8080"}, 200, true},
+		{"post from another site", "", "POST", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 403, false},
+		{"post from another origin, older browser", "", "POST", map[string]string{"Origin": "https://evil.example"}, 403, false},
+		{"token required, none sent", "s3cret", "POST", nil, 401, false},
+		{"token required and sent", "s3cret", "POST", map[string]string{"Authorization": "Bearer s3cret"}, 200, true},
+		{"token sent but cross-site", "s3cret", "POST", map[string]string{"Authorization": "Bearer s3cret", "Sec-Fetch-Site": "cross-site"}, 403, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed = 0
+			h := protect(inner, tt.token, slog.New(slog.DiscardHandler))
+			req := httptest.NewRequest(tt.method, "http://celos.local:8080/rerun?id=a&time=2015-09-13T13:00Z", nil)
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.want || (changed > 0) != tt.changes {
+				t.Fatalf("%s %s: status %d (want %d), reached handler %v (want %v): %s", tt.method, tt.name, rec.Code, tt.want, changed > 0, tt.changes, rec.Body)
+			}
+		})
+	}
+}
