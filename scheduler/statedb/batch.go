@@ -175,6 +175,11 @@ func (db *DB) writeMany(ws []fileWrite) error {
 		}
 		tmps[i] = f.Name()
 		_, err = f.Write(w.data)
+		if err == nil {
+			// CreateTemp makes the file 0600; state files are 0644 like
+			// atomicfile.Write's, readable by operators and Java Celos.
+			err = f.Chmod(filePerm)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -388,6 +388,17 @@ func TestBatch(t *testing.T) {
 	if !strings.Contains(string(data), `"WAIT_TIMEOUT"`) {
 		t.Fatalf("%s", data)
 	}
+	// Batch-written files have the mode of single writes (0644), not
+	// CreateTemp's 0600: operators and Java Celos read them.
+	for _, id := range []slot.ID{a, b} {
+		fi, err := os.Stat(filepath.Join(dir, "state", id.Workflow, "2024-01-01", "00:00:00.000Z"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm != 0o644 {
+			t.Fatalf("%s: mode %v, want 0644", id, perm)
+		}
+	}
 	if act, _ := db.Active("b"); len(act) != 0 {
 		t.Fatalf("b still active: %+v", act)
 	}
@@ -429,6 +440,9 @@ func TestIntentsInBulk(t *testing.T) {
 	db = open(t, dir)
 	if in, ok, _ := db.GetIntent(a); !ok || in.Attempt != 1 || !in.Time.Equal(at) {
 		t.Fatalf("%+v %v", in, ok)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "intent", "a", "2024-01-01", "00:00:00.000Z")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("intent file: %v %v, want mode 0644", fi, err)
 	}
 	if err := db.DeleteIntents([]slot.ID{a, b, {Workflow: "c", Time: at}}); err != nil {
 		t.Fatal(err)

@@ -15,13 +15,16 @@ import (
 // register name can start with a dot, so leftovers of a crash are known.
 const tmpPrefix = atomicfile.TempPrefix
 
+// filePerm is the mode of the state, intent and register files.
+const filePerm = 0o644
+
 // writeFileAtomic replaces dir/name with data (atomicfile.Write: temp
 // file, fsync, rename, fsync of the directory), creating dir if needed.
 func (db *DB) writeFileAtomic(dir, name string, data []byte) error {
 	if err := db.mkdirAll(dir); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, name), data, 0o644, !db.noSync); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, name), data, filePerm, !db.noSync); err != nil {
 		return fmt.Errorf("state database: %w", err)
 	}
 	db.writes.Add(1)
