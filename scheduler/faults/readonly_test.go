@@ -51,12 +51,13 @@ func (c *countingService) count() int {
 
 // makeReadOnly makes the directory tree unwritable, even for root: with
 // chattr +i (immutable) when running as root, else with chmod. The test
-// is skipped when neither works here. It is undone when the test ends.
+// is skipped when neither works here (failed in CI, see skipOrFailInCI).
+// It is undone when the test ends.
 func makeReadOnly(t *testing.T, dir string) (undo func()) {
 	t.Helper()
 	if os.Geteuid() == 0 {
 		if out, err := exec.Command("chattr", "-R", "+i", dir).CombinedOutput(); err != nil {
-			t.Skipf("running as root and chattr +i does not work here: %v %s", err, out)
+			skipOrFailInCI(t, "running as root and chattr +i does not work here (needs e2fsprogs and a file system with the immutable attribute): %v %s", err, out)
 		}
 		undo = func() { exec.Command("chattr", "-R", "-i", dir).Run() }
 	} else {
@@ -81,7 +82,7 @@ func makeReadOnly(t *testing.T, dir string) (undo func()) {
 	if err := os.WriteFile(filepath.Join(dir, "probe"), nil, 0o644); err == nil {
 		os.Remove(filepath.Join(dir, "probe"))
 		undo()
-		t.Skip("cannot make a directory read-only here")
+		skipOrFailInCI(t, "cannot make a directory read-only here")
 	}
 	return undo
 }
