@@ -448,6 +448,19 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 		slots = append(slots, st)
 	}
 	s.rep.Slots += len(slots)
+	// A RUNNING slot's intent is left over from a crash (or a failed sync)
+	// between the RUNNING write and the intent's removal: drop it, or a
+	// retry would "recover" the job that already ran.
+	for _, st := range slots {
+		if st.Status != slot.Running {
+			continue
+		}
+		if _, left, err := e.db.GetIntent(st.ID); err == nil && left {
+			if err := e.db.DeleteIntent(st.ID); err != nil {
+				e.log.Warn("delete leftover submit intent", "slot", st.ID.String(), "error", err)
+			}
+		}
+	}
 
 	obs := make([]Observation, len(slots))
 	svc := e.opts.Services[w.ExternalService.Type]
@@ -603,22 +616,6 @@ func (s *stepper) transition(from, to slot.State) {
 		"externalID", to.ExternalID, "retryCount", to.RetryCount)
 }
 
-func (e *Engine) clearProblemIfOp(wf string, t time.Time, ops ...string) {
-	k := problemKey{wf, t.UnixMilli()}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p, ok := e.problems[k]
-	if !ok {
-		return
-	}
-	for _, op := range ops {
-		if p.Op == op {
-			delete(e.problems, k)
-			return
-		}
-	}
-}
-
 // pendingSubmit is a READY slot the strategy chose, submitted at the end
 // of the step.
 type pendingSubmit struct {
@@ -649,6 +646,14 @@ func (s *stepper) submitAll(ctx context.Context) {
 		if err != nil {
 			s.fail(id, "submit", err)
 			continue
+		}
+		if left && !intentOf(in, p.st) {
+			// An intent of an earlier attempt (a crash between a RUNNING
+			// write and the intent's removal): that job already ran; the
+			// new intent below replaces it.
+			e.log.Info("dropping the submit intent of an earlier attempt", "slot", id.String(),
+				"intentAttempt", in.Attempt, "retryCount", p.st.RetryCount)
+			left = false
 		}
 		if left {
 			if rec, ok := p.svc.(external.Recoverer); ok {
@@ -709,6 +714,12 @@ func (s *stepper) submitAll(ctx context.Context) {
 		}
 		s.running(p, ext)
 	}
+}
+
+// intentOf reports whether submit intent in belongs to the current attempt
+// of st (an intent of unknown attempt, < 0, is taken to).
+func intentOf(in statedb.Intent, st slot.State) bool {
+	return in.Attempt < 0 || in.Attempt == st.RetryCount
 }
 
 // guard runs f, turning a panic into an error (an external service gone
@@ -934,12 +945,17 @@ func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
 	// Marker first: a crash after it leaves a final slot that can be rerun
 	// again, never a WAITING slot outside the window that nothing steps.
 	if err := e.db.MarkRerun(id, now); err != nil {
-		return err
+		return fmt.Errorf("rerun %s: mark: %w", id, err)
+	}
+	// A leftover submit intent belongs to a job that already ran: a rerun
+	// must submit a new one, not recover that one.
+	if err := e.db.DeleteIntent(id); err != nil {
+		return fmt.Errorf("rerun %s: delete submit intent: %w", id, err)
 	}
 	if found {
 		to := slot.State{ID: st.ID, Status: slot.Waiting}
 		if err := e.db.Put(to); err != nil {
-			return err
+			return fmt.Errorf("rerun %s: %w", id, err)
 		}
 		e.log.Info("slot transition", "slot", id.String(), "from", string(st.Status), "to", string(to.Status), "reason", "rerun")
 	}
@@ -974,11 +990,20 @@ func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 	}
 	svc := e.opts.Services[w.ExternalService.Type]
 	ext := st.ExternalID
-	if in, left, _ := e.db.GetIntent(id); left && ext == "" && st.Status == slot.Ready {
+	in, left, err := e.db.GetIntent(id)
+	if err != nil {
+		return fmt.Errorf("kill %s: read submit intent: %w", id, err)
+	}
+	if left && ext == "" && st.Status == slot.Ready && intentOf(in, st) {
 		if rec, ok := svc.(external.Recoverer); ok {
-			cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
-			x, found, err := rec.Recover(cctx, w, id, in.Time)
-			cancel()
+			var x string
+			var found bool
+			err := guard(func() (err error) {
+				cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+				defer cancel()
+				x, found, err = rec.Recover(cctx, w, id, in.Time)
+				return err
+			})
 			if err != nil {
 				return fmt.Errorf("kill %s: look for a job submitted before a crash: %w", id, err)
 			}
@@ -998,12 +1023,14 @@ func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 			return fmt.Errorf("kill %s (external ID %s): %w", id, ext, err)
 		}
 	}
+	// The intent goes first: its job (if any) is killed, and a KILLED slot
+	// that is later rerun must not recover it.
+	if err := e.db.DeleteIntent(id); err != nil {
+		return fmt.Errorf("kill %s: delete submit intent: %w", id, err)
+	}
 	to := slot.State{ID: id, Status: slot.Killed, ExternalID: ext}
 	if err := e.db.Put(to); err != nil {
-		return err
-	}
-	if err := e.db.DeleteIntent(id); err != nil {
-		e.log.Warn("delete submit intent", "slot", id.String(), "error", err)
+		return fmt.Errorf("kill %s: %w", id, err)
 	}
 	e.clearProblem(id.Workflow, id.Time)
 	e.log.Info("slot transition", "slot", id.String(), "from", string(st.Status), "to", string(slot.Killed), "externalID", ext, "reason", "kill")

@@ -484,3 +484,76 @@ func TestOddEntriesInWorkflowsDir(t *testing.T) {
 		t.Fatalf("load errors %v", got)
 	}
 }
+
+// TestLeftoverIntentOfEarlierAttempt: a crash between the durable RUNNING
+// write and the removal of the submit intent leaves an intent on a RUNNING
+// slot. When that job fails, the retry (or a rerun) must submit a new job,
+// not "recover" the one that already failed.
+func TestLeftoverIntentOfEarlierAttempt(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.MaxRetryCount = 2
+	now := ts("2024-01-01T00:30Z")
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	since := time.Now().Add(-time.Hour) // before the first job: Recover would find it
+
+	// stepUntil steps until the slot has status want (a few steps at most).
+	stepUntil := func(t *testing.T, r *rig, want slot.Status) slot.State {
+		t.Helper()
+		for range 5 {
+			r.step(now)
+			if st := r.state("wf", id.Time); st.Status == want {
+				return st
+			}
+		}
+		t.Fatalf("slot never %s: %+v", want, r.state("wf", id.Time))
+		return slot.State{}
+	}
+	tests := []struct {
+		name string
+		// plant puts the leftover intent (the slot is RUNNING job-1) and
+		// leads the slot to a new submission.
+		plant func(t *testing.T, r *rig, f *fakeService)
+	}{
+		{"intent on RUNNING slot, then retry", func(t *testing.T, r *rig, f *fakeService) {
+			if err := r.db.PutIntent(id, statedb.Intent{Attempt: 0, Time: since}); err != nil {
+				t.Fatal(err)
+			}
+			f.finish(id, false)
+		}},
+		{"intent of attempt 0 seen at retry 1", func(t *testing.T, r *rig, f *fakeService) {
+			f.finish(id, false)
+			stepUntil(t, r, slot.Waiting)
+			if err := r.db.PutIntent(id, statedb.Intent{Attempt: 0, Time: since}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"intent left on a rerun slot", func(t *testing.T, r *rig, f *fakeService) {
+			f.finish(id, true)
+			stepUntil(t, r, slot.Success)
+			if err := r.db.PutIntent(id, statedb.Intent{Attempt: 0, Time: since}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.e.Rerun(context.Background(), id, now); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			r := newRig(t, recoverer{f}, w)
+			if st := stepUntil(t, r, slot.Running); st.ExternalID != "job-1" {
+				t.Fatalf("first submission %+v", st)
+			}
+			tc.plant(t, r, f)
+			st := stepUntil(t, r, slot.Running)
+			if st.ExternalID != "job-2" || len(f.submitted()) != 2 {
+				t.Fatalf("slot %+v after the earlier job ended, submits %v; want a new job job-2", st, f.submitted())
+			}
+			if _, left, err := r.db.GetIntent(id); err != nil || left {
+				t.Fatalf("intent left behind (err %v)", err)
+			}
+		})
+	}
+}
