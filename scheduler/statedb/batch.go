@@ -40,9 +40,6 @@ type batchItem struct {
 // Batch starts a batch.
 func (db *DB) Batch() *Batch { return &Batch{db: db, index: make(map[slot.ID]int)} }
 
-// Len is the number of slots queued.
-func (b *Batch) Len() int { return len(b.items) }
-
 // Put queues st and shows it to readers at once. A state equal to the
 // stored one is not queued.
 func (b *Batch) Put(st slot.State) error {
