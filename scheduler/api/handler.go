@@ -218,6 +218,8 @@ func errorStatus(err error) (int, string) {
 	switch {
 	case errors.As(err, &bp):
 		return http.StatusBadRequest, bp.msg
+	case isTooLarge(err):
+		return http.StatusRequestEntityTooLarge, err.Error()
 	case errors.Is(err, slot.ErrUnknownWorkflow), errors.Is(err, slot.ErrSlotNotFound),
 		errors.Is(err, slot.ErrNotInSchedule), errors.Is(err, ErrRegisterNotFound):
 		return http.StatusNotFound, err.Error()
@@ -231,6 +233,13 @@ func errorStatus(err error) (int, string) {
 		return http.StatusServiceUnavailable, err.Error()
 	}
 	return http.StatusInternalServerError, err.Error()
+}
+
+// isTooLarge reports whether err is a request body over its limit
+// (http.MaxBytesReader).
+func isTooLarge(err error) bool {
+	_, ok := errors.AsType[*http.MaxBytesError](err)
+	return ok
 }
 
 // errorBody is every error answer: {"error": "..."}.

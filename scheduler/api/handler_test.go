@@ -278,8 +278,11 @@ func TestRegisters(t *testing.T) {
 	if rec := ts.do("PUT", "/register?bucket=b&key=k3", `{not json`); rec.Code != 400 {
 		t.Errorf("bad JSON body: %d", rec.Code)
 	}
-	if rec := ts.do("PUT", "/register?bucket=b&key=k3", strings.Repeat(" ", MaxBodyBytes+1)+"1"); rec.Code != 400 {
-		t.Errorf("oversized body: %d", rec.Code)
+	if rec := ts.do("PUT", "/register?bucket=b&key=k3", strings.Repeat(" ", MaxBodyBytes+1)+"1"); rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(errMsg(t, rec), "limit") {
+		t.Errorf("oversized body: %d %s", rec.Code, rec.Body)
+	}
+	if rec := ts.do("PUT", "/register?bucket=big&key=k", strings.Repeat(" ", MaxBodyBytes-1)+"1"); rec.Code != 200 {
+		t.Errorf("body of exactly the limit: %d %s", rec.Code, rec.Body)
 	}
 	ts.want(400, "GET", "/register?bucket=b/../x&key=k", nil)
 	var keys RegisterKeys

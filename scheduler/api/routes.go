@@ -424,6 +424,9 @@ func (h *Handler) getRegister(w http.ResponseWriter, r *http.Request, q query) e
 func (h *Handler) putRegister(w http.ResponseWriter, r *http.Request, q query) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
+		if isTooLarge(err) {
+			return fmt.Errorf("read body: over the limit of %d bytes: %w", MaxBodyBytes, err) // 413
+		}
 		return badParamf("read body: %v", err)
 	}
 	if !json.Valid(body) {

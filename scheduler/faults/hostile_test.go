@@ -109,7 +109,7 @@ func TestHostileInput(t *testing.T) {
 		{"PUT", "/register?bucket=b&key=%00", "1", 0},
 		{"PUT", "/register?bucket=b&key=" + long, "1", 0},
 		{"PUT", "/register?bucket=b&key=k", "{not json", 400},
-		{"PUT", "/register?bucket=b&key=k", strings.Repeat("[", 2<<20), 400},
+		{"PUT", "/register?bucket=b&key=k", strings.Repeat("[", 2<<20), 413},
 		{"DELETE", "/register?bucket=b&prefix=..", "", 0},
 		{"DELETE", "/register?bucket=..%2F..&key=x", "", 0},
 		{"GET", "/list-register-keys?bucket=..%2F..", "", 0},
