@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
 )
 
 // LogFile is the current log file's name under --logs; at the first write
@@ -121,7 +123,7 @@ func NewLogger(stderr io.Writer, dir string, level slog.Level) (*slog.Logger, io
 		Level: level,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
-				a.Value = slog.StringValue(a.Value.Time().UTC().Format("2006-01-02T15:04:05.000Z"))
+				a.Value = slog.StringValue(slot.FormatTime(a.Value.Time()))
 			}
 			return a
 		},

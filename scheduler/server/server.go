@@ -6,7 +6,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/trigger"
@@ -194,7 +194,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "url", url)
 	if cfg.URLFile != "" {
-		if err := writeFileAtomic(cfg.URLFile, []byte(url+"\n")); err != nil {
+		if err := atomicfile.Write(cfg.URLFile, []byte(url+"\n"), 0o644, true); err != nil {
 			log.Error("write URL file", "file", cfg.URLFile, "error", err)
 		}
 	}
@@ -279,18 +279,6 @@ func abs(p string) string {
 		return a
 	}
 	return p
-}
-
-// writeFileAtomic writes a small file via a temporary file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errors.Join(err, os.Remove(tmp))
-	}
-	return nil
 }
 
 // protect puts the checks every request passes before the handlers: a
