@@ -79,7 +79,7 @@ type Options struct {
 func New(dir string, opts Options) (*Service, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("command service jobs directory %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("command service: %w", err)

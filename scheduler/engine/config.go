@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -41,6 +42,10 @@ type loader struct {
 	files map[string]*fileEntry
 	owner map[string]string // workflow id → file that had it at the last load
 	last  *config           // returned again while no file changes
+	// entryErrs are the entries of the last load that could not be read
+	// (a dangling symlink, a directory named *.json): name → error. While
+	// they stay the same, an unchanged directory returns last.
+	entryErrs map[string]string
 }
 
 // load builds a config from the directory. A file that does not load is
@@ -61,6 +66,7 @@ func (l *loader) load() *config {
 		return c
 	}
 	seen := make(map[string]bool)
+	entryErrs := make(map[string]string)
 	changed := false
 	var names []string
 	for _, e := range entries {
@@ -73,7 +79,7 @@ func (l *loader) load() *config {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed since the listing
 			}
-			c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: err.Error()})
+			entryErrs[name] = err.Error()
 			continue
 		}
 		if !info.Mode().IsRegular() {
@@ -81,15 +87,15 @@ func (l *loader) load() *config {
 				fi, err := os.Stat(filepath.Join(l.dir, name))
 				switch {
 				case err != nil:
-					c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: fmt.Sprintf("symbolic link: %v", err)})
+					entryErrs[name] = fmt.Sprintf("symbolic link: %v", err)
 					continue
 				case !fi.Mode().IsRegular():
-					c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: "symbolic link to something that is not a regular file"})
+					entryErrs[name] = "symbolic link to something that is not a regular file"
 					continue
 				}
 				info = fi
 			} else {
-				c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: "not a regular file"})
+				entryErrs[name] = "not a regular file"
 				continue
 			}
 		}
@@ -118,8 +124,15 @@ func (l *loader) load() *config {
 			changed = true
 		}
 	}
-	if !changed && l.last != nil && len(c.loadErrs) == 0 {
+	if !maps.Equal(entryErrs, l.entryErrs) {
+		changed = true
+	}
+	if !changed && l.last != nil {
 		return l.last
+	}
+	l.entryErrs = entryErrs
+	for name, msg := range entryErrs {
+		c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: msg})
 	}
 	// Files that owned ids before go first, so a newly deployed file that
 	// repeats an id cannot take it (or its file's other workflows) away.

@@ -784,7 +784,11 @@ func (e *Engine) LoadErrors() []api.LoadError {
 // it from having one (a dependent schedule naming a missing workflow, a
 // cycle).
 func (e *Engine) Schedule(id string) (*schedule.Schedule, error) {
-	c := e.config()
+	return e.schedule(e.config(), id)
+}
+
+// schedule is Schedule in config c.
+func (e *Engine) schedule(c *config, id string) (*schedule.Schedule, error) {
 	if _, err := e.workflow(c, id); err != nil {
 		return nil, err
 	}
@@ -802,11 +806,15 @@ func (e *Engine) Schedule(id string) (*schedule.Schedule, error) {
 // that range, with missing records synthesized as WAITING. Slots whose
 // file is corrupt are left out (Problems reports them).
 func (e *Engine) Slots(ctx context.Context, id string, start, end time.Time) ([]slot.State, error) {
-	sched, err := e.Schedule(id)
+	c := e.config() // once: a reload in between must not mix two configs
+	w, err := e.workflow(c, id)
 	if err != nil {
 		return nil, err
 	}
-	w, _ := e.Workflow(id)
+	sched, err := e.schedule(c, id)
+	if err != nil {
+		return nil, err
+	}
 	if start.Before(w.StartTime) {
 		start = w.StartTime
 	}
@@ -902,7 +910,8 @@ func (e *Engine) TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (
 // schedule, or a slot that has a record (a schedule change, a rerun of an
 // odd time) so that it can still be killed or rerun.
 func (e *Engine) inSchedule(id slot.ID) (*schema.Workflow, slot.State, bool, error) {
-	w, err := e.Workflow(id.Workflow)
+	c := e.config()
+	w, err := e.workflow(c, id.Workflow)
 	if err != nil {
 		return nil, slot.State{}, false, err
 	}
@@ -918,7 +927,7 @@ func (e *Engine) inSchedule(id slot.ID) (*schema.Workflow, slot.State, bool, err
 	if found {
 		return w, st, true, nil
 	}
-	sched, err := e.Schedule(id.Workflow)
+	sched, err := e.schedule(c, id.Workflow)
 	if err != nil {
 		return nil, slot.State{}, false, err
 	}

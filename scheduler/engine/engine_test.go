@@ -557,3 +557,31 @@ func TestLeftoverIntentOfEarlierAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadableEntryDoesNotRebuildEveryStep: while a dangling symlink sits
+// in the workflows directory, an unchanged directory keeps its config (no
+// rebuild, no re-logged load errors); removing the entry rebuilds it.
+func TestUnreadableEntryDoesNotRebuildEveryStep(t *testing.T) {
+	r := newRig(t, nil, hourly("a"))
+	dangling := filepath.Join(r.wdir, "dangling.json")
+	if err := os.Symlink(filepath.Join(r.wdir, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	now := ts("2024-01-01T00:30Z")
+	r.step(now)
+	first := r.e.config()
+	if len(first.loadErrs) != 1 {
+		t.Fatalf("load errors %v, want the dangling symlink", first.loadErrs)
+	}
+	r.step(now)
+	if r.e.config() != first {
+		t.Fatal("config rebuilt by a step although the directory did not change")
+	}
+	if err := os.Remove(dangling); err != nil {
+		t.Fatal(err)
+	}
+	r.step(now)
+	if c := r.e.config(); c == first || len(c.loadErrs) != 0 {
+		t.Fatalf("config not rebuilt after the bad entry went: same %v, load errors %v", c == first, c.loadErrs)
+	}
+}
