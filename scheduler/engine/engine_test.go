@@ -585,3 +585,35 @@ func TestUnreadableEntryDoesNotRebuildEveryStep(t *testing.T) {
 		t.Fatalf("config not rebuilt after the bad entry went: same %v, load errors %v", c == first, c.loadErrs)
 	}
 }
+
+// panicRecoverer is a service whose Recover panics.
+type panicRecoverer struct{ *fakeService }
+
+func (panicRecoverer) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (string, bool, error) {
+	panic("recover exploded")
+}
+
+// TestKillWithPanickingRecover: a panic in the service's Recover during a
+// kill is an error of that kill (the slot stays as it was), not a crash.
+func TestKillWithPanickingRecover(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	now := ts("2024-01-01T00:30Z")
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	f := newFake()
+	r := newRig(t, panicRecoverer{f}, w)
+	r.step(now) // READY
+	if st := r.state("wf", id.Time); st.Status != slot.Ready {
+		t.Fatalf("%+v", st)
+	}
+	if err := r.db.PutIntent(id, intentAt(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	err := r.e.Kill(context.Background(), id)
+	if err == nil || !strings.Contains(err.Error(), "recover exploded") {
+		t.Fatalf("kill: %v, want the panic as an error", err)
+	}
+	if st := r.state("wf", id.Time); st.Status != slot.Ready {
+		t.Fatalf("slot %+v after a failed kill, want READY", st)
+	}
+}
