@@ -159,12 +159,25 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if err != nil {
 		return err
 	}
-	defer closeFS()
+	// inUse is set when the shutdown timed out with a step or requests
+	// still running: the state database and the file systems are then left
+	// open (a step must not write to a closed database); the process's
+	// exit releases them.
+	inUse := false
+	defer func() {
+		if !inUse {
+			closeFS()
+		}
+	}()
 	engine, engineCloser, err := open(cfg, deps{services: metrics.InstrumentServices(svcs), fs: fsys, metrics: metrics, log: log})
 	if err != nil {
 		return err
 	}
 	defer func() {
+		if inUse {
+			log.Warn("state database left open: still in use after the shutdown timeout; the process's exit releases it")
+			return
+		}
 		if cerr := engineCloser.Close(); cerr != nil {
 			log.Error("close state database", "error", cerr)
 		}
@@ -228,14 +241,22 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	stopLoop()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && runErr == nil {
-		runErr = fmt.Errorf("shutdown: requests still running after %v: %w", cfg.ShutdownTimeout, err)
+	if err := srv.Shutdown(sctx); err != nil {
+		inUse = true
+		if runErr == nil {
+			runErr = fmt.Errorf("shutdown: requests still running after %v: %w", cfg.ShutdownTimeout, err)
+		}
 	}
 	select {
 	case <-loopDone:
 	case <-sctx.Done():
-		if runErr == nil {
-			runErr = fmt.Errorf("shutdown: the step in flight was still running after %v", cfg.ShutdownTimeout)
+		select {
+		case <-loopDone: // finished just in time
+		default:
+			inUse = true
+			if runErr == nil {
+				runErr = fmt.Errorf("shutdown: the step in flight was still running after %v", cfg.ShutdownTimeout)
+			}
 		}
 	}
 	if runErr != nil {

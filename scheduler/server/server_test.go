@@ -152,6 +152,39 @@ func TestRunFinishesStepInFlight(t *testing.T) {
 	}
 }
 
+// TestRunLeavesDBOpenForStuckStep: when the shutdown timeout passes with
+// the step still running, run returns an error and does not close the
+// state database under the step.
+func TestRunLeavesDBOpenForStuckStep(t *testing.T) {
+	dir := t.TempDir()
+	stub := &stepStub{hold: make(chan struct{}), started: make(chan struct{})}
+	defer close(stub.hold)
+	cfg := Config{
+		Workflows: dir, DB: filepath.Join(dir, "db"), Logs: filepath.Join(dir, "logs"),
+		AutoSchedule: 10 * time.Millisecond, ShutdownTimeout: time.Millisecond,
+		Stderr: io.Discard, Version: "test",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, cfg, func(Config, deps) (api.Service, io.Closer, error) {
+			return stub, stub, nil
+		})
+	}()
+	<-stub.started // the second automatic step is in flight, and held
+	cancel()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("run: %v, want the step-still-running error", err)
+	}
+	if stub.closed.Load() {
+		t.Error("state database closed while the step still runs")
+	}
+	if log := read(t, filepath.Join(cfg.Logs, LogFile)); !strings.Contains(log, "state database left open") {
+		t.Errorf("log file:\n%s", log)
+	}
+}
+
 func TestRunNeedsWorkflowsDir(t *testing.T) {
 	cfg := Config{Workflows: filepath.Join(t.TempDir(), "missing"), Stderr: io.Discard}
 	err := run(context.Background(), cfg, nil)
