@@ -9,12 +9,17 @@
 // Before it calls an external service's Submit for a slot, the engine
 // writes a submit intent (statedb.PutIntents: the slot, the attempt, the
 // wall-clock time; durable before any Submit of the step), and it deletes
-// the intent once the slot's RUNNING state with its external ID is durable. If the process dies in between, the slot
-// is still READY on the next step and has an intent: the engine then asks
+// the intent once the slot's RUNNING state with its external ID is
+// durable. If the process dies in between, the slot is still READY on the next step and has an intent: the engine then asks
 // the service (external.Recoverer) whether it accepted a job for the slot
 // since the intent's time, and records that job instead of submitting a
 // second one. A service that cannot answer is retried on the next step; a
-// service without Recoverer is submitted to again (logged).
+// service without Recoverer is submitted to again (logged). An intent
+// is only ever recovered for the attempt that wrote it: one left on a
+// RUNNING slot (a crash between the RUNNING write and the intent's removal)
+// is dropped when the slot is stepped, one of an earlier attempt (its
+// Attempt differs from the slot's retry count) is replaced by a new
+// submission, and Rerun and Kill delete it.
 //
 // # Cost of a step
 //
