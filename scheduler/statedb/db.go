@@ -60,6 +60,8 @@ type DB struct {
 	lock   *os.File
 	writes atomic.Int64
 	reads  atomic.Int64
+	// dirSyncs counts directory fsyncs (for the tests of Prune).
+	dirSyncs atomic.Int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -761,56 +763,117 @@ func (db *DB) Prune(before, now time.Time) (int, error) {
 	return n, errors.Join(errs...)
 }
 
+// pruneChunk is how many files pruneWorkflow removes per hold of db.mu:
+// steps and API reads wait for at most one chunk, not a whole workflow's
+// history.
+const pruneChunk = 256
+
+// pruneFile is one file pruneWorkflow may remove.
+type pruneFile struct {
+	kind string // "state", "intent" or "rerun"
+	k    int64
+}
+
 func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
+	lim := key(before)
+	// The candidates, picked under the lock; each is checked again when it
+	// is removed (the lock is released between chunks).
 	db.mu.Lock()
-	defer db.mu.Unlock()
 	ix, err := db.index(wf)
 	if err != nil {
+		db.mu.Unlock()
 		return 0, err
 	}
-	lim := key(before)
-	n := 0
+	var cands []pruneFile
 	for k, at := range ix.reruns {
 		if r, ok := ix.recs[k]; (!ok || r.status.Final()) && (RerunMark{At: at}).Expired(now) {
-			day, file := slotPath(keyTime(k))
-			if err := db.removeFile(filepath.Join(db.dir, "rerun", wf, day), file); err != nil {
-				return n, err
-			}
-			delete(ix.reruns, k)
+			cands = append(cands, pruneFile{"rerun", k})
 		}
 	}
-	days := make(map[string]bool)
 	for k, r := range ix.recs {
-		if k >= lim || !r.status.Final() {
-			continue
+		if k < lim && r.status.Final() {
+			cands = append(cands, pruneFile{"state", k})
 		}
-		day, file := slotPath(keyTime(k))
-		dir := filepath.Join(db.dir, "state", wf, day)
-		if err := db.removeFile(dir, file); err != nil {
-			return n, err
-		}
-		delete(ix.recs, k)
-		days[dir] = true
-		n++
 	}
 	for k := range ix.intents {
 		if k < lim {
-			day, file := slotPath(keyTime(k))
-			if err := db.removeFile(filepath.Join(db.dir, "intent", wf, day), file); err != nil {
-				return n, err
-			}
-			delete(ix.intents, k)
+			cands = append(cands, pruneFile{"intent", k})
 		}
 	}
-	for dir := range days {
-		if os.Remove(dir) == nil { // only succeeds when empty
+	db.mu.Unlock()
+
+	// The removals, without a directory sync each: every touched
+	// directory is synced once at the end.
+	touched := make(map[string]bool)
+	n := 0
+	var firstErr error
+	for start := 0; start < len(cands) && firstErr == nil; start += pruneChunk {
+		db.mu.Lock()
+		ix, err := db.index(wf)
+		if err != nil {
+			db.mu.Unlock()
+			firstErr = err
+			break
+		}
+		for _, c := range cands[start:min(start+pruneChunk, len(cands))] {
+			switch c.kind {
+			case "rerun":
+				at, ok := ix.reruns[c.k]
+				r, live := ix.recs[c.k]
+				if !ok || (live && !r.status.Final()) || !(RerunMark{At: at}).Expired(now) {
+					continue
+				}
+			case "state":
+				if r, ok := ix.recs[c.k]; !ok || !r.status.Final() {
+					continue
+				}
+			case "intent":
+				if _, ok := ix.intents[c.k]; !ok {
+					continue
+				}
+			}
+			day, file := slotPath(keyTime(c.k))
+			dir := filepath.Join(db.dir, c.kind, wf, day)
+			if err := db.removeFileNoSync(dir, file); err != nil {
+				firstErr = err
+				break
+			}
+			touched[dir] = true
+			switch c.kind {
+			case "rerun":
+				delete(ix.reruns, c.k)
+			case "state":
+				delete(ix.recs, c.k)
+				n++
+			case "intent":
+				delete(ix.intents, c.k)
+			}
+		}
+		db.mu.Unlock()
+	}
+	// A directory syncs on its own (no lock needed); one removed since
+	// (left empty below, or by another prune) is skipped.
+	for dir := range touched {
+		if err := db.syncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
+			firstErr = fmt.Errorf("state database: sync %s: %w", dir, err)
+		}
+	}
+	if firstErr != nil {
+		return n, firstErr
+	}
+
+	// Day directories left empty are removed: those of the state files
+	// just pruned, and, since submit intents and rerun markers are
+	// transient and leave their day directories empty once the files are
+	// gone, every empty one of a day before the limit (on disk and from
+	// the directory cache), so that neither grows with the history.
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for dir := range touched {
+		if strings.HasPrefix(dir, filepath.Join(db.dir, "state")+string(filepath.Separator)) && os.Remove(dir) == nil { // only succeeds when empty
 			delete(db.dirs, dir)
 		}
 	}
-	// Submit intents and rerun markers are transient: their day
-	// directories are left empty once the files are gone. Remove the empty
-	// ones of days before the limit (on disk and from the cache), so that
-	// neither grows with the history.
 	limDay, _ := slotPath(before)
 	for _, kind := range []string{"intent", "rerun"} {
 		base := filepath.Join(db.dir, kind, wf)

@@ -33,6 +33,16 @@ func (db *DB) writeFileAtomic(dir, name string, data []byte) error {
 
 // removeFile removes dir/name (a missing file is not an error) and syncs dir.
 func (db *DB) removeFile(dir, name string) error {
+	if err := db.removeFileNoSync(dir, name); err != nil {
+		return err
+	}
+	return db.syncDir(dir)
+}
+
+// removeFileNoSync removes dir/name (a missing file is not an error)
+// without syncing dir: for callers that sync each directory once after
+// many removals.
+func (db *DB) removeFileNoSync(dir, name string) error {
 	err := os.Remove(filepath.Join(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -41,7 +51,7 @@ func (db *DB) removeFile(dir, name string) error {
 		return fmt.Errorf("state database: %w", err)
 	}
 	db.writes.Add(1)
-	return db.syncDir(dir)
+	return nil
 }
 
 // maxCachedDirs bounds the cache of directories known to exist.
@@ -89,6 +99,7 @@ func (db *DB) syncDir(dir string) error {
 	if db.noSync {
 		return nil
 	}
+	db.dirSyncs.Add(1)
 	return atomicfile.SyncDir(dir)
 }
 

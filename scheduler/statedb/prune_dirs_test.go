@@ -66,3 +66,69 @@ func TestPruneRemovesEmptyTransientDirs(t *testing.T) {
 		t.Fatalf("intent on a pruned day: %v", err)
 	}
 }
+
+// TestPruneSyncsEachDirectoryOnce: pruning a long history removes every
+// old final slot, intent and expired rerun marker (more than one chunk of
+// pruneChunk files, so the lock is taken several times) with one
+// directory sync per touched day directory, not one per file, and keeps
+// what is not final or recent.
+func TestPruneSyncsEachDirectoryOnce(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	now := ts("2024-03-01T00:00Z")
+	start := ts("2024-01-01T00:00Z")
+	const days, perDay = 3, 2 * pruneChunk / 3 // 3 days, more than 2 chunks of state files in all
+	bt := db.Batch()
+	intents := map[slot.ID]Intent{}
+	for d := 0; d < days; d++ {
+		for i := 0; i < perDay; i++ {
+			id := slot.ID{Workflow: "wf", Time: start.Add(time.Duration(d)*24*time.Hour + time.Duration(i)*time.Minute)}
+			if err := bt.Put(slot.State{ID: id, Status: slot.Success, ExternalID: "x"}); err != nil {
+				t.Fatal(err)
+			}
+			if i%10 == 0 {
+				intents[id] = Intent{Time: id.Time}
+			}
+		}
+	}
+	live := slot.ID{Workflow: "wf", Time: start.Add(time.Hour + 30*time.Second)}
+	recent := slot.ID{Workflow: "wf", Time: ts("2024-02-20T00:00Z")}
+	bt.Put(slot.State{ID: live, Status: slot.Running, ExternalID: "y"})
+	bt.Put(slot.State{ID: recent, Status: slot.Success, ExternalID: "z"})
+	if failed := bt.Commit(); failed != nil {
+		t.Fatal(failed)
+	}
+	if failed := db.PutIntents(intents); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	syncs := db.dirSyncs.Load()
+	n, err := db.Prune(ts("2024-02-01T00:00Z"), now)
+	if err != nil || n != days*perDay {
+		t.Fatalf("pruned %d, %v; want %d", n, err, days*perDay)
+	}
+	// At most one sync per touched day directory (state and intent) and
+	// per parent of a removed one.
+	if got := db.dirSyncs.Load() - syncs; got > 2*days+2 {
+		t.Errorf("%d directory syncs for %d day directories: one per file?", got, 2*days)
+	}
+	left, err := db.Range("wf", time.Unix(0, 0), now)
+	if err != nil || len(left) != 2 || left[0].ID != live || left[1].ID != recent {
+		t.Fatalf("left %+v %v", left, err)
+	}
+	for id := range intents {
+		if _, ok, _ := db.GetIntent(id); ok {
+			t.Fatalf("intent %s left", id)
+		}
+	}
+	for _, d := range []string{"2024-01-02", "2024-01-03"} {
+		if _, err := os.Stat(filepath.Join(dir, "state", "wf", d)); !os.IsNotExist(err) {
+			t.Errorf("empty day directory %s left: %v", d, err)
+		}
+	}
+	// The files are gone from disk too: a reopened database agrees.
+	db.Close()
+	db = open(t, dir)
+	if left, _ := db.Range("wf", time.Unix(0, 0), now); len(left) != 2 {
+		t.Fatalf("after reopening: %+v", left)
+	}
+}
