@@ -214,14 +214,19 @@ func (e *Engine) config() *config {
 	return e.cfg
 }
 
-func (e *Engine) setProblem(wf string, t time.Time, op string, err error) {
+// setProblem records a problem and reports whether it is news: the slot (or
+// workflow) had no problem, or a different one.
+func (e *Engine) setProblem(wf string, t time.Time, op string, err error) bool {
 	k := problemKey{wf, -1}
 	if !t.IsZero() {
 		k.t = t.UnixMilli()
 	}
+	msg := err.Error()
 	e.mu.Lock()
-	e.problems[k] = Problem{Workflow: wf, Slot: t, Op: op, Error: err.Error(), At: e.clock().UTC()}
+	old, had := e.problems[k]
+	e.problems[k] = Problem{Workflow: wf, Slot: t, Op: op, Error: msg, At: e.clock().UTC()}
 	e.mu.Unlock()
+	return !had || old.Op != op || old.Error != msg
 }
 
 func (e *Engine) clearProblem(wf string, t time.Time) {
@@ -610,8 +615,14 @@ func (s *stepper) commit() {
 func (s *stepper) fail(id slot.ID, op string, err error) {
 	s.failed[id.Time.UnixMilli()] = true
 	s.rep.Errors[op]++
-	s.e.setProblem(id.Workflow, id.Time, op, err)
-	s.e.log.Warn("slot left as it was", "slot", id.String(), "op", op, "error", err)
+	// A problem is logged when it appears or changes, not at every step it
+	// persists (an outage would otherwise log every waiting slot every
+	// step); Problems, /trigger-status, the UI and the metrics keep showing it.
+	if s.e.setProblem(id.Workflow, id.Time, op, err) {
+		s.e.log.Warn("slot left as it was", "slot", id.String(), "op", op, "error", err)
+	} else {
+		s.e.log.Debug("slot left as it was (same problem)", "slot", id.String(), "op", op, "error", err)
+	}
 }
 
 func (s *stepper) transition(from, to slot.State) {

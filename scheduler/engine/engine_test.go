@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -615,5 +616,34 @@ func TestKillWithPanickingRecover(t *testing.T) {
 	}
 	if st := r.state("wf", id.Time); st.Status != slot.Ready {
 		t.Fatalf("slot %+v after a failed kill, want READY", st)
+	}
+}
+
+// TestPersistentProblemLoggedOnce: a submit error that persists over
+// several steps is logged as a warning when it appears and when it
+// changes, not at every step (an outage would flood the log); the problem
+// stays visible through Problems all along.
+func TestPersistentProblemLoggedOnce(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	r := newRig(t, nil, w)
+	var buf bytes.Buffer
+	r.e.log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	now := ts("2024-01-01T00:30Z")
+	r.step(now) // WAITING -> READY
+	r.svc.submitErr = errors.Join(external.ErrUnavailable, errors.New("connection refused"))
+	for range 3 {
+		r.step(now)
+	}
+	if n := strings.Count(buf.String(), "slot left as it was"); n != 1 {
+		t.Fatalf("the same problem was logged %d times over 3 steps, want once:\n%s", n, buf.String())
+	}
+	if len(r.e.Problems("wf")) != 1 {
+		t.Fatalf("problems %+v", r.e.Problems("wf"))
+	}
+	r.svc.submitErr = errors.Join(external.ErrUnavailable, errors.New("503 safe mode"))
+	r.step(now)
+	if n := strings.Count(buf.String(), "slot left as it was"); n != 2 {
+		t.Fatalf("a changed problem was not logged (%d warnings):\n%s", n, buf.String())
 	}
 }
