@@ -67,7 +67,7 @@ func (m *Mux) Exists(ctx context.Context, fsURI, path string) (bool, error) {
 		fsURI = m.Default
 	}
 	if fsURI == "" {
-		return false, errors.New("the trigger names no file system and the installation has no default (CELOS_DEFAULT_HDFS)")
+		return false, errors.New("the trigger names no file system and the installation has no default (CELOS_DEFAULT_HDFS in --defaults, or fs.defaultFS in the Hadoop configuration of --hadoop-conf / HADOOP_CONF_DIR)")
 	}
 	i := strings.IndexByte(fsURI, ':')
 	if i <= 0 {
