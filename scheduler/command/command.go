@@ -350,6 +350,18 @@ func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID str
 		return external.Status{Success: rec.success(), Detail: rec.detail()}, nil
 	}
 	if alive(job, externalID) {
+		// Its supervisor (and timer) died with the old server: enforce the
+		// timeout here, or the job would run, and its slot stay RUNNING,
+		// forever.
+		if job.Timeout > 0 && !job.Started.IsZero() && s.now().After(job.Started.Add(time.Duration(job.Timeout)*time.Second)) {
+			killJob(job, externalID)
+			rec := ExitRecord{ExitCode: -1, TimedOut: true, Finished: s.now().UTC()}
+			if err := writeJSON(dir, "exit.json", rec); err != nil {
+				return external.Status{}, fmt.Errorf("%w: command service: record timeout of %s: %v", external.ErrUnavailable, externalID, err)
+			}
+			s.log.Info("command ended", "job", externalID, "status", rec.detail())
+			return external.Status{Detail: rec.detail()}, nil
+		}
 		return external.Status{Running: true, Detail: fmt.Sprintf("running (pid %d, started before celos restarted)", job.PID)}, nil
 	}
 	if job.PID == 0 {
@@ -393,14 +405,7 @@ func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID strin
 		return err
 	}
 	if alive(job, externalID) {
-		if job.PID > 0 {
-			killGroup(job.PID)
-		}
-		for _, pid := range findByExternalID(externalID) {
-			if pg, err := syscall.Getpgid(pid); err == nil && pg != syscall.Getpgrp() {
-				killGroup(pg)
-			}
-		}
+		killJob(job, externalID)
 	}
 	return writeJSON(dir, "exit.json", ExitRecord{ExitCode: -1, Killed: true, Finished: s.now().UTC()})
 }
@@ -521,6 +526,19 @@ func (s *Service) Wait(ctx context.Context) error {
 		case <-p.done:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// killJob kills the process group of a job this Service does not
+// supervise, and those of any process carrying its external ID.
+func killJob(job jobRecord, externalID string) {
+	if job.PID > 0 {
+		killGroup(job.PID)
+	}
+	for _, pid := range findByExternalID(externalID) {
+		if pg, err := syscall.Getpgid(pid); err == nil && pg != syscall.Getpgrp() {
+			killGroup(pg)
 		}
 	}
 }

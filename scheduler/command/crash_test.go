@@ -89,3 +89,43 @@ func TestSubmitWritesJobBeforeStart(t *testing.T) {
 		t.Fatalf("job.json after the start: %+v %v", job, err)
 	}
 }
+
+// TestTimeoutEnforcedAfterRestart: a job adopted by a restarted server (its
+// supervisor, and so its timer, died with the old server) is still killed,
+// with its whole process group, once its timeout has passed.
+func TestTimeoutEnforcedAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := newService(t, dir)
+	w := workflow("sleep", "30")
+	w.ExternalService.TimeoutSeconds = 1
+	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
+	ext := "wc@" + name
+	jobDir := filepath.Join(dir, "wc", name)
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The process the old server started (and no longer supervises).
+	p := exec.Command("sleep", "30")
+	p.Env = append(os.Environ(), "CELOS_EXTERNAL_ID="+ext)
+	p.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	t.Cleanup(func() { p.Process.Kill(); <-done })
+	rec := jobRecord{Workflow: "wc", Slot: "x", Argv: []string{"sleep", "30"}, PID: p.Process.Pid,
+		Boot: procStartTime(p.Process.Pid), Started: time.Now().Add(-time.Minute).UTC(), Timeout: 1}
+	if err := writeJSON(jobDir, "job.json", rec); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Status(context.Background(), w, ext)
+	if err != nil || st.Running || st.Success || st.Detail != "timed out" {
+		t.Fatalf("adopted job past its timeout: %+v %v", st, err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("adopted job past its timeout was not killed")
+	}
+}
