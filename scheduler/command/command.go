@@ -67,7 +67,12 @@ type proc struct {
 	done     chan struct{}
 	killed   bool
 	timedOut bool
+	exited   bool // Wait returned (guarded by Service.mu)
 }
+
+// afterWait, if set, runs in the supervisor between Wait returning and the
+// timeout timer being stopped (tests use it to widen that window).
+var afterWait func()
 
 // Options configure a Service.
 type Options struct {
@@ -288,12 +293,23 @@ func (s *Service) supervise(extID, dir string, p *proc, timeout time.Duration) {
 	if timeout > 0 {
 		timer = time.AfterFunc(timeout, func() {
 			s.mu.Lock()
+			defer s.mu.Unlock()
+			if p.exited {
+				// Wait returned before the timer fired: the run ended in
+				// time, and its PID may be reused already.
+				return
+			}
 			p.timedOut = true
-			s.mu.Unlock()
 			killGroup(p.cmd.Process.Pid)
 		})
 	}
 	err := p.cmd.Wait()
+	if afterWait != nil {
+		afterWait()
+	}
+	s.mu.Lock()
+	p.exited = true
+	s.mu.Unlock()
 	if timer != nil {
 		timer.Stop()
 	}
@@ -302,6 +318,11 @@ func (s *Service) supervise(extID, dir string, p *proc, timeout time.Duration) {
 	s.mu.Unlock()
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		rec.Signal = ws.Signal().String()
+	} else {
+		// It exited on its own: a timer that fired after it had ended
+		// (between Wait returning and the timer being stopped) did not
+		// time it out.
+		rec.TimedOut = false
 	}
 	if err != nil && rec.ExitCode == -1 && rec.Signal == "" {
 		rec.Error = err.Error()

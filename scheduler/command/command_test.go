@@ -266,3 +266,21 @@ func TestPrune(t *testing.T) {
 		}
 	}
 }
+
+// TestTimerFiringAfterExitIsNoTimeout: a run that ended in time is not
+// recorded as timed out because its timer fired while the supervisor was
+// between Wait and stopping the timer.
+func TestTimerFiringAfterExitIsNoTimeout(t *testing.T) {
+	afterWait = func() { time.Sleep(1500 * time.Millisecond) }
+	t.Cleanup(func() { afterWait = nil })
+	s := newService(t, t.TempDir())
+	w := workflow("true")
+	w.ExternalService.TimeoutSeconds = 1
+	ext, err := s.Submit(context.Background(), w, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, s, w, ext); !st.Success {
+		t.Fatalf("a run that exited 0 in time: %+v", st)
+	}
+}
