@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -281,5 +283,40 @@ func TestOpenHDFSLocal(t *testing.T) {
 	_, _, err = c.OpenHDFS(context.Background(), hadoopconf.Conf{"fs.defaultFS": "hdfs://127.0.0.1:1"}, Location{})
 	if err == nil || !strings.Contains(err.Error(), "connect to HDFS 127.0.0.1:1") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("unreachable NameNode: want a refused connection naming it, got %v", err)
+	}
+}
+
+// TestHDFSConcurrentFirstWrites: the deployer's first uploads on a fresh
+// client run in parallel; colinmarc/hdfs fetches the server defaults
+// lazily without a lock, so WriteNew must not let them race (run with
+// -race).
+func TestHDFSConcurrentFirstWrites(t *testing.T) {
+	cl := hdfstest.Shared(t)
+	c, err := cl.NewClient(cl.User())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := NewHDFS(cl.URL(""), c)
+	defer fsys.Close()
+	dir := "/" + t.Name()
+	if err := fsys.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.RemoveAll(dir)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			data := []byte(fmt.Sprintf("file %d", i))
+			errs[i] = fsys.WriteNew(context.Background(), fmt.Sprintf("%s/f%d", dir, i), bytes.NewReader(data), int64(len(data)), true)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("write f%d: %v", i, err)
+		}
 	}
 }

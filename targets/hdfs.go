@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
@@ -15,6 +16,27 @@ import (
 type HDFS struct {
 	name string
 	c    *hdfs.Client
+
+	// colinmarc/hdfs fetches the server defaults lazily on the first
+	// Create or block read, without a lock: concurrent first uses race.
+	// They are fetched once under defaultsMu first.
+	defaultsMu sync.Mutex
+	defaultsOK bool
+}
+
+// prime fetches the server defaults once, so that concurrent Create and
+// Open calls only read them.
+func (h *HDFS) prime() error {
+	h.defaultsMu.Lock()
+	defer h.defaultsMu.Unlock()
+	if h.defaultsOK {
+		return nil
+	}
+	if _, err := h.c.ServerDefaults(); err != nil {
+		return fmt.Errorf("%s: get server defaults: %w", h.name, err)
+	}
+	h.defaultsOK = true
+	return nil
 }
 
 // NewHDFS wraps a connected client; name is the hdfs:// URI for messages.
@@ -40,7 +62,12 @@ func (h *HDFS) who(err error) error {
 	return err
 }
 
-func (h *HDFS) Open(name string) (io.ReadCloser, error) { return h.c.Open(name) }
+func (h *HDFS) Open(name string) (io.ReadCloser, error) {
+	if err := h.prime(); err != nil {
+		return nil, err
+	}
+	return h.c.Open(name)
+}
 
 // WriteNew writes a new file. HDFS's Create refuses an existing file, and
 // Close may report that the NameNode has not yet seen every replica
@@ -48,6 +75,9 @@ func (h *HDFS) Open(name string) (io.ReadCloser, error) { return h.c.Open(name) 
 // client does. colinmarc/hdfs has no pipeline recovery, so any other
 // write error removes the partial file.
 func (h *HDFS) WriteNew(ctx context.Context, name string, r io.Reader, size int64, durable bool) (err error) {
+	if err := h.prime(); err != nil {
+		return err
+	}
 	w, err := h.c.Create(name)
 	if err != nil {
 		return h.who(err)
