@@ -33,6 +33,7 @@ type batchItem struct {
 	st      slot.State
 	had     bool // the slot had a record before the batch
 	old     rec
+	corrupt error // the slot's file was corrupt before the batch
 	err     error
 	written bool
 }
@@ -67,7 +68,7 @@ func (b *Batch) Put(st slot.State) error {
 		}
 		old, had := ix.recs[k]
 		b.index[st.ID] = len(b.items)
-		b.items = append(b.items, batchItem{st: st, had: had, old: old})
+		b.items = append(b.items, batchItem{st: st, had: had, old: old, corrupt: ix.corrupt[k]})
 	}
 	ix.setRec(k, r)
 	return nil
@@ -136,6 +137,9 @@ func (b *Batch) Commit() map[slot.ID]error {
 		} else {
 			delete(ix.recs, k)
 			delete(ix.active, k)
+		}
+		if it.corrupt != nil { // the corrupt file is still there
+			ix.corrupt[k] = it.corrupt
 		}
 	}
 	return failed

@@ -456,3 +456,36 @@ func TestIntentsInBulk(t *testing.T) {
 		t.Fatal("intent file left")
 	}
 }
+
+// TestFailedBatchKeepsCorruptSlotCorrupt: a batch write over a corrupt
+// slot file that fails leaves the slot as it was (corrupt, an error from
+// Get), not as a slot without any record.
+func TestFailedBatchKeepsCorruptSlotCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	day := filepath.Join(dir, "state", "wf", "2024-01-01")
+	os.MkdirAll(day, 0o755)
+	file := filepath.Join(day, "01:00:00.000Z")
+	os.WriteFile(file, []byte(`{"status":"SUCC`), 0o644) // truncated
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
+	if _, _, err := db.Get(id); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("corrupt slot before the batch: %v", err)
+	}
+	// The rename onto the slot's path fails: a directory is there now.
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(file, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bt := db.Batch()
+	if err := bt.Put(slot.State{ID: id, Status: slot.Waiting}); err != nil {
+		t.Fatal(err)
+	}
+	if failed := bt.Commit(); failed[id] == nil {
+		t.Fatalf("failed %v", failed)
+	}
+	if st, found, err := db.Get(id); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("after the failed write: %+v %v %v, want the corrupt error back", st, found, err)
+	}
+}
