@@ -965,3 +965,49 @@ func TestUploadProgressInsideAFile(t *testing.T) {
 		t.Fatalf("progress in the middle of the file: %+v, want 2 MiB of 4 MiB", mid)
 	}
 }
+
+// TestManifestForeignHDFSDir: a manifest whose Oozie directory is not
+// $ROOT/NAME (edited, or written by something else) is not trusted:
+// undeploy and the stale clean-up of deploy would otherwise remove a
+// directory no deploy of the project wrote.
+func TestManifestForeignHDFSDir(t *testing.T) {
+	for _, cmd := range []string{"undeploy", "deploy without hdfs/"} {
+		t.Run(cmd, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if _, err := Deploy(ctx, f.options()); err != nil {
+				t.Fatal(err)
+			}
+			foreign := filepath.Join(f.root, "installation", "shared")
+			writeFiles(t, foreign, map[string]string{"other-project/workflow.xml": "<other/>"})
+			m := readManifestFile(t, f)
+			m.HDFS.Dir = filepath.ToSlash(foreign)
+			data, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFiles(t, filepath.Join(f.wfDir, StateDir), map[string]string{"wordcount.manifest.json": string(data)})
+			var warnings []string
+			o := f.options()
+			o.Project = "wordcount"
+			o.Warn = func(s string) { warnings = append(warnings, s) }
+			if cmd == "undeploy" {
+				_, err = Undeploy(ctx, o)
+			} else {
+				if err := os.RemoveAll(filepath.Join(f.deployDir, "hdfs")); err != nil {
+					t.Fatal(err)
+				}
+				_, err = Deploy(ctx, o)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tree(t, foreign); len(got) != 1 {
+				t.Fatalf("%s removed the foreign directory named by the manifest: left %v (warnings %q)", cmd, keys(got), warnings)
+			}
+			if len(warnings) == 0 {
+				t.Errorf("no warning about the manifest")
+			}
+		})
+	}
+}

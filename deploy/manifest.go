@@ -74,8 +74,11 @@ func (s *session) readManifest() (*Manifest, error) {
 		s.warn("ignoring the unreadable deploy manifest %s", s.manifestPath())
 		return nil, nil
 	}
-	if m.HDFS != nil && targets.ValidateHDFSRoot(m.HDFS.Dir) != nil {
-		s.warn("ignoring the deploy manifest %s: bad HDFS directory %q", s.manifestPath(), m.HDFS.Dir)
+	// Deploy writes only $HDFS_ROOT/NAME: a manifest naming another
+	// directory was not written by it, and undeploy and the stale clean-up
+	// of deploy must not remove what it names.
+	if m.HDFS != nil && (targets.ValidateHDFSRoot(m.HDFS.Dir) != nil || path.Base(m.HDFS.Dir) != s.o.Project) {
+		s.warn("ignoring the deploy manifest %s: bad HDFS directory %q (not $HDFS_ROOT/%s)", s.manifestPath(), m.HDFS.Dir, s.o.Project)
 		return nil, nil
 	}
 	return &m, nil
