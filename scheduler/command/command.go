@@ -427,6 +427,11 @@ func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID strin
 	}
 	if alive(job, externalID) {
 		killJob(job, externalID)
+	} else {
+		// The job's process ended while celos was down; children it left
+		// (found by their environment, never by a PID that may be reused)
+		// are stopped too.
+		killByExternalID(externalID)
 	}
 	return writeJSON(dir, "exit.json", ExitRecord{ExitCode: -1, Killed: true, Finished: s.now().UTC()})
 }
@@ -557,6 +562,12 @@ func killJob(job jobRecord, externalID string) {
 	if job.PID > 0 {
 		killGroup(job.PID)
 	}
+	killByExternalID(externalID)
+}
+
+// killByExternalID kills the process groups of the processes carrying
+// externalID in their environment (never celos's own group).
+func killByExternalID(externalID string) {
 	for _, pid := range findByExternalID(externalID) {
 		if pg, err := syscall.Getpgid(pid); err == nil && pg != syscall.Getpgrp() {
 			killGroup(pg)

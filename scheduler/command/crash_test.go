@@ -129,3 +129,44 @@ func TestTimeoutEnforcedAfterRestart(t *testing.T) {
 		t.Fatal("adopted job past its timeout was not killed")
 	}
 }
+
+// TestKillAfterRestartReachesOrphanedChildren: the job's process ended
+// while celos was down but its children (same CELOS_EXTERNAL_ID, same
+// process group) still run; Kill stops them.
+func TestKillAfterRestartReachesOrphanedChildren(t *testing.T) {
+	dir := t.TempDir()
+	s := newService(t, dir)
+	w := workflow("sh", "-c", "sleep 30 & echo $!")
+	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
+	ext := "wc@" + name
+	jobDir := filepath.Join(dir, "wc", name)
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The leader the old server started: it starts a child and exits.
+	leader := exec.Command("sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!")
+	leader.Env = append(os.Environ(), "CELOS_EXTERNAL_ID="+ext)
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := leader.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("child pid %q", out)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	if err := writeJSON(jobDir, "job.json", jobRecord{Workflow: "wc", Slot: "x", Argv: w.ExternalService.Command, PID: leader.Process.Pid, Started: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Kill(context.Background(), w, ext); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(jobRecord{PID: child}, "") {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d of the killed job still runs", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
