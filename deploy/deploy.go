@@ -289,6 +289,9 @@ func (s *session) recover(hfs targets.FS) error {
 	if err := s.cleanDir(s.wf, s.wfDir, s.o.Project+".json", nil); err != nil {
 		return err
 	}
+	if err := s.cleanDir(s.wf, s.stateDir, s.o.Project+".manifest.json", nil); err != nil {
+		return err
+	}
 	if hfs == nil {
 		return nil
 	}

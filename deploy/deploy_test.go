@@ -1011,3 +1011,39 @@ func TestManifestForeignHDFSDir(t *testing.T) {
 		})
 	}
 }
+
+// TestLeftoverManifestTempRemoved: a manifest temporary file left by an
+// interrupted deploy (killed between writing and renaming it) is removed
+// by the next deploy and by undeploy, like the workflows file's.
+func TestLeftoverManifestTempRemoved(t *testing.T) {
+	for _, cmd := range []string{"deploy", "undeploy"} {
+		t.Run(cmd, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if _, err := Deploy(ctx, f.options()); err != nil {
+				t.Fatal(err)
+			}
+			leftovers := map[string]string{".wordcount.manifest.json.tmp-0123456789ab": "{"}
+			neighbours := map[string]string{".wordcount2.manifest.json.tmp-0123456789ab": "{"}
+			state := filepath.Join(f.wfDir, StateDir)
+			writeFiles(t, state, leftovers)
+			writeFiles(t, state, neighbours)
+			o := f.options()
+			o.Project = "wordcount"
+			var err error
+			if cmd == "deploy" {
+				_, err = Deploy(ctx, o)
+			} else {
+				_, err = Undeploy(ctx, o)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := tree(t, state)
+			delete(got, "wordcount.manifest.json")
+			if !reflect.DeepEqual(got, neighbours) {
+				t.Fatalf("state dir after %s: %v, want %v", cmd, keys(got), keys(neighbours))
+			}
+		})
+	}
+}

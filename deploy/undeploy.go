@@ -78,6 +78,9 @@ func Undeploy(ctx context.Context, o Options) (*Result, error) {
 	if err := s.cleanDir(s.wf, s.wfDir, o.Project+".json", nil); err != nil {
 		s.warn("%v", err)
 	}
+	if err := s.cleanDir(s.wf, s.stateDir, o.Project+".manifest.json", nil); err != nil {
+		s.warn("%v", err)
+	}
 	if err := s.wf.Remove(s.manifestPath()); err == nil {
 		res.Removed = append(res.Removed, s.target.WorkflowsDir.Join(StateDir, o.Project+".manifest.json").String())
 	} else if !errors.Is(err, fs.ErrNotExist) {
