@@ -60,6 +60,10 @@ type Service struct {
 
 	mu    sync.Mutex
 	procs map[string]*proc // jobs started by this process and not yet recorded as ended
+	// unrecorded holds how jobs of this process ended when exit.json could
+	// not be written (Status retries the write), so a finished run is not
+	// reported lost ("exit status unknown") while this process knows it.
+	unrecorded map[string]ExitRecord
 }
 
 type proc struct {
@@ -89,7 +93,7 @@ func New(dir string, opts Options) (*Service, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("command service: %w", err)
 	}
-	s := &Service{dir: abs, log: opts.Logger, now: time.Now, procs: make(map[string]*proc)}
+	s := &Service{dir: abs, log: opts.Logger, now: time.Now, procs: make(map[string]*proc), unrecorded: make(map[string]ExitRecord)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -327,11 +331,15 @@ func (s *Service) supervise(extID, dir string, p *proc, timeout time.Duration) {
 	if err != nil && rec.ExitCode == -1 && rec.Signal == "" {
 		rec.Error = err.Error()
 	}
-	if werr := writeJSON(dir, "exit.json", rec); werr != nil {
+	werr := writeJSON(dir, "exit.json", rec)
+	if werr != nil {
 		s.log.Error("command service: record exit status", "job", extID, "error", werr)
 	}
 	s.log.Info("command ended", "job", extID, "status", rec.detail())
 	s.mu.Lock()
+	if werr != nil {
+		s.unrecorded[extID] = rec
+	}
 	delete(s.procs, extID)
 	s.mu.Unlock()
 	close(p.done)
@@ -343,6 +351,17 @@ func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID str
 	dir, err := s.jobDir(externalID)
 	if err != nil {
 		return external.Status{}, err
+	}
+	s.mu.Lock()
+	rec, unrecorded := s.unrecorded[externalID]
+	s.mu.Unlock()
+	if unrecorded {
+		if err := writeJSON(dir, "exit.json", rec); err == nil {
+			s.mu.Lock()
+			delete(s.unrecorded, externalID)
+			s.mu.Unlock()
+		}
+		return external.Status{Success: rec.success(), Detail: rec.detail()}, nil
 	}
 	if rec, ok, err := readExit(dir); err != nil {
 		return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
@@ -402,7 +421,11 @@ func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID strin
 	if mine {
 		p.killed = true
 	}
+	_, ended := s.unrecorded[externalID]
 	s.mu.Unlock()
+	if ended { // it ended; Status records how
+		return nil
+	}
 	if mine {
 		killGroup(p.cmd.Process.Pid)
 		select {

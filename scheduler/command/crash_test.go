@@ -170,3 +170,39 @@ func TestKillAfterRestartReachesOrphanedChildren(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestExitRecordWriteFailureIsNotALostRun: when exit.json cannot be written,
+// the server that saw the run end still reports how it ended (and records
+// it once it can), instead of an unknown or unavailable status.
+func TestExitRecordWriteFailureIsNotALostRun(t *testing.T) {
+	dir := t.TempDir()
+	s := newService(t, dir)
+	// The command makes exit.json's path a non-empty directory: the
+	// rename onto it fails.
+	w := workflow("sh", "-c", `mkdir -p "$JOBS/wc/${CELOS_EXTERNAL_ID#wc@}/exit.json/x"`)
+	w.ExternalService.Env = map[string]string{"JOBS": dir}
+	ext, err := s.Submit(context.Background(), w, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Status(context.Background(), w, ext)
+	if err != nil || st.Running || !st.Success {
+		t.Fatalf("run that exited 0, exit.json not writable: %+v %v", st, err)
+	}
+	// Writable again: Status records it.
+	jobDir := filepath.Join(dir, "wc", strings.TrimPrefix(ext, "wc@"))
+	if err := os.RemoveAll(filepath.Join(jobDir, "exit.json")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Status(context.Background(), w, ext); err != nil || !st.Success {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if rec, ok, err := readExit(jobDir); err != nil || !ok || !rec.success() {
+		t.Fatalf("exit.json after the retry: %+v %v %v", rec, ok, err)
+	}
+}
