@@ -19,6 +19,7 @@
 package statedb
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -454,7 +455,9 @@ func (r rec) state(wf string, k int64) slot.State {
 }
 
 // Put stores a slot state. Writing the state a slot already has is a no-op
-// (no file is written). On error the stored state is unchanged.
+// (no file is written). On error the stored state is unchanged, unless the
+// file was replaced before the error (a failed directory sync): the index
+// then holds what the file holds.
 func (db *DB) Put(st slot.State) error {
 	if !st.Status.Valid() {
 		return fmt.Errorf("state database: put %s: invalid status %q", st.ID, st.Status)
@@ -476,7 +479,15 @@ func (db *DB) Put(st slot.State) error {
 	t := keyTime(k)
 	st.ID.Time = t
 	day, file := slotPath(t)
-	if err := db.writeFileAtomic(filepath.Join(db.dir, "state", st.ID.Workflow, day), file, EncodeState(st)); err != nil {
+	enc := EncodeState(st)
+	if err := db.writeFileAtomic(filepath.Join(db.dir, "state", st.ID.Workflow, day), file, enc); err != nil {
+		// The write may have failed after its rename (syncing the
+		// directory): the file then holds the new state, and so must the
+		// index, or it would disagree with the disk until a restart.
+		if data, rerr := os.ReadFile(filepath.Join(db.dir, "state", st.ID.Workflow, day, file)); rerr == nil && bytes.Equal(data, enc) {
+			ix.setRec(k, r)
+			delete(db.problems, filepath.ToSlash(filepath.Join("state", st.ID.Workflow, day, file)))
+		}
 		return err
 	}
 	ix.setRec(k, r)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
@@ -487,5 +488,38 @@ func TestFailedBatchKeepsCorruptSlotCorrupt(t *testing.T) {
 	}
 	if st, found, err := db.Get(id); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("after the failed write: %+v %v %v, want the corrupt error back", st, found, err)
+	}
+}
+
+// TestPutFailingAfterRenameKeepsIndexWithDisk: a Put whose file was
+// renamed into place but whose directory sync failed returns the error,
+// and the index holds what the disk holds (the new state), as a restart
+// would read it.
+func TestPutFailingAfterRenameKeepsIndexWithDisk(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
+	if err := db.Put(slot.State{ID: id, Status: slot.Ready}); err != nil {
+		t.Fatal(err)
+	}
+	atomicWrite = func(path string, data []byte, perm os.FileMode, _ bool) error {
+		if err := atomicfile.Write(path, data, perm, false); err != nil {
+			return err
+		}
+		return errors.New("injected: sync of the directory failed")
+	}
+	t.Cleanup(func() { atomicWrite = atomicfile.Write })
+	if err := db.Put(slot.State{ID: id, Status: slot.Running, ExternalID: "job-1"}); err == nil {
+		t.Fatal("Put: no error from the failed sync")
+	}
+	atomicWrite = atomicfile.Write
+	st, found, err := db.Get(id)
+	if err != nil || !found || st.Status != slot.Running || st.ExternalID != "job-1" {
+		t.Fatalf("index after the failed sync: %+v %v %v, want RUNNING job-1 as on disk", st, found, err)
+	}
+	db.Close()
+	db = open(t, dir)
+	if st, _, err := db.Get(id); err != nil || st.Status != slot.Running {
+		t.Fatalf("disk: %+v %v", st, err)
 	}
 }

@@ -15,6 +15,9 @@ import (
 // register name can start with a dot, so leftovers of a crash are known.
 const tmpPrefix = atomicfile.TempPrefix
 
+// atomicWrite is atomicfile.Write (tests inject failures through it).
+var atomicWrite = atomicfile.Write
+
 // filePerm is the mode of the state, intent and register files.
 const filePerm = 0o644
 
@@ -24,7 +27,7 @@ func (db *DB) writeFileAtomic(dir, name string, data []byte) error {
 	if err := db.mkdirAll(dir); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, name), data, filePerm, !db.noSync); err != nil {
+	if err := atomicWrite(filepath.Join(dir, name), data, filePerm, !db.noSync); err != nil {
 		return fmt.Errorf("state database: %w", err)
 	}
 	db.writes.Add(1)
