@@ -484,7 +484,7 @@ func (db *DB) Put(st slot.State) error {
 		// The write may have failed after its rename (syncing the
 		// directory): the file then holds the new state, and so must the
 		// index, or it would disagree with the disk until a restart.
-		if data, rerr := os.ReadFile(filepath.Join(db.dir, "state", st.ID.Workflow, day, file)); rerr == nil && bytes.Equal(data, enc) {
+		if db.fileHolds(filepath.Join(db.dir, "state", st.ID.Workflow, day, file), enc) {
 			ix.setRec(k, r)
 			delete(db.problems, filepath.ToSlash(filepath.Join("state", st.ID.Workflow, day, file)))
 		}
@@ -493,6 +493,14 @@ func (db *DB) Put(st slot.State) error {
 	ix.setRec(k, r)
 	delete(db.problems, filepath.ToSlash(filepath.Join("state", st.ID.Workflow, day, file)))
 	return nil
+}
+
+// fileHolds reports whether the file at path holds exactly data: after a
+// failed atomic write, whether the rename happened (the index must then
+// follow the disk).
+func (db *DB) fileHolds(path string, data []byte) bool {
+	got, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(got, data)
 }
 
 // Range returns the stored states of workflow wf with times in [start,
@@ -564,7 +572,11 @@ func (db *DB) MarkRerun(id slot.ID, now time.Time) error {
 	}
 	k := key(id.Time)
 	day, file := slotPath(keyTime(k))
-	if err := db.writeFileAtomic(filepath.Join(db.dir, "rerun", id.Workflow, day), file, encodeRerun(now)); err != nil {
+	enc := encodeRerun(now)
+	if err := db.writeFileAtomic(filepath.Join(db.dir, "rerun", id.Workflow, day), file, enc); err != nil {
+		if db.fileHolds(filepath.Join(db.dir, "rerun", id.Workflow, day, file), enc) { // failed after the rename
+			ix.reruns[k] = now.UTC()
+		}
 		return err
 	}
 	ix.reruns[k] = now.UTC()
@@ -632,7 +644,11 @@ func (db *DB) PutIntent(id slot.ID, in Intent) error {
 	k := key(id.Time)
 	day, file := slotPath(keyTime(k))
 	in.Time = in.Time.UTC()
-	if err := db.writeFileAtomic(filepath.Join(db.dir, "intent", id.Workflow, day), file, encodeIntent(in)); err != nil {
+	enc := encodeIntent(in)
+	if err := db.writeFileAtomic(filepath.Join(db.dir, "intent", id.Workflow, day), file, enc); err != nil {
+		if db.fileHolds(filepath.Join(db.dir, "intent", id.Workflow, day, file), enc) { // failed after the rename
+			ix.intents[k] = in
+		}
 		return err
 	}
 	ix.intents[k] = in

@@ -523,3 +523,34 @@ func TestPutFailingAfterRenameKeepsIndexWithDisk(t *testing.T) {
 		t.Fatalf("disk: %+v %v", st, err)
 	}
 }
+
+// TestIntentFailingAfterRenameKeepsIndexWithDisk: as for Put, a submit
+// intent renamed into place before the error is in the index, so that
+// DeleteIntent removes the file.
+func TestIntentFailingAfterRenameKeepsIndexWithDisk(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
+	atomicWrite = func(path string, data []byte, perm os.FileMode, _ bool) error {
+		if err := atomicfile.Write(path, data, perm, false); err != nil {
+			return err
+		}
+		return errors.New("injected: sync of the directory failed")
+	}
+	t.Cleanup(func() { atomicWrite = atomicfile.Write })
+	if err := db.PutIntent(id, Intent{Attempt: 1, Time: ts("2024-01-01T02:00Z")}); err == nil {
+		t.Fatal("PutIntent: no error from the failed sync")
+	}
+	atomicWrite = atomicfile.Write
+	if _, ok, err := db.GetIntent(id); err != nil || !ok {
+		t.Fatalf("intent on disk but not in the index: %v %v", ok, err)
+	}
+	if err := db.DeleteIntent(id); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = open(t, dir)
+	if in, ok, _ := db.GetIntent(id); ok {
+		t.Fatalf("intent left on disk: %+v", in)
+	}
+}
