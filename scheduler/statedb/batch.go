@@ -242,7 +242,10 @@ func (db *DB) PutIntents(ins map[slot.ID]Intent) map[slot.ID]error {
 			failed[id] = ws[i].err
 		case syncErr != nil:
 			failed[id] = syncErr
-		default:
+		}
+		// Renamed into place (durably or not): the index follows the
+		// disk, so that DeleteIntents removes the file.
+		if ws[i].done {
 			if ix := db.wfs[id.Workflow]; ix != nil {
 				in := ins[id]
 				in.Time = in.Time.UTC()
@@ -290,12 +293,15 @@ func (db *DB) DeleteIntents(ids []slot.ID) error {
 	return errors.Join(errs...)
 }
 
+// syncFS is unix.Syncfs (tests inject failures through it).
+var syncFS = unix.Syncfs
+
 // syncfs flushes the file system that holds the database.
 func (db *DB) syncfs() error {
 	if db.noSync {
 		return nil
 	}
-	err := unix.Syncfs(int(db.lock.Fd()))
+	err := syncFS(int(db.lock.Fd()))
 	if err != nil {
 		return fmt.Errorf("state database: syncfs %s: %w", db.dir, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/slot"
+	"golang.org/x/sys/unix"
 )
 
 func ts(s string) time.Time {
@@ -546,6 +547,39 @@ func TestIntentFailingAfterRenameKeepsIndexWithDisk(t *testing.T) {
 		t.Fatalf("intent on disk but not in the index: %v %v", ok, err)
 	}
 	if err := db.DeleteIntent(id); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = open(t, dir)
+	if in, ok, _ := db.GetIntent(id); ok {
+		t.Fatalf("intent left on disk: %+v", in)
+	}
+}
+
+// TestIntentsFailingAfterRenameKeepIndexWithDisk: PutIntents whose last
+// file-system sync fails (the renames done) reports the failure and keeps
+// the intents in the index, so that DeleteIntents removes their files.
+func TestIntentsFailingAfterRenameKeepIndexWithDisk(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
+	if _, err := db.Active("wf"); err != nil { // load the index
+		t.Fatal(err)
+	}
+	calls := 0
+	syncFS = func(fd int) error {
+		calls++
+		if calls == 2 { // after the renames
+			return errors.New("injected: syncfs failed")
+		}
+		return nil
+	}
+	t.Cleanup(func() { syncFS = unix.Syncfs })
+	if failed := db.PutIntents(map[slot.ID]Intent{id: {Attempt: 1, Time: ts("2024-01-01T02:00Z")}}); failed[id] == nil {
+		t.Fatalf("failed %v", failed)
+	}
+	syncFS = unix.Syncfs
+	if err := db.DeleteIntents([]slot.ID{id}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
