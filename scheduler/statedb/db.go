@@ -70,7 +70,14 @@ type DB struct {
 	paused   map[string]bool
 	dirs     map[string]bool // directories known to exist
 	problems map[string]string
+	// reloads counts Reload calls: an index read before one (by Preload,
+	// without mu) may miss writes made since and is not installed.
+	reloads uint64
 }
+
+// preloadLoaded, if set, runs in Preload between reading a workflow and
+// installing its index (tests use it to interleave other calls).
+var preloadLoaded func(wf string)
 
 type wfIndex struct {
 	recs    map[int64]rec
@@ -194,6 +201,7 @@ func (db *DB) Problems() []string {
 func (db *DB) Reload() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	db.reloads++
 	db.wfs = make(map[string]*wfIndex)
 	db.paused = make(map[string]bool)
 	db.dirs = make(map[string]bool)
@@ -241,6 +249,7 @@ func (db *DB) install(wf string, l *loaded) {
 // Workflows whose directory cannot be read are left to fail on first use.
 func (db *DB) Preload(wfs []string, workers int) {
 	db.mu.Lock()
+	reloads := db.reloads
 	var todo []string
 	for _, wf := range wfs {
 		if db.wfs[wf] == nil && validWorkflow(wf) == nil {
@@ -263,8 +272,11 @@ func (db *DB) Preload(wfs []string, workers int) {
 				if err != nil {
 					continue
 				}
+				if preloadLoaded != nil {
+					preloadLoaded(wf)
+				}
 				db.mu.Lock()
-				if db.wfs[wf] == nil && !db.closed {
+				if db.wfs[wf] == nil && !db.closed && db.reloads == reloads {
 					db.install(wf, l)
 				}
 				db.mu.Unlock()

@@ -588,3 +588,26 @@ func TestIntentsFailingAfterRenameKeepIndexWithDisk(t *testing.T) {
 		t.Fatalf("intent left on disk: %+v", in)
 	}
 }
+
+// TestPreloadDoesNotInstallAnIndexOlderThanAReload: an index Preload read
+// before a Reload (and a write after it) is not installed over the newer
+// state.
+func TestPreloadDoesNotInstallAnIndexOlderThanAReload(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
+	preloadLoaded = func(string) {
+		if err := db.Put(slot.State{ID: id, Status: slot.Running, ExternalID: "job-1"}); err != nil {
+			t.Error(err)
+		}
+		if err := db.Reload(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { preloadLoaded = nil })
+	db.Preload([]string{"wf"}, 1)
+	preloadLoaded = nil
+	if st, found, err := db.Get(id); err != nil || !found || st.Status != slot.Running {
+		t.Fatalf("after Preload, Put, Reload: %+v %v %v, want RUNNING as on disk", st, found, err)
+	}
+}
