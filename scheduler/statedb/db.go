@@ -75,6 +75,10 @@ type DB struct {
 	reloads uint64
 }
 
+// errClosed is returned by every use of a closed DB: its lock is released,
+// so another process may own the files now.
+var errClosed = errors.New("state database is closed")
+
 // preloadLoaded, if set, runs in Preload between reading a workflow and
 // installing its index (tests use it to interleave other calls).
 var preloadLoaded func(wf string)
@@ -216,7 +220,7 @@ func keyTime(k int64) time.Time { return time.UnixMilli(k).UTC() }
 // index returns the loaded index of workflow wf; db.mu is held.
 func (db *DB) index(wf string) (*wfIndex, error) {
 	if db.closed {
-		return nil, errors.New("state database is closed")
+		return nil, errClosed
 	}
 	if err := validWorkflow(wf); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadName, err)
@@ -731,7 +735,7 @@ func (db *DB) SetPaused(wf string, paused bool) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {
-		return errors.New("state database is closed")
+		return errClosed
 	}
 	if db.paused[wf] == paused {
 		return nil
@@ -953,6 +957,9 @@ func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	if db.closed {
+		return nil, errClosed
+	}
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: register %s/%s", ErrNotFound, bucket, key)
@@ -975,6 +982,9 @@ func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	if db.closed {
+		return errClosed
+	}
 	return db.writeFileAtomic(filepath.Dir(p), key, value)
 }
 
@@ -986,6 +996,9 @@ func (db *DB) DeleteRegister(bucket, key string) error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	if db.closed {
+		return errClosed
+	}
 	return db.removeFile(filepath.Dir(p), key)
 }
 
@@ -997,6 +1010,9 @@ func (db *DB) DeleteRegistersWithPrefix(bucket, prefix string) error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	if db.closed {
+		return errClosed
+	}
 	dir := filepath.Join(db.dir, "register", bucket)
 	for _, k := range keys {
 		if err := db.removeFile(dir, k); err != nil {

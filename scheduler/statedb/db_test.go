@@ -611,3 +611,30 @@ func TestPreloadDoesNotInstallAnIndexOlderThanAReload(t *testing.T) {
 		t.Fatalf("after Preload, Put, Reload: %+v %v %v, want RUNNING as on disk", st, found, err)
 	}
 }
+
+// TestRegistersAfterCloseAreRefused: after Close the lock is released and
+// another server may own the directory: register calls fail instead of
+// writing without the lock.
+func TestRegistersAfterCloseAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	if err := db.PutRegister("b", "k", json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for name, err := range map[string]error{
+		"PutRegister":               db.PutRegister("b", "k", json.RawMessage(`2`)),
+		"DeleteRegister":            db.DeleteRegister("b", "k"),
+		"DeleteRegistersWithPrefix": db.DeleteRegistersWithPrefix("b", ""),
+	} {
+		if err == nil {
+			t.Errorf("%s after Close: no error", name)
+		}
+	}
+	if _, err := db.GetRegister("b", "k"); err == nil {
+		t.Error("GetRegister after Close: no error")
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "register", "b", "k")); err != nil || string(data) != "1" {
+		t.Fatalf("register file after Close: %q %v, want 1", data, err)
+	}
+}
