@@ -407,7 +407,16 @@ func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID str
 	if job.PID == 0 {
 		return external.Status{Detail: "exit status unknown: celos stopped while starting the process (it may or may not have run)"}, nil
 	}
-	return external.Status{Detail: "exit status unknown: the process ended while celos was not running"}, nil
+	detail := "exit status unknown: the process ended while celos was not running"
+	// Its children may outlive it (a shell's background jobs, found by
+	// CELOS_EXTERNAL_ID): stop them, so that the retry or rerun that may
+	// follow this failure does not run beside them.
+	if left := findByExternalID(externalID); len(left) > 0 {
+		killJob(job, externalID)
+		detail += fmt.Sprintf("; %d process(es) it left behind were killed", len(left))
+		s.log.Warn("killed processes a job left behind", "job", externalID, "pids", left)
+	}
+	return external.Status{Detail: detail}, nil
 }
 
 // Kill stops a job's process group. Killing a finished job is not an error.

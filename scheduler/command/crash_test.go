@@ -206,3 +206,45 @@ func TestExitRecordWriteFailureIsNotALostRun(t *testing.T) {
 		t.Fatalf("exit.json after the retry: %+v %v %v", rec, ok, err)
 	}
 }
+
+// TestStatusAfterRestartStopsOrphanedChildren: the job's process ended
+// while celos was down, leaving a child (same CELOS_EXTERNAL_ID) running;
+// Status reports the job failed (exit status unknown) and stops the child,
+// so that a retry does not overlap with it.
+func TestStatusAfterRestartStopsOrphanedChildren(t *testing.T) {
+	dir := t.TempDir()
+	s := newService(t, dir)
+	w := workflow("sh", "-c", "sleep 30 & echo $!")
+	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
+	ext := "wc@" + name
+	jobDir := filepath.Join(dir, "wc", name)
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	leader := exec.Command("sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!")
+	leader.Env = append(os.Environ(), "CELOS_EXTERNAL_ID="+ext)
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := leader.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("child pid %q", out)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	if err := writeJSON(jobDir, "job.json", jobRecord{Workflow: "wc", Slot: "x", Argv: w.ExternalService.Command, PID: leader.Process.Pid, Started: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Status(context.Background(), w, ext)
+	if err != nil || st.Running || st.Success || !strings.Contains(st.Detail, "left behind were killed") {
+		t.Fatalf("Status = %+v, %v; want a failure that names the killed leftovers", st, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(jobRecord{PID: child}, "") {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d of the ended job still runs", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
