@@ -553,7 +553,7 @@ func (s *Service) Prune(before time.Time) (int, error) {
 				continue
 			}
 			dir := filepath.Join(s.dir, wf.Name(), j.Name())
-			if _, ended, _ := readExit(dir); !ended {
+			if _, ended, _ := readExit(dir); !ended && !s.abandoned(dir, wf.Name()+"@"+j.Name()) {
 				continue
 			}
 			if err := os.RemoveAll(dir); err != nil {
@@ -564,6 +564,24 @@ func (s *Service) Prune(before time.Time) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// abandoned reports whether a job without an exit record will never get
+// one: this process is not running it and no process of it is alive (it
+// ended while celos was down, or never started). Its status is "exit status
+// unknown" for good, so Prune may remove it like an ended one.
+func (s *Service) abandoned(dir, externalID string) bool {
+	s.mu.Lock()
+	_, mine := s.procs[externalID]
+	s.mu.Unlock()
+	if mine {
+		return false
+	}
+	job, err := readJob(dir)
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist) || len(findByExternalID(externalID)) == 0
+	}
+	return !alive(job, externalID) && len(findByExternalID(externalID)) == 0
 }
 
 // Wait blocks until every job started by this Service has ended and been

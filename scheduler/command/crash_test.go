@@ -248,3 +248,51 @@ func TestStatusAfterRestartStopsOrphanedChildren(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPruneAbandonedJobs: a job that ended while celos was down has no
+// exit record and never will; Prune removes it like an ended one once it
+// is old enough, but keeps an old job whose process still runs.
+func TestPruneAbandonedJobs(t *testing.T) {
+	dir := t.TempDir()
+	s := newService(t, dir)
+	w := workflow("true")
+	plant := func(pid int, env bool) (string, *exec.Cmd) {
+		name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
+		ext := "wc@" + name
+		jobDir := filepath.Join(dir, "wc", name)
+		if err := os.MkdirAll(jobDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var cmd *exec.Cmd
+		if env {
+			cmd = exec.Command("sleep", "30")
+			cmd.Env = append(os.Environ(), "CELOS_EXTERNAL_ID="+ext)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			pid = cmd.Process.Pid
+		}
+		if err := writeJSON(jobDir, "job.json", jobRecord{Workflow: "wc", Slot: "x", Argv: []string{"true"}, PID: pid, Started: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+		return ext, cmd
+	}
+	// A PID that cannot be alive: a process that has exited and been reaped.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead, _ := plant(gone.Process.Pid, false)
+	live, _ := plant(0, true)
+	n, err := s.Prune(time.Now().Add(time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v; want the abandoned job pruned", n, err)
+	}
+	if _, err := s.Status(context.Background(), w, dead); err == nil {
+		t.Fatal("the abandoned job is still there")
+	}
+	if st, err := s.Status(context.Background(), w, live); err != nil || !st.Running {
+		t.Fatalf("the live old job: %+v, %v", st, err)
+	}
+}

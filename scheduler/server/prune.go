@@ -26,12 +26,19 @@ func checkPruneRetention(keep time.Duration) error {
 	return nil
 }
 
+// jobPruner is what the command service offers for pruning: the records
+// and output logs of local runs that ended before a time.
+type jobPruner interface {
+	Prune(before time.Time) (int, error)
+}
+
 // startPruning prunes the state database at once and then every
 // pruneInterval, deleting final slots older than keep (what `celos db
-// prune --older-than` does, without stopping the server), until ctx is
-// done. The returned channel is closed when it has stopped. keep 0 means
-// no pruning.
-func startPruning(ctx context.Context, db io.Closer, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
+// prune --older-than` does, without stopping the server), and the command
+// service's records of runs that ended that long ago (jobs may be nil),
+// until ctx is done. The returned channel is closed when it has stopped.
+// keep 0 means no pruning.
+func startPruning(ctx context.Context, db io.Closer, jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if keep <= 0 {
 		close(done)
@@ -54,6 +61,13 @@ func startPruning(ctx context.Context, db io.Closer, keep time.Duration, log *sl
 				log.Error("prune state database", "olderThan", keep, "deleted", n, "error", err)
 			} else {
 				log.Info("pruned state database", "olderThan", keep, "deleted", n, "took", time.Since(start).Round(time.Millisecond))
+			}
+			if jobs != nil {
+				if m, err := jobs.Prune(now.Add(-keep)); err != nil {
+					log.Error("prune command jobs", "olderThan", keep, "deleted", m, "error", err)
+				} else {
+					log.Info("pruned command jobs", "olderThan", keep, "deleted", m)
+				}
 			}
 			t := time.NewTimer(pruneInterval)
 			select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,14 @@ func TestRunPrunes(t *testing.T) {
 	gone := write(old.Truncate(time.Hour), "SUCCESS")
 	kept := []string{write(old.Truncate(time.Hour).Add(time.Hour), "RUNNING"), write(recent.Truncate(time.Hour), "SUCCESS")}
 
+	// An old run of the command service (its record and log) goes too; the
+	// jobs directory is beside the db by default.
+	oldJob := filepath.Join(dir, "jobs", "wf", old.Format("20060102T150405Z")+"."+strconv.FormatInt(old.UnixNano(), 10))
+	os.MkdirAll(oldJob, 0o755)
+	if err := os.WriteFile(filepath.Join(oldJob, "exit.json"), []byte(`{"exitCode":0,"finished":"`+old.Format(time.RFC3339)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	var stderr safeBuffer
 	cfg := Config{Workflows: wf, DB: db, URLFile: filepath.Join(dir, "url"), Stderr: &stderr, PruneOlderThan: 30 * 24 * time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -37,7 +46,7 @@ func TestRunPrunes(t *testing.T) {
 	go func() { done <- Run(ctx, cfg) }()
 	waitFile(t, cfg.URLFile)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stderr.String(), "pruned state database") && time.Now().Before(deadline) {
+	for !strings.Contains(stderr.String(), "pruned command jobs") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
@@ -46,6 +55,9 @@ func TestRunPrunes(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "deleted=1") {
 		t.Errorf("log:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(oldJob); !os.IsNotExist(err) {
+		t.Errorf("old command job not pruned: %v\n%s", err, stderr.String())
 	}
 	if _, err := os.Stat(gone); !os.IsNotExist(err) {
 		t.Errorf("old final slot not pruned: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/trigger"
+	"github.com/celos-go/celos/schema"
 )
 
 // Config is the server's configuration, from the command line.
@@ -217,7 +218,8 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	// loop returns once it is done.
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
-	pruneDone, err := startPruning(loopCtx, engineCloser, cfg.PruneOlderThan, log)
+	jobs, _ := svcs[schema.ServiceCommand].(jobPruner)
+	pruneDone, err := startPruning(loopCtx, engineCloser, jobs, cfg.PruneOlderThan, log)
 	if err != nil {
 		srv.Close()
 		return err

@@ -108,7 +108,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file holding the API token: POST/PUT/DELETE requests (steps, rerun, kill, pause, registers, UI actions) need Authorization: Bearer <token>; reads stay open")
 	f.BoolVar(&cfg.InsecureNoAuthOnPublicAddress, strings.TrimPrefix(server.InsecureFlag, "--"), false,
 		"INSECURE: allow --listen on a non-loopback address without --auth-token-file (anyone who reaches it can change state)")
-	f.StringVar(&pruneOlder, "prune-older-than", "", "prune the state database at start and daily: final slots older than this (30d, 2w; at least 8d), as celos db prune")
+	f.StringVar(&pruneOlder, "prune-older-than", "", "prune at start and daily: final slots older than this (30d, 2w; at least 8d), as celos db prune, and the command service's records and logs of runs that old")
 	f.StringVar(&cfg.URLFile, "url-file", "", "write the server's base URL to this file once it listens")
 	_ = f.MarkHidden("url-file")
 	return c
