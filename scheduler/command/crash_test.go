@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/schema"
 )
 
 // TestCrashWhileStarting is a server killed between writing job.json and
@@ -134,41 +136,11 @@ func TestTimeoutEnforcedAfterRestart(t *testing.T) {
 // while celos was down but its children (same CELOS_EXTERNAL_ID, same
 // process group) still run; Kill stops them.
 func TestKillAfterRestartReachesOrphanedChildren(t *testing.T) {
-	dir := t.TempDir()
-	s := newService(t, dir)
-	w := workflow("sh", "-c", "sleep 30 & echo $!")
-	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
-	ext := "wc@" + name
-	jobDir := filepath.Join(dir, "wc", name)
-	if err := os.MkdirAll(jobDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The leader the old server started: it starts a child and exits.
-	leader := exec.Command("sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!")
-	leader.Env = append(os.Environ(), "CELOS_EXTERNAL_ID="+ext)
-	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := leader.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("child pid %q", out)
-	}
-	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
-	if err := writeJSON(jobDir, "job.json", jobRecord{Workflow: "wc", Slot: "x", Argv: w.ExternalService.Command, PID: leader.Process.Pid, Started: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
+	s, w, ext, child := orphanedJob(t)
 	if err := s.Kill(context.Background(), w, ext); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(jobRecord{PID: child}, "") {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d of the killed job still runs", child)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, child)
 }
 
 // TestExitRecordWriteFailureIsNotALostRun: when exit.json cannot be written,
@@ -212,41 +184,12 @@ func TestExitRecordWriteFailureIsNotALostRun(t *testing.T) {
 // Status reports the job failed (exit status unknown) and stops the child,
 // so that a retry does not overlap with it.
 func TestStatusAfterRestartStopsOrphanedChildren(t *testing.T) {
-	dir := t.TempDir()
-	s := newService(t, dir)
-	w := workflow("sh", "-c", "sleep 30 & echo $!")
-	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
-	ext := "wc@" + name
-	jobDir := filepath.Join(dir, "wc", name)
-	if err := os.MkdirAll(jobDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	leader := exec.Command("sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!")
-	leader.Env = append(os.Environ(), "CELOS_EXTERNAL_ID="+ext)
-	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := leader.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("child pid %q", out)
-	}
-	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
-	if err := writeJSON(jobDir, "job.json", jobRecord{Workflow: "wc", Slot: "x", Argv: w.ExternalService.Command, PID: leader.Process.Pid, Started: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
+	s, w, ext, child := orphanedJob(t)
 	st, err := s.Status(context.Background(), w, ext)
 	if err != nil || st.Running || st.Success || !strings.Contains(st.Detail, "left behind were killed") {
 		t.Fatalf("Status = %+v, %v; want a failure that names the killed leftovers", st, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(jobRecord{PID: child}, "") {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d of the ended job still runs", child)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, child)
 }
 
 // TestPruneAbandonedJobs: a job that ended while celos was down has no
@@ -294,5 +237,50 @@ func TestPruneAbandonedJobs(t *testing.T) {
 	}
 	if st, err := s.Status(context.Background(), w, live); err != nil || !st.Running {
 		t.Fatalf("the live old job: %+v, %v", st, err)
+	}
+}
+
+// orphanedJob plants what a server killed while a job ran leaves behind:
+// the job's record, its leader process ended, and the child it started
+// still running with the job's CELOS_EXTERNAL_ID. It returns a fresh
+// Service on that directory, the workflow, the external ID and the child.
+func orphanedJob(t *testing.T) (*Service, *schema.Workflow, string, int) {
+	t.Helper()
+	dir := t.TempDir()
+	s := newService(t, dir)
+	w := workflow("sh", "-c", "sleep 30 & echo $!")
+	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
+	ext := "wc@" + name
+	jobDir := filepath.Join(dir, "wc", name)
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	leader := exec.Command("sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!")
+	leader.Env = append(os.Environ(), "CELOS_EXTERNAL_ID="+ext)
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := leader.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("child pid %q", out)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	if err := writeJSON(jobDir, "job.json", jobRecord{Workflow: "wc", Slot: "x", Argv: w.ExternalService.Command, PID: leader.Process.Pid, Started: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	return s, w, ext, child
+}
+
+// waitGone waits until process pid has ended, failing the test after 10 s.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(jobRecord{PID: pid}, "") {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

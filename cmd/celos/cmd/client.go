@@ -195,6 +195,18 @@ func requireID(id string) error {
 	return nil
 }
 
+// requireSlot checks the --id and --time of a command about one slot and
+// parses the time.
+func requireSlot(id, at string) (time.Time, error) {
+	if err := requireID(id); err != nil {
+		return time.Time{}, err
+	}
+	if at == "" {
+		return time.Time{}, usageError("--time is required")
+	}
+	return timeFlag("time", at)
+}
+
 // writeJSONOut prints a JSON answer as it came.
 func writeJSONOut(w io.Writer, body []byte) {
 	w.Write(body)

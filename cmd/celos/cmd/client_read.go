@@ -131,13 +131,7 @@ func newTriggerStatusCmd() *cobra.Command {
 	c.Flags().StringVar(&at, "time", "", "slot time (required)")
 	o := addClientFlags(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		if err := requireID(id); err != nil {
-			return err
-		}
-		if at == "" {
-			return usageError("--time is required")
-		}
-		t, err := timeFlag("time", at)
+		t, err := requireSlot(id, at)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/celos-go/celos/internal/atomicfile"
-	"github.com/celos-go/celos/schema"
 )
 
 func init() { register(newExportCmd) }
@@ -32,15 +31,9 @@ reader never sees half a document.`,
   celos export | jq '.workflows[].id'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			defer tuneGC()()
-			p, diags, err := schema.Compile(dir)
-			printDiagnostics(c.ErrOrStderr(), diags)
+			p, err := compileArg(c, args)
 			if err != nil {
-				return silentExit(ExitFailure)
+				return err
 			}
 			data, err := p.Marshal()
 			if err != nil {

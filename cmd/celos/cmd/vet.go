@@ -43,17 +43,8 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
   #     hooks: [{id: celos-vet}]`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			defer tuneGC()()
-			_, diags, err := schema.Compile(dir)
-			printDiagnostics(c.ErrOrStderr(), diags)
-			if err != nil {
-				return silentExit(ExitFailure)
-			}
-			return nil
+			_, err := compileArg(c, args)
+			return err
 		},
 	}
 }
@@ -77,4 +68,21 @@ func printDiagnostics(w io.Writer, diags []schema.Diagnostic) {
 	for _, d := range diags {
 		fmt.Fprintln(w, d.String())
 	}
+}
+
+// compileArg compiles the project named by the optional DIR argument (the
+// current directory by default), printing its diagnostics to stderr; an
+// invalid project ends the command with exit 1.
+func compileArg(c *cobra.Command, args []string) (*schema.Project, error) {
+	dir := "."
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	defer tuneGC()()
+	p, diags, err := schema.Compile(dir)
+	printDiagnostics(c.ErrOrStderr(), diags)
+	if err != nil {
+		return nil, silentExit(ExitFailure)
+	}
+	return p, nil
 }
