@@ -607,15 +607,22 @@ func (db *DB) UnmarkRerun(id slot.ID) error {
 	if err != nil {
 		return err
 	}
+	return removeMarker(db, ix.reruns, "rerun", id)
+}
+
+// removeMarker removes the file of a slot's entry in one of the per-slot
+// areas beside state/ (rerun/, intent/) and then the index entry m holds
+// for it; a slot without one is left as it is. db.mu is held.
+func removeMarker[V any](db *DB, m map[int64]V, area string, id slot.ID) error {
 	k := key(id.Time)
-	if _, ok := ix.reruns[k]; !ok {
+	if _, ok := m[k]; !ok {
 		return nil
 	}
 	day, file := slotPath(keyTime(k))
-	if err := db.removeFile(filepath.Join(db.dir, "rerun", id.Workflow, day), file); err != nil {
+	if err := db.removeFile(filepath.Join(db.dir, area, id.Workflow, day), file); err != nil {
 		return err
 	}
-	delete(ix.reruns, k)
+	delete(m, k)
 	return nil
 }
 
@@ -692,16 +699,7 @@ func (db *DB) DeleteIntent(id slot.ID) error {
 	if err != nil {
 		return err
 	}
-	k := key(id.Time)
-	if _, ok := ix.intents[k]; !ok {
-		return nil
-	}
-	day, file := slotPath(keyTime(k))
-	if err := db.removeFile(filepath.Join(db.dir, "intent", id.Workflow, day), file); err != nil {
-		return err
-	}
-	delete(ix.intents, k)
-	return nil
+	return removeMarker(db, ix.intents, "intent", id)
 }
 
 func (db *DB) loadPaused() error {
