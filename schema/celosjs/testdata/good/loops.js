@@ -1,0 +1,29 @@
+// Workflows defined in loops.
+celos.importDefaults("common");
+
+var feeds = ["clicks", "views", "bids"];
+for (var i = 0; i < feeds.length; i++) {
+    celos.defineWorkflow({
+        "id": "ingest-" + feeds[i] + "-hourly",
+        "schedule": celos.hourlySchedule(),
+        "schedulingStrategy": celos.serialSchedulingStrategy(2),
+        "trigger": celos.hdfsCheckTrigger("/raw/" + feeds[i] + "/${year}/${month}/${day}/${hour}/_SUCCESS"),
+        "externalService": celos.oozieExternalService({
+            "oozie.wf.application.path": appPath("ingest"),
+            "feed": feeds[i],
+            "output": "/clean/" + feeds[i] + "/${year}/${month}/${day}/${hour}"
+        }),
+        "maxRetryCount": 3
+    });
+}
+
+// These differ in more than a name (the concurrency), so each is written out.
+[["small", 1], ["large", 4]].forEach(function (c) {
+    celos.defineWorkflow({
+        "id": "report-" + c[0],
+        "schedule": celos.cronSchedule("0 0 3 * * ?"),
+        "schedulingStrategy": celos.serialSchedulingStrategy(c[1]),
+        "trigger": celos.andTrigger.apply(null, feeds.map(function (f) { return celos.successTrigger("ingest-" + f + "-hourly"); })),
+        "externalService": celos.oozieExternalService({"oozie.wf.application.path": appPath("report")})
+    });
+});
