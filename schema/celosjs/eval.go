@@ -72,6 +72,10 @@ type File struct {
 	// Err is why the file could not be evaluated (an *Error); its
 	// workflows are then not converted.
 	Err error
+	// Vars are the defaults-file variables CELOS_DEFAULT_HDFS,
+	// CELOS_DEFAULT_OOZIE and CELOS_DEFAULT_OOZIE_PROPERTIES as the file
+	// left them (nil: undefined, or not of the type Celos used).
+	Vars DefaultVars
 
 	vm      *goja.Runtime
 	timeout time.Duration
@@ -178,6 +182,12 @@ type evaluator struct {
 	defs []*pendingWorkflow
 }
 
+// DefaultVars are the values of Celos's defaults-file variables.
+type DefaultVars struct {
+	HDFS, Oozie     *string
+	OozieProperties map[string]string
+}
+
 type pendingWorkflow struct {
 	wf  *Workflow
 	svc *service
@@ -213,6 +223,15 @@ func evalFile(path string, opt Options) (f *File) {
 	if err := e.run(path, string(src)); err != nil {
 		f.Err = err
 		return f
+	}
+	if v, ok := exportString(e.global("CELOS_DEFAULT_HDFS")); ok {
+		f.Vars.HDFS = &v
+	}
+	if v, ok := exportString(e.global("CELOS_DEFAULT_OOZIE")); ok {
+		f.Vars.Oozie = &v
+	}
+	if d := e.global("CELOS_DEFAULT_OOZIE_PROPERTIES"); d != nil {
+		f.Vars.OozieProperties, _ = e.properties(d, "")
 	}
 	for _, d := range e.defs {
 		if err := e.resolve(d); err != nil {
@@ -815,6 +834,9 @@ func (e *evaluator) properties(user goja.Value, what string) (map[string]string,
 		if err := add(d, "CELOS_DEFAULT_OOZIE_PROPERTIES"); err != nil {
 			return nil, err
 		}
+	}
+	if what == "" {
+		return out, nil
 	}
 	if err := add(user, what); err != nil {
 		return nil, err

@@ -50,6 +50,8 @@ func Generate(res *Result, opt GenOptions) (map[string][]byte, error) {
 		return nil, fmt.Errorf("format %s: %v", ProjectFile, err)
 	}
 	out[ProjectFile] = src
+	g := &generator{opt: opt, vars: sharedVars(res)}
+	out[DefaultsFile] = nil // reserved
 	for _, f := range res.Files {
 		if f.Err != nil || len(f.Workflows) == 0 {
 			continue
@@ -58,14 +60,132 @@ func Generate(res *Result, opt GenOptions) (map[string][]byte, error) {
 		for i := 2; out[name] != nil || name == ProjectFile; i++ {
 			name = fmt.Sprintf("%s_%d.cue", strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path)), i)
 		}
-		text := genFile(f, opt)
+		text := g.file(f)
 		src, err := format.Source([]byte(text))
 		if err != nil {
 			return nil, fmt.Errorf("format the CUE converted from %s: %v\n%s", f.Path, err, text)
 		}
 		out[name] = src
 	}
+	delete(out, DefaultsFile)
+	if text := g.defaultsFile(); text != "" {
+		src, err := format.Source([]byte(text))
+		if err != nil {
+			return nil, fmt.Errorf("format %s: %v\n%s", DefaultsFile, err, text)
+		}
+		out[DefaultsFile] = src
+	}
 	return out, nil
+}
+
+// DefaultsFile is the name of the generated file that holds Celos's
+// defaults-file variables as CUE values, when the workflows use them.
+const DefaultsFile = "defaults.cue"
+
+// The hidden fields of the defaults-file variables.
+const (
+	hdfsVar  = "_CELOS_DEFAULT_HDFS"
+	oozieVar = "_CELOS_DEFAULT_OOZIE"
+	propsVar = "_CELOS_DEFAULT_OOZIE_PROPERTIES"
+)
+
+// generator writes the files of one package.
+type generator struct {
+	opt  GenOptions
+	vars DefaultVars
+	// used records which variables the workflows refer to.
+	used map[string]bool
+	// from lists the defaults files that set the variables.
+	from []string
+}
+
+// sharedVars are the defaults-file variables that every converted file
+// that defines them gives the same value (a variable that differs between
+// files is not shared, and its values are written out in full).
+func sharedVars(res *Result) DefaultVars {
+	var v DefaultVars
+	hdfsOK, oozieOK, propsOK := true, true, true
+	for _, f := range res.Files {
+		if f.Err != nil || len(f.Workflows) == 0 {
+			continue
+		}
+		if f.Vars.HDFS != nil {
+			if v.HDFS != nil && *v.HDFS != *f.Vars.HDFS {
+				hdfsOK = false
+			}
+			v.HDFS = f.Vars.HDFS
+		}
+		if f.Vars.Oozie != nil {
+			if v.Oozie != nil && *v.Oozie != *f.Vars.Oozie {
+				oozieOK = false
+			}
+			v.Oozie = f.Vars.Oozie
+		}
+		if f.Vars.OozieProperties != nil {
+			if v.OozieProperties != nil && !sameMap(v.OozieProperties, f.Vars.OozieProperties) {
+				propsOK = false
+			}
+			v.OozieProperties = f.Vars.OozieProperties
+		}
+	}
+	if !hdfsOK {
+		v.HDFS = nil
+	}
+	if !oozieOK {
+		v.Oozie = nil
+	}
+	if !propsOK || len(v.OozieProperties) == 0 {
+		v.OozieProperties = nil
+	}
+	return v
+}
+
+func sameMap(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// defaultsFile writes defaults.cue with the variables the workflows use.
+func (g *generator) defaultsFile() string {
+	if len(g.used) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("// Celos's defaults-file variables as the converted workflow files saw them")
+	if len(g.from) > 0 {
+		fmt.Fprintf(&b, "\n// (after importing %s)", strings.Join(g.from, ", "))
+	}
+	b.WriteString(".\n// The workflows refer to them where they have their values.\n\n")
+	fmt.Fprintf(&b, "package %s\n\n", g.opt.Package)
+	if g.used[hdfsVar] {
+		fmt.Fprintf(&b, "// %s is the file system of HDFS checks that name none.\n%s: %s\n\n", hdfsVar[1:], hdfsVar, quote(*g.vars.HDFS))
+	}
+	if g.used[oozieVar] {
+		fmt.Fprintf(&b, "// %s is the Oozie URL of services that name none.\n%s: %s\n\n", oozieVar[1:], oozieVar, quote(*g.vars.Oozie))
+	}
+	if g.used[propsVar] {
+		fmt.Fprintf(&b, "// %s are added to every workflow's Oozie properties.\n%s: {\n", propsVar[1:], propsVar)
+		for _, k := range sortedKeys(g.vars.OozieProperties) {
+			fmt.Fprintf(&b, "%s: %s\n", label(k), quote(g.vars.OozieProperties[k]))
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
+
+func (g *generator) use(name string) string {
+	if g.used == nil {
+		g.used = map[string]bool{}
+	}
+	g.used[name] = true
+	return name
 }
 
 // TODOs lists what Generate left as TODO: each property of a property
@@ -84,7 +204,21 @@ func (r *Result) TODOs() []error {
 	return out
 }
 
-func genFile(f *File, opt GenOptions) string {
+func (g *generator) file(f *File) string {
+	opt := g.opt
+	for _, d := range f.Defaults {
+		if f.Vars.HDFS == nil && f.Vars.Oozie == nil && f.Vars.OozieProperties == nil {
+			break
+		}
+		name := opt.Rel(d)
+		found := false
+		for _, x := range g.from {
+			found = found || x == name
+		}
+		if !found {
+			g.from = append(g.from, name)
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Converted by `celos import-js` from the Celos JavaScript file %s", opt.Rel(f.Path))
 	if len(f.Defaults) > 0 {
@@ -108,7 +242,7 @@ func genFile(f *File, opt GenOptions) string {
 			}
 		}
 		if len(group) > 1 {
-			if text, ok := genGroup(group, opt); ok {
+			if text, ok := g.group(group); ok {
 				b.WriteString("\n" + text)
 				for _, g := range group {
 					done[g] = true
@@ -119,7 +253,7 @@ func genFile(f *File, opt GenOptions) string {
 		done[w] = true
 		b.WriteString("\n")
 		b.WriteString(origin([]*Workflow{w}, opt))
-		fmt.Fprintf(&b, "workflows: %s: %s\n", label(w.ID), body(w, opt, quote))
+		fmt.Fprintf(&b, "workflows: %s: %s\n", label(w.ID), g.body(w, quote))
 	}
 	return b.String()
 }
@@ -151,7 +285,8 @@ var keywords = map[string]bool{"package": true, "import": true, "for": true, "in
 // genGroup writes workflows defined by one call site as a comprehension
 // over the part of their ids that differs, when every other difference
 // between them is that part too.
-func genGroup(ws []*Workflow, opt GenOptions) (string, bool) {
+func (g *generator) group(ws []*Workflow) (string, bool) {
+	opt := g.opt
 	ids := make([]string, len(ws))
 	for i, w := range ws {
 		ids[i] = w.ID
@@ -168,13 +303,16 @@ func genGroup(ws []*Workflow, opt GenOptions) (string, bool) {
 	for i, w := range ws {
 		p := params[i]
 		q := func(s string) string {
+			if s == p {
+				return v
+			}
 			parts := strings.Split(s, p)
 			for j := range parts {
 				parts[j] = escape(parts[j])
 			}
 			return `"` + strings.Join(parts, `\(`+v+`)`) + `"`
 		}
-		t := fmt.Sprintf("workflows: %s: %s\n", q(w.ID), body(w, opt, q))
+		t := fmt.Sprintf("workflows: %s: %s\n", q(w.ID), g.body(w, q))
 		if i == 0 {
 			text = t
 		} else if t != text {
@@ -225,21 +363,38 @@ func idParams(ids []string) ([]string, bool) {
 }
 
 // body writes a workflow's struct, its strings written by q.
-func body(w *Workflow, opt GenOptions, q func(string) string) string {
+func (g *generator) body(w *Workflow, q func(string) string) string {
+	opt := g.opt
 	var b strings.Builder
 	b.WriteString("{\n")
 	fmt.Fprintf(&b, "schedule: %s\n", genSchedule(w.Schedule, q))
-	fmt.Fprintf(&b, "trigger: %s\n", genTrigger(w.Trigger, q))
+	fmt.Fprintf(&b, "trigger: %s\n", g.trigger(w.Trigger, q))
 	if w.SchedulingStrategy.Concurrency != 1 {
 		fmt.Fprintf(&b, "schedulingStrategy: celos.#Serial & {concurrency: %d}\n", w.SchedulingStrategy.Concurrency)
 	}
 	b.WriteString("externalService: celos.#Oozie & {\n")
-	if w.ExternalService.URL != "" {
-		fmt.Fprintf(&b, "url: %s\n", q(w.ExternalService.URL))
+	switch u := w.ExternalService.URL; {
+	case u != "" && g.vars.Oozie != nil && u == *g.vars.Oozie:
+		fmt.Fprintf(&b, "url: %s\n", g.use(oozieVar))
+	case u != "":
+		fmt.Fprintf(&b, "url: %s\n", q(u))
 	}
-	b.WriteString("properties: {\n")
-	for _, k := range sortedKeys(w.ExternalService.Properties) {
-		fmt.Fprintf(&b, "%s: %s\n", label(k), q(w.ExternalService.Properties[k]))
+	props := w.ExternalService.Properties
+	if dp := g.vars.OozieProperties; dp != nil && includes(props, dp) {
+		// Only the properties the defaults do not already give.
+		own := map[string]string{}
+		for k, v := range props {
+			if _, ok := dp[k]; !ok {
+				own[k] = v
+			}
+		}
+		props = own
+		fmt.Fprintf(&b, "properties: %s & {\n", g.use(propsVar))
+	} else {
+		b.WriteString("properties: {\n")
+	}
+	for _, k := range sortedKeys(props) {
+		fmt.Fprintf(&b, "%s: %s\n", label(k), q(props[k]))
 	}
 	if p := w.Props; p != nil {
 		rel := fmt.Sprintf("%s:%d", opt.Rel(p.Pos.File), p.Pos.Line)
@@ -302,11 +457,25 @@ func genSchedule(s schema.Schedule, q func(string) string) string {
 	return fmt.Sprintf("celos.#Cron & {cron: %s, timeZone: %s}", q(s.Cron), q(s.TimeZone))
 }
 
-func genTrigger(t schema.Trigger, q func(string) string) string {
+// includes reports whether props has every property of defaults, with
+// the same value.
+func includes(props, defaults map[string]string) bool {
+	for k, v := range defaults {
+		if w, ok := props[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *generator) trigger(t schema.Trigger, q func(string) string) string {
 	switch t.Type {
 	case schema.TriggerAlways:
 		return "celos.#Always"
 	case schema.TriggerHDFSCheck:
+		if t.FS != "" && g.vars.HDFS != nil && t.FS == *g.vars.HDFS {
+			return fmt.Sprintf("celos.#HdfsCheck & {path: %s, fs: %s}", q(t.Path), g.use(hdfsVar))
+		}
 		if t.FS != "" {
 			return fmt.Sprintf("celos.#HdfsCheck & {path: %s, fs: %s}", q(t.Path), q(t.FS))
 		}
@@ -324,14 +493,14 @@ func genTrigger(t schema.Trigger, q func(string) string) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "celos.%s & {triggers: [\n", name)
 		for _, c := range t.Triggers {
-			fmt.Fprintf(&b, "%s,\n", genTrigger(c, q))
+			fmt.Fprintf(&b, "%s,\n", g.trigger(c, q))
 		}
 		b.WriteString("]}")
 		return b.String()
 	case schema.TriggerNot:
-		return fmt.Sprintf("celos.#Not & {trigger: %s}", genTrigger(*t.Trigger, q))
+		return fmt.Sprintf("celos.#Not & {trigger: %s}", g.trigger(*t.Trigger, q))
 	case schema.TriggerOffset:
-		return fmt.Sprintf("celos.#Offset & {seconds: %d, trigger: %s}", t.Seconds, genTrigger(*t.Trigger, q))
+		return fmt.Sprintf("celos.#Offset & {seconds: %d, trigger: %s}", t.Seconds, g.trigger(*t.Trigger, q))
 	case schema.TriggerDelay:
 		return fmt.Sprintf("celos.#Delay & {seconds: %d}", t.Seconds)
 	}

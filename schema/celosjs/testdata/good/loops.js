@@ -17,13 +17,14 @@ for (var i = 0; i < feeds.length; i++) {
     });
 }
 
-// These differ in more than a name (the concurrency), so each is written out.
+// These differ in more than a name (the concurrency), so each is written out;
+// they override a default property, so their properties are written in full.
 [["small", 1], ["large", 4]].forEach(function (c) {
     celos.defineWorkflow({
         "id": "report-" + c[0],
         "schedule": celos.cronSchedule("0 0 3 * * ?"),
         "schedulingStrategy": celos.serialSchedulingStrategy(c[1]),
         "trigger": celos.andTrigger.apply(null, feeds.map(function (f) { return celos.successTrigger("ingest-" + f + "-hourly"); })),
-        "externalService": celos.oozieExternalService({"oozie.wf.application.path": appPath("report")})
+        "externalService": celos.oozieExternalService({"oozie.wf.application.path": appPath("report"), "user.name": "reports-" + c[0]})
     });
 });
