@@ -79,7 +79,12 @@ type File struct {
 
 	vm      *goja.Runtime
 	timeout time.Duration
+	defined int
 }
+
+// DefinesNothing reports whether the file evaluated without defining a
+// workflow (it may hold only helpers, or be a mistake).
+func (f *File) DefinesNothing() bool { return f.Err == nil && f.defined == 0 }
 
 // Workflow is one workflow as the JavaScript defined it: the compiled
 // form celos would run, plus where it came from.
@@ -151,6 +156,7 @@ func Evaluate(paths []string, opt Options) *Result {
 			res.Problems = append(res.Problems, f.Err)
 			f.Workflows = nil
 		}
+		f.defined = len(f.Workflows)
 		kept := f.Workflows[:0]
 		for _, w := range f.Workflows {
 			if first, dup := seen[w.ID]; dup {

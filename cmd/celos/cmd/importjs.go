@@ -71,7 +71,7 @@ was not converted, left as TODO, or differs; 2 usage error.`,
 				failed = true
 			}
 			for _, f := range res.Files {
-				if f.Err == nil && len(f.Workflows) == 0 {
+				if f.DefinesNothing() {
 					fmt.Fprintf(stderr, "%s: warning: defines no workflows\n", f.Path)
 				}
 			}
@@ -138,8 +138,12 @@ func checkImport(c *cobra.Command, res *celosjs.Result, dir string, failed bool)
 		fmt.Fprintln(c.OutOrStdout(), d)
 	}
 	n := len(res.Workflows())
-	if len(diffs) > 0 || failed {
+	switch {
+	case len(diffs) > 0:
 		fmt.Fprintf(c.OutOrStdout(), "%d of %d workflows differ\n", len(diffs), n)
+		return silentExit(ExitFailure)
+	case failed:
+		fmt.Fprintf(c.OutOrStdout(), "%d workflows: the same in the CUE package, but not every JavaScript file could be compared (see stderr)\n", n)
 		return silentExit(ExitFailure)
 	}
 	fmt.Fprintf(c.OutOrStdout(), "%d workflows: the CUE package defines the same workflows as the JavaScript\n", n)
