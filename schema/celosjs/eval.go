@@ -722,7 +722,11 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 	}
 	for _, d := range e.defs {
 		if d.wf.ID == id {
-			e.throw("workflow %q is defined twice in this file (first at %s)", id, d.wf.Pos)
+			first := d.wf.Pos.String()
+			if d.wf.CalledAt.Line > 0 {
+				first += ", called at " + d.wf.CalledAt.String()
+			}
+			e.throw("workflow %q is defined twice in this file (first at %s)", id, first)
 		}
 	}
 	e.defs = append(e.defs, &pendingWorkflow{wf: w, svc: svc})
