@@ -80,7 +80,7 @@ func TestPropertyFunctions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := evalSrc(t, "celos.defineWorkflow({id: \"w\", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(), trigger: celos.alwaysTrigger(),\n externalService: celos.oozieExternalService(" + tt.fn + ")});")
+			res := evalSrc(t, "celos.defineWorkflow({id: \"w\", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(), trigger: celos.alwaysTrigger(),\n externalService: celos.oozieExternalService("+tt.fn+")});")
 			if tt.problem != "" {
 				if len(res.Problems) != 1 || len(strs(res.Problems)[0]) < len(tt.problem) || strs(res.Problems)[0][:len(tt.problem)] != tt.problem {
 					t.Fatalf("problems %q, want one starting %q", strs(res.Problems), tt.problem)
