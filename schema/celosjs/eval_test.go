@@ -20,9 +20,6 @@ func evalSrc(t *testing.T, src string) *Result {
 	return Evaluate([]string{"w.js"}, Options{Timeout: time.Second})
 }
 
-const wf = `celos.defineWorkflow({id: "w", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),
-  trigger: %s, externalService: celos.oozieExternalService(%s)});`
-
 // TestBadCalls: every misuse of the API is an error at its line that says
 // which function and which argument.
 func TestBadCalls(t *testing.T) {

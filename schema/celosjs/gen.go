@@ -271,7 +271,9 @@ func origin(ws []*Workflow, opt GenOptions) string {
 	if w.Helper != "" {
 		var calls []string
 		for _, o := range ws {
-			calls = append(calls, strconv.Itoa(o.CalledAt.Line))
+			if l := strconv.Itoa(o.CalledAt.Line); len(calls) == 0 || calls[len(calls)-1] != l {
+				calls = append(calls, l)
+			}
 		}
 		return fmt.Sprintf("// From %s(%s) at %s, called at %s:%s.\n", w.Helper, strings.Join(w.HelperParams, ", "), rel(w.Pos), opt.Rel(ws[0].CalledAt.File), strings.Join(calls, ", "))
 	}
