@@ -107,7 +107,7 @@ func TestSubstitute(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"/in/${year}-${month}-${day}/${hour}${minute}${second}", "/in/2015-09-02/030405"},
 		{"no tokens", "no tokens"},
-		{"${millisecond} ${unknown}", "${millisecond} ${unknown}"},
+		{"${millisecond} ${unknown}", "000 ${unknown}"},
 	}
 	for _, tt := range tests {
 		if got := Substitute(tt.in, tm); got != tt.want {

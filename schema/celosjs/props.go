@@ -36,8 +36,9 @@ func tokens(t time.Time) [6][2]string {
 }
 
 // Substitute replaces the slot-time tokens ${year} ${month} ${day} ${hour}
-// ${minute} ${second} in s with t's zero-padded UTC fields, as celos does
-// in paths and properties.
+// ${minute} ${second} (and Celos's undocumented ${millisecond}) in s with
+// t's zero-padded UTC fields, as the celos scheduler does in paths and
+// properties (scheduler/external.Expand, which schema may not import).
 func Substitute(s string, t time.Time) string {
 	if !strings.Contains(s, "${") {
 		return s
@@ -46,7 +47,7 @@ func Substitute(s string, t time.Time) string {
 	for _, kv := range tokens(t) {
 		s = strings.ReplaceAll(s, kv[0], kv[1])
 	}
-	return s
+	return strings.ReplaceAll(s, "${millisecond}", t.Format(".000")[1:])
 }
 
 // tokenize replaces t's field values in s by their tokens, year first.
