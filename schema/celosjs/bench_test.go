@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/celos-go/celos/schema"
 )
@@ -82,26 +83,38 @@ func BenchmarkImport1000(b *testing.B) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		b.Fatal(err)
 	}
+	var eval, gen, compile, compare time.Duration
 	for b.Loop() {
+		t0 := time.Now()
 		res := Evaluate(files, Options{DefaultsDir: defaults})
+		t1 := time.Now()
 		if len(res.Problems) > 0 || len(res.Workflows()) != 1000 {
 			b.Fatalf("%d workflows, problems: %v", len(res.Workflows()), res.Problems)
 		}
-		gen, err := Generate(res, GenOptions{Package: "bench", Project: "bench"})
+		out1, err := Generate(res, GenOptions{Package: "bench", Project: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
-		for name, data := range gen {
+		for name, data := range out1 {
 			if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
 				b.Fatal(err)
 			}
 		}
+		t2 := time.Now()
 		p, _, err := schema.Compile(out)
 		if err != nil {
 			b.Fatal(err)
 		}
+		t3 := time.Now()
 		if d := Compare(res, p); len(d) > 0 {
 			b.Fatalf("%d differences, the first: %s", len(d), d[0])
 		}
+		t4 := time.Now()
+		eval, gen, compile, compare = eval+t1.Sub(t0), gen+t2.Sub(t1), compile+t3.Sub(t2), compare+t4.Sub(t3)
 	}
+	n := float64(b.N)
+	b.ReportMetric(eval.Seconds()/n, "eval-s/op")
+	b.ReportMetric(gen.Seconds()/n, "generate-s/op")
+	b.ReportMetric(compile.Seconds()/n, "compile-s/op")
+	b.ReportMetric(compare.Seconds()/n, "compare-s/op")
 }
