@@ -163,3 +163,37 @@ celos.defineWorkflow({id: "w", schedule: celos.hourlySchedule(), schedulingStrat
 		t.Errorf("fs = %q, want hdfs://a", w.Trigger.FS)
 	}
 }
+
+// TestDefaultsErrors: an error in a defaults file is reported with the
+// defaults file's position and the importing file fails.
+func TestDefaultsErrors(t *testing.T) {
+	tests := []struct {
+		name, defaults, want string
+	}{
+		{"syntax error", "var x = ;", `w.js:1:21: d/x.js:1:9: syntax error: Unexpected token ;`},
+		{"throws", "var a = 1;\nthrow new Error(\"bad default\");", `d/x.js:2:7: bad default`},
+		{"missing", "", `w.js:1:21: celos.importDefaults("nope"): d/nope.js: no such file or directory`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			name := "x"
+			if tt.defaults == "" {
+				name = "nope"
+			}
+			if err := os.Mkdir("d", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile("d/x.js", []byte(tt.defaults), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile("w.js", []byte(`celos.importDefaults("`+name+`");`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := Evaluate([]string{"w.js"}, Options{DefaultsDir: "d", Timeout: time.Second})
+			if d := cmp.Diff([]string{tt.want}, strs(res.Problems)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -20,6 +20,7 @@ celos.defineWorkflow({
         "oozie.wf.application.path": celos.hdfsPath("/every-trigger/workflow.xml"),
         "prop1": "Hello. It is the year ${year}!",
         "prop2": "Just another property.",
+        "database": celos.databaseName("warehouse"),
         "quote\"and\\backslash": "a \"quoted\" \\(not interpolated) value"
     }, "http://oozie2.example.com:11000/oozie"),
     "startTime": "2015-09-01T00:00Z",

@@ -16,7 +16,8 @@ celos.defineWorkflow({
             "hourPath": "/data/" + t.toString("yyyy/MM/dd/HH") + "00",
             "stamp": t.toString("yyyyMMdd'T'HHmmss"),
             "name": slotID.getWorkflowId() + "-run",
-            "static": "/static/${year}"
+            "static": "/static/${year}",
+            "replaced": celos.replaceTimeVariables("/r/${year}/${month}/${day}", t)
         };
     })
 });
