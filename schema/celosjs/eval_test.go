@@ -2,6 +2,8 @@ package celosjs
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,6 +195,66 @@ func TestDefaultsErrors(t *testing.T) {
 			res := Evaluate([]string{"w.js"}, Options{DefaultsDir: "d", Timeout: time.Second})
 			if d := cmp.Diff([]string{tt.want}, strs(res.Problems)); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestGroups: workflows from one call site are factored into a
+// comprehension when they differ in the id part and at most three other
+// literals, one per line; else written one by one. Every case is checked
+// by compiling it and comparing it with the JavaScript.
+func TestGroups(t *testing.T) {
+	const def = `function d(x, conc, cron, delay, off) {
+  celos.defineWorkflow({id: "job-" + x, schedule: celos.cronSchedule(cron), schedulingStrategy: celos.serialSchedulingStrategy(conc),
+    trigger: celos.andTrigger(celos.delayTrigger(delay), celos.offsetTrigger(off, celos.successTrigger("up-" + x))),
+    externalService: celos.oozieExternalService({"oozie.wf.application.path": "/" + x + "/workflow.xml"})});
+}
+`
+	tests := []struct {
+		name, calls string
+		want        string // the comprehension's first line, "" for none
+	}{
+		{"id only", `d("nyc", 1, "0 0 * * * ?", 60, 0); d("lax", 1, "0 0 * * * ?", 60, 0);`, `for name in ["nyc", "lax"] {`},
+		{"one-letter parts", `d("a", 1, "0 0 * * * ?", 60, 0); d("b", 1, "0 0 * * * ?", 60, 0);`, `for name in ["a", "b"] {`},
+		{"three values", `d("nyc", 1, "0 0 1 * * ?", 60, 0); d("lax", 2, "0 0 2 * * ?", 120, 0);`, `for wf in [`},
+		{"two seconds", `d("nyc", 1, "0 0 * * * ?", 60, 60); d("lax", 1, "0 0 * * * ?", 120, 120);`, `for wf in [`},
+		{"four values", `d("nyc", 1, "0 0 1 * * ?", 60, 1); d("lax", 2, "0 0 2 * * ?", 120, 2);`, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := evalSrc(t, def+tt.calls)
+			if len(res.Problems) > 0 {
+				t.Fatal(res.Problems)
+			}
+			files, err := Generate(res, GenOptions{Package: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(files["w.cue"])
+			got := ""
+			for _, line := range strings.Split(src, "\n") {
+				if strings.HasPrefix(line, "for ") {
+					got = line
+				}
+			}
+			if got != tt.want {
+				t.Errorf("comprehension %q, want %q in:\n%s", got, tt.want, src)
+			}
+			if err := os.Mkdir("out", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for n, data := range files {
+				if err := os.WriteFile(filepath.Join("out", n), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, _, err := schema.Compile("out")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, src)
+			}
+			if d := Compare(res, p); len(d) > 0 {
+				t.Errorf("--check: %v\n%s", d, src)
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"cuelang.org/go/cue/format"
+	"cuelang.org/go/cue/scanner"
+	"cuelang.org/go/cue/token"
 
 	"github.com/celos-go/celos/schema"
 )
@@ -91,8 +93,11 @@ const (
 
 // generator writes the files of one package.
 type generator struct {
-	opt  GenOptions
-	vars DefaultVars
+	opt GenOptions
+	// explicit names the fields with defaults that body writes even at
+	// their default value (for the members of a group).
+	explicit map[string]bool
+	vars     DefaultVars
 	// used records which variables the workflows refer to.
 	used map[string]bool
 	// from lists the defaults files that set the variables.
@@ -293,46 +298,211 @@ func (g *generator) group(ws []*Workflow) (string, bool) {
 	for i, w := range ws {
 		ids[i] = w.ID
 	}
-	params, ok := idParams(ids)
+	// Each id is the same prefix, its own part, the same suffix.
+	pre, suf, params, ok := idSplit(ids)
 	if !ok {
 		return "", false
 	}
-	v := "name"
+	name := "name"
 	if len(ws[0].HelperParams) == 1 && identRE.MatchString(ws[0].HelperParams[0]) && !keywords[ws[0].HelperParams[0]] && ws[0].HelperParams[0] != "celos" && ws[0].HelperParams[0] != "workflows" {
-		v = ws[0].HelperParams[0]
+		name = ws[0].HelperParams[0]
 	}
-	var text string
-	for i, w := range ws {
+	// render writes member i with the id part written as ref.
+	render := func(i int, ref string) string {
 		p := params[i]
 		q := func(s string) string {
 			if s == p {
-				return v
+				return ref
 			}
 			parts := strings.Split(s, p)
 			for j := range parts {
 				parts[j] = escape(parts[j])
 			}
-			return `"` + strings.Join(parts, `\(`+v+`)`) + `"`
+			return `"` + strings.Join(parts, `\(`+ref+`)`) + `"`
 		}
-		t := fmt.Sprintf("workflows: %s: %s\n", q(w.ID), g.body(w, q))
-		if i == 0 {
-			text = t
-		} else if t != text {
-			return "", false
-		}
+		id := `"` + escape(pre) + `\(` + ref + `)` + escape(suf) + `"`
+		return fmt.Sprintf("workflows: %s: %s\n", id, g.body(ws[i], q))
 	}
 	var list []string
 	for _, p := range params {
 		list = append(list, quote(p))
 	}
-	return origin(ws, opt) + fmt.Sprintf("for %s in [%s] {\n%s}\n", v, strings.Join(list, ", "), text), true
+
+	// The members differ only in the id part: a comprehension over it.
+	same := true
+	text := render(0, name)
+	for i := 1; i < len(ws) && same; i++ {
+		same = render(i, name) == text
+	}
+	if same {
+		return origin(ws, opt) + fmt.Sprintf("for %s in [%s] {\n%s}\n", name, strings.Join(list, ", "), text), true
+	}
+
+	// They differ in a few other literals too (a concurrency, a cron
+	// string, seconds): a comprehension over a list of structs, when each
+	// differing line differs in one literal only.
+	g.explicit = differingDefaults(ws)
+	defer func() { g.explicit = nil }()
+	const elem = "wf"
+	texts := make([][]string, len(ws))
+	for i := range ws {
+		texts[i] = strings.Split(render(i, elem+"."+name), "\n")
+		if len(texts[i]) != len(texts[0]) {
+			return "", false
+		}
+	}
+	type field struct {
+		label  string
+		values []string
+	}
+	var fields []field
+	labels := map[string]bool{name: true}
+	out := make([]string, len(texts[0]))
+	for l := range texts[0] {
+		differs := false
+		for i := 1; i < len(ws); i++ {
+			differs = differs || texts[i][l] != texts[0][l]
+		}
+		if !differs {
+			out[l] = texts[0][l]
+			continue
+		}
+		line, label, values, ok := oneLiteral(texts, l, `\(`+elem+"."+name+`)`)
+		if !ok || len(fields) == 3 {
+			return "", false
+		}
+		for n, base := 2, label; labels[label]; n++ {
+			label = fmt.Sprintf("%s%d", base, n)
+		}
+		labels[label] = true
+		fields = append(fields, field{label, values})
+		out[l] = fmt.Sprintf(line, elem+"."+label)
+	}
+	var b strings.Builder
+	b.WriteString(origin(ws, opt))
+	fmt.Fprintf(&b, "for %s in [\n", elem)
+	for i, p := range params {
+		fmt.Fprintf(&b, "{%s: %s", name, quote(p))
+		for _, f := range fields {
+			fmt.Fprintf(&b, ", %s: %s", f.label, f.values[i])
+		}
+		b.WriteString("},\n")
+	}
+	fmt.Fprintf(&b, "] {\n%s}\n", strings.Join(out, "\n"))
+	return b.String(), true
 }
+
+// differingDefaults names the fields with defaults that the members of a
+// group do not all have the same value of, to be written for each.
+func differingDefaults(ws []*Workflow) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range ws[1:] {
+		out["schedulingStrategy"] = out["schedulingStrategy"] || w.SchedulingStrategy != ws[0].SchedulingStrategy
+		out["maxRetryCount"] = out["maxRetryCount"] || w.MaxRetryCount != ws[0].MaxRetryCount
+		out["waitTimeoutSeconds"] = out["waitTimeoutSeconds"] || w.WaitTimeoutSeconds != ws[0].WaitTimeoutSeconds
+		out["startTime"] = out["startTime"] || !w.StartTime.Equal(ws[0].StartTime)
+	}
+	return out
+}
+
+// oneLiteral checks that line l of the members' texts differs in exactly
+// one token, a number or a string without interpolation, labelled by a
+// field name on the line. It returns the line with that token as %s, the
+// label (an identifier) and each member's literal. interp is the one
+// interpolation the lines may hold (CUE's scanner cannot scan one alone).
+func oneLiteral(texts [][]string, l int, interp string) (string, string, []string, bool) {
+	type tok struct {
+		off  int
+		kind token.Token
+		lit  string
+	}
+	scan := func(line string) []tok {
+		line = strings.ReplaceAll(line, interp, strings.Repeat("_", len(interp)))
+		var sc scanner.Scanner
+		f := token.NewFile("", -1, len(line))
+		bad := false
+		sc.Init(f, []byte(line), func(token.Pos, string, []interface{}) { bad = true }, scanner.DontInsertCommas)
+		var out []tok
+		for {
+			pos, t, lit := sc.Scan()
+			if t == token.EOF {
+				break
+			}
+			out = append(out, tok{pos.Offset(), t, lit})
+		}
+		if bad {
+			return nil
+		}
+		return out
+	}
+	toks := make([][]tok, len(texts))
+	for i := range texts {
+		toks[i] = scan(texts[i][l])
+		if toks[i] == nil || len(toks[i]) != len(toks[0]) {
+			return "", "", nil, false
+		}
+	}
+	at := -1
+	for k := range toks[0] {
+		for i := 1; i < len(toks); i++ {
+			if toks[i][k].kind != toks[0][k].kind || toks[i][k].lit != toks[0][k].lit {
+				if at >= 0 && at != k {
+					return "", "", nil, false
+				}
+				at = k
+			}
+		}
+	}
+	if at < 1 {
+		return "", "", nil, false
+	}
+	values := make([]string, len(toks))
+	for i := range toks {
+		t := toks[i][at]
+		lit := texts[i][l][t.off : t.off+len(t.lit)]
+		if (t.kind != token.INT && t.kind != token.FLOAT && t.kind != token.STRING) || strings.Contains(lit, `\(`) {
+			return "", "", nil, false
+		}
+		values[i] = lit
+	}
+	// The label: the identifier or string right before the nearest ':'
+	// before the literal.
+	label := ""
+	for k := at - 1; k >= 1; k-- {
+		if toks[0][k].kind == token.COLON {
+			switch p := toks[0][k-1]; p.kind {
+			case token.IDENT:
+				label = p.lit
+			case token.STRING:
+				if u, err := strconv.Unquote(p.lit); err == nil {
+					label = nonWord.ReplaceAllString(u, "_")
+				}
+			}
+			break
+		}
+	}
+	label = strings.Trim(label, "_")
+	if label == "" || !identRE.MatchString(label) || keywords[label] {
+		return "", "", nil, false
+	}
+	line := texts[0][l]
+	t := toks[0][at]
+	return strings.ReplaceAll(line[:t.off], "%", "%%") + "%s" + strings.ReplaceAll(line[t.off+len(t.lit):], "%", "%%"), label, values, true
+}
+
+var nonWord = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 
 // idParams finds the part of each id that differs: what is left between
 // the ids' common prefix and suffix, both cut back to a separator so that
 // a word is not split. The parts must be distinct and not empty.
 func idParams(ids []string) ([]string, bool) {
-	pre, suf := ids[0], ids[0]
+	_, _, params, ok := idSplit(ids)
+	return params, ok
+}
+
+// idSplit is idParams with the common prefix and suffix.
+func idSplit(ids []string) (pre, suf string, params []string, ok bool) {
+	pre, suf = ids[0], ids[0]
 	for _, id := range ids[1:] {
 		for !strings.HasPrefix(id, pre) {
 			pre = pre[:len(pre)-1]
@@ -352,16 +522,16 @@ func idParams(ids []string) ([]string, bool) {
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		if len(pre)+len(suf) >= len(id) {
-			return nil, false
+			return "", "", nil, false
 		}
 		p := id[len(pre) : len(id)-len(suf)]
 		if seen[p] {
-			return nil, false
+			return "", "", nil, false
 		}
 		seen[p] = true
 		out[i] = p
 	}
-	return out, true
+	return pre, suf, out, true
 }
 
 // body writes a workflow's struct, its strings written by q.
@@ -371,7 +541,7 @@ func (g *generator) body(w *Workflow, q func(string) string) string {
 	b.WriteString("{\n")
 	fmt.Fprintf(&b, "schedule: %s\n", genSchedule(w.Schedule, q))
 	fmt.Fprintf(&b, "trigger: %s\n", g.trigger(w.Trigger, q))
-	if w.SchedulingStrategy.Concurrency != 1 {
+	if w.SchedulingStrategy.Concurrency != 1 || g.explicit["schedulingStrategy"] {
 		fmt.Fprintf(&b, "schedulingStrategy: celos.#Serial & {concurrency: %d}\n", w.SchedulingStrategy.Concurrency)
 	}
 	b.WriteString("externalService: celos.#Oozie & {\n")
@@ -413,13 +583,13 @@ func (g *generator) body(w *Workflow, q func(string) string) string {
 		}
 	}
 	b.WriteString("}\n}\n")
-	if !w.StartTime.Equal(schema.DefaultStartTime) {
+	if !w.StartTime.Equal(schema.DefaultStartTime) || g.explicit["startTime"] {
 		fmt.Fprintf(&b, "startTime: %s\n", q(w.StartTime.UTC().Format(time.RFC3339Nano)))
 	}
-	if w.MaxRetryCount != 0 {
+	if w.MaxRetryCount != 0 || g.explicit["maxRetryCount"] {
 		fmt.Fprintf(&b, "maxRetryCount: %d\n", w.MaxRetryCount)
 	}
-	if w.WaitTimeoutSeconds != schema.NeverTimeout {
+	if w.WaitTimeoutSeconds != schema.NeverTimeout || g.explicit["waitTimeoutSeconds"] {
 		fmt.Fprintf(&b, "waitTimeoutSeconds: %d\n", w.WaitTimeoutSeconds)
 	}
 	if w.URL != "" {
