@@ -1,8 +1,10 @@
 package celosjs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +259,34 @@ func TestGroups(t *testing.T) {
 				t.Errorf("--check: %v\n%s", d, src)
 			}
 		})
+	}
+}
+
+// TestFileNames: a workflow file named like a generated file (project.js,
+// defaults.js) or twice the same base name gets a file of its own.
+func TestFileNames(t *testing.T) {
+	t.Chdir(t.TempDir())
+	def := `var CELOS_DEFAULT_HDFS = "hdfs://nn"; celos.defineWorkflow({id: "%s", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(), trigger: celos.hdfsCheckTrigger("/x"), externalService: celos.oozieExternalService({})});`
+	var paths []string
+	for i, p := range []string{"project.js", "defaults.js", "a/w.js", "b/w.js"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprintf(def, fmt.Sprint("w", i))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	files, err := Generate(Evaluate(paths, Options{}), GenOptions{Package: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if d := cmp.Diff([]string{"defaults.cue", "defaults_2.cue", "project.cue", "project_2.cue", "w.cue", "w_2.cue"}, names); d != "" {
+		t.Errorf("files (-want +got):\n%s", d)
 	}
 }

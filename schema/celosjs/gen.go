@@ -53,13 +53,13 @@ func Generate(res *Result, opt GenOptions) (map[string][]byte, error) {
 	}
 	out[ProjectFile] = src
 	g := &generator{opt: opt, vars: sharedVars(res)}
-	out[DefaultsFile] = nil // reserved
+	taken := map[string]bool{ProjectFile: true, DefaultsFile: true}
 	for _, f := range res.Files {
 		if f.Err != nil || len(f.Workflows) == 0 {
 			continue
 		}
 		name := strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path)) + ".cue"
-		for i := 2; out[name] != nil || name == ProjectFile; i++ {
+		for i := 2; taken[name]; i++ {
 			name = fmt.Sprintf("%s_%d.cue", strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path)), i)
 		}
 		text := g.file(f)
@@ -68,8 +68,8 @@ func Generate(res *Result, opt GenOptions) (map[string][]byte, error) {
 			return nil, fmt.Errorf("format the CUE converted from %s: %v\n%s", f.Path, err, text)
 		}
 		out[name] = src
+		taken[name] = true
 	}
-	delete(out, DefaultsFile)
 	if text := g.defaultsFile(); text != "" {
 		src, err := format.Source([]byte(text))
 		if err != nil {

@@ -20,7 +20,7 @@ func init() { register(newImportJSCmd) }
 func newImportJSCmd() *cobra.Command {
 	var (
 		out, defaults, pkg, project string
-		check                       bool
+		check, force                bool
 		timeout                     time.Duration
 	)
 	c := &cobra.Command{
@@ -29,8 +29,9 @@ func newImportJSCmd() *cobra.Command {
 		Long: `import-js evaluates Celos JavaScript workflow files (a DIR means the *.js
 files directly in it, as Celos read its workflows directory) with Celos's
 JavaScript API, each in a fresh scope, and writes a CUE package to the -o
-directory: project.cue, and NAME.cue for each NAME.js, with comments saying
-where each workflow came from. Workflows made by one helper function or loop
+directory: project.cue, NAME.cue for each NAME.js, and defaults.cue with the
+defaults-file variables the workflows use, with comments saying where each
+workflow came from. Existing files are not overwritten without --force. Workflows made by one helper function or loop
 that differ only in one part of their id become a comprehension over a list.
 celos.importDefaults("x") reads x.js from the --defaults directory.
 
@@ -102,12 +103,30 @@ was not converted, left as TODO, or differs; 2 usage error.`,
 				names = append(names, n)
 			}
 			sort.Strings(names)
+			if !force {
+				var exist []string
+				for _, n := range names {
+					if _, err := os.Lstat(filepath.Join(out, n)); err == nil {
+						exist = append(exist, filepath.Join(out, n))
+					}
+				}
+				if len(exist) > 0 {
+					return &ExitError{Code: ExitFailure, Err: fmt.Errorf("not overwriting %s (it may hold edits): use --force, or another -o directory; nothing was written", strings.Join(exist, ", "))}
+				}
+			}
 			for _, n := range names {
 				path := filepath.Join(out, n)
 				if err := writeFileAtomic(path, gen[n]); err != nil {
 					return &ExitError{Code: ExitFailure, Err: err}
 				}
 				fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", path)
+			}
+			if others, _ := filepath.Glob(filepath.Join(out, "*.cue")); len(others) > len(names) {
+				for _, o := range others {
+					if gen[filepath.Base(o)] == nil {
+						fmt.Fprintf(stderr, "%s: warning: not written by this import; celos vet and --check read it too\n", o)
+					}
+				}
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%d workflows from %d files; check them with: celos import-js --check\n", len(res.Workflows()), len(files))
 			if failed {
@@ -119,6 +138,7 @@ was not converted, left as TODO, or differs; 2 usage error.`,
 	c.Flags().StringVarP(&out, "output", "o", "", "the CUE package `DIR` to write (or, with --check, to compare)")
 	c.Flags().StringVar(&defaults, "defaults", "", "Celos's defaults `DIR`, read by celos.importDefaults")
 	c.Flags().BoolVar(&check, "check", false, "write nothing: compare the package in -o with the JavaScript")
+	c.Flags().BoolVar(&force, "force", false, "overwrite the files of an earlier import in -o")
 	c.Flags().StringVar(&pkg, "package", "", "the CUE package `NAME` (default: from the -o directory's name)")
 	c.Flags().StringVar(&project, "project", "", "the project `NAME` written in project.cue (default: the -o directory's name)")
 	c.Flags().DurationVar(&timeout, "timeout", celosjs.DefaultTimeout, "time limit for evaluating one file, and for each property function call")
