@@ -48,6 +48,8 @@ func TestGolden(t *testing.T) {
 		differ []string
 		// warnings are celos vet's warnings on the generated package.
 		warnings int
+		// nothing are the files that define no workflow.
+		nothing []string
 	}{
 		{dir: "good", warnings: 3}, // workflow-bar is in another project
 		{
@@ -56,7 +58,8 @@ func TestGolden(t *testing.T) {
 			differ: []string{"daily-rollup"},
 		},
 		{
-			dir: "bad",
+			dir:     "bad",
+			nothing: []string{"testdata/bad/empty.js"},
 			problems: []string{
 				`testdata/bad/dup2.js:2:21: workflow "shared-id" is defined again (first at testdata/bad/dup1.js:1:21); this definition is not converted`,
 				`testdata/bad/endless.js:2:N: evaluation did not finish within 200ms (an endless loop?)`,
@@ -76,6 +79,15 @@ func TestGolden(t *testing.T) {
 			}
 			if d := cmp.Diff(tt.problems, problems, cmpEmpty); d != "" {
 				t.Errorf("problems (-want +got):\n%s", d)
+			}
+			var nothing []string
+			for _, f := range res.Files {
+				if f.DefinesNothing() {
+					nothing = append(nothing, f.Path)
+				}
+			}
+			if d := cmp.Diff(tt.nothing, nothing, cmpEmpty); d != "" {
+				t.Errorf("files defining nothing (-want +got):\n%s", d)
 			}
 			if d := cmp.Diff(tt.todos, strs(res.TODOs()), cmpEmpty); d != "" {
 				t.Errorf("TODOs (-want +got):\n%s", d)

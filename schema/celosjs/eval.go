@@ -77,8 +77,6 @@ type File struct {
 	// left them (nil: undefined, or not of the type Celos used).
 	Vars DefaultVars
 
-	vm      *goja.Runtime
-	timeout time.Duration
 	defined int
 }
 
@@ -209,14 +207,13 @@ type service struct {
 }
 
 func evalFile(path string, opt Options) (f *File) {
-	f = &File{Path: path, timeout: opt.Timeout}
+	f = &File{Path: path}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("read workflow file: %v", unwrapPath(err))}
 		return f
 	}
 	vm := goja.New()
-	f.vm = vm
 	e := &evaluator{vm: vm, file: f, opt: opt}
 	if err := vm.Set("__celos", e.api()); err != nil {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
