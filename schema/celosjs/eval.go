@@ -800,8 +800,10 @@ func (e *evaluator) resolve(d *pendingWorkflow) error {
 				if err != nil {
 					return err
 				}
-				props, err = e.properties(out, fmt.Sprintf("the property function of %q", id))
-				return err
+				if props, err = e.properties(out, fmt.Sprintf("the property function of %q", id)); err != nil {
+					return &Error{s.pos, err.Error()}
+				}
+				return nil
 			})
 			return props, err
 		}

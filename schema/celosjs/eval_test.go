@@ -78,6 +78,7 @@ func TestPropertyFunctions(t *testing.T) {
 		{"key only sometimes", `function (s) { var o = {}; if (s.getScheduledTime().getHour() == 0) { o.midnight = "yes"; } return o; }`, map[string]string{}, []string{"midnight"}, ""},
 		{"throws", `function (s) { throw new Error("boom"); }`, nil, nil, `w.js:2:67: the property function of workflow "w" fails for slot time 2037-11-23T19:47:58Z: boom`},
 		{"endless", `function (s) { for (;;) {} }`, nil, nil, `w.js:`},
+		{"number value", `function (s) { return {n: 3}; }`, nil, nil, `w.js:2:45: the property function of workflow "w" fails for slot time 2037-11-23T19:47:58Z: the property function of "w": property "n" must be a string, not the number 3 (Celos would fail at submit time)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
