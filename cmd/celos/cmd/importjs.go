@@ -30,10 +30,12 @@ func newImportJSCmd() *cobra.Command {
 files directly in it, as Celos read its workflows directory) with Celos's
 JavaScript API, each in a fresh scope, and writes a CUE package to the -o
 directory: project.cue, NAME.cue for each NAME.js, and defaults.cue with the
-defaults-file variables the workflows use, with comments saying where each
-workflow came from. Existing files are not overwritten without --force. Workflows made by one helper function or loop
-that differ only in one part of their id become a comprehension over a list.
-celos.importDefaults("x") reads x.js from the --defaults directory.
+defaults-file variables the workflows use (CELOS_DEFAULT_HDFS, ...), with
+comments saying where each workflow came from. Existing files are not
+overwritten without --force. Workflows made by one helper function or loop
+that differ in one part of their id, and in up to three other values, become
+a comprehension over a list. celos.importDefaults("x") reads x.js from the
+--defaults directory. docs/migrating-from-celos.md describes the whole switch.
 
 A property function (oozieExternalService(function(slotID) {...})) is
 evaluated at several slot times; each property whose values are the slot
