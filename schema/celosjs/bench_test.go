@@ -76,8 +76,14 @@ for (var j = 0; j < 5; j++) {
 // compares it with the JavaScript (as import-js --check does):
 //
 //	go test ./schema/celosjs -run '^$' -bench Import1000 -benchtime 5x
+//
+// With CELOS_IMPORT_BENCH_DIR=DIR the JavaScript files are left in
+// DIR/workflows and DIR/defaults, for timing the celos command on them.
 func BenchmarkImport1000(b *testing.B) {
-	dir := b.TempDir()
+	dir := os.Getenv("CELOS_IMPORT_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
 	files, defaults := writeBenchFiles(b, dir, 100)
 	out := filepath.Join(dir, "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
