@@ -416,7 +416,7 @@ func (e *evaluator) api() *goja.Object {
 		return e.vm.ToValue(&schedule{schema.Schedule{Type: schema.ScheduleCron, Cron: expr, TimeZone: "UTC"}})
 	})
 	set("dependentSchedule", func(c goja.FunctionCall) goja.Value {
-		id := e.str(c.Argument(0), "celos.dependentSchedule", "the workflow id")
+		id := e.workflowID(c.Argument(0), "celos.dependentSchedule")
 		return e.vm.ToValue(&schedule{schema.Schedule{Type: schema.ScheduleDependent, Workflow: id}})
 	})
 	set("serialSchedulingStrategy", func(c goja.FunctionCall) goja.Value {
@@ -434,6 +434,9 @@ func (e *evaluator) api() *goja.Object {
 	})
 	set("hdfsCheckTrigger", func(c goja.FunctionCall) goja.Value {
 		path := e.str(c.Argument(0), "celos.hdfsCheckTrigger", "the path")
+		if path == "" {
+			e.throw("Undefined path in hdfsCheckTrigger")
+		}
 		t := schema.Trigger{Type: schema.TriggerHDFSCheck, Path: path}
 		if fs := c.Argument(1); fs.ToBoolean() {
 			t.FS = e.str(fs, "celos.hdfsCheckTrigger", "the file system")
@@ -443,7 +446,7 @@ func (e *evaluator) api() *goja.Object {
 		return e.vm.ToValue(&trigger{t})
 	})
 	set("successTrigger", func(c goja.FunctionCall) goja.Value {
-		id := e.str(c.Argument(0), "celos.successTrigger", "the workflow id")
+		id := e.workflowID(c.Argument(0), "celos.successTrigger")
 		return e.vm.ToValue(&trigger{schema.Trigger{Type: schema.TriggerSuccess, Workflow: id}})
 	})
 	nary := func(kind, name string) func(goja.FunctionCall) goja.Value {
@@ -579,6 +582,20 @@ func (e *evaluator) str(v goja.Value, fn, what string) string {
 	return s
 }
 
+// workflowID reads the id of another workflow.
+func (e *evaluator) workflowID(v goja.Value, fn string) string {
+	id := e.str(v, fn, "the workflow id")
+	if !validID(id) {
+		e.throw("%s: %q is not a workflow id (letters, digits, '.', '_' and '-', at most 255 bytes)", fn, id)
+	}
+	return id
+}
+
+// validID is the schema's #ID.
+func validID(id string) bool {
+	return schema.IDPattern.MatchString(id) && len(id) <= 255 && id != "." && id != ".."
+}
+
 func (e *evaluator) integer(v goja.Value, fn, what string) int64 {
 	var f float64
 	switch x := v.Export().(type) {
@@ -643,7 +660,7 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 	if !ok {
 		e.throw("Workflow ID must be a string: %s", describe(idv))
 	}
-	if !schema.IDPattern.MatchString(id) || len(id) > 255 || id == "." || id == ".." {
+	if !validID(id) {
 		e.throw("workflow id %q is not a celos id (letters, digits, '.', '_' and '-', at most 255 bytes)", id)
 	}
 	field := func(name string) goja.Value {

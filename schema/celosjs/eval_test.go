@@ -35,6 +35,8 @@ func TestBadCalls(t *testing.T) {
 		{"no trigger", "celos.defineWorkflow({id: \"w\", schedule: celos.hourlySchedule()});", `w.js:1:21: celos.defineWorkflow("w"): trigger is missing`},
 		{"bad cron", `celos.cronSchedule("0 0 * *");`, `w.js:1:19: Error in cron expression "0 0 * *": expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 4`},
 		{"trigger not a trigger", `celos.andTrigger(celos.alwaysTrigger(), "x");`, `w.js:1:17: celos.andTrigger: argument 2 must be a trigger (celos.*Trigger(...)), not the string "x"`},
+		{"empty path", `celos.hdfsCheckTrigger("");`, `w.js:1:23: Undefined path in hdfsCheckTrigger`},
+		{"bad success id", `celos.successTrigger("a/b");`, `w.js:1:21: celos.successTrigger: "a/b" is not a workflow id (letters, digits, '.', '_' and '-', at most 255 bytes)`},
 		{"not without trigger", `celos.notTrigger();`, `w.js:1:17: Undefined sub trigger`},
 		{"offset not a number", `celos.offsetTrigger("1h", celos.alwaysTrigger());`, `w.js:1:20: celos.offsetTrigger: the seconds must be a number, not the string "1h"`},
 		{"fractional delay", `celos.delayTrigger(1.5);`, `w.js:1:19: celos.delayTrigger: the seconds must be a whole number, not 1.5`},
