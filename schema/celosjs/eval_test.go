@@ -293,3 +293,49 @@ func TestFileNames(t *testing.T) {
 		t.Errorf("files (-want +got):\n%s", d)
 	}
 }
+
+// TestCompare: --check finds a workflow missing from the CUE, one only in
+// the CUE, a changed field, and a property function whose CUE properties
+// differ at a sample slot time.
+func TestCompare(t *testing.T) {
+	res := evalSrc(t, `
+var s = celos.hourlySchedule(), st = celos.serialSchedulingStrategy();
+celos.defineWorkflow({id: "a", schedule: s, schedulingStrategy: st, trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({p: "/a"})});
+celos.defineWorkflow({id: "b", schedule: s, schedulingStrategy: st, trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService(function (x) {
+  return {day: x.getScheduledTime().toString("yyyy-MM-dd")};
+})});`)
+	if len(res.Problems) > 0 {
+		t.Fatal(res.Problems)
+	}
+	wf := func(id string, props map[string]string) schema.Workflow {
+		return schema.Workflow{ID: id, Schedule: schema.Schedule{Type: "cron", Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger: schema.Trigger{Type: "always"}, SchedulingStrategy: schema.Strategy{Type: "serial", Concurrency: 1},
+			ExternalService: schema.ExternalService{Type: "oozie", Properties: props}, StartTime: schema.DefaultStartTime,
+			WaitTimeoutSeconds: schema.NeverTimeout}
+	}
+	a := wf("a", map[string]string{"p": "/a"})
+	b := wf("b", map[string]string{"day": "${year}-${month}-${day}"})
+	tests := []struct {
+		name string
+		cue  []schema.Workflow
+		want []string // ids that differ
+	}{
+		{"equal", []schema.Workflow{a, b}, nil},
+		{"missing", []schema.Workflow{a}, []string{"b"}},
+		{"extra", []schema.Workflow{a, b, wf("c", nil)}, []string{"c"}},
+		{"changed field", []schema.Workflow{wf("a", map[string]string{"p": "/A"}), b}, []string{"a"}},
+		{"changed retry", []schema.Workflow{func() schema.Workflow { w := a; w.MaxRetryCount = 1; return w }(), b}, []string{"a"}},
+		{"property function", []schema.Workflow{a, wf("b", map[string]string{"day": "${year}-${day}-${month}"})}, []string{"b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, d := range Compare(res, &schema.Project{Workflows: tt.cue}) {
+				got = append(got, d.ID)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("differing ids (-want +got):\n%s", d)
+			}
+		})
+	}
+}
