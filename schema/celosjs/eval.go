@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"sort"
 	"strings"
 	"time"
@@ -34,7 +35,13 @@ type Options struct {
 	DefaultsDir string
 	// Timeout bounds the evaluation of one file; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// MemoryLimit stops an evaluation when the process's heap grows past
+	// it (bytes); 0 means DefaultMemoryLimit.
+	MemoryLimit uint64
 }
+
+// DefaultMemoryLimit is the heap size at which an evaluation is stopped.
+const DefaultMemoryLimit = 1 << 30
 
 // Pos is a position in a JavaScript file.
 type Pos struct {
@@ -145,6 +152,9 @@ func (r *Result) Workflows() []*Workflow {
 func Evaluate(paths []string, opt Options) *Result {
 	if opt.Timeout <= 0 {
 		opt.Timeout = DefaultTimeout
+	}
+	if opt.MemoryLimit == 0 {
+		opt.MemoryLimit = DefaultMemoryLimit
 	}
 	res := &Result{}
 	seen := map[string]Pos{}
@@ -261,14 +271,38 @@ func (e *evaluator) run(name, src string) error {
 // guard runs fn with the time limit, turning JavaScript errors into *Error.
 func (e *evaluator) guard(name string, fn func() error) error {
 	timer := time.AfterFunc(e.opt.Timeout, func() { e.vm.Interrupt(errTimeout) })
+	done := make(chan struct{})
+	go func() {
+		// The heap is watched too: a loop that fills an array would
+		// otherwise take the machine's memory before the time limit.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				metrics.Read(sample)
+				if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > e.opt.MemoryLimit {
+					e.vm.Interrupt(errMemory)
+					return
+				}
+			}
+		}
+	}()
 	defer func() {
+		close(done)
 		timer.Stop()
 		e.vm.ClearInterrupt()
 	}()
-	return jsError(name, fn(), e.opt.Timeout)
+	return jsError(name, fn(), e.opt)
 }
 
-var errTimeout = errors.New("time limit")
+var (
+	errTimeout = errors.New("time limit")
+	errMemory  = errors.New("memory limit")
+)
 
 // compileJS parses and compiles a file; a syntax error is an *Error at
 // its first problem.
@@ -305,13 +339,16 @@ func syntaxError(name string, err error) error {
 
 // jsError converts an error of running JavaScript into an *Error at the
 // innermost position in a user file.
-func jsError(name string, err error, timeout time.Duration) error {
+func jsError(name string, err error, opt Options) error {
 	if err == nil {
 		return nil
 	}
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
-		return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation did not finish within %s (an endless loop?)", timeout)}
+		if ie.Value() == errMemory {
+			return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation used more than %d MiB of memory (an endless loop?)", opt.MemoryLimit>>20)}
+		}
+		return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation did not finish within %s (an endless loop?)", opt.Timeout)}
 	}
 	var ex *goja.Exception
 	if errors.As(err, &ex) {

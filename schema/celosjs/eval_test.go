@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -337,5 +338,28 @@ celos.defineWorkflow({id: "b", schedule: s, schedulingStrategy: st, trigger: cel
 				t.Errorf("differing ids (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestMemoryLimit: a loop that fills memory is stopped by the memory
+// limit, at its line, long before the time limit.
+func TestMemoryLimit(t *testing.T) {
+	t.Chdir(t.TempDir())
+	src := "var a = [];\nfor (;;) { a.push(\"item \" + a.length); }\n"
+	if err := os.WriteFile("w.js", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res := Evaluate([]string{"w.js"}, Options{Timeout: 60 * time.Second, MemoryLimit: 128 << 20})
+	want := []string{"w.js:2:N: evaluation used more than 128 MiB of memory (an endless loop?)"}
+	got := strs(res.Problems)
+	for i := range got {
+		got[i] = regexp.MustCompile(`^w\.js:2:\d+:`).ReplaceAllString(got[i], "w.js:2:N:")
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if el := time.Since(start); el > 30*time.Second {
+		t.Errorf("stopped after %s", el)
 	}
 }

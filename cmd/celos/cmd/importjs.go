@@ -49,7 +49,8 @@ field-level diff (-javascript +cue). Property functions are compared by what
 celos would submit at the sample slot times.
 
 A file that fails (syntax error, thrown error, a call of an unknown celos.*
-function, a time limit hit by an endless loop) is reported as
+function, an endless loop stopped by --timeout or by the heap growing past
+1 GiB) is reported as
 "file:line:col: message" on stderr and not converted; the others are.
 
 Exit status: 0 everything converted (or, with --check, equal); 1 something
