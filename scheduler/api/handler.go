@@ -212,6 +212,9 @@ func badParamf(format string, args ...any) error {
 	return &badParam{msg: fmt.Sprintf(format, args...)}
 }
 
+// errNotImplemented is an operation the Service does not offer (501).
+var errNotImplemented = errors.New("not implemented by this server's service")
+
 // errorStatus maps an error to its HTTP status and message.
 func errorStatus(err error) (int, string) {
 	var bp *badParam
@@ -223,12 +226,14 @@ func errorStatus(err error) (int, string) {
 	case errors.Is(err, slot.ErrUnknownWorkflow), errors.Is(err, slot.ErrSlotNotFound),
 		errors.Is(err, slot.ErrNotInSchedule), errors.Is(err, ErrRegisterNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter):
+	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter), errors.Is(err, ErrRerunRefused):
 		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrUnschedulable):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, external.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()
+	case errors.Is(err, errNotImplemented):
+		return http.StatusNotImplemented, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, err.Error()
 	}

@@ -41,6 +41,7 @@ func (h *Handler) table() []*route {
 			http.MethodGet: {params: []param{id, slotTime}, serve: h.triggerStatus},
 		}},
 		{path: "/rerun", methods: map[string]*endpoint{
+			http.MethodGet:  {params: []param{id, slotTime}, serve: h.rerunCheck},
 			http.MethodPost: {params: []param{id, slotTime}, serve: h.rerun},
 		}},
 		{path: "/kill", methods: map[string]*endpoint{
@@ -375,6 +376,26 @@ func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, q query) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// rerunCheck answers GET /rerun: whether POST /rerun would accept the
+// slot, changing nothing. 200 with the slot as it is; else the error POST
+// would answer (400 not due, before startTime or not final; 404; 409).
+func (h *Handler) rerunCheck(w http.ResponseWriter, r *http.Request, q query) error {
+	id, err := slotID(q)
+	if err != nil {
+		return err
+	}
+	rc, ok := h.svc.(RerunChecker)
+	if !ok {
+		return errNotImplemented
+	}
+	st, err := rc.CheckRerun(r.Context(), id, h.now())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, NewSlot(st))
 	return nil
 }
 
