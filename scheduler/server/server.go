@@ -76,6 +76,10 @@ type Config struct {
 	// then rerun, kill and pause workflows. Without it, such a server
 	// refuses to start.
 	InsecureNoAuthOnPublicAddress bool
+	// StepTimeout is the bound of a scheduler step: GET /healthz answers
+	// 503 while a step has been running for longer (default
+	// api.DefaultStepTimeout, 10 minutes).
+	StepTimeout time.Duration
 	// PruneOlderThan, when positive, prunes the state database at start and
 	// then daily: the files of final slots older than this (at least
 	// statedb.MinRetention), as `celos db prune` does.
@@ -183,7 +187,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			log.Error("close state database", "error", cerr)
 		}
 	}()
-	h := api.New(engine, api.Options{Logger: log, Metrics: metrics, Version: cfg.Version})
+	h := api.New(engine, api.Options{Logger: log, Metrics: metrics, Version: cfg.Version, StepTimeout: cfg.StepTimeout})
 	mux, err := routes(cfg, engine, h, svcs, token != "")
 	if err != nil {
 		return err
