@@ -978,12 +978,12 @@ func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error)
 	return st, found, nil
 }
 
-// CheckRerun returns the state of slot id (WAITING if it has no record)
-// when Rerun at now would accept it, else Rerun's error; it changes
-// nothing (api.RerunChecker: GET /rerun).
+// CheckRerun returns the state of slot id (WAITING if it has no readable
+// record) when Rerun at now would accept it, else Rerun's error; it
+// changes nothing (api.RerunChecker: GET /rerun).
 func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, error) {
 	st, found, err := e.checkRerun(id, now)
-	if err == nil && !found {
+	if err == nil && (!found || st.Status == "") {
 		st = slot.NewWaiting(id)
 	}
 	return st, err
