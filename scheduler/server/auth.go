@@ -81,11 +81,11 @@ func IsLoopback(host string) bool {
 // 127.0.0.1 (DNS rebinding): for that browser the page, the API and the
 // UI are then the same origin, so the cross-origin check does not stop
 // it. Such a request carries the attacker's name in Host, so only these
-// are answered: localhost, a loopback address (127.0.0.0/8, [::1]), with
-// or without a port; on a public address (InsecureFlag), also any IP
-// address literal and the --listen name itself, as a rebinding needs a
-// name the attacker controls. A request without Host (HTTP/1.0) is
-// answered: browsers always send one.
+// are answered: localhost, a loopback address (127.0.0.0/8, [::1]), and
+// the --listen name itself (the operator's choice), with or without a
+// port; on a public address (InsecureFlag), also any IP address literal,
+// as a rebinding needs a name the attacker controls. A request without
+// Host (HTTP/1.0) is answered: browsers always send one.
 func hostPolicy(cfg Config, token string) func(host string) bool {
 	if token != "" {
 		return nil
@@ -113,7 +113,7 @@ func hostPolicy(cfg Config, token string) func(host string) bool {
 		if ip := net.ParseIP(host); ip != nil {
 			return ip.IsLoopback() || public
 		}
-		return public && strings.EqualFold(host, listen) && net.ParseIP(listen) == nil
+		return strings.EqualFold(host, listen)
 	}
 }
 
