@@ -105,6 +105,11 @@ func TestRunRefusesForeignHostWithoutToken(t *testing.T) {
 			t.Errorf("GET /workflow-list with Host %s: %d %s", host, code, body)
 		}
 	}
+	// The absolute form of the request target names the host too (a
+	// browser behind an HTTP proxy sends it): it wins over Host.
+	if code, body := rawRequest(t, addr, "POST http://rebind.attacker.example:"+port+"/pause?id=nope&paused=true HTTP/1.1", "Host: 127.0.0.1:"+port); code != http.StatusMisdirectedRequest {
+		t.Errorf("absolute-form target with a foreign host: %d %s (want 421)", code, body)
+	}
 	// HTTP/1.0 without Host: no browser sends that (a rebinding page
 	// always has a Host), so old probes and scripts keep working.
 	if code, body := rawRequest(t, addr, "GET /healthz HTTP/1.0"); code != http.StatusOK {
