@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/colinmarc/hdfs/v2 v2.4.0
+	github.com/google/go-cmp v0.7.0
 	github.com/jcmturner/gokrb5/v8 v8.4.4
 	github.com/pkg/sftp v1.13.12
 	github.com/prometheus/client_golang v1.25.0
