@@ -14,7 +14,7 @@ import (
 // workflow.
 func (p *Project) Validate() error {
 	if p.Format != FormatVersion {
-		return fmt.Errorf("%w %q (this celos reads %q)", ErrVersion, p.Format, FormatVersion)
+		return versionError(p.Format)
 	}
 	var errs []error
 	if p.Project == "" || !IDPattern.MatchString(p.Project) || p.Project == "." || p.Project == ".." {
