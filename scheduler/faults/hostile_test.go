@@ -2,6 +2,7 @@ package faults
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -151,6 +153,9 @@ func TestHostileInput(t *testing.T) {
 	if !strings.Contains(body, "passwd.json") {
 		t.Error("a symlink to /etc/passwd is not reported as a load error")
 	}
+	if strings.Contains(body, "root:") {
+		t.Error("/workflow-list shows the content of /etc/passwd")
+	}
 
 	// No file outside the server's own directories; the planted file is intact.
 	for p := range listFiles(t, dir) {
@@ -245,4 +250,125 @@ func TestSlowClients(t *testing.T) {
 	}
 	t.Logf("200 stalled connections closed by the server after %v", time.Since(start).Round(100*time.Millisecond))
 	s.stop()
+}
+
+// TestHostileFilesInWorkflowsDir runs a real celos server over a
+// workflows directory holding, beside a good project, a FIFO, symbolic
+// links to /dev/zero, to a FIFO and to a secret file, and documents that
+// carry the secret where encoding/json would quote it. The server starts,
+// steps finish, the good workflow runs to SUCCESS, every hostile file is a
+// load error naming what it is, and neither /workflow-list, /ui nor the
+// server's log ever shows the secret. A FIFO as --defaults makes the
+// server exit with an error at once instead of hanging.
+func TestHostileFilesInWorkflowsDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a celos server process")
+	}
+	const secret = "s3cr3tXq"
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf")
+	os.MkdirAll(wf, 0o755)
+	os.WriteFile(filepath.Join(wf, "good.json"), []byte(goodProject), 0o644)
+	shadow := filepath.Join(dir, "outside", "shadow")
+	os.MkdirAll(filepath.Dir(shadow), 0o755)
+	os.WriteFile(shadow, []byte("root:$6$"+secret+"$abcdefgh:19000:0:99999:7:::\n"), 0o600)
+	outsideFifo := filepath.Join(dir, "outside", "fifo")
+	for _, p := range []string{filepath.Join(wf, "fifo.json"), outsideFifo} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"zero.json": "/dev/zero", "tofifo.json": outsideFifo, "shadow.json": shadow} {
+		if err := os.Symlink(target, filepath.Join(wf, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withValue := func(field, value string) string {
+		return strings.Replace(goodProject, `"maxRetryCount": 0`, `"maxRetryCount": 0, "`+field+`": `+value, 1)
+	}
+	os.WriteFile(filepath.Join(wf, "format.json"), []byte(`{"format":"`+secret+`"}`), 0o644)
+	os.WriteFile(filepath.Join(wf, "time.json"), []byte(strings.Replace(goodProject, `"2015-09-13T00:00:00Z"`, `"`+secret+`"`, 1)), 0o644)
+	os.WriteFile(filepath.Join(wf, "number.json"), []byte(withValue("url", "31415926")), 0o644)
+	want := map[string]string{
+		"fifo.json":   "not a regular file (named pipe)",
+		"zero.json":   "not a regular file (symbolic link to a character device)",
+		"tofifo.json": "not a regular file (symbolic link to a named pipe)",
+		"shadow.json": "must be a JSON object",
+		"format.json": "unsupported format version",
+		"time.json":   "startTime",
+		"number.json": "url must be a string",
+	}
+
+	s := startServer(t, dir)
+	step := func() {
+		t.Helper()
+		done := make(chan struct{})
+		var code int
+		var body string
+		go func() {
+			defer close(done)
+			code, body = rawRequest(t, s.URL, "POST", "/scheduler?time=2015-09-13T00:30Z", "")
+		}()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("a step did not finish in 2 minutes\n%s", s.stderr)
+		}
+		if code != 200 {
+			t.Fatalf("POST /scheduler: %d %s", code, body)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		step()
+		if sl := s.slots("good", time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC), time.Date(2015, 9, 13, 1, 0, 0, 0, time.UTC)); sl["2015-09-13T00:00:00.000Z"].Status == "SUCCESS" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the good workflow did not run to SUCCESS in 2 minutes\n%s", s.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	code, body := rawRequest(t, s.URL, "GET", "/workflow-list", "")
+	if code != 200 || !strings.Contains(body, `"good"`) {
+		t.Fatalf("workflow-list: %d %s", code, body)
+	}
+	var list struct {
+		IDs        []string `json:"ids"`
+		LoadErrors []struct {
+			File, Error string
+		} `json:"loadErrors"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatalf("workflow-list: %v: %s", err, body)
+	}
+	got := map[string]string{}
+	for _, le := range list.LoadErrors {
+		got[le.File] = le.Error
+	}
+	for name, msg := range want {
+		if !strings.Contains(got[name], msg) {
+			t.Errorf("%s: load error %q, want it to say %q", name, got[name], msg)
+		}
+	}
+	_, ui := rawRequest(t, s.URL, "GET", "/ui", "")
+	if !strings.Contains(ui, "fifo.json") {
+		t.Errorf("/ui does not show the load errors:\n%.2000s", ui)
+	}
+	s.stop()
+	for what, text := range map[string]string{"/workflow-list": body, "/ui": ui, "the server's log": s.stderr.String()} {
+		for _, leak := range []string{secret, "31415926", "root:"} {
+			if strings.Contains(text, leak) {
+				t.Errorf("%s shows %q from a file's content", what, leak)
+			}
+		}
+	}
+
+	// A FIFO as the defaults file: the server exits with an error naming
+	// it, instead of hanging at start-up.
+	d := launch(t, dir, "--defaults", filepath.Join(wf, "fifo.json"))
+	if err := d.wait(2 * time.Minute); err == nil || !strings.Contains(d.stderr.String(), "fifo.json: not a regular file (named pipe)") {
+		t.Errorf("server with a FIFO as --defaults: %v\n%s", err, d.stderr)
+	}
 }
