@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -370,5 +371,92 @@ func TestHostileFilesInWorkflowsDir(t *testing.T) {
 	d := launch(t, dir, "--defaults", filepath.Join(wf, "fifo.json"))
 	if err := d.wait(2 * time.Minute); err == nil || !strings.Contains(d.stderr.String(), "fifo.json: not a regular file (named pipe)") {
 		t.Errorf("server with a FIFO as --defaults: %v\n%s", err, d.stderr)
+	}
+}
+
+// TestWorkflowOwnerSurvivesServerRestart: two projects define the same
+// workflow id. A real server keeps the id with the project that had it
+// first across restarts, also when the files are renamed so that the
+// other sorts first: only the owner's command ever runs on its slots, and
+// the other file is a load error naming the id and the owner's file.
+func TestWorkflowOwnerSurvivesServerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts celos server processes")
+	}
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf")
+	os.MkdirAll(wf, 0o755)
+	runs := filepath.Join(dir, "runs")
+	project := func(name string) []byte {
+		p := strings.Replace(goodProject, `"project": "good"`, `"project": "`+name+`"`, 1)
+		p = strings.Replace(p, `"id": "good"`, `"id": "wordcount-nyc"`, 1)
+		return []byte(strings.Replace(p, `"command": ["true"]`, `"command": ["sh", "-c", "echo `+name+` >> `+runs+`"]`, 1))
+	}
+	write := func(file, name string) {
+		if err := os.WriteFile(filepath.Join(wf, file+".tmp"), project(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Rename(filepath.Join(wf, file+".tmp"), filepath.Join(wf, file))
+	}
+	// runSlot steps at now until the slot an hour before is SUCCESS.
+	runSlot := func(s *server, slotTime time.Time) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if code, body := s.post("/scheduler", url.Values{"time": {slotTime.Add(30 * time.Minute).Format(time.RFC3339)}}); code != 200 {
+				t.Fatalf("POST /scheduler: %d %s", code, body)
+			}
+			if s.slots("wordcount-nyc", slotTime, slotTime.Add(time.Hour))[slotTime.Format("2006-01-02T15:04:05.000Z")].Status == "SUCCESS" {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("slot %s not SUCCESS in 2 minutes\n%s", slotTime, s.stderr)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	loadError := func(s *server, file string) string {
+		t.Helper()
+		_, body := rawRequest(t, s.URL, "GET", "/workflow-list", "")
+		var list struct {
+			LoadErrors []struct{ File, Error string } `json:"loadErrors"`
+		}
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			t.Fatalf("workflow-list: %v: %s", err, body)
+		}
+		for _, le := range list.LoadErrors {
+			if le.File == file {
+				return le.Error
+			}
+		}
+		return ""
+	}
+	slot0 := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
+
+	write("mine.json", "mine")
+	s := startServer(t, dir)
+	runSlot(s, slot0)
+	write("athers.json", "theirs") // deployed later, sorts first
+	runSlot(s, slot0.Add(time.Hour))
+	if le := loadError(s, "athers.json"); !strings.Contains(le, `workflow id "wordcount-nyc" belongs to project mine (mine.json)`) {
+		t.Errorf("load error of the later file: %q", le)
+	}
+	s.stop()
+
+	os.Rename(filepath.Join(wf, "mine.json"), filepath.Join(wf, "zzz-mine.json"))
+	for i := range 2 {
+		s = startServer(t, dir)
+		runSlot(s, slot0.Add(time.Duration(2+i)*time.Hour))
+		if le := loadError(s, "athers.json"); !strings.Contains(le, `workflow id "wordcount-nyc" belongs to project mine (zzz-mine.json)`) {
+			t.Errorf("restart %d: load error of the other file: %q", i+1, le)
+		}
+		s.stop()
+	}
+	data, _ := os.ReadFile(runs)
+	if got := strings.Fields(string(data)); strings.Join(got, ",") != "mine,mine,mine,mine" {
+		t.Fatalf("commands run on wordcount-nyc's slots: %v, want the owner's four times", got)
+	}
+	if n := strings.Count(s.stderr.String(), "belongs to project mine"); n != 1 {
+		t.Errorf("the last server logged the clash %d times, want once", n)
 	}
 }
