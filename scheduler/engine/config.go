@@ -292,8 +292,8 @@ func (l *loader) readOwners() {
 // recordHolds returns the recorded owner of id if the record still holds,
 // with the file that holds it: a loaded file of the owner's project that
 // defines id (the recorded file if it is one, else the first by name), or
-// the recorded file if it is in the directory but has never loaded
-// (broken). l.defs is current.
+// the recorded file if it is in the directory but has never loaded or
+// cannot be read (broken). l.defs and l.entryErrs are current.
 func (l *loader) recordHolds(id string) (o statedb.Owner, file string, broken, ok bool) {
 	o, ok = l.owners[id]
 	if !ok {
@@ -311,6 +311,9 @@ func (l *loader) recordHolds(id string) (o statedb.Owner, file string, broken, o
 		return o, file, false, true
 	}
 	if fe := l.files[o.File]; fe != nil && fe.proj == nil {
+		return o, o.File, true, true
+	}
+	if _, bad := l.entryErrs[o.File]; bad { // a dangling link, for now
 		return o, o.File, true, true
 	}
 	return o, "", false, false

@@ -286,12 +286,30 @@ func TestOwnerFileThatDoesNotLoadKeepsItsIDs(t *testing.T) {
 	stop()
 	os.WriteFile(filepath.Join(wdir, "mine.json"), []byte(`{"format":`), 0o644)
 	e, stop = openEngine(t, wdir, ddir, discard)
-	defer stop()
 	if ids := e.WorkflowIDs(); len(ids) != 0 {
 		t.Fatalf("ids %v: the other project took the id of an owner whose file does not load", ids)
 	}
 	if le := loadErrs(e)["athers.json"]; !strings.Contains(le, `workflow id "wf" belongs to project mine (mine.json, which does not load now)`) {
 		t.Errorf("load error %q", le)
+	}
+	stop()
+
+	// The same for an owner's file that is a dangling symbolic link (a
+	// checkout being replaced).
+	os.Remove(filepath.Join(wdir, "mine.json"))
+	os.Symlink(filepath.Join(wdir, "nowhere"), filepath.Join(wdir, "mine.json"))
+	e, stop = openEngine(t, wdir, ddir, discard)
+	if ids := e.WorkflowIDs(); len(ids) != 0 {
+		t.Fatalf("ids %v: the other project took the id of an owner whose file is a dangling link", ids)
+	}
+	stop()
+	// Once the owner's file loads again, the owner runs.
+	os.Remove(filepath.Join(wdir, "mine.json"))
+	writeProject(t, wdir, "mine", mine)
+	e, stop = openEngine(t, wdir, ddir, discard)
+	defer stop()
+	if got := commandOf(t, e, "wf"); got != "true" {
+		t.Fatalf("wf runs %q, want the owner's", got)
 	}
 }
 
