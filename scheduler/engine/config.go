@@ -60,7 +60,10 @@ type loader struct {
 	// owners are the owner records of the state database (read on the
 	// first load, then kept in step with it); nil until read.
 	owners map[string]statedb.Owner
-	last   *config // returned again while no file changes
+	// ownersUnread: the records could not be read; they are not written
+	// either until a reload (POST /clear-cache) reads them.
+	ownersUnread bool
+	last         *config // returned again while no file changes
 	// logged are the load errors of the last config: a new config logs
 	// only the ones that are news.
 	logged map[api.LoadError]bool
@@ -191,12 +194,15 @@ func (l *loader) load() *config {
 	// Files that owned ids before go first, so a newly deployed file that
 	// repeats an id cannot take it (or its file's other workflows) away;
 	// then files named by owner records.
-	recorded := make(map[string]bool)
+	recorded, owning := make(map[string]bool), make(map[string]bool)
 	for _, o := range l.owners {
 		recorded[o.File] = true
 	}
+	for _, f := range l.owner {
+		owning[f] = true
+	}
 	sort.Slice(names, func(i, j int) bool {
-		oi, oj := l.ownsAny(names[i]), l.ownsAny(names[j])
+		oi, oj := owning[names[i]], owning[names[j]]
 		if oi != oj {
 			return oi
 		}
@@ -282,11 +288,13 @@ func (l *loader) readOwners() {
 	}
 	owners, err := l.db.Owners()
 	if err != nil {
-		// Without records the choice falls back on load order; say so.
+		// Without records the choice falls back on load order; say so,
+		// and leave the records alone (they may be right).
 		l.logger().Error("workflow owners not read: a workflow id defined by two projects goes to the first file by name", "error", err)
+		l.ownersUnread = true
 		return
 	}
-	l.owners = owners
+	l.owners, l.ownersUnread = owners, false
 }
 
 // recordHolds returns the recorded owner of id if the record still holds,
@@ -330,7 +338,7 @@ func (l *loader) recordOwners(c *config) {
 			continue
 		}
 		l.owners[id] = o
-		if l.db == nil {
+		if l.db == nil || l.ownersUnread {
 			continue
 		}
 		if err := l.db.SetOwner(id, o); err != nil {
@@ -345,20 +353,11 @@ func (l *loader) recordOwners(c *config) {
 			continue
 		}
 		delete(l.owners, id)
-		if l.db == nil {
+		if l.db == nil || l.ownersUnread {
 			continue
 		}
 		if err := l.db.DeleteOwner(id); err != nil {
 			l.logger().Error("stale workflow owner record not removed", "workflow", id, "error", err)
 		}
 	}
-}
-
-func (l *loader) ownsAny(name string) bool {
-	for _, f := range l.owner {
-		if f == name {
-			return true
-		}
-	}
-	return false
 }

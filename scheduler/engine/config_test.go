@@ -360,3 +360,33 @@ func BenchmarkLoadUnchanged1000Files(b *testing.B) {
 		}
 	})
 }
+
+// TestUnreadableOwnerRecords: when the owner records cannot be read, the
+// engine still loads (first file by name), says so in the log, and does
+// not write records it could not check.
+func TestUnreadableOwnerRecords(t *testing.T) {
+	wdir, ddir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ddir, "owner"), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeProject(t, wdir, "a", hourly("wf"))
+	writeProject(t, wdir, "b", hourly("wf"))
+	logs := &logCounter{}
+	e, stop := openEngine(t, wdir, ddir, slog.New(slog.NewTextHandler(logs, nil)))
+	defer stop()
+	if ids := strings.Join(e.WorkflowIDs(), ","); ids != "wf" {
+		t.Fatalf("ids %s", ids)
+	}
+	if le := loadErrs(e)["b.json"]; !strings.Contains(le, `duplicate workflow id "wf" (also in a.json)`) {
+		t.Errorf("load error of b.json: %q", le)
+	}
+	if logs.count("workflow owners not read") != 1 {
+		t.Errorf("log does not say the owners were not read:\n%s", logs.buf.String())
+	}
+	if logs.count("workflow owner not recorded") != 0 {
+		t.Errorf("records were written although they could not be read:\n%s", logs.buf.String())
+	}
+	if data, _ := os.ReadFile(filepath.Join(ddir, "owner")); string(data) != "not a directory" {
+		t.Errorf("the owner path was changed: %q", data)
+	}
+}
