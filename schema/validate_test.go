@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +183,43 @@ func TestLoadErrorsQuoteNoContent(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("Load: %q does not say %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+// TestValidationErrorsAreShort: a huge value in any quoted field of a
+// celos document gives a short error (load errors are served on
+// /workflow-list and logged), still naming the problem.
+func TestValidationErrorsAreShort(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name   string
+		change func(p *Project)
+		want   string
+	}{
+		{"project", func(p *Project) { p.Project = huge + "/" }, "project name"},
+		{"id", func(p *Project) { p.Workflows[0].ID = huge + "/" }, "id must match"},
+		{"strategy", func(p *Project) { p.Workflows[0].SchedulingStrategy.Type = huge }, "schedulingStrategy: unknown type"},
+		{"schedule type", func(p *Project) { p.Workflows[0].Schedule.Type = huge }, "schedule: unknown type"},
+		{"cron", func(p *Project) { p.Workflows[0].Schedule.Cron = huge }, "longer than 1024 bytes"},
+		{"time zone", func(p *Project) { p.Workflows[0].Schedule.TimeZone = huge }, "longer than 64 bytes"},
+		{"dependent", func(p *Project) { p.Workflows[0].Schedule = Schedule{Type: ScheduleDependent, Workflow: huge + "/"} }, "not a valid id"},
+		{"trigger type", func(p *Project) { p.Workflows[0].Trigger.Type = huge }, "unknown trigger type"},
+		{"success trigger", func(p *Project) { p.Workflows[0].Trigger = Trigger{Type: TriggerSuccess, Workflow: huge + "/"} }, "not a valid id"},
+		{"service type", func(p *Project) { p.Workflows[0].ExternalService.Type = huge }, "externalService: unknown type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Project{Format: FormatVersion, Project: "p", Workflows: []Workflow{validWorkflow()}}
+			tt.change(p)
+			data, err := p.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Load(strings.NewReader(string(data)))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || len(err.Error()) > 1024 {
+				t.Fatalf("Load: %d-byte error %.300q, want a short one saying %q", len(fmt.Sprint(err)), fmt.Sprint(err), tt.want)
 			}
 		})
 	}
