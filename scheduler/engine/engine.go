@@ -156,7 +156,7 @@ func New(opts Options) (*Engine, error) {
 		fs:       opts.FS,
 		clock:    opts.Clock,
 		log:      opts.Logger,
-		loader:   &loader{dir: opts.WorkflowsDir, files: make(map[string]*fileEntry)},
+		loader:   &loader{dir: opts.WorkflowsDir, db: opts.DB, files: make(map[string]*fileEntry)},
 		done:     make(map[string]doneMark),
 		problems: make(map[problemKey]Problem),
 	}
@@ -169,6 +169,7 @@ func New(opts Options) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.Default()
 	}
+	e.loader.log = e.log
 	if e.opts.CallTimeout <= 0 {
 		e.opts.CallTimeout = time.Minute
 	}
@@ -186,7 +187,7 @@ func (e *Engine) reload() *config {
 	if c == e.cfg {
 		return c // nothing changed; already logged
 	}
-	for _, le := range c.loadErrs {
+	for _, le := range c.newLoadErrs {
 		e.log.Error("workflows file not loaded", "file", le.File, "error", le.Error)
 	}
 	for id, err := range c.schedErrs {
@@ -1139,8 +1140,7 @@ func (e *Engine) RegisterKeys(ctx context.Context, bucket, prefix string) ([]str
 func (e *Engine) ClearCache() error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
-	e.loader.files = make(map[string]*fileEntry)
-	e.loader.last = nil
+	e.loader.forget()
 	err := e.db.Reload()
 	e.mu.Lock()
 	e.done = make(map[string]doneMark)
