@@ -149,12 +149,12 @@ func (s *session) checkDirs(ctx context.Context, create, dryRun bool) error {
 			if s.undeploy {
 				hint = "nothing was deployed through it"
 			}
-			return fmt.Errorf("%w: the %s directory %s (%s in the target file %s) does not exist; is the target file right? (%s)",
-				ErrMissingDir, d.kind, d.loc, d.key, s.target.Source, hint)
+			return fmt.Errorf("the %s directory %s (%s in the target file %s) does not exist; is the target file right? (%s)%.0w",
+				d.kind, d.loc, d.key, s.target.Source, hint, ErrMissingDir)
 		case err != nil:
 			return fmt.Errorf("%s directory %s: %w", d.kind, d.loc, err)
 		case !st.IsDir():
-			return fmt.Errorf("%w: the %s directory %s (%s in the target file %s) is not a directory", ErrMissingDir, d.kind, d.loc, d.key, s.target.Source)
+			return fmt.Errorf("the %s directory %s (%s in the target file %s) is not a directory%.0w", d.kind, d.loc, d.key, s.target.Source, ErrMissingDir)
 		}
 	}
 	return nil
@@ -217,8 +217,8 @@ func (s *session) checkOverlap(ctx context.Context, dir string) error {
 			default:
 				continue
 			}
-			return fmt.Errorf("%w: the Oozie directory %s %s the %s directory %s, which a deploy would replace and an undeploy delete; "+
-				"choose another --hdfs-root (or hdfs.root in the target file)", ErrHDFSDirOverlaps, s.hdfsURLOf(dir), rel, o.kind, o.loc)
+			return fmt.Errorf("the Oozie directory %s %s the %s directory %s, which a deploy would replace and an undeploy delete; "+
+				"choose another --hdfs-root (or hdfs.root in the target file)%.0w", s.hdfsURLOf(dir), rel, o.kind, o.loc, ErrHDFSDirOverlaps)
 		}
 	}
 	return nil
@@ -275,20 +275,20 @@ func (s *session) checkOwner(hfs targets.FS, dir string, m *Manifest) error {
 	}
 	rec, err := readOwner(hfs, dir)
 	if err != nil {
-		return fmt.Errorf("%w: cannot tell which workflows directory deployed %s: %v; remove or fix the record by hand once you know",
-			ErrOwnedElsewhere, s.hdfsURL(dir), err)
+		return fmt.Errorf("cannot tell which workflows directory deployed %s: %v; remove or fix the record by hand once you know%.0w",
+			s.hdfsURL(dir), err, ErrOwnedElsewhere)
 	}
 	if rec != nil {
 		if rec.WorkflowsDir == s.wfKey() {
 			return nil
 		}
-		return fmt.Errorf("%w: %s was deployed through the workflows directory %s, not %s (this target's %s); "+
-			"a typo in the target file, or another installation sharing the HDFS root? Deploy or undeploy it with that installation's target",
-			ErrOwnedElsewhere, s.hdfsURL(dir), rec.WorkflowsDir, s.wfKey(), targets.KeyWorkflowsDir)
+		return fmt.Errorf("%s was deployed through the workflows directory %s, not %s (this target's %s); "+
+			"a typo in the target file, or another installation sharing the HDFS root? Deploy or undeploy it with that installation's target%.0w",
+			s.hdfsURL(dir), rec.WorkflowsDir, s.wfKey(), targets.KeyWorkflowsDir, ErrOwnedElsewhere)
 	}
 	if m != nil && (m.HDFS == nil || m.HDFS.Dir != dir) {
-		return fmt.Errorf("%w%.0w: %s exists, has no celos owner record, and this workflows directory's manifest of %s does not name it: "+
-			"another installation or tool wrote it; remove it by hand if it is not in use", ErrOwnedElsewhere, errUnrecorded, s.hdfsURL(dir), s.o.Project)
+		return fmt.Errorf("%s exists, has no celos owner record, and this workflows directory's manifest of %s does not name it: "+
+			"another installation or tool wrote it; remove it by hand if it is not in use%.0w%.0w", s.hdfsURL(dir), s.o.Project, ErrOwnedElsewhere, errUnrecorded)
 	}
 	if m == nil {
 		s.warn("%s has no celos owner record (deployed by Celos CI or an older celos): taking it over for %s", s.hdfsURL(dir), s.wfKey())
@@ -374,9 +374,35 @@ var appPathKeys = []string{"oozie.wf.application.path", "oozie.coord.application
 
 // checkAppPaths lists the Oozie workflows whose application path is not
 // under HDFS_ROOT/NAME, where deploy puts hdfs/: every submission would
-// run something else, or fail on a missing path.
+// run something else, or fail on a missing path. The target's Hadoop
+// configuration is read only when a path names a file system.
 func (s *session) checkAppPaths(ctx context.Context, p *schema.Project) ([]string, error) {
-	dir := s.hdfsDir()
+	fsName := ""
+	for _, w := range p.Workflows {
+		for _, k := range appPathKeys {
+			v := strings.ToLower(strings.TrimSpace(w.ExternalService.Properties[k]))
+			if fsName == "" && (strings.Contains(v, "://") || strings.HasPrefix(v, "file:")) {
+				local, err := s.hdfsLocal(ctx)
+				if err != nil {
+					return nil, err
+				}
+				fsName = "file://"
+				if !local {
+					fsName = strings.TrimSuffix(s.conf.DefaultFS(), "/")
+				}
+			}
+		}
+	}
+	return AppPathProblems(p, s.hdfsDir(), fsName), nil
+}
+
+// AppPathProblems lists, one message per path, the Oozie workflows of p
+// whose application path (oozie.wf.application.path, and the coordinator
+// and bundle ones) is not under dir, the HDFS_ROOT/NAME the project
+// deploys to, on the file system fsName (hdfs://nn:8020, or file:// for a
+// file:/// installation; "" when unknown: then a path naming a file
+// system counts as elsewhere).
+func AppPathProblems(p *schema.Project, dir, fsName string) []string {
 	var problems []string
 	for _, w := range p.Workflows {
 		if w.ExternalService.Type != schema.ServiceOozie {
@@ -387,23 +413,12 @@ func (s *session) checkAppPaths(ctx context.Context, p *schema.Project) ([]strin
 			if !ok {
 				continue
 			}
-			fsName := ""
-			if strings.Contains(v, "://") || strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "file:") {
-				local, err := s.hdfsLocal(ctx)
-				if err != nil {
-					return nil, err
-				}
-				fsName = "file://"
-				if !local {
-					fsName = strings.TrimSuffix(s.conf.DefaultFS(), "/")
-				}
-			}
 			if why := appPathProblem(v, dir, fsName); why != "" {
 				problems = append(problems, fmt.Sprintf("workflow %s: %s %q %s, not under %s where deploy puts hdfs/", w.ID, k, v, why, dir))
 			}
 		}
 	}
-	return problems, nil
+	return problems
 }
 
 // appPathProblem says why the application path app is not under dir

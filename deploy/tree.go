@@ -93,7 +93,7 @@ func scanLocal(deployDir string) (*localTree, error) {
 			return fmt.Errorf("%s: file names must be UTF-8", shown)
 		}
 		if rel == OwnerFile {
-			return fmt.Errorf("%w: %s: the name %s is reserved for the owner record deploy writes", ErrUnsafeLocalFile, shown, OwnerFile)
+			return fmt.Errorf("%s: the name %s is reserved for the owner record deploy writes%.0w", shown, OwnerFile, ErrUnsafeLocalFile)
 		}
 		info, err := d.Info()
 		if err != nil {
@@ -118,7 +118,7 @@ func scanLocal(deployDir string) (*localTree, error) {
 			t.files = append(t.files, localFile{rel: rel, path: open, size: info.Size()})
 			t.bytes += info.Size()
 		default:
-			return fmt.Errorf("%w: %s is not a regular file or directory (%s); refused without opening it", ErrUnsafeLocalFile, shown, kindOf(info.Mode()))
+			return fmt.Errorf("%s is not a regular file or directory (%s); refused without opening it%.0w", shown, kindOf(info.Mode()), ErrUnsafeLocalFile)
 		}
 		return nil
 	})
@@ -136,7 +136,7 @@ func resolveInside(link, project string) (string, error) {
 		return "", fmt.Errorf("%s: broken symbolic link: %w", link, errors.Unwrap(err))
 	}
 	if real != project && !strings.HasPrefix(real, project+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: %s is a symbolic link that leaves the project directory %s; refused (copy the file into the project instead)", ErrUnsafeLocalFile, link, project)
+		return "", fmt.Errorf("%s is a symbolic link that leaves the project directory %s; refused (copy the file into the project instead)%.0w", link, project, ErrUnsafeLocalFile)
 	}
 	return real, nil
 }
@@ -163,7 +163,7 @@ func openLocal(p string) (*os.File, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%w: %s became a symbolic link since it was listed", ErrUnsafeLocalFile, p)
+			return nil, fmt.Errorf("%s became a symbolic link since it was listed%.0w", p, ErrUnsafeLocalFile)
 		}
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func openLocal(p string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnsafeLocalFile, p, kindOf(st.Mode()))
+		return nil, fmt.Errorf("%s is not a regular file (%s)%.0w", p, kindOf(st.Mode()), ErrUnsafeLocalFile)
 	}
 	return f, nil
 }
