@@ -246,9 +246,8 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	if stale := s.staleHDFSDir(prev, c.tree != nil); stale != "" && s.staleOwned(hfs, stale, prev) {
-		// The project no longer has an hdfs/ directory, or it moved (another
-		// --hdfs-root): remove the one the previous deploy wrote, now that
-		// no workflow refers to it.
+		// The project no longer has an hdfs/ directory: remove the one the
+		// previous deploy wrote, now that no workflow refers to it.
 		if err := hfs.RemoveAll(stale); err != nil {
 			s.warn("deployed, but the previous Oozie directory %s could not be removed: %v", s.hdfsURL(stale), err)
 		}
@@ -258,9 +257,11 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 }
 
 // staleHDFSDir returns the Oozie directory the previous deploy wrote when
-// this deploy does not replace it: the project has no hdfs/ any more, or
-// deploys to another HDFS root. Only a directory on the same file system
-// is returned (another one cannot be reached).
+// this deploy does not replace it: the project has no hdfs/ any more.
+// readManifest keeps only a directory that is HDFS_ROOT/NAME, so that is
+// the only one ever returned (a deploy to another HDFS root leaves the old
+// one, with readManifest's warning), and only on the same file system
+// (another one cannot be reached). The caller still checks its owner.
 func (s *session) staleHDFSDir(prev *Manifest, hasTree bool) string {
 	if prev == nil || prev.HDFS == nil || (hasTree && prev.HDFS.Dir == s.hdfsDir()) {
 		return ""

@@ -25,8 +25,7 @@ type Plan struct {
 	WorkflowsFile string `json:"workflowsFile"`
 	HDFSDir       string `json:"hdfsDir,omitempty"`
 	// HDFSDirRemoved is the Oozie directory of the previous deploy when
-	// this one would remove it (the project has no hdfs/ any more, or
-	// moved to another HDFS root).
+	// this one would remove it (the project has no hdfs/ any more).
 	HDFSDirRemoved string `json:"hdfsDirRemoved,omitempty"`
 	// FirstDeploy is true when the target has no workflows file of the
 	// project yet.
@@ -40,7 +39,10 @@ type Plan struct {
 	FilesAdded       []FileChange     `json:"filesAdded,omitempty"`
 	FilesRemoved     []FileChange     `json:"filesRemoved,omitempty"`
 	FilesChanged     []FileChange     `json:"filesChanged,omitempty"`
-	Warnings         []string         `json:"warnings,omitempty"`
+	// Warnings are what MakePlan also passed to Options.Warn: application
+	// paths deploy would refuse, a manifest not followed, directories
+	// --create-dirs would create.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // WorkflowChange lists the changed fields of one workflow.

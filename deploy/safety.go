@@ -291,7 +291,7 @@ func (s *session) checkOwner(hfs targets.FS, dir string, m *Manifest) error {
 			"another installation or tool wrote it; remove it by hand if it is not in use%.0w%.0w", s.hdfsURL(dir), s.o.Project, ErrOwnedElsewhere, errUnrecorded)
 	}
 	if m == nil {
-		s.warn("%s has no celos owner record (deployed by Celos CI or an older celos): taking it over for %s", s.hdfsURL(dir), s.wfKey())
+		s.warn("%s has no celos owner record (deployed by Celos CI or an older celos); treating it as this workflows directory's (%s)", s.hdfsURL(dir), s.wfKey())
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/targets"
-	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
 // snapshot is every file under the fixture's root (installation, project,
@@ -638,5 +636,52 @@ func TestAppPathProblem(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
-var _ = hadoopconf.Options{}
+// FuzzAppPathProblem: the application-path check never panics, and a
+// path it accepts really is under the directory: cleaned (and with its
+// ${...} tokens and file-system prefix taken off) it starts with dir/ or
+// is dir, and has no .. component.
+func FuzzAppPathProblem(f *testing.F) {
+	for _, s := range []string{
+		"/user/celos/app/wc/workflow.xml", "/user/celos/app/wc", "hdfs://nn:8020/user/celos/app/wc/x",
+		"${nameNode}/user/celos/app/wc/x", "/user/celos/app/wc/${year}/x", "/user/celos/app/wc/../x",
+		"file:///user/celos/app/wc/x", "hdfs://nn/user/celos/app/wc/${x}/../..", "${a}${b}", "::", "hdfs://[::1]:8020/x",
+	} {
+		f.Add(s)
+	}
+	const dir = "/user/celos/app/wc"
+	f.Fuzz(func(t *testing.T, app string) {
+		for _, fsName := range []string{"hdfs://nn:8020", "file://", ""} {
+			if appPathProblem(app, dir, fsName) != "" {
+				continue
+			}
+			p := strings.TrimSpace(app)
+			if strings.HasPrefix(p, "${") {
+				p = p[strings.Index(p, "}")+1:]
+			} else if i := strings.Index(p, "://"); i >= 0 {
+				u, err := url.Parse(p)
+				if err != nil {
+					t.Fatalf("accepted an unparsable URL %q", app)
+				}
+				p = u.Path
+			} else if strings.HasPrefix(strings.ToLower(p), "file:") {
+				u, err := url.Parse(p)
+				if err != nil {
+					t.Fatalf("accepted an unparsable URL %q", app)
+				}
+				p = u.Path
+			}
+			if i := strings.Index(p, "${"); i >= 0 {
+				p = p[:i]
+			}
+			for _, part := range strings.Split(p, "/") {
+				if part == ".." {
+					t.Fatalf("accepted %q (fs %q) with a .. component", app, fsName)
+				}
+			}
+			c := filepath.ToSlash(filepath.Clean(p))
+			if c != dir && !strings.HasPrefix(c, dir+"/") {
+				t.Fatalf("accepted %q (fs %q): %q is not under %s", app, fsName, c, dir)
+			}
+		}
+	})
+}
