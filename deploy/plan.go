@@ -39,9 +39,9 @@ type Plan struct {
 	FilesAdded       []FileChange     `json:"filesAdded,omitempty"`
 	FilesRemoved     []FileChange     `json:"filesRemoved,omitempty"`
 	FilesChanged     []FileChange     `json:"filesChanged,omitempty"`
-	// Warnings are what MakePlan also passed to Options.Warn: application
+	// Warnings about the target, also passed to Options.Warn: application
 	// paths deploy would refuse, a manifest not followed, directories
-	// --create-dirs would create.
+	// --create-dirs would create (compile warnings are not repeated here).
 	Warnings []string `json:"warnings,omitempty"`
 }
 

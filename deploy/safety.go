@@ -137,7 +137,6 @@ func (s *session) checkDirs(ctx context.Context, create, dryRun bool) error {
 		st, err := fsys.Stat(d.loc.Path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && create && dryRun:
-			s.missing = true
 			s.warn("the %s directory %s does not exist; the deploy will create it (--create-dirs)", d.kind, d.loc)
 		case errors.Is(err, fs.ErrNotExist) && create:
 			if err := fsys.MkdirAll(d.loc.Path); err != nil {
@@ -340,7 +339,7 @@ func (s *session) checkIDClash(p *schema.Project) error {
 		}
 		data, err := targets.ReadFile(s.wf, fp, schema.MaxDocumentSize)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("cannot read %s to check its workflow ids: %v", file, errors.Unwrap(err)))
+			problems = append(problems, fmt.Sprintf("cannot read %s to check its workflow ids: %v", file, err))
 			continue
 		}
 		var doc struct {

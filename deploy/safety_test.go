@@ -326,6 +326,43 @@ func TestHDFSDirOwnedByAnotherWorkflowsDir(t *testing.T) {
 	}
 }
 
+// TestOwnerRecordUnreadable: an owner record that is not one (corrupt,
+// or a directory) does not let anyone swap or remove the Oozie directory;
+// the error names the record, never its content.
+func TestOwnerRecordUnreadable(t *testing.T) {
+	for _, tc := range []string{"corrupt", "directory"} {
+		for _, cmd := range []string{"deploy", "undeploy"} {
+			t.Run(tc+"/"+cmd, func(t *testing.T) {
+				f := newFixture(t)
+				ctx := context.Background()
+				if _, err := Deploy(ctx, f.options()); err != nil {
+					t.Fatal(err)
+				}
+				rec := filepath.Join(f.hdfsRoot, "wordcount", OwnerFile)
+				os.Remove(rec)
+				if tc == "corrupt" {
+					writeFiles(t, filepath.Dir(rec), map[string]string{OwnerFile: "SECRET-CONTENT"})
+				} else {
+					writeFiles(t, rec, map[string]string{"x": "SECRET-CONTENT"})
+				}
+				before := snapshot(t, f)
+				o := f.options()
+				o.Project = "wordcount"
+				var err error
+				if cmd == "deploy" {
+					_, err = Deploy(ctx, o)
+				} else {
+					_, err = Undeploy(ctx, o)
+				}
+				if !errors.Is(err, ErrOwnedElsewhere) || !strings.Contains(err.Error(), OwnerFile) || strings.Contains(err.Error(), "SECRET") {
+					t.Fatalf("%s: want ErrOwnedElsewhere naming the record without its content, got %v", cmd, err)
+				}
+				mustBeIntact(t, f, before, "a refused "+cmd)
+			})
+		}
+	}
+}
+
 // TestOwnerRecordLegacy: an Oozie directory deployed by an older celos (no
 // owner record, a manifest without workflowsDir) is taken over by the next
 // deploy through the workflows directory whose manifest names it, which

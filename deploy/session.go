@@ -141,7 +141,6 @@ type session struct {
 	step     string
 
 	wfKeyCache string // see wfKey
-	missing    bool   // a dry run found a directory --create-dirs would create
 	undeploy   bool
 	// manifestDirDropped: the manifest named an Oozie directory other
 	// than HDFS_ROOT/NAME, which readManifest dropped.

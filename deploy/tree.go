@@ -133,7 +133,11 @@ func scanLocal(deployDir string) (*localTree, error) {
 func resolveInside(link, project string) (string, error) {
 	real, err := filepath.EvalSymlinks(link)
 	if err != nil {
-		return "", fmt.Errorf("%s: broken symbolic link: %w", link, errors.Unwrap(err))
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path named may be the link's target
+		}
+		return "", fmt.Errorf("%s: broken symbolic link: %w", link, err)
 	}
 	if real != project && !strings.HasPrefix(real, project+string(filepath.Separator)) {
 		return "", fmt.Errorf("%s is a symbolic link that leaves the project directory %s; refused (copy the file into the project instead)%.0w", link, project, ErrUnsafeLocalFile)
