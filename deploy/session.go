@@ -3,7 +3,11 @@
 // compiled workflows to $WORKFLOWS_DIR/NAME.json, each side atomically
 // (written under a temporary name, then renamed into place), under a
 // per-project lock, recording what was written in a manifest that
-// undeploy and plan read.
+// undeploy and plan read. Before touching anything it refuses what could
+// destroy another project or installation (safety.go): missing target
+// directories, an Oozie directory overlapping the workflows directory or
+// deployed through another one, clashing workflow ids, foreign Oozie
+// application paths, and files of hdfs/ outside the project.
 package deploy
 
 import (
