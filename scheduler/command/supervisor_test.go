@@ -3,6 +3,7 @@ package command
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/external"
 )
 
 type nopCloser struct{ io.Writer }
@@ -235,4 +238,47 @@ func TestKillAfterRestart(t *testing.T) {
 		t.Fatalf("after Kill: %+v %v, want detail \"killed\"", st, err)
 	}
 	waitGone(t, child)
+}
+
+// TestSubmitTimeoutAbandonsOrFindsTheJob: a Submit whose caller gives up
+// before the supervisor reports (here: a context already past its
+// deadline) returns an error wrapping external.ErrUnavailable, and the
+// job either never runs (abandoned: Recover does not find it and the slot
+// is submitted again) or runs and Recover finds it; never a job that runs
+// unseen.
+func TestSubmitTimeoutAbandonsOrFindsTheJob(t *testing.T) {
+	dir := t.TempDir()
+	s := newService(t, dir)
+	marker := filepath.Join(t.TempDir(), "ran")
+	w := workflow("touch", marker)
+	since := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	ext, err := s.Submit(ctx, w, sid)
+	if !errors.Is(err, external.ErrUnavailable) {
+		t.Fatalf("Submit past its deadline = %q, %v; want an ErrUnavailable", ext, err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if err := s.Wait(wctx); err != nil { // the supervisor has exited
+		t.Fatal(err)
+	}
+	got, found, rerr := s.Recover(context.Background(), w, sid, since)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var ran bool
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, serr := os.Stat(marker)
+		ran = serr == nil
+		if ran == found || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ran != found {
+		t.Fatalf("the command ran: %v; Recover found a job: %v (%q); Submit said %v", ran, found, got, err)
+	}
+	t.Logf("ran=%v (Submit: %v)", ran, err)
 }
