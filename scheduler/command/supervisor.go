@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/celos-go/celos/internal/atomicfile"
 )
@@ -34,6 +35,10 @@ const killSignal = syscall.SIGUSR1
 
 func init() {
 	if len(os.Args) == 2 && os.Args[0] == supervisorArg0 {
+		// Named "celos-job" in ps -e and top (not "exe"); init runs on
+		// the main thread, whose name is the process's.
+		name := []byte("celos-job\x00")
+		syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0)
 		os.Exit(supervise(os.Args[1]))
 	}
 }
