@@ -515,7 +515,13 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 			s.persistFailed(err)
 			continue
 		}
-		s.transition(from, ch.To)
+		if from.Status == slot.Running {
+			// Why a job's slot moved: the service's word (exit 3, never
+			// started, exit status unknown: ...).
+			s.transition(from, ch.To, "job", from.ExternalID, "reason", obs[ch.Index].Job.Detail)
+		} else {
+			s.transition(from, ch.To)
+		}
 		slots[ch.Index] = ch.To
 	}
 
@@ -626,11 +632,11 @@ func (s *stepper) fail(id slot.ID, op string, err error) {
 	}
 }
 
-func (s *stepper) transition(from, to slot.State) {
+func (s *stepper) transition(from, to slot.State, attrs ...any) {
 	s.rep.Transitions[to.Status]++
 	s.to[to.ID] = to.Status
-	s.e.log.Info("slot transition", "slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
-		"externalID", to.ExternalID, "retryCount", to.RetryCount)
+	s.e.log.Info("slot transition", append([]any{"slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
+		"externalID", to.ExternalID, "retryCount", to.RetryCount}, attrs...)...)
 }
 
 // pendingSubmit is a READY slot the strategy chose, submitted at the end
