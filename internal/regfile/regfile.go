@@ -143,7 +143,8 @@ func readFile(buf []byte, path string, limit int64, follow bool) ([]byte, error)
 func check(path string, follow bool) error {
 	li, err := os.Lstat(path)
 	if err != nil {
-		return err
+		// Reported as what the caller does: open (not lstat) X: ...
+		return &fs.PathError{Op: "open", Path: path, Err: underlying(err)}
 	}
 	if li.Mode()&fs.ModeSymlink != 0 {
 		if !follow {
