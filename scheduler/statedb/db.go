@@ -843,6 +843,14 @@ func (db *DB) Prune(before, now time.Time) (int, error) {
 	if before.After(now.Add(-MinRetention)) {
 		return 0, fmt.Errorf("prune: %s is inside the last %v: slots there may still be stepped", slot.FormatTime(before), MinRetention)
 	}
+	return db.PruneBefore(now, func(string) time.Time { return before })
+}
+
+// PruneBefore is Prune with a limit per workflow: the files of workflow wf
+// older than before(wf) (for a workflow whose states a trigger reads far
+// back: see trigger.LookBacks). Every limit must be at least MinRetention
+// before now; a workflow whose limit is not is left alone and reported.
+func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int, error) {
 	wfs, err := db.Workflows()
 	if err != nil {
 		return 0, err
@@ -850,7 +858,12 @@ func (db *DB) Prune(before, now time.Time) (int, error) {
 	n := 0
 	var errs []error
 	for _, wf := range wfs {
-		m, err := db.pruneWorkflow(wf, before, now)
+		b := before(wf)
+		if b.After(now.Add(-MinRetention)) {
+			errs = append(errs, fmt.Errorf("prune %s: %s is inside the last %v: slots there may still be stepped", wf, slot.FormatTime(b), MinRetention))
+			continue
+		}
+		m, err := db.pruneWorkflow(wf, b, now)
 		n += m
 		if err != nil {
 			errs = append(errs, err)
