@@ -139,9 +139,11 @@ func FuzzReadsMatchesEvaluate(f *testing.F) {
 			i++
 			return data[i-1]
 		}
+		nodes := 0 // bounded: and/or of and/or would grow exponentially
 		var build func(depth int) schema.Trigger
 		build = func(depth int) schema.Trigger {
-			if depth > 20 {
+			nodes++
+			if depth > 20 || nodes > 200 {
 				return success("z")
 			}
 			switch next() % 7 {
