@@ -13,16 +13,17 @@ import (
 	"github.com/celos-go/celos/schema"
 )
 
-// loadedWorkflows returns the workflows svc has loaded when it is called.
-func loadedWorkflows(svc api.Service) func() []*schema.Workflow {
-	return func() []*schema.Workflow {
+// loadedWorkflows returns the workflows svc has loaded when it is called,
+// and the workflows files that did not load (their triggers are unknown).
+func loadedWorkflows(svc api.Service) func() ([]*schema.Workflow, []api.LoadError) {
+	return func() ([]*schema.Workflow, []api.LoadError) {
 		var ws []*schema.Workflow
 		for _, id := range svc.WorkflowIDs() {
 			if w, err := svc.Workflow(id); err == nil {
 				ws = append(ws, w)
 			}
 		}
-		return ws
+		return ws, svc.LoadErrors()
 	}
 }
 
@@ -81,7 +82,7 @@ type jobPruner interface {
 // service's records of runs that ended that long ago (jobs may be nil),
 // until ctx is done. The returned channel is closed when it has stopped.
 // keep 0 means no pruning.
-func startPruning(ctx context.Context, db io.Closer, workflows func() []*schema.Workflow, jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
+func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*schema.Workflow, []api.LoadError), jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if keep <= 0 {
 		close(done)
@@ -99,7 +100,12 @@ func startPruning(ctx context.Context, db io.Closer, workflows func() []*schema.
 		for {
 			now := time.Now()
 			start := time.Now()
-			n, err := p.PruneBefore(now, pruneLimits(now, keep, workflows(), log))
+			ws, loadErrs := workflows()
+			for _, le := range loadErrs {
+				// Not silent: what this file's triggers read is not known.
+				log.Warn("pruning without the triggers of a workflows file that did not load: the slot states they read may be pruned", "file", le.File)
+			}
+			n, err := p.PruneBefore(now, pruneLimits(now, keep, ws, log))
 			if err != nil {
 				log.Error("prune state database", "olderThan", keep, "deleted", n, "error", err)
 			} else {

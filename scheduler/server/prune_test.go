@@ -114,6 +114,11 @@ func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(wfDir, "p.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A file that does not load: what its triggers read is unknown, which
+	// the prune says.
+	if err := os.WriteFile(filepath.Join(wfDir, "broken.json"), []byte(`{"format":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dbDir := filepath.Join(dir, "db")
 	bSlot := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour) // in the window
 	aSlot := bSlot.Add(-864000 * time.Second)                         // 10 days and 2 hours old
@@ -166,6 +171,9 @@ func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
 	}
 	if !strings.Contains(log, "workflow=a readBy=b lookBack=240h0m0s olderThan=192h0m0s keptFor=432h0m0s") {
 		t.Errorf("the longer retention of a is not logged:\n%s", log)
+	}
+	if !strings.Contains(log, "pruning without the triggers of a workflows file that did not load") || !strings.Contains(log, "broken.json") {
+		t.Errorf("the unknown triggers of broken.json are not logged:\n%s", log)
 	}
 	if !ready() {
 		t.Errorf("b's slot is not ready after the prune: a's state %s was pruned", aSlot)

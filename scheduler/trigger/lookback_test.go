@@ -87,12 +87,14 @@ func TestLookBacks(t *testing.T) {
 		wf("c", and(offset(-3600, success("a")), offset(-86400, success("c")))),
 		wf("d", offset(3600, success("b"))),                       // forward only: not listed
 		wf("e", and(success("b"), offset(-864000, success("a")))), // ties with b: b named
+		{ID: "dep", Schedule: schema.Schedule{Type: schema.ScheduleDependent, Workflow: "b"}, Trigger: offset(-7200, success("h"))}, // a dependent schedule reads nothing itself
 		wf("f", offset(-schema.MaxTriggerSeconds, offset(-schema.MaxTriggerSeconds, offset(-schema.MaxTriggerSeconds, offset(-schema.MaxTriggerSeconds, success("g")))))),
 	}
 	want := []LookBack{
 		{Workflow: "a", By: "b", Back: 10 * 24 * time.Hour},
 		{Workflow: "c", By: "c", Back: 24 * time.Hour},
 		{Workflow: "g", By: "f", Back: math.MaxInt64}, // 400 years saturates
+		{Workflow: "h", By: "dep", Back: 2 * time.Hour},
 	}
 	got := LookBacks(ws)
 	if diff := cmp.Diff(want, got); diff != "" {
