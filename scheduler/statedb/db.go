@@ -210,25 +210,6 @@ func badLock(path string, mode fs.FileMode) error {
 	return fmt.Errorf("%w: %s is a %s (remove it)", ErrBadLock, path, modeKind(mode))
 }
 
-// modeKind names a file type for errors: "named pipe", "directory", ...
-func modeKind(mode fs.FileMode) string {
-	switch {
-	case mode&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case mode&fs.ModeCharDevice != 0:
-		return "character device"
-	case mode&fs.ModeDevice != 0:
-		return "block device"
-	case mode&fs.ModeSocket != 0:
-		return "socket"
-	case mode&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case mode.IsDir():
-		return "directory"
-	}
-	return "file of an unknown type"
-}
-
 // Dir is the database's directory (absolute).
 func (db *DB) Dir() string { return db.dir }
 

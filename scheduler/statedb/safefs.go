@@ -49,6 +49,25 @@ func kindOf(mode uint32) string {
 	return "unknown file type"
 }
 
+// modeKind is kindOf for an fs.FileMode (from Lstat or Stat).
+func modeKind(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case mode&fs.ModeCharDevice != 0:
+		return "character device"
+	case mode&fs.ModeDevice != 0:
+		return "block device"
+	case mode&fs.ModeSocket != 0:
+		return "socket"
+	case mode&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case mode.IsDir():
+		return "directory"
+	}
+	return "file of an unknown type"
+}
+
 // openDir opens the directory rel (relative to the database root, "" for
 // the root) without following a symbolic link in any of its components.
 // A missing directory gives an error wrapping fs.ErrNotExist.
