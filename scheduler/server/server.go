@@ -223,7 +223,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
 	jobs, _ := svcs[schema.ServiceCommand].(jobPruner)
-	pruneDone, err := startPruning(loopCtx, engineCloser, jobs, cfg.PruneOlderThan, log)
+	pruneDone, err := startPruning(loopCtx, engineCloser, loadedWorkflows(engine), jobs, cfg.PruneOlderThan, log)
 	if err != nil {
 		srv.Close()
 		return err
