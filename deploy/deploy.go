@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,6 +101,28 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Project: o.Project, Target: s.target.Source, WorkflowsFile: s.wfURL(), Workflows: len(c.project.Workflows)}
 
+	s.begin("check target")
+	if err := s.checkDirs(ctx, o.CreateDirs, false); err != nil {
+		return nil, s.fail(err, true)
+	}
+	if err := s.checkOverlap(ctx, s.hdfsDir()); err != nil {
+		return nil, s.fail(err, true)
+	}
+	problems, err := s.checkAppPaths(ctx, c.project)
+	if err != nil {
+		return nil, s.fail(err, true)
+	}
+	if len(problems) > 0 && !o.AllowForeignAppPath {
+		return nil, s.fail(fmt.Errorf("%w:\n  %s\nHDFS_ROOT is --hdfs-root, else the target's hdfs.root, else %s. Fix the paths, or deploy anyway with --allow-foreign-app-path",
+			ErrForeignAppPath, strings.Join(problems, "\n  "), DefaultHDFSRoot), true)
+	}
+	for _, p := range problems {
+		s.warn("%s (deployed anyway: --allow-foreign-app-path)", p)
+	}
+	if err := s.checkIDClash(c.project); err != nil {
+		return nil, s.fail(err, true)
+	}
+
 	s.begin("lock")
 	lk, err := s.acquireLock(ctx, "deploy")
 	if err != nil {
@@ -121,12 +144,25 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 			return nil, s.fail(err, true)
 		}
 	}
+	live := s.hdfsDir()
+	if c.tree != nil {
+		// Before recover, which removes leftovers beside the directory.
+		s.begin("check HDFS directory")
+		if err := s.checkOwner(hfs, live, prev); err != nil {
+			return nil, s.fail(err, true)
+		}
+	}
 	s.begin("recover")
 	if err := s.recover(hfs); err != nil {
 		return nil, s.fail(err, true)
 	}
+	if c.tree != nil {
+		// recover may have put a directory back.
+		if err := s.checkOwner(hfs, live, prev); err != nil {
+			return nil, s.fail(err, true)
+		}
+	}
 
-	live := s.hdfsDir()
 	var old string // the previous Oozie directory while the new one is tried
 	var hashes map[string]string
 	if c.tree != nil {
@@ -138,6 +174,12 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 		}
 		tmp := targets.TempName(live, "tmp")
 		hashes, err = upload(ctx, hfs, c.tree, tmp, o.Parallel, o.Progress)
+		if err == nil {
+			owner := s.ownerData()
+			if werr := hfs.WriteNew(ctx, path.Join(tmp, OwnerFile), bytes.NewReader(owner), int64(len(owner)), true); werr != nil {
+				err = fmt.Errorf("write the owner record %s: %w", s.hdfsURL(path.Join(tmp, OwnerFile)), werr)
+			}
+		}
 		if err != nil {
 			if rerr := hfs.RemoveAll(tmp); rerr != nil {
 				s.warn("could not remove the partial upload %s (the next deploy will): %v", s.hdfsURL(tmp), rerr)
@@ -176,7 +218,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	m := &Manifest{
 		Format: ManifestFormat, Project: o.Project, DeployedAt: time.Now().UTC(),
 		User: userName, Host: host, GitCommit: commit, GitDirty: dirty, CelosVersion: o.Version,
-		Target: s.target.Source, WorkflowsFile: s.wfURL(), WorkflowsSHA256: hex.EncodeToString(sum[:]),
+		Target: s.target.Source, WorkflowsDir: s.wfKey(), WorkflowsFile: s.wfURL(), WorkflowsSHA256: hex.EncodeToString(sum[:]),
 	}
 	for _, w := range c.project.Workflows {
 		m.Workflows = append(m.Workflows, w.ID)
@@ -203,10 +245,9 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 			s.warn("deployed, but the previous Oozie directory %s could not be removed (the next deploy will): %v", s.hdfsURL(old), err)
 		}
 	}
-	if stale := s.staleHDFSDir(prev, c.tree != nil); stale != "" {
-		// The project no longer has an hdfs/ directory, or it moved (another
-		// --hdfs-root): remove the one the previous deploy wrote, now that
-		// no workflow refers to it.
+	if stale := s.staleHDFSDir(prev, c.tree != nil); stale != "" && s.staleOwned(hfs, stale, prev) {
+		// The project no longer has an hdfs/ directory: remove the one the
+		// previous deploy wrote, now that no workflow refers to it.
 		if err := hfs.RemoveAll(stale); err != nil {
 			s.warn("deployed, but the previous Oozie directory %s could not be removed: %v", s.hdfsURL(stale), err)
 		}
@@ -216,9 +257,11 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 }
 
 // staleHDFSDir returns the Oozie directory the previous deploy wrote when
-// this deploy does not replace it: the project has no hdfs/ any more, or
-// deploys to another HDFS root. Only a directory on the same file system
-// is returned (another one cannot be reached).
+// this deploy does not replace it: the project has no hdfs/ any more.
+// readManifest keeps only a directory that is HDFS_ROOT/NAME, so that is
+// the only one ever returned (a deploy to another HDFS root leaves the old
+// one, with readManifest's warning), and only on the same file system
+// (another one cannot be reached). The caller still checks its owner.
 func (s *session) staleHDFSDir(prev *Manifest, hasTree bool) string {
 	if prev == nil || prev.HDFS == nil || (hasTree && prev.HDFS.Dir == s.hdfsDir()) {
 		return ""
@@ -228,6 +271,17 @@ func (s *session) staleHDFSDir(prev *Manifest, hasTree bool) string {
 		return ""
 	}
 	return prev.HDFS.Dir
+}
+
+// staleOwned reports whether the stale directory may be removed: it was
+// deployed through this workflows directory (else a warning says why it
+// stays).
+func (s *session) staleOwned(hfs targets.FS, dir string, prev *Manifest) bool {
+	if err := s.checkOwner(hfs, dir, prev); err != nil {
+		s.warn("the previous Oozie directory %s is left alone: %v", s.hdfsURL(dir), err)
+		return false
+	}
+	return true
 }
 
 // errNotRestored marks a swap that failed half way.

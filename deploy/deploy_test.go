@@ -74,6 +74,11 @@ func newFixture(t *testing.T) *fixture {
 		conn:      targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{}),
 	}
 	t.Cleanup(func() { f.conn.Close() })
+	// An installed server's workflows directory exists (deploy refuses a
+	// missing one: ErrMissingDir).
+	if err := os.MkdirAll(f.wfDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	writeFiles(t, filepath.Join(root, "installation", "conf"), map[string]string{
 		"core-site.xml": localCore,
 		"hdfs-site.xml": "<configuration/>\n",
@@ -151,6 +156,22 @@ func tree(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// deployed is a deployed Oozie directory without the owner record deploy
+// adds (OwnerFile), after checking that the record is there.
+func deployed(t *testing.T, files map[string]string) map[string]string {
+	t.Helper()
+	if _, ok := files[OwnerFile]; !ok && files != nil {
+		t.Errorf("the deployed Oozie directory has no %s", OwnerFile)
+	}
+	out := map[string]string{}
+	for k, v := range files {
+		if k != OwnerFile {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func names(t *testing.T, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -208,7 +229,7 @@ func TestDeployPlanUndeployLocal(t *testing.T) {
 	if got := tree(t, f.wfDir)["wordcount.json"]; got != marshal(t, f.project) {
 		t.Fatalf("workflows file:\n%s", got)
 	}
-	if got, want := tree(t, filepath.Join(f.hdfsRoot, "wordcount")), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+	if got, want := deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount"))), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("HDFS dir %v, want %v", got, want)
 	}
 	// The manifest records what was written, and the lock is gone.
@@ -277,7 +298,7 @@ func TestDeployPlanUndeployLocal(t *testing.T) {
 	if _, err := Deploy(ctx, f.options()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := tree(t, filepath.Join(f.hdfsRoot, "wordcount")), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+	if got, want := deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount"))), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("HDFS dir after redeploy %v, want %v", got, want)
 	}
 	if got := tree(t, f.wfDir)["wordcount.json"]; got != marshal(t, f.project) {
@@ -417,8 +438,8 @@ func TestDeployRefusesInvalidProjects(t *testing.T) {
 			if !errors.As(err, &se) || se.Step != "compile" || !se.Intact {
 				t.Fatalf("want a compile StepError, got %#v", err)
 			}
-			if _, err := os.Stat(filepath.Join(f.root, "installation", "workflows")); !errors.Is(err, fs.ErrNotExist) {
-				t.Fatal("something was written")
+			if got := names(t, f.wfDir); len(got) != 0 {
+				t.Fatalf("something was written: %v", got)
 			}
 		})
 	}
@@ -467,46 +488,52 @@ func TestDeployWithoutHDFSDir(t *testing.T) {
 	}
 }
 
-// TestDeployMovesHDFSRoot: a deploy to another HDFS root removes the
-// directory the previous deploy wrote (the manifest knows it), and plan
-// says so.
+// TestDeployMovesHDFSRoot: a deploy to another HDFS root leaves the
+// directory the previous deploy wrote where it is (deploy and undeploy
+// only ever remove HDFS_ROOT/NAME, so an edited manifest cannot point them
+// elsewhere) and plan and deploy warn about it; undeploy with the old root
+// removes it.
 func TestDeployMovesHDFSRoot(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := Deploy(ctx, f.options()); err != nil {
 		t.Fatal(err)
 	}
+	var warnings []string
 	o := f.options()
 	o.HDFSRoot = filepath.ToSlash(filepath.Join(f.root, "elsewhere"))
+	o.Warn = func(s string) { warnings = append(warnings, s) }
 	p, err := MakePlan(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(p.HDFSDirRemoved, "/installation/hdfs/wordcount") || len(p.FilesAdded) != 3 {
+	if p.HDFSDirRemoved != "" || len(p.FilesAdded) != 3 {
 		t.Fatalf("plan %+v", p)
 	}
-	var text strings.Builder
-	p.WriteText(&text)
-	if !strings.Contains(text.String(), "- removed (the previous deploy's Oozie directory)") {
-		t.Fatalf("plan text:\n%s", text.String())
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "/installation/hdfs/wordcount") || !strings.Contains(warnings[0], "left alone") {
+		t.Fatalf("plan warnings %q", warnings)
 	}
 	if _, err := Deploy(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(t, f.hdfsRoot); len(got) != 0 {
-		t.Fatalf("old root still holds %v", got)
+	if got := names(t, f.hdfsRoot); !reflect.DeepEqual(got, []string{"wordcount"}) {
+		t.Fatalf("old root holds %v", got)
 	}
-	if got := tree(t, filepath.Join(f.root, "elsewhere", "wordcount")); len(got) != 3 {
+	if got := deployed(t, tree(t, filepath.Join(f.root, "elsewhere", "wordcount"))); len(got) != 3 {
 		t.Fatalf("new root holds %v", got)
 	}
-	// Undeploy without --hdfs-root finds it through the manifest.
+	// Undeploy with the old root removes the old directory (its owner
+	// record names this workflows directory), not the new one.
 	o = f.options()
 	o.Project = "wordcount"
 	if _, err := Undeploy(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(t, filepath.Join(f.root, "elsewhere")); len(got) != 0 {
-		t.Fatalf("after undeploy: %v", got)
+	if got := names(t, f.hdfsRoot); len(got) != 0 {
+		t.Fatalf("old root after undeploy: %v", got)
+	}
+	if got := names(t, filepath.Join(f.root, "elsewhere")); !reflect.DeepEqual(got, []string{"wordcount"}) {
+		t.Fatalf("new root after undeploy: %v", got)
 	}
 }
 

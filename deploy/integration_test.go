@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/sshtest"
@@ -68,6 +69,13 @@ func newRemoteIn(t testing.TB, srv *sshtest.Server, base, coreSite, hdfsRoot str
 }`, srv.URL(inst+"/hadoop/core-site.xml"), srv.URL(inst+"/hadoop/hdfs-site.xml"), srv.URL(r.wfDir), srv.URL(base+"/celos/defaults"), hdfsRoot)
 	writeFiles(t, base, map[string]string{"target.json": target})
 	r.target = srv.URL(base + "/target.json")
+	// An installed server's workflows and defaults directories exist
+	// (deploy refuses missing ones: ErrMissingDir).
+	for _, d := range []string{r.wfDir, filepath.Join(base, "celos", "defaults")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{
 		"workflow.xml": "<workflow-app name='wordcount'/>\n",
 		"lib/wc.jar":   strings.Repeat("jar", 100000),
@@ -165,7 +173,7 @@ func TestDeployOpenSSHAndHDFS(t *testing.T) {
 	if !strings.HasPrefix(res.HDFSDir, "hdfs://") || res.Files != 2 {
 		t.Fatalf("result %+v", res)
 	}
-	if got, want := hdfsTree(t, c, root+"/wordcount"), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+	if got, want := deployed(t, hdfsTree(t, c, root+"/wordcount")), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("HDFS %v, want %v", keys(got), keys(want))
 	}
 	if got := r.workflowsFile(t); got != marshal(t, r.project) {
@@ -187,7 +195,7 @@ func TestDeployOpenSSHAndHDFS(t *testing.T) {
 	if _, err := Deploy(ctx, r.options(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := hdfsTree(t, c, root+"/wordcount"), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+	if got, want := deployed(t, hdfsTree(t, c, root+"/wordcount")), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("HDFS after redeploy %v, want %v", keys(got), keys(want))
 	}
 	if got := hdfsNames(t, c, root); !reflect.DeepEqual(got, []string{"wordcount"}) {
@@ -228,7 +236,7 @@ func TestDeployOpenSSHLocalHDFS(t *testing.T) {
 	if !strings.HasPrefix(res.HDFSDir, "sftp://") {
 		t.Fatalf("result %+v", res)
 	}
-	if got, want := tree(t, filepath.Join(srv.Root, "hdfs", "wordcount")), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+	if got, want := deployed(t, tree(t, filepath.Join(srv.Root, "hdfs", "wordcount"))), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Oozie dir %v, want %v", keys(got), keys(want))
 	}
 	if p, err := MakePlan(ctx, r.options(t)); err != nil || p.HasChanges() {
@@ -254,8 +262,8 @@ func TestDeployHostKeyMismatch(t *testing.T) {
 	if !errors.As(err, &he) || !he.Changed || !strings.Contains(err.Error(), "HOST KEY CHANGED") {
 		t.Fatalf("want a changed host key refusal, got %v", err)
 	}
-	if _, err := os.Stat(r.wfDir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatal("something was written")
+	if got := names(t, r.wfDir); len(got) != 0 {
+		t.Fatalf("something was written: %v", got)
 	}
 }
 
@@ -346,7 +354,7 @@ func TestDeploySSHDKilledMidUpload(t *testing.T) {
 	if got := r.workflowsFile(t); got != marshal(t, r.project) {
 		t.Fatal("rerun did not deploy the new workflows")
 	}
-	if got, want := tree(t, filepath.Join(srv.Root, "hdfs", "wordcount")), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+	if got, want := deployed(t, tree(t, filepath.Join(srv.Root, "hdfs", "wordcount"))), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Oozie dir after rerun %v", keys(got))
 	}
 	if got := names(t, filepath.Join(srv.Root, "hdfs")); !reflect.DeepEqual(got, []string{"wordcount"}) {
@@ -447,7 +455,7 @@ func TestDeployNameNodeStopped(t *testing.T) {
 	if _, err := Deploy(ctx, o); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
-	if got, want := hdfsTree(t, c, root+"/wordcount"), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
+	if got, want := deployed(t, hdfsTree(t, c, root+"/wordcount")), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after rerun %v, want %v", keys(got), keys(want))
 	}
 	if got := hdfsNames(t, c, root); !reflect.DeepEqual(got, []string{"wordcount"}) {
@@ -531,4 +539,75 @@ func TestDeployPermissionDenied(t *testing.T) {
 			t.Errorf("workflows dir holds %v", got)
 		}
 	})
+}
+
+// TestDeploySharedHDFSRootOpenSSHAndHDFS: two installations on the real
+// OpenSSH server share an HDFS root on the real HDFS mini cluster (as a
+// typo'd workflows.dir.uri does). The Oozie directory the first deployed
+// is neither swapped by a deploy nor removed by an undeploy through the
+// second, and plan says why; a workflow id another project of the same
+// workflows directory owns is refused over SFTP too. Every refusal leaves
+// both installations and HDFS as they were.
+func TestDeploySharedHDFSRootOpenSSHAndHDFS(t *testing.T) {
+	cl := hdfstest.Shared(t)
+	core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sshtest.Start(t, sshtest.Options{})
+	root := "/" + t.Name() + "/app"
+	a := newRemoteIn(t, srv, filepath.Join(srv.Root, "a"), string(core), root)
+	b := newRemoteIn(t, srv, filepath.Join(srv.Root, "b"), string(core), root)
+	a.user, b.user = cl.User(), cl.User()
+	ctx := context.Background()
+	c := cl.Client()
+	if _, err := Deploy(ctx, a.options(t)); err != nil {
+		t.Fatal(err)
+	}
+	hdfsBefore := hdfsTree(t, c, root)
+	localBefore := tree(t, srv.Root)
+	intact := func(what string) {
+		t.Helper()
+		if diff := cmp.Diff(hdfsBefore, hdfsTree(t, c, root)); diff != "" {
+			t.Fatalf("%s changed HDFS (-before +after):\n%s", what, diff)
+		}
+		if diff := cmp.Diff(localBefore, tree(t, srv.Root)); diff != "" {
+			t.Fatalf("%s changed the installations (-before +after):\n%s", what, diff)
+		}
+	}
+	b.project = project("wordcount", "wordcount-b")
+	_, err = Deploy(ctx, b.options(t))
+	if !errors.Is(err, ErrOwnedElsewhere) || !strings.Contains(err.Error(), a.wfDir) {
+		t.Fatalf("deploy through b: want ErrOwnedElsewhere naming %s, got %v", a.wfDir, err)
+	}
+	intact("a refused deploy")
+	if _, err := MakePlan(ctx, b.options(t)); !errors.Is(err, ErrOwnedElsewhere) {
+		t.Fatalf("plan through b: %v", err)
+	}
+	o := b.options(t)
+	o.Project = "wordcount"
+	if _, err := Undeploy(ctx, o); !errors.Is(err, ErrOwnedElsewhere) {
+		t.Fatalf("undeploy through b: %v", err)
+	}
+	intact("a refused undeploy")
+
+	// Another project of a's workflows directory reusing an id.
+	o = a.options(t)
+	o.Compile = func(string) (*schema.Project, []string, error) { return project("other", "wordcount-nyc"), nil, nil }
+	o.DeployDir = t.TempDir()
+	_, err = Deploy(ctx, o)
+	if !errors.Is(err, ErrIDClash) || !strings.Contains(err.Error(), `"wordcount-nyc"`) || !strings.Contains(err.Error(), "sftp://") {
+		t.Fatalf("clash over SFTP: %v", err)
+	}
+	intact("a refused clash")
+
+	// a still undeploys its own.
+	o = a.options(t)
+	o.Project = "wordcount"
+	if _, err := Undeploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := hdfsTree(t, c, root+"/wordcount"); got != nil {
+		t.Fatalf("after undeploy through a: %v", keys(got))
+	}
 }

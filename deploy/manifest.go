@@ -28,6 +28,7 @@ type Manifest struct {
 	GitDirty     bool      `json:"gitDirty,omitempty"`
 	CelosVersion string    `json:"celosVersion,omitempty"`
 	Target       string    `json:"target"`
+	WorkflowsDir string    `json:"workflowsDir,omitempty"`
 	// WorkflowsFile is the URL of the compiled workflows file.
 	WorkflowsFile   string   `json:"workflowsFile"`
 	WorkflowsSHA256 string   `json:"workflowsSHA256"`
@@ -74,12 +75,26 @@ func (s *session) readManifest() (*Manifest, error) {
 		s.warn("ignoring the unreadable deploy manifest %s", s.manifestPath())
 		return nil, nil
 	}
-	// Deploy writes only $HDFS_ROOT/NAME: a manifest naming another
-	// directory was not written by it, and undeploy and the stale clean-up
-	// of deploy must not remove what it names.
-	if m.HDFS != nil && (targets.ValidateHDFSRoot(m.HDFS.Dir) != nil || path.Base(m.HDFS.Dir) != s.o.Project) {
-		s.warn("ignoring the deploy manifest %s: bad HDFS directory %q (not $HDFS_ROOT/%s)", s.manifestPath(), m.HDFS.Dir, s.o.Project)
+	// A manifest written through another workflows directory (copied
+	// along with it) describes another installation. Manifests of older
+	// celos versions have no workflowsDir and are trusted as before.
+	if m.WorkflowsDir != "" && m.WorkflowsDir != s.wfKey() {
+		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", s.manifestPath(), m.WorkflowsDir, s.wfKey())
 		return nil, nil
+	}
+	// Deploy writes only HDFS_ROOT/NAME: a manifest naming another
+	// directory (edited, or from a deploy to another HDFS root) must not
+	// make undeploy or the stale clean-up of deploy remove it.
+	if m.HDFS != nil {
+		if dir := path.Clean(m.HDFS.Dir); dir == s.hdfsDir() {
+			m.HDFS.Dir = dir
+		} else {
+			s.warn("the deploy manifest %s names the Oozie directory %q, not HDFS_ROOT/%s (%s): it is left alone; "+
+				"if an earlier deploy used another HDFS root, undeploy with --hdfs-root set to that root, or remove it by hand",
+				s.manifestPath(), m.HDFS.Dir, s.o.Project, s.hdfsDir())
+			m.HDFS = nil
+			s.manifestDirDropped = true
+		}
 	}
 	return &m, nil
 }

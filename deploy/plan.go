@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -26,8 +25,7 @@ type Plan struct {
 	WorkflowsFile string `json:"workflowsFile"`
 	HDFSDir       string `json:"hdfsDir,omitempty"`
 	// HDFSDirRemoved is the Oozie directory of the previous deploy when
-	// this one would remove it (the project has no hdfs/ any more, or
-	// moved to another HDFS root).
+	// this one would remove it (the project has no hdfs/ any more).
 	HDFSDirRemoved string `json:"hdfsDirRemoved,omitempty"`
 	// FirstDeploy is true when the target has no workflows file of the
 	// project yet.
@@ -41,6 +39,10 @@ type Plan struct {
 	FilesAdded       []FileChange     `json:"filesAdded,omitempty"`
 	FilesRemoved     []FileChange     `json:"filesRemoved,omitempty"`
 	FilesChanged     []FileChange     `json:"filesChanged,omitempty"`
+	// Warnings about the target, also passed to Options.Warn: application
+	// paths deploy would refuse, a manifest not followed, directories
+	// --create-dirs would create (compile warnings are not repeated here).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // WorkflowChange lists the changed fields of one workflow.
@@ -90,6 +92,35 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Project: o.Project, Target: s.target.Source, WorkflowsFile: s.wfURL()}
+	warn := s.o.Warn
+	s.o.Warn = func(msg string) {
+		p.Warnings = append(p.Warnings, msg)
+		if warn != nil {
+			warn(msg)
+		}
+	}
+
+	s.begin("check target")
+	if err := s.checkDirs(ctx, o.CreateDirs, true); err != nil {
+		return nil, err
+	}
+	if err := s.checkOverlap(ctx, s.hdfsDir()); err != nil {
+		return nil, err
+	}
+	problems, err := s.checkAppPaths(ctx, c.project)
+	if err != nil {
+		return nil, err
+	}
+	for _, msg := range problems {
+		if o.AllowForeignAppPath {
+			s.warn("%s (--allow-foreign-app-path)", msg)
+		} else {
+			s.warn("%s: deploy refuses this without --allow-foreign-app-path", msg)
+		}
+	}
+	if err := s.checkIDClash(c.project); err != nil {
+		return nil, err
+	}
 
 	s.begin("read workflows file")
 	old, err := targets.ReadFile(s.wf, s.wfFile, 64<<20)
@@ -118,7 +149,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if stale := s.staleHDFSDir(m, c.tree != nil); stale != "" {
+	if stale := s.staleHDFSDir(m, c.tree != nil); stale != "" && s.staleOwned(hfs, stale, m) {
 		p.HDFSDirRemoved = s.hdfsURL(stale)
 	}
 	if c.tree == nil {
@@ -126,6 +157,9 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	}
 	live := s.hdfsDir()
 	p.HDFSDir = s.hdfsURL(live)
+	if err := s.checkOwner(hfs, live, m); err != nil {
+		return nil, err
+	}
 	remote := map[string]targets.File{}
 	files, _, err := targets.Walk(hfs, live)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -134,6 +168,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	for _, f := range files {
 		remote[f.Path] = f
 	}
+	delete(remote, OwnerFile) // written by deploy, not part of hdfs/
 	known := map[string]ManifestFile{}
 	if m != nil && m.HDFS != nil && m.HDFS.Dir == live {
 		for _, f := range m.HDFS.Files {
@@ -151,7 +186,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 			p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
 			continue
 		}
-		same, err := sameContent(hfs, path.Join(live, f.rel), r, known[f.rel], filepath.Join(c.tree.root, filepath.FromSlash(f.rel)))
+		same, err := sameContent(hfs, path.Join(live, f.rel), r, known[f.rel], f.path)
 		if err != nil {
 			return nil, err
 		}

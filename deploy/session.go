@@ -3,7 +3,11 @@
 // compiled workflows to $WORKFLOWS_DIR/NAME.json, each side atomically
 // (written under a temporary name, then renamed into place), under a
 // per-project lock, recording what was written in a manifest that
-// undeploy and plan read.
+// undeploy and plan read. Before touching anything it refuses what could
+// destroy another project or installation (safety.go): missing target
+// directories, an Oozie directory overlapping the workflows directory or
+// deployed through another one, clashing workflow ids, foreign Oozie
+// application paths, and files of hdfs/ outside the project.
 package deploy
 
 import (
@@ -66,7 +70,9 @@ type Options struct {
 	Step func(name string)
 	// Progress, if set, is told of upload progress a few times a second
 	// and once at the end.
-	Progress func(Progress)
+	Progress            func(Progress)
+	CreateDirs          bool
+	AllowForeignAppPath bool
 	// Warn, if set, receives warnings (compile warnings, clean-up that
 	// failed after a successful deploy).
 	Warn func(string)
@@ -137,6 +143,12 @@ type session struct {
 	hdfs     targets.FS
 	hdfsName string
 	step     string
+
+	wfKeyCache string // see wfKey
+	undeploy   bool
+	// manifestDirDropped: the manifest named an Oozie directory other
+	// than HDFS_ROOT/NAME, which readManifest dropped.
+	manifestDirDropped bool
 }
 
 func (s *session) begin(step string) {
@@ -193,17 +205,15 @@ func openSession(ctx context.Context, o Options) (*session, error) {
 
 // openHDFS connects to the HDFS side (once): the cluster the target's
 // Hadoop configuration names, or the installation's own disk when
-// fs.defaultFS is file:///.
+// fs.defaultFS is file:///. It refuses an Oozie directory that overlaps
+// the workflows or defaults directory (checkOverlap).
 func (s *session) openHDFS(ctx context.Context) (targets.FS, error) {
 	if s.hdfs != nil {
 		return s.hdfs, nil
 	}
-	if s.conf == nil {
-		conf, err := s.target.HadoopConf(ctx, s.o.Connector)
-		if err != nil {
-			return nil, err
-		}
-		s.conf = conf
+	// Before anything on the HDFS side is read or written.
+	if err := s.checkOverlap(ctx, s.hdfsDir()); err != nil {
+		return nil, err
 	}
 	fsys, name, err := s.o.Connector.OpenHDFS(ctx, s.conf, s.target.WorkflowsDir)
 	if err != nil {

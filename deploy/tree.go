@@ -12,8 +12,10 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -33,18 +35,40 @@ type localTree struct {
 
 type localFile struct {
 	rel  string // slash-separated, relative to root
+	path string // what to open: the real path (symbolic links resolved)
 	size int64
 }
 
 // scanLocal lists deployDir/hdfs. It returns nil when the project has no
-// hdfs/ directory. Symbolic links to files are followed; anything that is
-// not a regular file or directory is refused.
+// hdfs/ directory. Symbolic links to regular files inside the project are
+// followed; a link whose real path leaves the project (hdfs/ itself
+// included), a FIFO, device or socket, and the reserved name OwnerFile
+// are refused (ErrUnsafeLocalFile) without being opened, and errors name
+// the link, never what it points to.
 func scanLocal(deployDir string) (*localTree, error) {
+	abs, err := filepath.Abs(deployDir)
+	if err != nil {
+		return nil, err
+	}
+	project, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, err
+	}
 	root := filepath.Join(deployDir, HDFSDirName)
-	st, err := os.Stat(root)
+	lst, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	realRoot := filepath.Join(project, HDFSDirName)
+	if lst.Mode()&fs.ModeSymlink != 0 {
+		if realRoot, err = resolveInside(root, project); err != nil {
+			return nil, err
+		}
+	}
+	st, err := os.Lstat(realRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -52,41 +76,49 @@ func scanLocal(deployDir string) (*localTree, error) {
 		return nil, fmt.Errorf("%s is not a directory", root)
 	}
 	t := &localTree{root: root}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(realRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p == root {
+		if p == realRoot {
 			return nil
 		}
-		rel, err := filepath.Rel(root, p)
+		rel, err := filepath.Rel(realRoot, p)
 		if err != nil {
 			return err
 		}
+		shown := filepath.Join(root, rel) // as the user sees it
 		rel = filepath.ToSlash(rel)
 		if !utf8.ValidString(rel) {
-			return fmt.Errorf("%s: file names must be UTF-8", p)
+			return fmt.Errorf("%s: file names must be UTF-8", shown)
+		}
+		if rel == OwnerFile {
+			return fmt.Errorf("%s: the name %s is reserved for the owner record deploy writes%.0w", shown, OwnerFile, ErrUnsafeLocalFile)
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
+		open := p
 		if info.Mode()&fs.ModeSymlink != 0 {
-			if info, err = os.Stat(p); err != nil {
-				return fmt.Errorf("%s: broken symbolic link: %w", p, err)
+			if open, err = resolveInside(shown, project); err != nil {
+				return err
+			}
+			if info, err = os.Lstat(open); err != nil {
+				return fmt.Errorf("%s: %w", shown, err)
 			}
 			if info.IsDir() {
-				return fmt.Errorf("%s: symbolic links to directories are not supported", p)
+				return fmt.Errorf("%s: symbolic links to directories are not supported", shown)
 			}
 		}
 		switch {
 		case info.IsDir():
 			t.dirs = append(t.dirs, rel)
 		case info.Mode().IsRegular():
-			t.files = append(t.files, localFile{rel: rel, size: info.Size()})
+			t.files = append(t.files, localFile{rel: rel, path: open, size: info.Size()})
 			t.bytes += info.Size()
 		default:
-			return fmt.Errorf("%s: not a regular file or directory", p)
+			return fmt.Errorf("%s is not a regular file or directory (%s); refused without opening it%.0w", shown, kindOf(info.Mode()), ErrUnsafeLocalFile)
 		}
 		return nil
 	})
@@ -96,9 +128,64 @@ func scanLocal(deployDir string) (*localTree, error) {
 	return t, nil
 }
 
+// resolveInside returns the real path of the symbolic link link, which
+// must stay inside the project directory (a real path).
+func resolveInside(link, project string) (string, error) {
+	real, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path named may be the link's target
+		}
+		return "", fmt.Errorf("%s: broken symbolic link: %w", link, err)
+	}
+	if real != project && !strings.HasPrefix(real, project+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s is a symbolic link that leaves the project directory %s; refused (copy the file into the project instead)%.0w", link, project, ErrUnsafeLocalFile)
+	}
+	return real, nil
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return m.Type().String()
+}
+
+// openLocal opens a file of the tree for reading: it must (still) be a
+// regular file. O_NONBLOCK makes a FIFO put there since the listing open
+// at once (and then be refused) instead of waiting for a writer;
+// O_NOFOLLOW refuses a symbolic link put there.
+func openLocal(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s became a symbolic link since it was listed%.0w", p, ErrUnsafeLocalFile)
+		}
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%s)%.0w", p, kindOf(st.Mode()), ErrUnsafeLocalFile)
+	}
+	return f, nil
+}
+
 // hashLocal returns the SHA-256 of a local file.
 func hashLocal(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := openLocal(p)
 	if err != nil {
 		return "", err
 	}
@@ -200,7 +287,7 @@ func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, par
 			var sent atomic.Int64
 			// bytesDone grows while the file is read, so the progress of a
 			// big file shows; a failed attempt takes its bytes back.
-			sum, err = uploadFile(ctx, fsys, filepath.Join(t.root, filepath.FromSlash(f.rel)), path.Join(dest, f.rel), f.size, &sent, &bytesDone)
+			sum, err = uploadFile(ctx, fsys, f.path, path.Join(dest, f.rel), f.size, &sent, &bytesDone)
 			if err == nil {
 				mu.Lock()
 				hashes[f.rel] = sum
@@ -208,7 +295,7 @@ func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, par
 				return nil
 			}
 			bytesDone.Add(-sent.Load())
-			if ctx.Err() != nil || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, targets.ErrConnectionLost) {
+			if ctx.Err() != nil || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, targets.ErrConnectionLost) || errors.Is(err, ErrUnsafeLocalFile) {
 				return err
 			}
 		}
@@ -257,7 +344,7 @@ feed:
 }
 
 func uploadFile(ctx context.Context, fsys targets.FS, local, remote string, size int64, sent, total *atomic.Int64) (string, error) {
-	f, err := os.Open(local)
+	f, err := openLocal(local)
 	if err != nil {
 		return "", err
 	}

@@ -12,9 +12,11 @@ import (
 
 // Undeploy removes a project from the target: the workflows file first
 // (so the server stops scheduling it), then its Oozie directory, then the
-// manifest. With a manifest it removes exactly what the last deploy wrote;
-// without one (a project deployed by Celos CI, say) it removes NAME.json
-// and $HDFS_ROOT/NAME. Slot state on the server is not touched.
+// manifest. The only Oozie directory it removes is HDFS_ROOT/NAME, when
+// the manifest names it or there is no manifest (a project deployed by
+// Celos CI, say), and only when it was deployed through this workflows
+// directory (its owner record; see OwnerFile). Slot state on the server
+// is not touched.
 func Undeploy(ctx context.Context, o Options) (*Result, error) {
 	start := time.Now()
 	s, err := openSession(ctx, o)
@@ -22,6 +24,15 @@ func Undeploy(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Project: o.Project, Target: s.target.Source, WorkflowsFile: s.wfURL()}
+	s.undeploy = true
+
+	s.begin("check target")
+	if err := s.checkDirs(ctx, false, false); err != nil {
+		return nil, s.fail(err, true)
+	}
+	if err := s.checkOverlap(ctx, s.hdfsDir()); err != nil {
+		return nil, s.fail(err, true)
+	}
 
 	s.begin("lock")
 	lk, err := s.acquireLock(ctx, "undeploy")
@@ -35,13 +46,37 @@ func Undeploy(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, s.fail(err, true)
 	}
+	// The only Oozie directory undeploy ever removes is HDFS_ROOT/NAME:
+	// without a manifest (Celos CI) or when the manifest names it.
 	hdfsDir := s.hdfsDir()
 	if m != nil {
 		res.Workflows = len(m.Workflows)
-		hdfsDir = ""
-		if m.HDFS != nil {
-			hdfsDir = m.HDFS.Dir
+		if m.HDFS == nil && !s.manifestDirDropped {
+			hdfsDir = "" // the project had no Oozie directory
+		} else if m.HDFS != nil {
 			res.Files, res.Bytes = len(m.HDFS.Files), m.HDFS.Bytes
+		}
+	}
+	// Check the HDFS side before anything is removed: an Oozie directory
+	// overlapping the workflows directory, or deployed through another
+	// workflows directory, is refused.
+	var hfs targets.FS
+	var connErr error
+	if hdfsDir != "" {
+		s.begin("check HDFS directory")
+		if err := s.checkOverlap(ctx, hdfsDir); err != nil {
+			return nil, s.fail(err, true)
+		}
+		s.begin("connect to HDFS")
+		if hfs, connErr = s.openHDFS(ctx); connErr == nil {
+			s.begin("check HDFS directory")
+			if err := s.checkOwner(hfs, hdfsDir, m); errors.Is(err, errUnrecorded) {
+				// Not recorded as this project's: left alone.
+				s.warn("%v", err)
+				hdfsDir = ""
+			} else if err != nil {
+				return nil, s.fail(err, true)
+			}
 		}
 	}
 
@@ -52,10 +87,9 @@ func Undeploy(ctx context.Context, o Options) (*Result, error) {
 		return nil, s.fail(fmt.Errorf("%s: %w", s.wfURL(), err), true)
 	}
 	if hdfsDir != "" {
-		s.begin("connect to HDFS")
-		hfs, err := s.openHDFS(ctx)
-		if err != nil {
-			return nil, &StepError{Step: s.step, Err: err, Note: "The workflows file is removed, so the server no longer schedules the project; its Oozie directory is still there: rerun the undeploy."}
+		if connErr != nil {
+			s.begin("connect to HDFS")
+			return nil, &StepError{Step: s.step, Err: connErr, Note: "The workflows file is removed, so the server no longer schedules the project; its Oozie directory is still there: rerun the undeploy."}
 		}
 		if m != nil && m.HDFS != nil && m.HDFS.FS != s.hdfsName {
 			s.warn("the project was deployed to %s, the target now names %s; removing %s there", m.HDFS.FS, s.hdfsName, hdfsDir)

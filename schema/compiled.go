@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -162,6 +165,13 @@ type ExternalService struct {
 
 // Load reads a compiled document, rejecting unknown fields, other format
 // versions and invalid workflows.
+//
+// Its errors name the problem and where it is (line and column, the JSON
+// path of a field), never the bytes of the document: a file that is not a
+// celos document (a symlink to /etc/shadow) must not show up in load errors
+// served to anyone. Only once the document declares this celos's format do
+// errors quote it, and then only workflow ids, field names and the values
+// validation rejects (a cron expression, a time zone).
 func Load(r io.Reader) (*Project, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentSize+1))
 	if err != nil {
@@ -174,22 +184,26 @@ func Load(r io.Reader) (*Project, error) {
 		return nil, fmt.Errorf("%w: the document must be a JSON object (%s)", ErrFormat, describeStart(trimmed))
 	}
 	var head struct {
-		Format *string `json:"format"`
+		Format json.RawMessage `json:"format"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+		return nil, fmt.Errorf("%w: %s", ErrFormat, describeJSONError(data, err))
 	}
 	if head.Format == nil {
 		return nil, fmt.Errorf("%w: no \"format\" field", ErrFormat)
 	}
-	if *head.Format != FormatVersion {
-		return nil, fmt.Errorf("%w %q (this celos reads %q)", ErrVersion, *head.Format, FormatVersion)
+	var format string
+	if err := json.Unmarshal(head.Format, &format); err != nil {
+		return nil, fmt.Errorf("%w: the \"format\" field is %s, not a string", ErrFormat, jsonKind(head.Format))
+	}
+	if format != FormatVersion {
+		return nil, versionError(format)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var p Project
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
+		return nil, fmt.Errorf("%w: %s", ErrFormat, describeJSONError(data, err))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: trailing data after the document", ErrFormat)
@@ -198,6 +212,136 @@ func Load(r io.Reader) (*Project, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// celosFormat is what a format name of some celos version looks like; only
+// such a name is quoted in an error.
+var celosFormat = regexp.MustCompile(`^celos\.dev/workflows/v[0-9]{1,4}$`)
+
+// versionError reports a format field that is not FormatVersion, quoting
+// it only if it is the format name of another celos version.
+func versionError(format string) error {
+	if celosFormat.MatchString(format) {
+		return fmt.Errorf("%w %q (this celos reads %q)", ErrVersion, format, FormatVersion)
+	}
+	return fmt.Errorf("%w: the \"format\" field is not a celos format name (this celos reads %q)", ErrVersion, FormatVersion)
+}
+
+// fieldName is what an unknown field's name must look like to be quoted.
+var fieldName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+
+// describeJSONError rewrites an error of encoding/json about data so that
+// it says what is wrong and where (line, column, field path) without the
+// values encoding/json quotes: "cannot unmarshal number 31415926 into Go
+// struct field ..." becomes "line 3, column 20: workflows.maxRetryCount
+// must be an integer, not a number".
+func describeJSONError(data []byte, err error) string {
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+		pe *time.ParseError
+	)
+	switch {
+	case errors.As(err, &se):
+		line, col := position(data, se.Offset)
+		return fmt.Sprintf("JSON syntax error at line %d, column %d: %s", line, col, quotedChar.ReplaceAllString(se.Error(), "invalid character"))
+	case errors.As(err, &te):
+		line, col := position(data, te.Offset)
+		got, _, _ := strings.Cut(te.Value, " ") // "number 1.5": the kind only
+		field := te.Field
+		if field == "" {
+			field = "the document"
+		}
+		return fmt.Sprintf("line %d, column %d: %s must be %s, not %s", line, col, field, describeType(te.Type), article(got))
+	case errors.As(err, &pe):
+		// The only time in a document (encoding/json does not say where).
+		return "startTime is not an RFC 3339 time such as 2015-09-13T00:00:00Z"
+	case strings.HasPrefix(err.Error(), "Time.UnmarshalJSON"):
+		return "startTime must be a string such as \"2015-09-13T00:00:00Z\""
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name, uerr := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		if uerr == nil && fieldName.MatchString(name) {
+			return fmt.Sprintf("unknown field %q", name)
+		}
+		return "an unknown field whose name is not an identifier"
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "the document ends too early"
+	}
+	// Anything else: keep the message but drop what it quotes.
+	return quoted.ReplaceAllString(strings.TrimPrefix(err.Error(), "json: "), "…")
+}
+
+var (
+	quotedChar = regexp.MustCompile(`invalid character '(?:[^'\\]|\\.)*'`)
+	quoted     = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+)
+
+// describeType names the JSON a Go type of the document expects.
+func describeType(t reflect.Type) string {
+	if t == nil {
+		return "another JSON type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return describeType(t.Elem())
+	}
+	return "another JSON type"
+}
+
+// article prefixes a JSON kind ("number", "object") with a or an.
+func article(kind string) string {
+	switch kind {
+	case "":
+		return "something else"
+	case "array", "object":
+		return "an " + kind
+	case "bool":
+		return "true or false"
+	}
+	return "a " + kind
+}
+
+// jsonKind names the kind of a JSON value.
+func jsonKind(v json.RawMessage) string {
+	b := bytes.TrimLeft(v, " \t\r\n")
+	if len(b) == 0 {
+		return "empty"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "true or false"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(data []byte, off int64) (line, col int) {
+	off = max(0, min(off, int64(len(data))))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = max(1, int(off)-bytes.LastIndexByte(before, '\n')-1)
+	return line, col
 }
 
 // MaxDocumentSize bounds a compiled document (64 MiB).
@@ -217,7 +361,8 @@ func (p *Project) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// describeStart names what a document that is not a JSON object starts with.
+// describeStart names what a document that is not a JSON object starts
+// with, by kind only: the bytes themselves may be anybody's secret.
 func describeStart(b []byte) string {
 	switch {
 	case len(b) == 0:
@@ -228,6 +373,12 @@ func describeStart(b []byte) string {
 		return "it is a string"
 	case bytes.HasPrefix(b, []byte("null")):
 		return "it is null"
+	case b[0] == '-' || b[0] >= '0' && b[0] <= '9':
+		return "it starts with a digit"
+	case b[0] >= 'a' && b[0] <= 'z' || b[0] >= 'A' && b[0] <= 'Z':
+		return "it starts with a letter"
+	case b[0] < 0x20 || b[0] >= 0x7f:
+		return "it starts with a control character or binary data"
 	}
-	return fmt.Sprintf("it starts with %q", string(b[:min(len(b), 10)]))
+	return "it starts with punctuation"
 }

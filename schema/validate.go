@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/celos-go/celos/schema/cron"
@@ -14,17 +15,17 @@ import (
 // workflow.
 func (p *Project) Validate() error {
 	if p.Format != FormatVersion {
-		return fmt.Errorf("%w %q (this celos reads %q)", ErrVersion, p.Format, FormatVersion)
+		return versionError(p.Format)
 	}
 	var errs []error
 	if p.Project == "" || !IDPattern.MatchString(p.Project) || p.Project == "." || p.Project == ".." {
-		errs = append(errs, fmt.Errorf("%w: project name %q must match %s and not be . or ..", ErrInvalid, p.Project, IDPattern))
+		errs = append(errs, fmt.Errorf("%w: project name %q must match %s and not be . or ..", ErrInvalid, clip(p.Project), IDPattern))
 	}
 	seen := make(map[string]bool, len(p.Workflows))
 	for i := range p.Workflows {
 		w := &p.Workflows[i]
 		if seen[w.ID] {
-			errs = append(errs, fmt.Errorf("%w %q: duplicate id", ErrInvalid, w.ID))
+			errs = append(errs, fmt.Errorf("%w %q: duplicate id", ErrInvalid, clip(w.ID)))
 		}
 		seen[w.ID] = true
 		if err := w.Validate(); err != nil {
@@ -38,7 +39,7 @@ func (p *Project) Validate() error {
 func (w *Workflow) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w %q: %s", ErrInvalid, w.ID, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("%w %q: %s", ErrInvalid, clip(w.ID), fmt.Sprintf(format, args...)))
 	}
 	if !IDPattern.MatchString(w.ID) || w.ID == "." || w.ID == ".." || len(w.ID) > 255 {
 		bad("id must match %s, not be . or .., and be at most 255 bytes", IDPattern)
@@ -50,7 +51,7 @@ func (w *Workflow) Validate() error {
 		bad("trigger: %v", err)
 	}
 	if w.SchedulingStrategy.Type != StrategySerial {
-		bad("schedulingStrategy: unknown type %q (want %q)", w.SchedulingStrategy.Type, StrategySerial)
+		bad("schedulingStrategy: unknown type %q (want %q)", clip(w.SchedulingStrategy.Type), StrategySerial)
 	} else if w.SchedulingStrategy.Concurrency < 1 {
 		bad("schedulingStrategy: concurrency %d must be at least 1", w.SchedulingStrategy.Concurrency)
 	}
@@ -79,7 +80,10 @@ func (s *Schedule) Location() (*time.Location, error) {
 	if s.TimeZone == "Local" {
 		// time.LoadLocation would give the zone of whatever machine reads
 		// the document.
-		return nil, fmt.Errorf("time zone %q: the zone of the machine is not a schedule's zone; name it (America/New_York, UTC)", s.TimeZone)
+		return nil, fmt.Errorf("time zone %q: the zone of the machine is not a schedule's zone; name it (America/New_York, UTC)", clip(s.TimeZone))
+	}
+	if len(s.TimeZone) > maxQuoted {
+		return nil, fmt.Errorf("time zone %q: longer than %d bytes", clip(s.TimeZone), maxQuoted)
 	}
 	loc, err := time.LoadLocation(s.TimeZone)
 	if err != nil {
@@ -99,18 +103,21 @@ func (s *Schedule) Validate() error {
 		if err != nil {
 			return err
 		}
+		if len(s.Cron) > maxCron {
+			return fmt.Errorf("cron %q: longer than %d bytes", clip(s.Cron), maxCron)
+		}
 		if _, err := cron.Parse(s.Cron, loc); err != nil {
 			return fmt.Errorf("cron %q: %w", s.Cron, err)
 		}
 	case ScheduleDependent:
 		if !IDPattern.MatchString(s.Workflow) {
-			return fmt.Errorf("dependent schedule: workflow %q is not a valid id", s.Workflow)
+			return fmt.Errorf("dependent schedule: workflow %q is not a valid id", clip(s.Workflow))
 		}
 		if s.Cron != "" || s.TimeZone != "" {
 			return fmt.Errorf("a dependent schedule has no cron or timeZone field")
 		}
 	default:
-		return fmt.Errorf("unknown type %q (want %q or %q)", s.Type, ScheduleCron, ScheduleDependent)
+		return fmt.Errorf("unknown type %q (want %q or %q)", clip(s.Type), ScheduleCron, ScheduleDependent)
 	}
 	return nil
 }
@@ -136,7 +143,7 @@ func (t *Trigger) validate(depth int) error {
 		return leaf()
 	case TriggerSuccess:
 		if !IDPattern.MatchString(t.Workflow) {
-			return fmt.Errorf("success trigger: workflow %q is not a valid id", t.Workflow)
+			return fmt.Errorf("success trigger: workflow %q is not a valid id", clip(t.Workflow))
 		}
 		return leaf()
 	case TriggerAlways:
@@ -168,7 +175,7 @@ func (t *Trigger) validate(depth int) error {
 		}
 		return nil
 	default:
-		return fmt.Errorf("unknown trigger type %q", t.Type)
+		return fmt.Errorf("unknown trigger type %q", clip(t.Type))
 	}
 }
 
@@ -191,7 +198,23 @@ func (s *ExternalService) Validate() error {
 			return fmt.Errorf("timeoutSeconds %d must be between 0 and %d", s.TimeoutSeconds, NeverTimeout)
 		}
 	default:
-		return fmt.Errorf("unknown type %q (want %q or %q)", s.Type, ServiceOozie, ServiceCommand)
+		return fmt.Errorf("unknown type %q (want %q or %q)", clip(s.Type), ServiceOozie, ServiceCommand)
 	}
 	return nil
+}
+
+// maxQuoted bounds what a validation error quotes of a value, and the
+// length of a time zone name; maxCron the length of a cron expression.
+const (
+	maxQuoted = 64
+	maxCron   = 1024
+)
+
+// clip shortens a value an error quotes to maxQuoted bytes (a document of
+// 64 MiB must not make an error of 64 MiB on /workflow-list).
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:maxQuoted], ""), len(s))
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,93 @@ func TestLoadNamesWhatItGot(t *testing.T) {
 	_, err := Load(strings.NewReader(`[1, 2]`))
 	if err == nil || !strings.Contains(err.Error(), "must be a JSON object (it is an array)") || strings.Contains(err.Error(), "Go value") {
 		t.Fatalf("Load(array) = %v, want a message naming the array and no Go type", err)
+	}
+}
+
+// TestLoadErrorsQuoteNoContent: whatever a file holds, Load's error names
+// the problem and never repeats the file's bytes (a workflows-directory
+// symlink to /etc/shadow must not show on /workflow-list). Only a document
+// that declares the celos format may be quoted, and then only its ids and
+// field names, never a value encoding/json would echo.
+func TestLoadErrorsQuoteNoContent(t *testing.T) {
+	const secret = "s3cr3tXq"
+	wf := func(field, value string) string {
+		return `{"format":"` + FormatVersion + `","project":"p","workflows":[{"id":"a","` + field + `":` + value + `}]}`
+	}
+	tests := []struct {
+		name, doc string
+		want      error
+		msg       string // the message still says what is wrong
+	}{
+		{"shadow file", "root:" + secret + ":19000:0:99999:7:::\n", ErrFormat, "must be a JSON object"},
+		{"number", "31415926" + secret, ErrFormat, "must be a JSON object"},
+		{"format value", `{"format":"` + secret + `"}`, ErrVersion, FormatVersion},
+		{"long format value", `{"format":"` + strings.Repeat(secret, 1000) + `"}`, ErrVersion, FormatVersion},
+		{"format number", `{"format":31415926}`, ErrFormat, "format"},
+		{"format object", `{"format":{"` + secret + `":1}}`, ErrFormat, "format"},
+		{"bad syntax in a string", `{"format":"` + secret + `\x"}`, ErrFormat, "line 1, column"},
+		{"bad syntax after a key", `{"format":"celos.dev/workflows/v1","` + secret + `" 1}`, ErrFormat, "line 1, column"},
+		{"syntax error later", `{"a":"` + secret + `",` + "\n" + `"b":` + secret + `}`, ErrFormat, "line 2, column"},
+		{"time", wf("startTime", `"`+secret+`"`), ErrFormat, "startTime"},
+		{"time number", wf("startTime", `31415926`), ErrFormat, "startTime"},
+		{"number for a string", wf("url", `31415926`), ErrFormat, "url"},
+		{"fraction for an integer", wf("maxRetryCount", `31415926.5`), ErrFormat, "maxRetryCount"},
+		{"string for an integer", wf("maxRetryCount", `"`+secret+`"`), ErrFormat, "maxRetryCount"},
+		{"huge number", wf("maxRetryCount", `31415926`+strings.Repeat("0", 40)), ErrFormat, "maxRetryCount"},
+		{"object for an array", wf("contacts", `{"`+secret+`":1}`), ErrFormat, "contacts"},
+		{"unknown field", `{"format":"` + FormatVersion + `","project":"p","workflows":[],"` + secret + `\u0000":1}`, ErrFormat, "unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(tt.doc))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Load: %v, want %v", err, tt.want)
+			}
+			for _, leak := range []string{secret, "31415926", "root:", "Go struct", "Go value"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("Load: %q repeats %q", err, leak)
+				}
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("Load: %q does not say %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+// TestValidationErrorsAreShort: a huge value in any quoted field of a
+// celos document gives a short error (load errors are served on
+// /workflow-list and logged), still naming the problem.
+func TestValidationErrorsAreShort(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name   string
+		change func(p *Project)
+		want   string
+	}{
+		{"project", func(p *Project) { p.Project = huge + "/" }, "project name"},
+		{"id", func(p *Project) { p.Workflows[0].ID = huge + "/" }, "id must match"},
+		{"strategy", func(p *Project) { p.Workflows[0].SchedulingStrategy.Type = huge }, "schedulingStrategy: unknown type"},
+		{"schedule type", func(p *Project) { p.Workflows[0].Schedule.Type = huge }, "schedule: unknown type"},
+		{"cron", func(p *Project) { p.Workflows[0].Schedule.Cron = huge }, "longer than 1024 bytes"},
+		{"time zone", func(p *Project) { p.Workflows[0].Schedule.TimeZone = huge }, "longer than 64 bytes"},
+		{"dependent", func(p *Project) { p.Workflows[0].Schedule = Schedule{Type: ScheduleDependent, Workflow: huge + "/"} }, "not a valid id"},
+		{"trigger type", func(p *Project) { p.Workflows[0].Trigger.Type = huge }, "unknown trigger type"},
+		{"success trigger", func(p *Project) { p.Workflows[0].Trigger = Trigger{Type: TriggerSuccess, Workflow: huge + "/"} }, "not a valid id"},
+		{"service type", func(p *Project) { p.Workflows[0].ExternalService.Type = huge }, "externalService: unknown type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Project{Format: FormatVersion, Project: "p", Workflows: []Workflow{validWorkflow()}}
+			tt.change(p)
+			data, err := p.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Load(strings.NewReader(string(data)))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || len(err.Error()) > 1024 {
+				t.Fatalf("Load: %d-byte error %.300q, want a short one saying %q", len(fmt.Sprint(err)), fmt.Sprint(err), tt.want)
+			}
+		})
 	}
 }

@@ -96,9 +96,9 @@ say ""
 # ---- 3. celos db prune on what the soak left --------------------------------
 end=$(sed -n 's/.*"simTime": "\(.*\)".*/\1/p' "$work/steps.json" | tail -1)
 say ""
-say "celos db prune --db $work/steps/db --older-than 8d --now $end"
-"$work/celos" db prune --db "$work/steps/db" --older-than 8d --now "$end" --dry-run | tee -a "$summary"
-"$work/celos" db prune --db "$work/steps/db" --older-than 8d --now "$end" | tee -a "$summary"
+say "celos db prune --db $work/steps/db --older-than 8d --now $end --workflows-dir $work/steps/wf"
+"$work/celos" db prune --db "$work/steps/db" --older-than 8d --now "$end" --workflows-dir "$work/steps/wf" --dry-run | tee -a "$summary"
+"$work/celos" db prune --db "$work/steps/db" --older-than 8d --now "$end" --workflows-dir "$work/steps/wf" | tee -a "$summary"
 
 echo
 echo "soak: done; summary in $summary"

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/user"
@@ -16,6 +17,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/celos-go/celos/internal/regfile"
 )
 
 // SSHOptions say how celos connects to SFTP servers.
@@ -62,19 +65,37 @@ func homeDir() string {
 	return ""
 }
 
+// maxKeyFile bounds the bytes read from a private key file.
+const maxKeyFile = 1 << 20
+
+// checkRegular refuses a file that is not a regular file (a named pipe
+// blocks the reader that opens it, a device is read without end) before
+// knownhosts.New opens it, which takes only names. Opening it here never
+// blocks (regfile); a file swapped in between the two opens is not caught.
+func checkRegular(path string) error {
+	f, _, err := regfile.Open(path)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 func (o SSHOptions) knownHostsFiles() ([]string, error) {
 	if len(o.KnownHosts) > 0 {
 		for _, f := range o.KnownHosts {
-			if _, err := os.Stat(f); err != nil {
-				return nil, fmt.Errorf("known_hosts file %s: %w", f, err)
+			if err := checkRegular(f); err != nil {
+				return nil, fmt.Errorf("known_hosts file: %w", err)
 			}
 		}
 		return o.KnownHosts, nil
 	}
 	var files []string
 	for _, f := range []string{filepath.Join(homeDir(), ".ssh", "known_hosts"), "/etc/ssh/ssh_known_hosts"} {
-		if _, err := os.Stat(f); err == nil {
+		switch err := checkRegular(f); {
+		case err == nil:
 			files = append(files, f)
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("known_hosts file: %w", err)
 		}
 	}
 	return files, nil
@@ -245,7 +266,7 @@ func (o SSHOptions) authMethods() (methods []ssh.AuthMethod, notes []string, cle
 		}
 	}
 	for _, f := range files {
-		pem, err := os.ReadFile(f)
+		pem, err := regfile.ReadFile(f, maxKeyFile)
 		if err != nil {
 			if explicit {
 				cleanup()

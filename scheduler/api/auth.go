@@ -9,8 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
+
+	"github.com/celos-go/celos/internal/regfile"
 )
 
 // MinTokenLength is the shortest API token LoadToken accepts (bytes). A
@@ -27,18 +28,12 @@ const maxTokenFile = 4 << 10
 // The error never quotes the file's content. warn, when not empty, says
 // that the file can be read by other users of the machine.
 func LoadToken(path string) (token, warn string, err error) {
-	f, err := os.Open(path)
+	// Never blocks on a named pipe, never reads a device (regfile).
+	f, fi, err := regfile.Open(path)
 	if err != nil {
 		return "", "", fmt.Errorf("auth token file: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", "", fmt.Errorf("auth token file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", "", fmt.Errorf("auth token file %s: not a regular file", path)
-	}
 	if fi.Size() > maxTokenFile {
 		return "", "", fmt.Errorf("auth token file %s: larger than %d bytes", path, maxTokenFile)
 	}

@@ -112,7 +112,8 @@ func TestRequireTokenGuardsEveryChange(t *testing.T) {
 func TestRequireTokenLeavesReadsOpen(t *testing.T) {
 	f := newFake("a")
 	ts, h, _, _ := authTester(t, f)
-	for _, target := range []string{"/workflow-list", "/workflow-slots?id=a", "/workflow?id=a", "/healthz", "/openapi.json", "/version", "/metrics"} {
+	for _, target := range []string{"/workflow-list", "/workflow-slots?id=a", "/workflow?id=a", "/healthz", "/openapi.json", "/version", "/metrics",
+		"/rerun?id=a&time=2015-09-13T13:00Z"} {
 		if rec := send(t, ts, h, "GET", target, ""); rec.Code != http.StatusOK {
 			t.Errorf("GET %s without a token: %d %s", target, rec.Code, rec.Body)
 		}

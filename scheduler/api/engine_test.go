@@ -218,9 +218,13 @@ func TestRealEngine(t *testing.T) {
 	}
 	s.do(400, "POST", "/kill?id=flaky&time=2015-09-13T13:00Z", nil)
 
-	// A rerun of a slot far outside the window (before startTime too) is stepped.
-	s.do(200, "POST", "/rerun?id=up&time=2015-08-01T00:00Z", nil)
-	s.stepUntil(at, "up", "2015-08-01T00:00Z", "SUCCESS/0")
+	// A rerun of a slot far outside the window is stepped; one before
+	// startTime is refused (TestRealEngineRerunNotDue).
+	writeProject(t, s.wf, "old", workflow("old", "0 0 * * * ?", time.Date(2015, 7, 1, 0, 0, 0, 0, time.UTC), schema.Trigger{Type: schema.TriggerAlways}, 0))
+	s.step(at)
+	s.do(200, "POST", "/rerun?id=old&time=2015-08-01T00:00Z", nil)
+	s.stepUntil(at, "old", "2015-08-01T00:00Z", "SUCCESS/0")
+	s.do(400, "POST", "/rerun?id=up&time=2015-08-01T00:00Z", nil)
 
 	// Pause: the workflow is skipped.
 	s.do(200, "POST", "/pause?id=up&paused=true", nil)
@@ -266,7 +270,7 @@ func TestRealEngine(t *testing.T) {
 	}
 	s.do(200, "POST", "/clear-cache", nil)
 	s.do(200, "GET", "/workflow-list", &list)
-	if len(list.IDs) != 3 {
+	if len(list.IDs) != 4 {
 		t.Errorf("after clear-cache %v", list.IDs)
 	}
 }
@@ -372,4 +376,69 @@ func TestRealEngineUnschedulable(t *testing.T) {
 	if len(fine.Slots) != 4 || fine.Slots[len(fine.Slots)-1].Status != "READY" {
 		t.Errorf("the other workflow did not step: %+v", fine.Slots)
 	}
+}
+
+// TestRealEngineRerunNotDue: a rerun of a slot the schedule has not reached
+// (after the server's clock) or that the workflow does not have (before its
+// startTime, or not a schedule time) is refused, one slot at a time, with
+// 400 (404 for a time not in the schedule, as before) and a message saying
+// why; the refused slot is not marked, the next steps do not run it, and a
+// slot not due yet still runs at its time. GET /rerun answers the same
+// without changing anything (the dry run of celos rerun).
+func TestRealEngineRerunNotDue(t *testing.T) {
+	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC)) // the server's clock
+	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
+	writeProject(t, s.wf, "demo", workflow("up", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0))
+	s.stepUntil("2015-09-13T13:40Z", "up", "2015-09-13T13:00Z", "SUCCESS/0")
+
+	refused := []struct {
+		time string
+		code int
+		why  string
+	}{
+		{"2015-09-13T14:00Z", 400, "not due yet"},                                  // the next slot
+		{"2015-09-13T13:40:00.001Z", 404, "not a slot of the workflow's schedule"}, // after now and no slot
+		{"2016-01-01T00:00Z", 400, "not due yet"},
+		{"2015-09-13T11:00Z", 400, "before the workflow's startTime 2015-09-13T12:00:00.000Z"},
+		{"2015-08-01T00:00Z", 400, "startTime"},
+		{"2015-09-13T13:30Z", 404, "not a slot of the workflow's schedule"},
+	}
+	for _, method := range []string{"POST", "GET"} {
+		for _, r := range refused {
+			var e struct{ Error string }
+			s.do(r.code, method, "/rerun?id=up&time="+r.time, &e)
+			if !strings.Contains(e.Error, r.why) || !strings.Contains(e.Error, "up@") {
+				t.Errorf("%s /rerun of up@%s: %q, want it to name the slot and say %q", method, r.time, e.Error, r.why)
+			}
+		}
+	}
+	// Nothing was marked: the steps leave those slots alone, and the next
+	// slot runs when its time comes.
+	s.step("2015-09-13T13:40Z")
+	s.step("2015-09-13T13:41Z")
+	for _, at := range []string{"2015-09-13T14:00Z", "2016-01-01T00:00Z", "2015-09-13T11:00Z", "2015-08-01T00:00Z"} {
+		s.do(404, "GET", "/slot-state?id=up&time="+at, nil)
+	}
+	s.stepUntil("2015-09-13T14:10Z", "up", "2015-09-13T14:00Z", "SUCCESS/0")
+
+	// GET /rerun of a slot that can be rerun answers the slot as it is and
+	// changes nothing; POST then reruns it.
+	var sl api.Slot
+	s.do(200, "GET", "/rerun?id=up&time=2015-09-13T13:00Z", &sl)
+	if sl.Status != slot.Success || s.status("up", "2015-09-13T13:00Z") != "SUCCESS/0" {
+		t.Errorf("GET /rerun: %+v, slot now %s; want SUCCESS, unchanged", sl, s.status("up", "2015-09-13T13:00Z"))
+	}
+	s.do(200, "POST", "/rerun?id=up&time=2015-09-13T13:00Z", &sl)
+	if sl.Status != slot.Waiting {
+		t.Errorf("POST /rerun: %+v", sl)
+	}
+	var e struct{ Error string }
+	s.do(400, "GET", "/rerun?id=up&time=2015-09-13T13:00Z", &e) // WAITING now: not final
+	if !strings.Contains(e.Error, "illegal") {
+		t.Errorf("GET /rerun of a WAITING slot: %q", e.Error)
+	}
+	// A slot at exactly the server's clock is due.
+	writeProject(t, s.wf, "demo", workflow("up", "0 */10 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0))
+	s.step("2015-09-13T13:40Z")
+	s.do(200, "POST", "/rerun?id=up&time=2015-09-13T13:40Z", nil)
 }

@@ -207,6 +207,23 @@ func (f *fakeService) Rerun(_ context.Context, id slot.ID, _ time.Time) error {
 	return nil
 }
 
+// CheckRerun is Rerun's check without the change (RerunChecker).
+func (f *fakeService) CheckRerun(_ context.Context, id slot.ID, _ time.Time) (slot.State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.inSchedule(id); err != nil {
+		return slot.State{}, err
+	}
+	st, ok := f.states[id]
+	if !ok {
+		return slot.NewWaiting(id), nil
+	}
+	if !st.Status.Final() {
+		return slot.State{}, fmt.Errorf("%w: %s is %s", slot.ErrIllegalTransition, id, st.Status)
+	}
+	return st, nil
+}
+
 func (f *fakeService) Kill(_ context.Context, id slot.ID) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -35,7 +35,19 @@ type Options struct {
 	Metrics *Metrics
 	// Version is what GET /version answers.
 	Version string
+	// StepTimeout is the bound of a scheduler step: GET /healthz answers
+	// 503 while a step has been running for longer (by Now); default
+	// DefaultStepTimeout.
+	StepTimeout time.Duration
 }
+
+// DefaultStepTimeout is the default bound of a step: the server's write
+// timeout, so a POST /scheduler whose step runs longer could not answer
+// anyway. A step's calls to external services and file systems are bounded
+// (a minute each, engine.Options.CallTimeout), but a step makes many, and a
+// read that ignores its deadline (a FIFO, a hung mount) is not bounded at
+// all: this bound is what /healthz reports against.
+const DefaultStepTimeout = 10 * time.Minute
 
 // Handler serves the HTTP API over a Service. It is an http.Handler for the
 // API paths only; the server mounts other handlers (the UI) beside it.
@@ -46,6 +58,8 @@ type Handler struct {
 	metrics *Metrics
 	version string
 	routes  map[string]*route
+	// stepTimeout is the bound reported by /healthz.
+	stepTimeout time.Duration
 }
 
 // New returns the API handler for svc.
@@ -63,7 +77,11 @@ func New(svc Service, opts Options) *Handler {
 	if h.version == "" {
 		h.version = "devel"
 	}
-	h.metrics.observe(svc, h.now)
+	h.stepTimeout = opts.StepTimeout
+	if h.stepTimeout <= 0 {
+		h.stepTimeout = DefaultStepTimeout
+	}
+	h.metrics.observe(svc, h.now, h.stepTimeout)
 	h.routes = make(map[string]*route)
 	for _, r := range h.table() {
 		h.routes[r.path] = r
@@ -75,6 +93,7 @@ func New(svc Service, opts Options) *Handler {
 // timing it in the metrics and logging it. POST /scheduler and the
 // server's --autoSchedule loop both step through here.
 func (h *Handler) Step(ctx context.Context, now time.Time, ids []string) error {
+	defer h.metrics.stepEnded(h.metrics.stepStarted(now))
 	start := time.Now()
 	err := h.svc.Step(ctx, now, ids)
 	took := time.Since(start)
@@ -212,6 +231,9 @@ func badParamf(format string, args ...any) error {
 	return &badParam{msg: fmt.Sprintf(format, args...)}
 }
 
+// errNotImplemented is an operation the Service does not offer (501).
+var errNotImplemented = errors.New("not implemented by this server's service")
+
 // errorStatus maps an error to its HTTP status and message.
 func errorStatus(err error) (int, string) {
 	var bp *badParam
@@ -223,12 +245,14 @@ func errorStatus(err error) (int, string) {
 	case errors.Is(err, slot.ErrUnknownWorkflow), errors.Is(err, slot.ErrSlotNotFound),
 		errors.Is(err, slot.ErrNotInSchedule), errors.Is(err, ErrRegisterNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter):
+	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter), errors.Is(err, ErrRerunRefused):
 		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrUnschedulable):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, external.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()
+	case errors.Is(err, errNotImplemented):
+		return http.StatusNotImplemented, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, err.Error()
 	}

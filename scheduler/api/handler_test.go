@@ -225,6 +225,16 @@ func TestRerunKillPause(t *testing.T) {
 	ts := newTester(t, f)
 	ts.want(200, "POST", "/scheduler", nil) // 13:00 SUCCESS
 	var s Slot
+	// GET /rerun: what POST would do, changing nothing.
+	ts.want(200, "GET", "/rerun?id=wf&time=2015-09-13T13:00Z", &s)
+	if s.Status != slot.Success {
+		t.Errorf("GET /rerun %+v, want the slot as it is", s)
+	}
+	ts.want(404, "GET", "/rerun?id=wf&time=2015-09-13T13:30Z", nil)
+	ts.want(400, "GET", "/rerun?id=wf", nil)
+	// A service that cannot check a rerun without making it: 501.
+	plain := newTester(t, struct{ Service }{f})
+	plain.want(501, "GET", "/rerun?id=wf&time=2015-09-13T13:00Z", nil)
 	ts.want(200, "POST", "/rerun?id=wf&time=2015-09-13T13:00Z", &s)
 	if s.Status != slot.Waiting || s.RetryCount != 0 {
 		t.Errorf("after rerun %+v", s)

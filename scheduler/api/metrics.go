@@ -33,6 +33,8 @@ import (
 //	celos_job_failures_total{service}      jobs an external service reported failed
 //	celos_external_service_errors_total{service,operation}
 //	                                       calls to an external service that failed
+//	celos_step_running_seconds             how long the oldest step in flight has run (0: none)
+//	celos_step_timeout_seconds             the bound of a step (/healthz fails past it)
 //	celos_http_requests_total{path,method,code}
 //	celos_http_request_duration_seconds{path}
 //
@@ -55,6 +57,20 @@ type Metrics struct {
 
 	once  sync.Once
 	state *stateCollector
+
+	// The steps in flight, by a sequence number: when each started (by
+	// clock) and its step time. clock and stepTimeout are set by observe.
+	stepMu      sync.Mutex
+	stepSeq     uint64
+	inFlight    map[uint64]stepRun
+	clock       func() time.Time
+	stepTimeout time.Duration
+}
+
+// stepRun is a step in flight.
+type stepRun struct {
+	started time.Time // by the handler's clock
+	at      time.Time // the step's time (simulated or now)
 }
 
 // NewMetrics returns a fresh registry with the celos metrics.
@@ -106,6 +122,26 @@ func NewMetrics() *Metrics {
 		Help:    "HTTP API request latency, by path.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"path"})
+	m.inFlight = make(map[uint64]stepRun)
+	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "celos_step_running_seconds",
+		Help: "How long the oldest scheduler step in flight has been running, 0 when none is; /healthz fails once it exceeds celos_step_timeout_seconds.",
+	}, func() float64 {
+		_, d, ok := m.oldestStep()
+		if !ok {
+			return 0
+		}
+		return d.Seconds()
+	})
+	bound := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "celos_step_timeout_seconds",
+		Help: "The bound of a scheduler step (--step-timeout).",
+	}, func() float64 {
+		m.stepMu.Lock()
+		defer m.stepMu.Unlock()
+		return m.stepTimeout.Seconds()
+	})
+	m.reg.MustRegister(running, bound)
 	m.reg.MustRegister(m.stepDuration, m.steps, m.lastStep, m.transitions, m.slotErrors, m.writes, m.submissions, m.jobFailures,
 		m.serviceErrors, m.requests, m.requestTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -160,13 +196,61 @@ func (m *Metrics) changed() {
 	}
 }
 
-// observe registers the collector of per-status slot counts over svc; a
-// Metrics observes one service.
-func (m *Metrics) observe(svc Service, now func() time.Time) {
+// observe registers the collector of per-status slot counts over svc, and
+// sets the clock and the bound of the steps in flight; a Metrics observes
+// one service.
+func (m *Metrics) observe(svc Service, now func() time.Time, stepTimeout time.Duration) {
 	m.once.Do(func() {
 		m.state = &stateCollector{svc: svc, now: now, dirty: true}
 		m.reg.MustRegister(m.state)
+		m.stepMu.Lock()
+		m.clock, m.stepTimeout = now, stepTimeout
+		m.stepMu.Unlock()
 	})
+}
+
+// stepStarted records a step (at step time at) in flight; stepEnded, given
+// what stepStarted returned, removes it.
+func (m *Metrics) stepStarted(at time.Time) uint64 {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	m.stepSeq++
+	started := time.Now()
+	if m.clock != nil {
+		started = m.clock()
+	}
+	m.inFlight[m.stepSeq] = stepRun{started: started, at: at}
+	return m.stepSeq
+}
+
+func (m *Metrics) stepEnded(key uint64) {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	delete(m.inFlight, key)
+}
+
+// oldestStep returns the step in flight that started first and how long it
+// has been running; ok is false when none is.
+func (m *Metrics) oldestStep() (run stepRun, running time.Duration, ok bool) {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	for _, r := range m.inFlight {
+		if !ok || r.started.Before(run.started) {
+			run, ok = r, true
+		}
+	}
+	if !ok {
+		return stepRun{}, 0, false
+	}
+	now := time.Now()
+	if m.clock != nil {
+		now = m.clock()
+	}
+	running = now.Sub(run.started)
+	if running < 0 {
+		running = 0
+	}
+	return run, running, true
 }
 
 var (

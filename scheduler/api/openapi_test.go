@@ -113,6 +113,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			if changes := method != http.MethodGet; has401 != changes || hasSec != changes {
 				t.Errorf("%s: 401 documented %v, security documented %v; want both %v", key, has401, hasSec, changes)
 			}
+			// A server without a token refuses a foreign Host on every
+			// path (DNS rebinding, scheduler/server).
+			if _, ok := resp["421"]; !ok {
+				t.Errorf("%s: no 421 documented", key)
+			}
 			if len(ep.params) > 0 {
 				if _, ok := resp["400"]; !ok {
 					t.Errorf("%s: takes parameters but documents no 400", key)

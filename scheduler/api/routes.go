@@ -41,6 +41,7 @@ func (h *Handler) table() []*route {
 			http.MethodGet: {params: []param{id, slotTime}, serve: h.triggerStatus},
 		}},
 		{path: "/rerun", methods: map[string]*endpoint{
+			http.MethodGet:  {params: []param{id, slotTime}, serve: h.rerunCheck},
 			http.MethodPost: {params: []param{id, slotTime}, serve: h.rerun},
 		}},
 		{path: "/kill", methods: map[string]*endpoint{
@@ -378,6 +379,26 @@ func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, q query) error {
 	return nil
 }
 
+// rerunCheck answers GET /rerun: whether POST /rerun would accept the
+// slot, changing nothing. 200 with the slot as it is; else the error POST
+// would answer (400 not due, before startTime or not final; 404; 409).
+func (h *Handler) rerunCheck(w http.ResponseWriter, r *http.Request, q query) error {
+	id, err := slotID(q)
+	if err != nil {
+		return err
+	}
+	rc, ok := h.svc.(RerunChecker)
+	if !ok {
+		return errNotImplemented
+	}
+	st, err := rc.CheckRerun(r.Context(), id, h.now())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, NewSlot(st))
+	return nil
+}
+
 func (h *Handler) kill(w http.ResponseWriter, r *http.Request, q query) error {
 	id, err := slotID(q)
 	if err != nil {
@@ -486,8 +507,36 @@ func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request, _ query) e
 	return nil
 }
 
+// Health is the answer of GET /healthz. While a step is in flight it says
+// how long the oldest has been running and the bound; past the bound the
+// status is "stuck", Error says so and the answer is 503.
+type Health struct {
+	Status             string   `json:"status"`
+	Error              string   `json:"error,omitempty"`
+	StepRunningSeconds *float64 `json:"stepRunningSeconds,omitempty"`
+	StepTimeoutSeconds *float64 `json:"stepTimeoutSeconds,omitempty"`
+}
+
+// healthz answers 200 while the server is up and no step has been running
+// for longer than its bound, else 503.
 func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request, _ query) error {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	out := Health{Status: "ok"}
+	run, running, ok := h.metrics.oldestStep()
+	if !ok {
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	secs, bound := running.Seconds(), h.stepTimeout.Seconds()
+	out.StepRunningSeconds, out.StepTimeoutSeconds = &secs, &bound
+	if running <= h.stepTimeout {
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	out.Status = "stuck"
+	out.Error = fmt.Sprintf("a scheduler step (time %s) has been running for %s since %s, longer than its bound of %s (--step-timeout)",
+		slot.FormatTime(run.at), running.Round(time.Second), slot.FormatTime(run.started), h.stepTimeout)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusServiceUnavailable, out)
 	return nil
 }
 

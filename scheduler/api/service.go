@@ -25,6 +25,22 @@ var ErrRegisterNotFound = errors.New("register not found")
 // configuration, not of the request or the server. The HTTP API answers 409.
 var ErrUnschedulable = errors.New("workflow has no usable schedule")
 
+// ErrRerunRefused is wrapped by Rerun (and CheckRerun) for a slot the
+// workflow does not have yet or at all: a time after the server's clock
+// (not due: it runs at its time, a rerun must not run it early) or before
+// the workflow's startTime. The HTTP API answers 400.
+var ErrRerunRefused = errors.New("rerun refused")
+
+// RerunChecker is implemented by a Service that can say whether Rerun
+// would accept a slot without changing anything (GET /rerun, the dry run
+// of celos rerun). The slot engine implements it.
+type RerunChecker interface {
+	// CheckRerun returns the slot's state now (WAITING for a slot with no
+	// record) when Rerun(ctx, id, now) would accept it, else the error
+	// Rerun would return.
+	CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, error)
+}
+
 // LoadError is a workflows file that did not load.
 type LoadError struct {
 	File  string `json:"file"`
@@ -34,7 +50,8 @@ type LoadError struct {
 // Service is what the HTTP API and the UI need from the slot engine.
 // Errors wrap the sentinels of package slot (ErrUnknownWorkflow → 404,
 // ErrSlotNotFound → 404, ErrNotInSchedule → 404, ErrIllegalTransition → 400,
-// ErrBadParameter → 400); anything else is a 500.
+// ErrBadParameter → 400) or of this package (ErrRerunRefused → 400,
+// ErrUnschedulable → 409, ErrRegisterNotFound → 404); anything else is a 500.
 type Service interface {
 	// Step reloads the workflows directory and runs one scheduler step at
 	// now for every workflow, or only the named ones.
@@ -55,7 +72,8 @@ type Service interface {
 	SetPaused(ctx context.Context, id string, paused bool) error
 	// TriggerStatus explains the trigger of one slot at now.
 	TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (trigger.Status, error)
-	// Rerun resets a final slot to WAITING and marks it for rerun.
+	// Rerun resets a final slot to WAITING and marks it for rerun. A slot
+	// after now or before the workflow's startTime wraps ErrRerunRefused.
 	Rerun(ctx context.Context, id slot.ID, now time.Time) error
 	// Kill marks a slot KILLED and kills its external job.
 	Kill(ctx context.Context, id slot.ID) error

@@ -4,23 +4,35 @@
 //
 // Each job has a directory <dir>/<workflow>/<slot>.<start nanos>/ holding
 //
-//	job.json    what was started: argv, dir, PID and its kernel start time
-//	            (written before the start without the PID, then with it)
-//	output.log  the process's stdout and stderr
+//	job.json    what to run: argv, dir, timeout (written by the server
+//	            before anything starts)
+//	claim.json  whether the command runs: written once, by the job's
+//	            supervisor just before it starts the command ({"run": true,
+//	            its PID}), or by a server abandoning a job whose supervisor
+//	            never claimed it ({"run": false, reason}); never both
+//	output.log  the command's stdout and stderr
 //	exit.json   how it ended: {"exitCode", "signal", "timedOut", "killed", "error", "finished"}
 //
 // The external ID is "<workflow>@<slot>.<start nanos>" (slot as
 // 20150913T134000Z), which names the directory.
 //
-// A supervisor goroutine waits for the process and writes exit.json
-// atomically (temp file, fsync, rename) when it ends, so a finished run is
-// never lost. After a server restart the process has no supervisor: if it
-// is still alive (same PID and kernel start time as recorded) the job is
-// reported running; once it is gone without an exit.json, its exit status
-// cannot be known and the job is reported failed ("exit status unknown"),
-// so the slot is retried or fails, and never stays RUNNING forever.
-// Processes run in their own process group; Kill and the timeout kill the
-// whole group.
+// A job outlives the server. Submit starts a supervisor (this executable
+// again, in a session of its own, so neither a kill -9 nor a SIGTERM of the
+// server, nor a terminal's signals, reach it) which claims the job, starts
+// the command in a process group of its own, enforces the timeout, waits
+// for the command and writes exit.json atomically (temp file, fsync,
+// rename). The server only reads these records and checks whether the
+// supervisor lives (PID and kernel start time). So after a restart a job is
+// running while its supervisor lives, and its real exit status is read once
+// it ended, also when it ended while no server ran. A job whose supervisor
+// never claimed it (the server stopped in between) is abandoned by Recover,
+// so the engine submits the slot once more; it can no longer start. Only a
+// job whose supervisor itself died (killed, the machine restarted) ends as
+// "exit status unknown".
+//
+// Jobs recorded by a celos before the supervisor (job.json without
+// "supervised") are still reported on: running while their process lives,
+// "exit status unknown" once it is gone without exit.json.
 package command
 
 import (
@@ -59,24 +71,14 @@ type Service struct {
 	now func() time.Time
 
 	mu    sync.Mutex
-	procs map[string]*proc // jobs started by this process and not yet recorded as ended
-	// unrecorded holds how jobs of this process ended when exit.json could
-	// not be written (Status retries the write), so a finished run is not
-	// reported lost ("exit status unknown") while this process knows it.
-	unrecorded map[string]ExitRecord
+	procs map[string]*proc // supervisors started by this process that have not exited
 }
 
+// proc is a supervisor this process started (its child until it exits).
 type proc struct {
-	cmd      *exec.Cmd
-	done     chan struct{}
-	killed   bool
-	timedOut bool
-	exited   bool // Wait returned (guarded by Service.mu)
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it exited and was reaped
 }
-
-// afterWait, if set, runs in the supervisor between Wait returning and the
-// timeout timer being stopped (tests use it to widen that window).
-var afterWait func()
 
 // Options configure a Service.
 type Options struct {
@@ -93,7 +95,7 @@ func New(dir string, opts Options) (*Service, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("command service: %w", err)
 	}
-	s := &Service{dir: abs, log: opts.Logger, now: time.Now, procs: make(map[string]*proc), unrecorded: make(map[string]ExitRecord)}
+	s := &Service{dir: abs, log: opts.Logger, now: time.Now, procs: make(map[string]*proc)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -115,6 +117,9 @@ type jobRecord struct {
 	Boot     uint64    `json:"procStartTime,omitempty"` // /proc/<pid>/stat field 22, against PID reuse
 	Started  time.Time `json:"started"`
 	Timeout  int64     `json:"timeoutSeconds,omitempty"`
+	// Supervised is true for jobs run by a supervisor (claim.json); false
+	// in records of an older celos, which ran the command itself (PID, Boot).
+	Supervised bool `json:"supervised,omitempty"`
 }
 
 // ExitRecord is exit.json: how a job ended.
@@ -206,12 +211,15 @@ func Env(w *schema.Workflow, id slot.ID) []string {
 	return env
 }
 
-// Submit starts the slot's command and returns its external ID. A command
-// that cannot be started (not found, not executable, a bad working
-// directory) is still a job: it is recorded as ended with the error, so the
-// slot fails (or is retried) instead of staying READY forever. Only a
-// failure of the service itself (its job directory not writable) is an
-// error, wrapping external.ErrUnavailable.
+// Submit starts the slot's job and returns its external ID once the
+// job's supervisor has started the command (or recorded that it cannot:
+// a command not found, not executable, a bad working directory is still a
+// job, recorded as ended with the error, so the slot fails or is retried
+// instead of staying READY forever). If the supervisor does not report in
+// time (ctx) or dies first, the job is abandoned unless it claimed the job
+// meanwhile, so an error never leaves a command that may still start. A
+// failure of the service itself (its job directory not writable, no
+// supervisor) is an error wrapping external.ErrUnavailable.
 func (s *Service) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (string, error) {
 	es := &w.ExternalService
 	if len(es.Command) == 0 {
@@ -234,51 +242,92 @@ func (s *Service) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (s
 	if err != nil {
 		return "", fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
 	}
+	defer out.Close() // the supervisor has its own copy
 	argv := make([]string, len(es.Command))
 	for i, a := range es.Command {
 		argv[i] = external.Expand(a, id.Time)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = es.Dir
-	cmd.Env = append(os.Environ(), append(Env(w, id), "CELOS_EXTERNAL_ID="+extID)...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	rec := jobRecord{Workflow: id.Workflow, Slot: slot.FormatTime(id.Time), Argv: argv, Dir: es.Dir, Started: started.UTC(), Timeout: es.TimeoutSeconds}
-	// job.json is written before the process starts (without its PID), so
-	// that a crash at any point after the start leaves a job Recover finds:
-	// the slot is then never run twice. A job.json without a PID whose
-	// process cannot be found (by CELOS_EXTERNAL_ID in its environment)
-	// ends as "exit status unknown".
+	rec := jobRecord{Workflow: id.Workflow, Slot: slot.FormatTime(id.Time), Argv: argv, Dir: es.Dir, Started: started.UTC(), Timeout: es.TimeoutSeconds, Supervised: true}
+	// job.json is written before anything starts, so that a crash at any
+	// point after it leaves a job Recover finds (and abandons if its
+	// supervisor never claimed it).
 	if err := writeJSON(dir, "job.json", rec); err != nil {
-		out.Close()
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
 	}
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		appendLog(dir, fmt.Sprintf("celos: cannot start %q: %v\n", argv[0], err))
-		if werr := writeJSON(dir, "job.json", rec); werr != nil {
-			return "", fmt.Errorf("%w: command service: %v", external.ErrUnavailable, werr)
-		}
-		if werr := writeJSON(dir, "exit.json", ExitRecord{ExitCode: -1, Error: "cannot start: " + err.Error(), Finished: s.now().UTC()}); werr != nil {
-			return "", fmt.Errorf("%w: command service: %v", external.ErrUnavailable, werr)
-		}
-		s.log.Warn("command could not start", "job", extID, "error", err)
-		return extID, nil
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return "", s.abandon(extID, dir, fmt.Sprintf("celos could not start its supervisor: %v", err))
 	}
-	out.Close() // the child has its own copy
-	rec.PID = cmd.Process.Pid
-	rec.Boot = procStartTime(rec.PID)
+	defer r.Close()
+	cmd := &exec.Cmd{
+		Path:   "/proc/self/exe", // this executable, even if its file was replaced since
+		Args:   []string{supervisorArg0, dir},
+		Env:    append(os.Environ(), append(Env(w, id), "CELOS_EXTERNAL_ID="+extID)...),
+		Stdout: out, Stderr: out,
+		ExtraFiles: []*os.File{pw},
+		// Its own session: no signal for celos's process group or
+		// terminal reaches it, and it outlives the server.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if _, err := os.Stat(cmd.Path); err != nil {
+		if exe, eerr := os.Executable(); eerr == nil {
+			cmd.Path = exe
+		}
+	}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return "", s.abandon(extID, dir, fmt.Sprintf("celos could not start its supervisor: %v", err))
+	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	s.mu.Lock()
 	s.procs[extID] = p
 	s.mu.Unlock()
-	if err := writeJSON(dir, "job.json", rec); err != nil {
-		s.log.Error("command service: record job", "job", extID, "error", err)
+	go func() {
+		cmd.Wait() // reap it; a restarted server's supervisors are reaped by init
+		s.mu.Lock()
+		delete(s.procs, extID)
+		s.mu.Unlock()
+		close(p.done)
+	}()
+	deadline, _ := ctx.Deadline()
+	msg := readReport(r, deadline)
+	switch {
+	case strings.HasPrefix(msg, "started "):
+		s.log.Info("command started", "job", extID, "pid", strings.TrimPrefix(msg, "started "), "supervisor", cmd.Process.Pid, "argv", argv)
+		return extID, nil
+	case msg == "ended":
+		s.log.Warn("command could not start", "job", extID, "argv", argv)
+		return extID, nil
 	}
-	s.log.Info("command started", "job", extID, "pid", rec.PID, "argv", argv)
-	go s.supervise(extID, dir, p, time.Duration(es.TimeoutSeconds)*time.Second)
-	return extID, nil
+	// No report: the supervisor died, failed or is slow. The claim
+	// decides whether the command runs.
+	why := "its supervisor did not report it started"
+	if msg != "" {
+		why += ": " + msg
+	} else if ctx.Err() != nil {
+		why += " in time: " + ctx.Err().Error()
+	}
+	return "", s.abandon(extID, dir, why)
+}
+
+// abandon makes sure a job Submit could not see start never runs
+// (claim.json {"run": false}) unless its supervisor claimed it first. It
+// returns Submit's error, wrapping ErrUnavailable: the slot stays READY with
+// its submit intent, and the next step's Recover finds the job if it runs
+// after all, or skips it if abandoned and submits the slot once more.
+func (s *Service) abandon(extID, dir, why string) error {
+	c, _, err := claim(dir, claimRecord{Run: false, Reason: why, Time: s.now().UTC()})
+	if err != nil {
+		return fmt.Errorf("%w: command service: job %s: %s; and abandoning it failed: %v", external.ErrUnavailable, extID, why, err)
+	}
+	if c.Run {
+		return fmt.Errorf("%w: command service: job %s: %s, but its supervisor claimed it: it runs (found by Recover)", external.ErrUnavailable, extID, why)
+	}
+	appendLog(dir, "celos: not started: "+why+"\n")
+	s.log.Warn("command job never started; abandoned, the slot is submitted once more", "job", extID, "reason", why)
+	return fmt.Errorf("%w: command service: job %s never started (%s); abandoned", external.ErrUnavailable, extID, why)
 }
 
 func appendLog(dir, msg string) {
@@ -290,105 +339,92 @@ func appendLog(dir, msg string) {
 	f.Close()
 }
 
-// supervise waits for the process, enforces the timeout, and records how it
-// ended.
-func (s *Service) supervise(extID, dir string, p *proc, timeout time.Duration) {
-	var timer *time.Timer
-	if timeout > 0 {
-		timer = time.AfterFunc(timeout, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if p.exited {
-				// Wait returned before the timer fired: the run ended in
-				// time, and its PID may be reused already.
-				return
-			}
-			p.timedOut = true
-			killGroup(p.cmd.Process.Pid)
-		})
-	}
-	err := p.cmd.Wait()
-	if afterWait != nil {
-		afterWait()
-	}
-	s.mu.Lock()
-	p.exited = true
-	s.mu.Unlock()
-	if timer != nil {
-		timer.Stop()
-	}
-	s.mu.Lock()
-	rec := ExitRecord{ExitCode: p.cmd.ProcessState.ExitCode(), TimedOut: p.timedOut, Killed: p.killed, Finished: s.now().UTC()}
-	s.mu.Unlock()
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		rec.Signal = ws.Signal().String()
-	} else {
-		// It exited on its own: a timer that fired after it had ended
-		// (between Wait returning and the timer being stopped) did not
-		// time it out.
-		rec.TimedOut = false
-	}
-	if err != nil && rec.ExitCode == -1 && rec.Signal == "" {
-		rec.Error = err.Error()
-	}
-	werr := writeJSON(dir, "exit.json", rec)
-	if werr != nil {
-		s.log.Error("command service: record exit status", "job", extID, "error", werr)
-	}
-	s.log.Info("command ended", "job", extID, "status", rec.detail())
-	s.mu.Lock()
-	if werr != nil {
-		s.unrecorded[extID] = rec
-	}
-	delete(s.procs, extID)
-	s.mu.Unlock()
-	close(p.done)
+func exitStatus(rec ExitRecord) external.Status {
+	return external.Status{Success: rec.success(), Detail: rec.detail()}
 }
 
-// Status reports on a job: running while its process lives, then success
-// iff it exited 0 (not killed, not timed out).
+// Status reports on a job: running while its supervisor lives and has not
+// recorded an end, then success iff the command exited 0 (not killed, not
+// timed out).
 func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID string) (external.Status, error) {
 	dir, err := s.jobDir(externalID)
 	if err != nil {
 		return external.Status{}, err
 	}
-	s.mu.Lock()
-	rec, unrecorded := s.unrecorded[externalID]
-	s.mu.Unlock()
-	if unrecorded {
-		if err := writeJSON(dir, "exit.json", rec); err == nil {
-			s.mu.Lock()
-			delete(s.unrecorded, externalID)
-			s.mu.Unlock()
-		}
-		return external.Status{Success: rec.success(), Detail: rec.detail()}, nil
-	}
 	if rec, ok, err := readExit(dir); err != nil {
 		return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
 	} else if ok {
-		return external.Status{Success: rec.success(), Detail: rec.detail()}, nil
-	}
-	s.mu.Lock()
-	_, mine := s.procs[externalID]
-	s.mu.Unlock()
-	if mine {
-		return external.Status{Running: true, Detail: "running"}, nil
+		return exitStatus(rec), nil
 	}
 	job, err := readJob(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(dir); serr != nil {
 			return external.Status{}, fmt.Errorf("command service: no job %s", externalID)
 		}
-		// Created but never started: the server stopped in between.
-		return external.Status{Detail: "never started (celos stopped while starting it)"}, nil
+		// Created but nothing written: the server stopped in between.
+		return external.Status{Detail: "never started: celos stopped while creating the job"}, nil
 	}
 	if err != nil {
 		return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
 	}
-	// Re-check exit.json: the supervisor may have written it since.
-	if rec, ok, _ := readExit(dir); ok {
-		return external.Status{Success: rec.success(), Detail: rec.detail()}, nil
+	if !job.Supervised {
+		return s.legacyStatus(dir, job, externalID)
 	}
+	c, claimed, err := readClaim(dir)
+	if err != nil {
+		return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
+	}
+	s.mu.Lock()
+	_, mine := s.procs[externalID]
+	s.mu.Unlock()
+	if !claimed {
+		if mine {
+			return external.Status{Running: true, Detail: "starting"}, nil
+		}
+		// No supervisor of this process, none claimed it: the server that
+		// started it stopped first (Recover abandons such jobs; a slot is
+		// RUNNING with one only if something else went wrong). It must
+		// not start now.
+		var won bool
+		c, won, err = claim(dir, claimRecord{Run: false, Reason: "celos stopped before the job's supervisor started it", Time: s.now().UTC()})
+		if err != nil {
+			return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
+		}
+		if won {
+			s.log.Warn("command job never started; abandoned", "job", externalID, "reason", c.Reason)
+		}
+	}
+	if !c.Run {
+		return external.Status{Detail: "never started: " + c.Reason}, nil
+	}
+	if mine || alive(jobRecord{PID: c.PID, Boot: c.Boot}, "") {
+		if rec, ok, _ := readExit(dir); ok {
+			return exitStatus(rec), nil
+		}
+		if mine {
+			return external.Status{Running: true, Detail: "running"}, nil
+		}
+		return external.Status{Running: true, Detail: fmt.Sprintf("running (supervisor pid %d, started before celos restarted)", c.PID)}, nil
+	}
+	// Re-check exit.json: the supervisor writes it just before it exits.
+	if rec, ok, err := readExit(dir); err != nil {
+		return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
+	} else if ok {
+		return exitStatus(rec), nil
+	}
+	detail := fmt.Sprintf("exit status unknown: the job's supervisor (pid %d) ended without recording how the command ended (it was killed, or the machine restarted)", c.PID)
+	if left := findByExternalID(externalID); len(left) > 0 {
+		// So that a retry or rerun does not run beside them.
+		killByExternalID(externalID)
+		detail += fmt.Sprintf("; %d process(es) it left behind were killed", len(left))
+		s.log.Warn("killed processes a job left behind", "job", externalID, "pids", left)
+	}
+	s.log.Warn("command job lost", "job", externalID, "reason", detail)
+	return external.Status{Detail: detail}, nil
+}
+
+// legacyStatus reports on a job an older celos ran without a supervisor.
+func (s *Service) legacyStatus(dir string, job jobRecord, externalID string) (external.Status, error) {
 	if alive(job, externalID) {
 		// Its supervisor (and timer) died with the old server: enforce the
 		// timeout here, or the job would run, and its slot stay RUNNING,
@@ -403,6 +439,10 @@ func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID str
 			return external.Status{Detail: rec.detail()}, nil
 		}
 		return external.Status{Running: true, Detail: fmt.Sprintf("running (pid %d, started before celos restarted)", job.PID)}, nil
+	}
+	// Re-check exit.json: it may have been written since.
+	if rec, ok, _ := readExit(dir); ok {
+		return exitStatus(rec), nil
 	}
 	if job.PID == 0 {
 		return external.Status{Detail: "exit status unknown: celos stopped while starting the process (it may or may not have run)"}, nil
@@ -419,30 +459,13 @@ func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID str
 	return external.Status{Detail: detail}, nil
 }
 
-// Kill stops a job's process group. Killing a finished job is not an error.
+// Kill stops a job's command (its process group) and records it killed.
+// Killing a finished job is not an error. A job that has not started yet
+// is abandoned, so it never does.
 func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID string) error {
 	dir, err := s.jobDir(externalID)
 	if err != nil {
 		return err
-	}
-	s.mu.Lock()
-	p, mine := s.procs[externalID]
-	if mine {
-		p.killed = true
-	}
-	_, ended := s.unrecorded[externalID]
-	s.mu.Unlock()
-	if ended { // it ended; Status records how
-		return nil
-	}
-	if mine {
-		killGroup(p.cmd.Process.Pid)
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		return nil
 	}
 	if _, ok, _ := readExit(dir); ok {
 		return nil
@@ -457,19 +480,63 @@ func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID strin
 		}
 		return err
 	}
-	if alive(job, externalID) {
-		killJob(job, externalID)
-	} else {
-		// The job's process ended while celos was down; children it left
-		// (found by their environment, never by a PID that may be reused)
-		// are stopped too.
-		killByExternalID(externalID)
+	if !job.Supervised {
+		if alive(job, externalID) {
+			killJob(job, externalID)
+		} else {
+			// The job's process ended while celos was down; children it
+			// left (found by their environment, never by a PID that may be
+			// reused) are stopped too.
+			killByExternalID(externalID)
+		}
+		return writeJSON(dir, "exit.json", ExitRecord{ExitCode: -1, Killed: true, Finished: s.now().UTC()})
 	}
+	c, _, err := claim(dir, claimRecord{Run: false, Reason: "killed before it started", Time: s.now().UTC()})
+	if err != nil {
+		return fmt.Errorf("command service: kill %s: %w", externalID, err)
+	}
+	if !c.Run {
+		return nil // abandoned: it never runs
+	}
+	s.mu.Lock()
+	p, mine := s.procs[externalID]
+	s.mu.Unlock()
+	sup := jobRecord{PID: c.PID, Boot: c.Boot}
+	if mine || alive(sup, "") {
+		// The supervisor kills the command's group and records "killed".
+		syscall.Kill(c.PID, killSignal)
+		for {
+			if _, ok, _ := readExit(dir); ok {
+				return nil
+			}
+			if !alive(sup, "") {
+				break
+			}
+			var done <-chan struct{}
+			if mine {
+				done = p.done
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return fmt.Errorf("command service: kill %s: %w", externalID, ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if _, ok, _ := readExit(dir); ok {
+			return nil
+		}
+	}
+	// No supervisor: stop what is left of the job, record the kill.
+	killByExternalID(externalID)
 	return writeJSON(dir, "exit.json", ExitRecord{ExitCode: -1, Killed: true, Finished: s.now().UTC()})
 }
 
-// Recover finds the newest job of slot id started at or after since (see
-// external.Recoverer).
+// Recover finds the newest job of slot id started at or after since that
+// runs or ran (see external.Recoverer). A job whose supervisor never
+// claimed it (the server stopped between writing job.json and the start)
+// is abandoned here, logged, and not returned: the engine then submits the
+// slot once more, and the abandoned job can no longer start.
 func (s *Service) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (string, bool, error) {
 	entries, err := os.ReadDir(filepath.Join(s.dir, id.Workflow))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -478,24 +545,49 @@ func (s *Service) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, s
 	if err != nil {
 		return "", false, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
 	}
-	best, bestStart := "", int64(-1)
+	type cand struct {
+		name    string
+		started int64
+	}
+	var cands []cand
 	want := id.Time.UTC().Format(slotLayout)
 	for _, e := range entries {
 		t, started, err := parseJobName(e.Name())
 		if err != nil || t.Format(slotLayout) != want || started < since.UnixNano() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(s.dir, id.Workflow, e.Name(), "job.json")); err != nil {
+		cands = append(cands, cand{e.Name(), started})
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].started > cands[j].started })
+	for _, c := range cands {
+		extID := id.Workflow + "@" + c.name
+		dir := filepath.Join(s.dir, id.Workflow, c.name)
+		job, err := readJob(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Never got as far as job.json: nothing can start it.
+			s.log.Warn("command job never started; the slot is submitted once more", "slot", id.String(), "job", extID,
+				"reason", "celos stopped while creating the job (no job.json)")
 			continue
 		}
-		if started > bestStart {
-			best, bestStart = e.Name(), started
+		if err != nil {
+			return "", false, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
+		}
+		if !job.Supervised {
+			return extID, true, nil
+		}
+		cl, won, err := claim(dir, claimRecord{Run: false, Reason: "celos stopped before the job's supervisor started it", Time: s.now().UTC()})
+		if err != nil {
+			return "", false, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
+		}
+		if cl.Run {
+			return extID, true, nil
+		}
+		if won {
+			appendLog(dir, "celos: not started: "+cl.Reason+"\n")
+			s.log.Warn("command job never started; abandoned, the slot is submitted once more", "slot", id.String(), "job", extID, "reason", cl.Reason)
 		}
 	}
-	if best == "" {
-		return "", false, nil
-	}
-	return id.Workflow + "@" + best, true, nil
+	return "", false, nil
 }
 
 // LogPath returns the path of a job's output log.
@@ -567,9 +659,11 @@ func (s *Service) Prune(before time.Time) (int, error) {
 }
 
 // abandoned reports whether a job without an exit record will never get
-// one: this process is not running it and no process of it is alive (it
-// ended while celos was down, or never started). Its status is "exit status
-// unknown" for good, so Prune may remove it like an ended one.
+// one: this process is not supervising it and no process of it is alive (a
+// supervised job: claimed as abandoned, or its supervisor died; an older
+// job: its process ended while celos was down). Its status is final
+// ("never started", "exit status unknown"), so Prune may remove it like an
+// ended one.
 func (s *Service) abandoned(dir, externalID string) bool {
 	s.mu.Lock()
 	_, mine := s.procs[externalID]
@@ -581,11 +675,20 @@ func (s *Service) abandoned(dir, externalID string) bool {
 	if err != nil {
 		return !errors.Is(err, fs.ErrNotExist) || len(findByExternalID(externalID)) == 0
 	}
+	if job.Supervised {
+		if c, ok, err := readClaim(dir); err == nil && ok {
+			return !c.Run || (!alive(jobRecord{PID: c.PID, Boot: c.Boot}, "") && len(findByExternalID(externalID)) == 0)
+		}
+		// Not claimed: abandoned unless a supervisor (which carries the
+		// job's CELOS_EXTERNAL_ID) is about to claim it.
+		return len(findByExternalID(externalID)) == 0
+	}
 	return !alive(job, externalID) && len(findByExternalID(externalID)) == 0
 }
 
-// Wait blocks until every job started by this Service has ended and been
-// recorded, or ctx is done (for tests and shutdown).
+// Wait blocks until the supervisor of every job this Service started has
+// exited (after recording how the job ended), or ctx is done (for tests;
+// a server's shutdown does not wait: its jobs outlive it).
 func (s *Service) Wait(ctx context.Context) error {
 	for {
 		s.mu.Lock()

@@ -12,9 +12,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/celos-go/celos/internal/regfile"
 )
 
 // FileName is the file read when --defaults names a directory (Celos's
@@ -40,21 +43,29 @@ var ErrInvalid = errors.New("invalid defaults file")
 
 var keys = []string{"CELOS_DEFAULT_HDFS", "CELOS_DEFAULT_OOZIE", "CELOS_DEFAULT_OOZIE_PROPERTIES"}
 
+// MaxSize bounds the bytes read from a defaults file (1 MiB).
+const MaxSize = 1 << 20
+
 // Load reads the defaults file at path; a directory means path/defaults.json.
 // A missing file is an error: the caller passes no path when there are no
-// defaults.
+// defaults. The file must be a regular file or a symbolic link to one: a
+// FIFO, device or socket is refused without being read (see
+// internal/regfile), and at most MaxSize bytes are read.
 func Load(path string) (*Defaults, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, FileName)
 	}
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path, MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("read defaults: %w", err)
 	}
 	return Parse(path, data)
 }
 
-// Parse reads a defaults document; name is used in errors.
+// Parse reads a defaults document; name is used in errors. Errors never
+// repeat what a document that is not a defaults file holds (a secret put
+// in its place): syntax errors give the position, type errors the kind of
+// JSON found, and an unknown key is quoted only if it starts with CELOS_.
 func Parse(name string, data []byte) (*Defaults, error) {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("%s: %w: %s", name, ErrInvalid, fmt.Sprintf(format, a...))
@@ -64,9 +75,9 @@ func Parse(name string, data []byte) (*Defaults, error) {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			line, col := position(data, se.Offset)
-			return nil, fmt.Errorf("%s:%d:%d: %w: %v", name, line, col, ErrInvalid, err)
+			return nil, fmt.Errorf("%s:%d:%d: %w: JSON syntax error: %s", name, line, col, ErrInvalid, quotedChar.ReplaceAllString(se.Error(), "invalid character"))
 		}
-		return nil, fail("want a JSON object with the keys %s: %v", strings.Join(keys, ", "), err)
+		return nil, fail("want a JSON object with the keys %s, not %s", strings.Join(keys, ", "), kind(data))
 	}
 	if raw == nil {
 		return nil, fail("want a JSON object, got null")
@@ -79,6 +90,9 @@ func Parse(name string, data []byte) (*Defaults, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		if !keyLike.MatchString(unknown[0]) {
+			return nil, fail("an unknown key that is not CELOS_... (known: %s)", strings.Join(keys, ", "))
+		}
 		return nil, fail("unknown key %q (known: %s)", unknown[0], strings.Join(keys, ", "))
 	}
 	d := &Defaults{}
@@ -88,7 +102,7 @@ func Parse(name string, data []byte) (*Defaults, error) {
 			return nil
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
-			return fail("%s must be a string, got %s", key, v)
+			return fail("%s must be a string, not %s", key, kind(v))
 		}
 		return nil
 	}
@@ -101,13 +115,13 @@ func Parse(name string, data []byte) (*Defaults, error) {
 	if v, ok := raw["CELOS_DEFAULT_OOZIE_PROPERTIES"]; ok {
 		var props map[string]json.RawMessage
 		if err := json.Unmarshal(v, &props); err != nil || props == nil {
-			return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES must be an object of strings, got %s", v)
+			return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES must be an object of strings, not %s", kind(v))
 		}
 		d.OozieProperties = make(map[string]string, len(props))
 		for k, pv := range props {
 			var s string
 			if err := json.Unmarshal(pv, &s); err != nil {
-				return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES[%q] must be a string (Oozie properties are text), got %s", k, pv)
+				return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES[%q] must be a string (Oozie properties are text), not %s", k, kind(pv))
 			}
 			if k == "" {
 				return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES has an empty property name")
@@ -169,6 +183,34 @@ func CheckOozieURL(s string) error {
 		return fmt.Errorf("%q: the Oozie URL takes no query or fragment", s)
 	}
 	return nil
+}
+
+var (
+	// keyLike is what an unknown key must look like to be quoted.
+	keyLike = regexp.MustCompile(`^CELOS_[A-Z0-9_]{0,60}$`)
+	// quotedChar is the character encoding/json's syntax errors quote.
+	quotedChar = regexp.MustCompile(`invalid character '(?:[^'\\]|\\.)*'`)
+)
+
+// kind names the kind of a JSON value, not the value.
+func kind(v []byte) string {
+	b := bytes.TrimLeft(v, " \t\r\n")
+	if len(b) == 0 {
+		return "empty"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "true or false"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // position turns a byte offset into a 1-based line and column.

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/celos-go/celos/scheduler/defaults"
 )
@@ -85,4 +87,89 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted defaults do not validate: %v", err)
 		}
 	})
+}
+
+// TestLoadRefusesWhatIsNotARegularFile: a FIFO (no writer: reading it
+// would block forever) or a symbolic link to /dev/zero (endless) as the
+// defaults file is refused at once, naming the file and what it is; a
+// symbolic link to a regular file is read.
+func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "real.json")
+	os.WriteFile(good, []byte(`{"CELOS_DEFAULT_HDFS": "file:///"}`), 0o644)
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifoDir := filepath.Join(dir, "fifodir")
+	os.Mkdir(fifoDir, 0o755)
+	if err := syscall.Mkfifo(filepath.Join(fifoDir, defaults.FileName), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.json")
+	os.Symlink("/dev/zero", zero)
+	link := filepath.Join(dir, "link.json")
+	os.Symlink(good, link)
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "fifo.json: not a regular file (named pipe)"},
+		{fifoDir, "defaults.json: not a regular file (named pipe)"},
+		{zero, "zero.json: not a regular file (symbolic link to a character device)"},
+		{link, ""},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			type result struct {
+				d   *defaults.Defaults
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				d, err := defaults.Load(tc.path)
+				done <- result{d, err}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(time.Minute):
+				t.Fatalf("Load(%s) still blocked after a minute", tc.path)
+			}
+			if tc.want == "" {
+				if r.err != nil || r.d.HDFS != "file:///" {
+					t.Fatalf("Load = %+v, %v", r.d, r.err)
+				}
+				return
+			}
+			if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
+				t.Fatalf("Load = %v, want an error saying %q", r.err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseErrorsQuoteNoContent: an error about a file that is not a
+// defaults document (a secret put in its place) repeats none of it.
+func TestParseErrorsQuoteNoContent(t *testing.T) {
+	const secret = "s3cr3tXq"
+	for _, tc := range []struct{ doc, want string }{
+		{"root:" + secret + ":19000", "d.json:1:1"},
+		{`{"password": "` + secret + `"}`, "unknown key"},
+		{`{"` + secret + `": 1}`, "unknown key"},
+		{`{"CELOS_DEFAULT_HDFS": 31415926}`, "CELOS_DEFAULT_HDFS must be a string, not a number"},
+		{`{"CELOS_DEFAULT_HDFS": {"` + secret + `": 1}}`, "CELOS_DEFAULT_HDFS must be a string, not an object"},
+		{`{"CELOS_DEFAULT_OOZIE_PROPERTIES": "` + secret + `"}`, "must be an object of strings, not a string"},
+		{`{"CELOS_DEFAULT_OOZIE_PROPERTIES": {"a": 31415926}}`, `CELOS_DEFAULT_OOZIE_PROPERTIES["a"] must be a string`},
+		{`[31415926]`, "want a JSON object"},
+		{`"` + secret + `"`, "want a JSON object"},
+		{`{"CELOS_DEFAULT_HDFS": "x` + secret + `\q"}`, "d.json:1:"},
+	} {
+		_, err := defaults.Parse("d.json", []byte(tc.doc))
+		if err == nil || !errors.Is(err, defaults.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%s) = %v; want an ErrInvalid saying %q", tc.doc, err, tc.want)
+			continue
+		}
+		for _, leak := range []string{secret, "31415926", "root"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("Parse(%s) = %q repeats %q", tc.doc, err, leak)
+			}
+		}
+	}
 }

@@ -1,18 +1,22 @@
 package engine
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/schedule"
+	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema"
 )
 
@@ -25,35 +29,73 @@ type config struct {
 	scheds    map[string]*schedule.Schedule
 	schedErrs map[string]error
 	loadErrs  []api.LoadError
+	// newLoadErrs are the load errors the previous config did not have
+	// (the ones to log).
+	newLoadErrs []api.LoadError
 }
 
-// fileEntry caches one workflows file by its mtime and size.
+// fileEntry caches one workflows file by the SHA-256 of its content: a
+// replacement with the same size and modification time (tar, rsync with
+// normalised mtimes) is still seen. Every load reads every file; see
+// BenchmarkLoadUnchanged for the cost.
 type fileEntry struct {
-	mtime time.Time
-	size  int64
-	proj  *schema.Project // last version that loaded, nil if none ever did
-	err   error           // error of the current version, nil if it loaded
+	hash    [sha256.Size]byte // of the content proj and err were made from
+	read    bool              // hash is set
+	readErr string            // the file could not be read (previous version stays)
+	proj    *schema.Project   // last version that loaded, nil if none ever did
+	err     error             // error of the current version, nil if it loaded
 }
 
-// loader re-reads the workflows directory, parsing only files whose mtime
-// or size changed since the last load.
+// maxFileSize bounds the bytes read from one workflows file.
+var maxFileSize int64 = schema.MaxDocumentSize
+
+// loader re-reads the workflows directory, parsing only files whose
+// content changed since the last load.
 type loader struct {
 	dir   string
+	db    *statedb.DB  // holds the owner records
+	log   *slog.Logger // nil: slog.Default()
 	files map[string]*fileEntry
 	owner map[string]string // workflow id → file that had it at the last load
-	last  *config           // returned again while no file changes
+	// owners are the owner records of the state database (read on the
+	// first load, then kept in step with it); nil until read.
+	owners map[string]statedb.Owner
+	// ownersUnread: the records could not be read; they are not written
+	// either until a reload (POST /clear-cache) reads them.
+	ownersUnread bool
+	last         *config // returned again while no file changes
+	// logged are the load errors of the last config: a new config logs
+	// only the ones that are news.
+	logged map[api.LoadError]bool
 	// entryErrs are the entries of the last load that could not be read
-	// (a dangling symlink, a directory named *.json): name → error. While
-	// they stay the same, an unchanged directory returns last.
+	// (a dangling symlink, a directory named *.json, a FIFO): name →
+	// error. While they stay the same, an unchanged directory returns last.
 	entryErrs map[string]string
+	// defs lists, for every workflow id, the files whose version in
+	// effect defines it, sorted (built by each rebuild).
+	defs map[string][]string
+	buf  []byte // reused to read the files
+}
+
+// forget makes the next load re-read and re-parse every file and the
+// owner records (POST /clear-cache).
+func (l *loader) forget() {
+	l.files = make(map[string]*fileEntry)
+	l.owners = nil
+	l.last = nil
 }
 
 // load builds a config from the directory. A file that does not load is
 // reported; if an earlier version of it loaded, that version stays in
 // effect (a file caught mid-write does not stop its workflows), otherwise
-// its workflows are absent. A workflow id defined by two files is kept in
-// the file that had it before (or the first by name) and the other file is
-// skipped whole.
+// its workflows are absent.
+//
+// A workflow id defined by two files belongs to the project recorded as
+// its owner in the state database, as long as a file of that project still
+// defines it or the file the record names is there but does not load now;
+// otherwise to the file that had it at the last load, or the first by
+// name, which is then recorded. A file defining an id that belongs to
+// another is skipped whole and reported, naming the id and the owner.
 func (l *loader) load() *config {
 	c := &config{
 		workflows: make(map[string]*schema.Workflow),
@@ -63,6 +105,7 @@ func (l *loader) load() *config {
 	if err != nil {
 		c.loadErrs = append(c.loadErrs, api.LoadError{File: l.dir, Error: fmt.Sprintf("read workflows directory: %v", err)})
 		c.scheds, c.schedErrs = schedule.Resolve(c.workflows)
+		l.note(c)
 		return c
 	}
 	seen := make(map[string]bool)
@@ -74,28 +117,18 @@ func (l *loader) load() *config {
 		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // removed since the listing
-			}
-			entryErrs[name] = err.Error()
-			continue
+		path := filepath.Join(l.dir, name)
+		data, err := regfile.ReadFileInto(l.buf, path, maxFileSize)
+		if err == nil {
+			l.buf = data
 		}
-		if !info.Mode().IsRegular() {
-			if info.Mode()&fs.ModeSymlink != 0 {
-				fi, err := os.Stat(filepath.Join(l.dir, name))
-				switch {
-				case err != nil:
-					entryErrs[name] = fmt.Sprintf("symbolic link: %v", err)
-					continue
-				case !fi.Mode().IsRegular():
-					entryErrs[name] = "symbolic link to something that is not a regular file"
-					continue
-				}
-				info = fi
-			} else {
-				entryErrs[name] = "not a regular file"
+		if err != nil {
+			link := e.Type()&fs.ModeSymlink != 0
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && !link:
+				continue // removed since the listing
+			case errors.Is(err, regfile.ErrNotRegular) || link && errors.Is(err, fs.ErrNotExist):
+				entryErrs[name] = strings.TrimPrefix(err.Error(), path+": ")
 				continue
 			}
 		}
@@ -106,12 +139,23 @@ func (l *loader) load() *config {
 			fe = &fileEntry{}
 			l.files[name] = fe
 		}
-		if fe.mtime.Equal(info.ModTime()) && fe.size == info.Size() && (fe.proj != nil || fe.err != nil) {
+		if err != nil {
+			// Unreadable now (permissions, too large): the previous
+			// version, if any, stays in effect.
+			msg := strings.TrimPrefix(err.Error(), path+": ")
+			if fe.readErr != msg {
+				changed = true
+				fe.readErr, fe.read, fe.err = msg, false, errors.New(msg)
+			}
+			continue
+		}
+		sum := sha256.Sum256(data)
+		if fe.read && fe.hash == sum {
 			continue
 		}
 		changed = true
-		fe.mtime, fe.size = info.ModTime(), info.Size()
-		p, err := loadFile(filepath.Join(l.dir, name))
+		fe.hash, fe.read, fe.readErr = sum, true, ""
+		p, err := schema.Load(bytes.NewReader(data))
 		if err != nil {
 			fe.err = err
 			continue
@@ -127,19 +171,43 @@ func (l *loader) load() *config {
 	if !maps.Equal(entryErrs, l.entryErrs) {
 		changed = true
 	}
+	if l.owners == nil {
+		changed = true
+		l.readOwners()
+	}
 	if !changed && l.last != nil {
 		return l.last
 	}
 	l.entryErrs = entryErrs
+	sort.Strings(names)
+	l.defs = make(map[string][]string)
+	for _, name := range names {
+		if p := l.files[name].proj; p != nil {
+			for i := range p.Workflows {
+				l.defs[p.Workflows[i].ID] = append(l.defs[p.Workflows[i].ID], name)
+			}
+		}
+	}
 	for name, msg := range entryErrs {
 		c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: msg})
 	}
 	// Files that owned ids before go first, so a newly deployed file that
-	// repeats an id cannot take it (or its file's other workflows) away.
+	// repeats an id cannot take it (or its file's other workflows) away;
+	// then files named by owner records.
+	recorded, owning := make(map[string]bool), make(map[string]bool)
+	for _, o := range l.owners {
+		recorded[o.File] = true
+	}
+	for _, f := range l.owner {
+		owning[f] = true
+	}
 	sort.Slice(names, func(i, j int) bool {
-		oi, oj := l.ownsAny(names[i]), l.ownsAny(names[j])
+		oi, oj := owning[names[i]], owning[names[j]]
 		if oi != oj {
 			return oi
+		}
+		if ri, rj := recorded[names[i]], recorded[names[j]]; ri != rj {
+			return ri
 		}
 		return names[i] < names[j]
 	})
@@ -156,14 +224,20 @@ func (l *loader) load() *config {
 		if fe.proj == nil {
 			continue
 		}
-		var dups []string
+		var clashes []string
 		for i := range fe.proj.Workflows {
-			if other, ok := c.file[fe.proj.Workflows[i].ID]; ok {
-				dups = append(dups, fmt.Sprintf("%q (also in %s)", fe.proj.Workflows[i].ID, other))
+			id := fe.proj.Workflows[i].ID
+			if o, where, broken, ok := l.recordHolds(id); ok && o.Project != fe.proj.Project {
+				if broken {
+					where += ", which does not load now"
+				}
+				clashes = append(clashes, fmt.Sprintf("workflow id %q belongs to project %s (%s)", id, o.Project, where))
+			} else if other, ok := c.file[id]; ok {
+				clashes = append(clashes, fmt.Sprintf("duplicate workflow id %q (also in %s)", id, other))
 			}
 		}
-		if len(dups) > 0 {
-			c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: "duplicate workflow id " + strings.Join(dups, ", ") + ": file skipped"})
+		if len(clashes) > 0 {
+			c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: strings.Join(clashes, ", ") + ": file skipped"})
 			continue
 		}
 		for i := range fe.proj.Workflows {
@@ -174,30 +248,116 @@ func (l *loader) load() *config {
 		}
 	}
 	l.owner = owner
+	l.recordOwners(c)
 	for id := range c.workflows {
 		c.ids = append(c.ids, id)
 	}
 	sort.Strings(c.ids)
 	sort.Slice(c.loadErrs, func(i, j int) bool { return c.loadErrs[i].File < c.loadErrs[j].File })
 	c.scheds, c.schedErrs = schedule.Resolve(c.workflows)
+	l.note(c)
 	l.last = c
 	return c
 }
 
-func (l *loader) ownsAny(name string) bool {
-	for _, f := range l.owner {
-		if f == name {
-			return true
+// note sets c.newLoadErrs to the load errors that the previous config did
+// not have, so that each is logged once, not at every rebuild.
+func (l *loader) note(c *config) {
+	logged := make(map[api.LoadError]bool, len(c.loadErrs))
+	for _, le := range c.loadErrs {
+		logged[le] = true
+		if !l.logged[le] {
+			c.newLoadErrs = append(c.newLoadErrs, le)
 		}
 	}
-	return false
+	l.logged = logged
 }
 
-func loadFile(path string) (*schema.Project, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+func (l *loader) logger() *slog.Logger {
+	if l.log == nil {
+		return slog.Default()
 	}
-	defer f.Close()
-	return schema.Load(f)
+	return l.log
+}
+
+// readOwners reads the owner records of the state database.
+func (l *loader) readOwners() {
+	l.owners = make(map[string]statedb.Owner)
+	if l.db == nil {
+		return
+	}
+	owners, err := l.db.Owners()
+	if err != nil {
+		// Without records the choice falls back on load order; say so,
+		// and leave the records alone (they may be right).
+		l.logger().Error("workflow owners not read: a workflow id defined by two projects goes to the first file by name", "error", err)
+		l.ownersUnread = true
+		return
+	}
+	l.owners, l.ownersUnread = owners, false
+}
+
+// recordHolds returns the recorded owner of id if the record still holds,
+// with the file that holds it: a loaded file of the owner's project that
+// defines id (the recorded file if it is one, else the first by name), or
+// the recorded file if it is in the directory but has never loaded or
+// cannot be read (broken). l.defs and l.entryErrs are current.
+func (l *loader) recordHolds(id string) (o statedb.Owner, file string, broken, ok bool) {
+	o, ok = l.owners[id]
+	if !ok {
+		return o, "", false, false
+	}
+	for _, name := range l.defs[id] { // sorted by name
+		if l.files[name].proj.Project != o.Project {
+			continue
+		}
+		if file == "" || name == o.File {
+			file = name
+		}
+	}
+	if file != "" {
+		return o, file, false, true
+	}
+	if fe := l.files[o.File]; fe != nil && fe.proj == nil {
+		return o, o.File, true, true
+	}
+	if _, bad := l.entryErrs[o.File]; bad { // a dangling link, for now
+		return o, o.File, true, true
+	}
+	return o, "", false, false
+}
+
+// recordOwners brings the owner records in line with c: the project and
+// file of every loaded workflow, and no record that no longer holds for an
+// id nobody loads. A record that cannot be written is logged; the choice
+// made stands for this process.
+func (l *loader) recordOwners(c *config) {
+	for id, name := range c.file {
+		o := statedb.Owner{Project: l.files[name].proj.Project, File: name}
+		if l.owners[id] == o {
+			continue
+		}
+		l.owners[id] = o
+		if l.db == nil || l.ownersUnread {
+			continue
+		}
+		if err := l.db.SetOwner(id, o); err != nil {
+			l.logger().Error("workflow owner not recorded: after a restart another project defining the id could take it", "workflow", id, "project", o.Project, "file", name, "error", err)
+		}
+	}
+	for id := range l.owners {
+		if c.workflows[id] != nil {
+			continue
+		}
+		if _, _, _, holds := l.recordHolds(id); holds {
+			continue
+		}
+		delete(l.owners, id)
+		if l.db == nil || l.ownersUnread {
+			continue
+		}
+		if err := l.db.DeleteOwner(id); err != nil {
+			l.logger().Error("stale workflow owner record not removed", "workflow", id, "error", err)
+		}
+	}
 }

@@ -156,7 +156,7 @@ func New(opts Options) (*Engine, error) {
 		fs:       opts.FS,
 		clock:    opts.Clock,
 		log:      opts.Logger,
-		loader:   &loader{dir: opts.WorkflowsDir, files: make(map[string]*fileEntry)},
+		loader:   &loader{dir: opts.WorkflowsDir, db: opts.DB, files: make(map[string]*fileEntry)},
 		done:     make(map[string]doneMark),
 		problems: make(map[problemKey]Problem),
 	}
@@ -169,6 +169,7 @@ func New(opts Options) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.Default()
 	}
+	e.loader.log = e.log
 	if e.opts.CallTimeout <= 0 {
 		e.opts.CallTimeout = time.Minute
 	}
@@ -186,7 +187,7 @@ func (e *Engine) reload() *config {
 	if c == e.cfg {
 		return c // nothing changed; already logged
 	}
-	for _, le := range c.loadErrs {
+	for _, le := range c.newLoadErrs {
 		e.log.Error("workflows file not loaded", "file", le.File, "error", le.Error)
 	}
 	for id, err := range c.schedErrs {
@@ -514,7 +515,13 @@ func (s *stepper) workflow(ctx context.Context, c *config, id string) error {
 			s.persistFailed(err)
 			continue
 		}
-		s.transition(from, ch.To)
+		if from.Status == slot.Running {
+			// Why a job's slot moved: the service's word (exit 3, never
+			// started, exit status unknown: ...).
+			s.transition(from, ch.To, "job", from.ExternalID, "reason", obs[ch.Index].Job.Detail)
+		} else {
+			s.transition(from, ch.To)
+		}
 		slots[ch.Index] = ch.To
 	}
 
@@ -625,11 +632,11 @@ func (s *stepper) fail(id slot.ID, op string, err error) {
 	}
 }
 
-func (s *stepper) transition(from, to slot.State) {
+func (s *stepper) transition(from, to slot.State, attrs ...any) {
 	s.rep.Transitions[to.Status]++
 	s.to[to.ID] = to.Status
-	s.e.log.Info("slot transition", "slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
-		"externalID", to.ExternalID, "retryCount", to.RetryCount)
+	s.e.log.Info("slot transition", append([]any{"slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
+		"externalID", to.ExternalID, "retryCount", to.RetryCount}, attrs...)...)
 }
 
 // pendingSubmit is a READY slot the strategy chose, submitted at the end
@@ -953,19 +960,53 @@ func (e *Engine) inSchedule(id slot.ID) (*schema.Workflow, slot.State, bool, err
 	return w, slot.NewWaiting(id), false, nil
 }
 
+// checkRerun is what Rerun checks before it changes anything: the slot
+// (as inSchedule finds it), that it is due (not after now: a rerun marker
+// makes the next step take the slot at once, so a slot the schedule has
+// not reached would run early and then never at its time) and not before
+// the workflow's startTime (the workflow has no slots there), and that it
+// is final or has never run.
+func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error) {
+	w, st, found, err := e.inSchedule(id)
+	if err != nil {
+		return slot.State{}, false, err
+	}
+	if id.Time.Before(w.StartTime) {
+		return slot.State{}, false, fmt.Errorf("%w: %s is before the workflow's startTime %s, where the workflow has no slots",
+			api.ErrRerunRefused, id, slot.FormatTime(w.StartTime))
+	}
+	if id.Time.After(now) {
+		return slot.State{}, false, fmt.Errorf("%w: %s is not due yet (the server's time is %s); it runs at its time",
+			api.ErrRerunRefused, id, slot.FormatTime(now))
+	}
+	if found && st.Status != "" && !st.Status.Final() {
+		return slot.State{}, false, fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
+	}
+	return st, found, nil
+}
+
+// CheckRerun returns the state of slot id (WAITING if it has no readable
+// record) when Rerun at now would accept it, else Rerun's error; it
+// changes nothing (api.RerunChecker: GET /rerun).
+func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, error) {
+	st, found, err := e.checkRerun(id, now)
+	if err == nil && (!found || st.Status == "") {
+		st = slot.NewWaiting(id)
+	}
+	return st, err
+}
+
 // Rerun marks slot id for rerun (stamped with now) and, if it has a final
 // state, resets it to WAITING with retryCount 0. A slot that is not final
 // gives ErrIllegalTransition; a time that is neither in the schedule nor
-// stored gives ErrNotInSchedule.
+// stored gives ErrNotInSchedule; a time after now or before the workflow's
+// startTime gives api.ErrRerunRefused.
 func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
-	_, st, found, err := e.inSchedule(id)
+	st, found, err := e.checkRerun(id, now)
 	if err != nil {
 		return err
-	}
-	if found && st.Status != "" && !st.Status.Final() {
-		return fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
 	}
 	// Marker first: a crash after it leaves a final slot that can be rerun
 	// again, never a WAITING slot outside the window that nothing steps.
@@ -1105,8 +1146,7 @@ func (e *Engine) RegisterKeys(ctx context.Context, bucket, prefix string) ([]str
 func (e *Engine) ClearCache() error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
-	e.loader.files = make(map[string]*fileEntry)
-	e.loader.last = nil
+	e.loader.forget()
 	err := e.db.Reload()
 	e.mu.Lock()
 	e.done = make(map[string]doneMark)

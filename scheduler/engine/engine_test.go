@@ -308,7 +308,7 @@ func TestLoadErrorsAndReload(t *testing.T) {
 		t.Fatalf("ids %v", ids)
 	}
 	le := r.e.LoadErrors()
-	if len(le) != 3 || le[0].File != "bad.json" || le[1].File != "old.json" || le[2].File != "q.json" || !strings.Contains(le[2].Error, "duplicate") {
+	if len(le) != 3 || le[0].File != "bad.json" || le[1].File != "old.json" || le[2].File != "q.json" || !strings.Contains(le[2].Error, `workflow id "a" belongs to project p (p.json)`) {
 		t.Fatalf("load errors %+v", le)
 	}
 	// A truncated rewrite of a good file keeps its previous version.
@@ -381,6 +381,10 @@ func TestStepIDs(t *testing.T) {
 	}
 }
 
+// TestReloadParsesOnlyChangedFiles: a file whose content is unchanged is
+// not parsed again, whatever happens to its metadata (a new mtime, a copy
+// renamed over it); a change of content is (see also
+// TestSameSizeSameMtimeReplacementIsReloaded).
 func TestReloadParsesOnlyChangedFiles(t *testing.T) {
 	r := newRig(t, nil, hourly("a1"))
 	path := filepath.Join(r.wdir, "p.json")
@@ -388,19 +392,19 @@ func TestReloadParsesOnlyChangedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(path)
-	// Same size, same mtime, other content: not re-read.
-	same := []byte(strings.ReplaceAll(string(data), `"a1"`, `"b1"`))
-	if err := os.WriteFile(path, same, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.Chtimes(path, fi.ModTime(), fi.ModTime())
 	r.step(ts("2024-01-01T00:30Z"))
-	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "a1" {
-		t.Fatalf("unchanged file re-parsed: %v", ids)
+	first := r.e.config()
+	// Same content, new mtime, new inode: not re-parsed, config kept.
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path+".tmp", data, 0o644)
+	os.Rename(path+".tmp", path)
+	os.Chtimes(path, fi.ModTime().Add(time.Hour), fi.ModTime().Add(time.Hour))
+	r.step(ts("2024-01-01T00:30Z"))
+	if r.e.config() != first {
+		t.Fatal("config rebuilt although no file's content changed")
 	}
-	// A new mtime: re-read.
-	os.Chtimes(path, fi.ModTime().Add(time.Second), fi.ModTime().Add(time.Second))
+	// New content: re-parsed.
+	os.WriteFile(path, []byte(strings.ReplaceAll(string(data), `"a1"`, `"b1"`)), 0o644)
 	r.step(ts("2024-01-01T00:30Z"))
 	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "b1" {
 		t.Fatalf("changed file not re-parsed: %v", ids)

@@ -2,14 +2,17 @@ package faults
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -151,6 +154,9 @@ func TestHostileInput(t *testing.T) {
 	if !strings.Contains(body, "passwd.json") {
 		t.Error("a symlink to /etc/passwd is not reported as a load error")
 	}
+	if strings.Contains(body, "root:") {
+		t.Error("/workflow-list shows the content of /etc/passwd")
+	}
 
 	// No file outside the server's own directories; the planted file is intact.
 	for p := range listFiles(t, dir) {
@@ -245,4 +251,212 @@ func TestSlowClients(t *testing.T) {
 	}
 	t.Logf("200 stalled connections closed by the server after %v", time.Since(start).Round(100*time.Millisecond))
 	s.stop()
+}
+
+// TestHostileFilesInWorkflowsDir runs a real celos server over a
+// workflows directory holding, beside a good project, a FIFO, symbolic
+// links to /dev/zero, to a FIFO and to a secret file, and documents that
+// carry the secret where encoding/json would quote it. The server starts,
+// steps finish, the good workflow runs to SUCCESS, every hostile file is a
+// load error naming what it is, and neither /workflow-list, /ui nor the
+// server's log ever shows the secret. A FIFO as --defaults makes the
+// server exit with an error at once instead of hanging.
+func TestHostileFilesInWorkflowsDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a celos server process")
+	}
+	const secret = "s3cr3tXq"
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf")
+	os.MkdirAll(wf, 0o755)
+	os.WriteFile(filepath.Join(wf, "good.json"), []byte(goodProject), 0o644)
+	shadow := filepath.Join(dir, "outside", "shadow")
+	os.MkdirAll(filepath.Dir(shadow), 0o755)
+	os.WriteFile(shadow, []byte("root:$6$"+secret+"$abcdefgh:19000:0:99999:7:::\n"), 0o600)
+	outsideFifo := filepath.Join(dir, "outside", "fifo")
+	for _, p := range []string{filepath.Join(wf, "fifo.json"), outsideFifo} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"zero.json": "/dev/zero", "tofifo.json": outsideFifo, "shadow.json": shadow} {
+		if err := os.Symlink(target, filepath.Join(wf, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withValue := func(field, value string) string {
+		return strings.Replace(goodProject, `"maxRetryCount": 0`, `"maxRetryCount": 0, "`+field+`": `+value, 1)
+	}
+	os.WriteFile(filepath.Join(wf, "format.json"), []byte(`{"format":"`+secret+`"}`), 0o644)
+	os.WriteFile(filepath.Join(wf, "time.json"), []byte(strings.Replace(goodProject, `"2015-09-13T00:00:00Z"`, `"`+secret+`"`, 1)), 0o644)
+	os.WriteFile(filepath.Join(wf, "number.json"), []byte(withValue("url", "31415926")), 0o644)
+	want := map[string]string{
+		"fifo.json":   "not a regular file (named pipe)",
+		"zero.json":   "not a regular file (symbolic link to a character device)",
+		"tofifo.json": "not a regular file (symbolic link to a named pipe)",
+		"shadow.json": "must be a JSON object",
+		"format.json": "unsupported format version",
+		"time.json":   "startTime",
+		"number.json": "url must be a string",
+	}
+
+	s := startServer(t, dir)
+	step := func() {
+		t.Helper()
+		done := make(chan struct{})
+		var code int
+		var body string
+		go func() {
+			defer close(done)
+			code, body = rawRequest(t, s.URL, "POST", "/scheduler?time=2015-09-13T00:30Z", "")
+		}()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("a step did not finish in 2 minutes\n%s", s.stderr)
+		}
+		if code != 200 {
+			t.Fatalf("POST /scheduler: %d %s", code, body)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		step()
+		if sl := s.slots("good", time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC), time.Date(2015, 9, 13, 1, 0, 0, 0, time.UTC)); sl["2015-09-13T00:00:00.000Z"].Status == "SUCCESS" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the good workflow did not run to SUCCESS in 2 minutes\n%s", s.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	code, body := rawRequest(t, s.URL, "GET", "/workflow-list", "")
+	if code != 200 || !strings.Contains(body, `"good"`) {
+		t.Fatalf("workflow-list: %d %s", code, body)
+	}
+	var list struct {
+		IDs        []string `json:"ids"`
+		LoadErrors []struct {
+			File, Error string
+		} `json:"loadErrors"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatalf("workflow-list: %v: %s", err, body)
+	}
+	got := map[string]string{}
+	for _, le := range list.LoadErrors {
+		got[le.File] = le.Error
+	}
+	for name, msg := range want {
+		if !strings.Contains(got[name], msg) {
+			t.Errorf("%s: load error %q, want it to say %q", name, got[name], msg)
+		}
+	}
+	_, ui := rawRequest(t, s.URL, "GET", "/ui", "")
+	if !strings.Contains(ui, "fifo.json") {
+		t.Errorf("/ui does not show the load errors:\n%.2000s", ui)
+	}
+	s.stop()
+	for what, text := range map[string]string{"/workflow-list": body, "/ui": ui, "the server's log": s.stderr.String()} {
+		for _, leak := range []string{secret, "31415926", "root:"} {
+			if strings.Contains(text, leak) {
+				t.Errorf("%s shows %q from a file's content", what, leak)
+			}
+		}
+	}
+
+	// A FIFO as the defaults file: the server exits with an error naming
+	// it, instead of hanging at start-up.
+	d := launch(t, dir, "--defaults", filepath.Join(wf, "fifo.json"))
+	if err := d.wait(2 * time.Minute); err == nil || !strings.Contains(d.stderr.String(), "fifo.json: not a regular file (named pipe)") {
+		t.Errorf("server with a FIFO as --defaults: %v\n%s", err, d.stderr)
+	}
+}
+
+// TestWorkflowOwnerSurvivesServerRestart: two projects define the same
+// workflow id. A real server keeps the id with the project that had it
+// first across restarts, also when the files are renamed so that the
+// other sorts first: only the owner's command ever runs on its slots, and
+// the other file is a load error naming the id and the owner's file.
+func TestWorkflowOwnerSurvivesServerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts celos server processes")
+	}
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf")
+	os.MkdirAll(wf, 0o755)
+	runs := filepath.Join(dir, "runs")
+	project := func(name string) []byte {
+		p := strings.Replace(goodProject, `"project": "good"`, `"project": "`+name+`"`, 1)
+		p = strings.Replace(p, `"id": "good"`, `"id": "wordcount-nyc"`, 1)
+		return []byte(strings.Replace(p, `"command": ["true"]`, `"command": ["sh", "-c", "echo `+name+` >> `+runs+`"]`, 1))
+	}
+	write := func(file, name string) {
+		if err := os.WriteFile(filepath.Join(wf, file+".tmp"), project(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Rename(filepath.Join(wf, file+".tmp"), filepath.Join(wf, file))
+	}
+	// runSlot steps at now until the slot an hour before is SUCCESS.
+	runSlot := func(s *server, slotTime time.Time) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if code, body := s.post("/scheduler", url.Values{"time": {slotTime.Add(30 * time.Minute).Format(time.RFC3339)}}); code != 200 {
+				t.Fatalf("POST /scheduler: %d %s", code, body)
+			}
+			if s.slots("wordcount-nyc", slotTime, slotTime.Add(time.Hour))[slotTime.Format("2006-01-02T15:04:05.000Z")].Status == "SUCCESS" {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("slot %s not SUCCESS in 2 minutes\n%s", slotTime, s.stderr)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	loadError := func(s *server, file string) string {
+		t.Helper()
+		_, body := rawRequest(t, s.URL, "GET", "/workflow-list", "")
+		var list struct {
+			LoadErrors []struct{ File, Error string } `json:"loadErrors"`
+		}
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			t.Fatalf("workflow-list: %v: %s", err, body)
+		}
+		for _, le := range list.LoadErrors {
+			if le.File == file {
+				return le.Error
+			}
+		}
+		return ""
+	}
+	slot0 := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
+
+	write("mine.json", "mine")
+	s := startServer(t, dir)
+	runSlot(s, slot0)
+	write("athers.json", "theirs") // deployed later, sorts first
+	runSlot(s, slot0.Add(time.Hour))
+	if le := loadError(s, "athers.json"); !strings.Contains(le, `workflow id "wordcount-nyc" belongs to project mine (mine.json)`) {
+		t.Errorf("load error of the later file: %q", le)
+	}
+	s.stop()
+
+	os.Rename(filepath.Join(wf, "mine.json"), filepath.Join(wf, "zzz-mine.json"))
+	for i := range 2 {
+		s = startServer(t, dir)
+		runSlot(s, slot0.Add(time.Duration(2+i)*time.Hour))
+		if le := loadError(s, "athers.json"); !strings.Contains(le, `workflow id "wordcount-nyc" belongs to project mine (zzz-mine.json)`) {
+			t.Errorf("restart %d: load error of the other file: %q", i+1, le)
+		}
+		s.stop()
+	}
+	data, _ := os.ReadFile(runs)
+	if got := strings.Fields(string(data)); strings.Join(got, ",") != "mine,mine,mine,mine" {
+		t.Fatalf("commands run on wordcount-nyc's slots: %v, want the owner's four times", got)
+	}
+	if n := strings.Count(s.stderr.String(), "belongs to project mine"); n != 1 {
+		t.Errorf("the last server logged the clash %d times, want once", n)
+	}
 }

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -69,4 +71,73 @@ func IsLoopback(host string) bool {
 		}
 	}
 	return true
+}
+
+// hostPolicy returns the check of the Host header of a server without a
+// token, or nil for a server with one (its changes need the token, and it
+// is meant to be reached by its names). Without a token, the server is
+// reached by anything that can open a connection to it, including a
+// browser whose page on another site made its own name resolve to
+// 127.0.0.1 (DNS rebinding): for that browser the page, the API and the
+// UI are then the same origin, so the cross-origin check does not stop
+// it. Such a request carries the attacker's name in Host, so only these
+// are answered: localhost, a loopback address (127.0.0.0/8, [::1]), and
+// the --listen name itself (the operator's choice), with or without a
+// port; on a public address (InsecureFlag), also any IP address literal,
+// as a rebinding needs a name the attacker controls. A request without
+// Host (HTTP/1.0) is answered: browsers always send one.
+func hostPolicy(cfg Config, token string) func(host string) bool {
+	if token != "" {
+		return nil
+	}
+	listen := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(cfg.Listen, "["), "]"))
+	public := !IsLoopback(cfg.Listen)
+	return func(hostport string) bool {
+		if hostport == "" {
+			return true
+		}
+		host := hostport
+		if h, _, err := net.SplitHostPort(hostport); err == nil {
+			host = h
+		} else if strings.HasPrefix(hostport, "[") && strings.HasSuffix(hostport, "]") {
+			host = hostport[1 : len(hostport)-1]
+		} else if strings.Contains(hostport, "[") || strings.Contains(hostport, "]") {
+			return false
+		}
+		if host == "" {
+			return false
+		}
+		if strings.EqualFold(host, "localhost") {
+			return true
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			return ip.IsLoopback() || public
+		}
+		return strings.EqualFold(host, listen)
+	}
+}
+
+// checkHost answers 421 Misdirected Request, with a JSON error, to a
+// request whose Host the policy refuses; a nil policy lets every request
+// through.
+func checkHost(h http.Handler, allowed func(string) bool, log *slog.Logger) http.Handler {
+	if allowed == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allowed(r.Host) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		log.Warn("request refused: Host is not a loopback name or address (DNS rebinding?)", "method", r.Method,
+			"path", r.URL.Path, "host", r.Host, "remote", r.RemoteAddr)
+		b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("Host %q refused: a server without --auth-token-file answers only "+
+			"localhost and loopback addresses (127.0.0.1, [::1]), so that another site's page cannot reach it through its own name (DNS rebinding); "+
+			"use http://127.0.0.1:PORT, or give the server a token", r.Host)})
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		w.Write(append(b, '\n'))
+	})
 }

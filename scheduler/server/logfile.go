@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -40,13 +41,8 @@ func openDailyFile(dir string, now func() time.Time) (*dailyFile, error) {
 	}
 	d := &dailyFile{dir: dir, now: now}
 	path := filepath.Join(dir, LogFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, info, err := openLogFile(path, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open log file: %w", err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("open log file: %w", err)
 	}
 	d.f = f
@@ -55,6 +51,49 @@ func openDailyFile(dir string, now func() time.Time) (*dailyFile, error) {
 		d.day = info.ModTime().UTC().Format(dayLayout)
 	}
 	return d, nil
+}
+
+// openLogFile opens path for appending, creating it, without following a
+// symbolic link (O_NOFOLLOW) or blocking on a FIFO (O_NONBLOCK): a link or
+// anything but a regular file is refused, naming it. flag adds O_EXCL.
+func openLogFile(path string, flag int) (*os.File, fs.FileInfo, error) {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, notRegular(path, fi.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, nil, notRegular(path, fi.Mode())
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(path, fi.Mode())
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+func notRegular(path string, mode fs.FileMode) error {
+	if mode&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link (not followed; remove it)", path)
+	}
+	kind := "a directory"
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case mode&fs.ModeDevice != 0:
+		kind = "a device"
+	case mode&fs.ModeSocket != 0:
+		kind = "a socket"
+	case !mode.IsDir():
+		kind = "of an unknown type"
+	}
+	return fmt.Errorf("%s is not a regular file but %s (remove it)", path, kind)
 }
 
 func (d *dailyFile) Write(p []byte) (int, error) {
@@ -85,7 +124,8 @@ func (d *dailyFile) roll(today string) error {
 	if err := os.Rename(cur, target); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(cur, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	// A new file, never an existing one (a link planted since the rename).
+	f, _, err := openLogFile(cur, os.O_EXCL)
 	if err != nil {
 		return err
 	}

@@ -25,9 +25,12 @@ func TestProtect(t *testing.T) {
 	}{
 		{"read from another site is fine", "", "GET", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 200, false},
 		{"post from curl (no browser headers)", "", "POST", nil, 200, true},
-		{"post from celos's own page", "", "POST", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://celos.local:8080"}, 200, true},
+		{"post from celos's own page", "", "POST", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://127.0.0.1:8080"}, 200, true},
 		{"post from another site", "", "POST", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 403, false},
 		{"post from another origin, older browser", "", "POST", map[string]string{"Origin": "https://evil.example"}, 403, false},
+		{"read through another name, no token (DNS rebinding)", "", "GET", map[string]string{"Host": "rebind.attacker.example:8080"}, 421, false},
+		{"post through another name, no token (DNS rebinding)", "", "POST", map[string]string{"Host": "rebind.attacker.example:8080", "Sec-Fetch-Site": "same-origin", "Origin": "http://rebind.attacker.example:8080"}, 421, false},
+		{"post through another name with the token", "s3cret", "POST", map[string]string{"Host": "celos.example.com", "Authorization": "Bearer s3cret"}, 200, true},
 		{"token required, none sent", "s3cret", "POST", nil, 401, false},
 		{"token required and sent", "s3cret", "POST", map[string]string{"Authorization": "Bearer s3cret"}, 200, true},
 		{"token sent but cross-site", "s3cret", "POST", map[string]string{"Authorization": "Bearer s3cret", "Sec-Fetch-Site": "cross-site"}, 403, false},
@@ -35,9 +38,13 @@ func TestProtect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			changed = 0
-			h := protect(inner, tt.token, slog.New(slog.DiscardHandler))
-			req := httptest.NewRequest(tt.method, "http://celos.local:8080/rerun?id=a&time=2015-09-13T13:00Z", nil)
+			h := protect(inner, tt.token, hostPolicy(Config{Listen: "127.0.0.1"}, tt.token), slog.New(slog.DiscardHandler))
+			req := httptest.NewRequest(tt.method, "http://127.0.0.1:8080/rerun?id=a&time=2015-09-13T13:00Z", nil)
 			for k, v := range tt.headers {
+				if k == "Host" {
+					req.Host = v
+					continue
+				}
 				req.Header.Set(k, v)
 			}
 			rec := httptest.NewRecorder()

@@ -7,15 +7,57 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/trigger"
+	"github.com/celos-go/celos/schema"
 )
+
+// loadedWorkflows returns the workflows svc has loaded when it is called,
+// and the workflows files that did not load (their triggers are unknown).
+func loadedWorkflows(svc api.Service) func() ([]*schema.Workflow, []api.LoadError) {
+	return func() ([]*schema.Workflow, []api.LoadError) {
+		var ws []*schema.Workflow
+		for _, id := range svc.WorkflowIDs() {
+			if w, err := svc.Workflow(id); err == nil {
+				ws = append(ws, w)
+			}
+		}
+		return ws, svc.LoadErrors()
+	}
+}
 
 // pruneInterval is how often --prune-older-than prunes (a var for tests).
 var pruneInterval = 24 * time.Hour
 
 // pruner is what the state database offers for pruning (statedb.DB).
 type pruner interface {
-	Prune(before, now time.Time) (int, error)
+	PruneBefore(now time.Time, before func(wf string) time.Time) (int, error)
+}
+
+// pruneLimits returns the prune limit of each workflow at now: now − keep,
+// or earlier for a workflow whose slot states a trigger of a loaded
+// workflow reads further back than keep allows (its look-back plus
+// statedb.MinRetention, trigger.LookBacks), so that pruning never breaks a
+// look-back trigger. Each such extension is logged, naming the workflow
+// read and the one reading it.
+func pruneLimits(now time.Time, keep time.Duration, ws []*schema.Workflow, log *slog.Logger) func(wf string) time.Time {
+	longer := make(map[string]time.Time)
+	for _, lb := range trigger.LookBacks(ws) {
+		need := lb.Retention(statedb.MinRetention)
+		if need <= keep {
+			continue
+		}
+		longer[lb.Workflow] = now.Add(-need)
+		log.Info("keeping a workflow's final slots longer than --prune-older-than: a trigger reads them",
+			"workflow", lb.Workflow, "readBy", lb.By, "lookBack", lb.Back, "olderThan", keep, "keptFor", need)
+	}
+	return func(wf string) time.Time {
+		if b, ok := longer[wf]; ok {
+			return b
+		}
+		return now.Add(-keep)
+	}
 }
 
 // checkPruneRetention refuses a retention shorter than statedb.MinRetention.
@@ -34,11 +76,13 @@ type jobPruner interface {
 
 // startPruning prunes the state database at once and then every
 // pruneInterval, deleting final slots older than keep (what `celos db
-// prune --older-than` does, without stopping the server), and the command
+// prune --older-than` does, without stopping the server; the states a
+// trigger of the workflows loaded at the time reads further back are kept
+// longer, see pruneLimits), and the command
 // service's records of runs that ended that long ago (jobs may be nil),
 // until ctx is done. The returned channel is closed when it has stopped.
 // keep 0 means no pruning.
-func startPruning(ctx context.Context, db io.Closer, jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
+func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*schema.Workflow, []api.LoadError), jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if keep <= 0 {
 		close(done)
@@ -56,7 +100,12 @@ func startPruning(ctx context.Context, db io.Closer, jobs jobPruner, keep time.D
 		for {
 			now := time.Now()
 			start := time.Now()
-			n, err := p.Prune(now.Add(-keep), now)
+			ws, loadErrs := workflows()
+			for _, le := range loadErrs {
+				// Not silent: what this file's triggers read is not known.
+				log.Warn("pruning without the triggers of a workflows file that did not load: the slot states they read may be pruned", "file", le.File)
+			}
+			n, err := p.PruneBefore(now, pruneLimits(now, keep, ws, log))
 			if err != nil {
 				log.Error("prune state database", "olderThan", keep, "deleted", n, "error", err)
 			} else {

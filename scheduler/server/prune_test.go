@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/trigger"
+	"github.com/celos-go/celos/schema"
 )
 
 // TestRunPrunes: --prune-older-than prunes the state database at start
@@ -72,5 +77,105 @@ func TestRunPrunes(t *testing.T) {
 	os.Remove(cfg.URLFile)
 	if err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "must be at least") {
 		t.Errorf("3-day retention: %v", err)
+	}
+}
+
+// TestRunPruneKeepsWhatLookBackTriggersRead is the issue's scenario: a
+// workflow whose trigger is `offset −864000 s` around a success trigger is
+// ready before --prune-older-than 8d prunes and still ready after: the
+// success state it reads, ten days before its slot, is kept (18 days for
+// that workflow, logged naming both), while an unread workflow's equally
+// old slot is pruned.
+func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
+	dir := t.TempDir()
+	wfDir := filepath.Join(dir, "wf")
+	os.Mkdir(wfDir, 0o755)
+	wf := func(id string, trig schema.Trigger) schema.Workflow {
+		return schema.Workflow{
+			ID:                 id,
+			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger:            trig,
+			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
+			ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
+			StartTime:          schema.DefaultStartTime,
+			WaitTimeoutSeconds: schema.NeverTimeout,
+		}
+	}
+	lookBack := schema.Trigger{Type: schema.TriggerOffset, Seconds: -864000, Trigger: &schema.Trigger{Type: schema.TriggerSuccess, Workflow: "a"}}
+	proj := &schema.Project{Format: schema.FormatVersion, Project: "p", Workflows: []schema.Workflow{
+		wf("a", schema.Trigger{Type: schema.TriggerAlways}),
+		wf("b", lookBack),
+		wf("c", schema.Trigger{Type: schema.TriggerAlways}),
+	}}
+	data, err := proj.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wfDir, "p.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A file that does not load: what its triggers read is unknown, which
+	// the prune says.
+	if err := os.WriteFile(filepath.Join(wfDir, "broken.json"), []byte(`{"format":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dbDir := filepath.Join(dir, "db")
+	bSlot := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour) // in the window
+	aSlot := bSlot.Add(-864000 * time.Second)                         // 10 days and 2 hours old
+	ready := func() bool {
+		t.Helper()
+		db, err := statedb.Open(dbDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		ok, err := trigger.Ready(context.Background(), trigger.Env{States: db}, &lookBack, bSlot, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	func() {
+		db, err := statedb.Open(dbDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for _, id := range []string{"a", "c"} {
+			if err := db.Put(slot.State{ID: slot.ID{Workflow: id, Time: aSlot}, Status: slot.Success, ExternalID: "x"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	if !ready() {
+		t.Fatal("b's slot is not ready before the prune")
+	}
+
+	var stderr safeBuffer
+	cfg := Config{Workflows: wfDir, DB: dbDir, URLFile: filepath.Join(dir, "url"), Stderr: &stderr, PruneOlderThan: 8 * 24 * time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	waitFile(t, cfg.URLFile)
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "pruned state database") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	log := stderr.String()
+	if !strings.Contains(log, "deleted=1") {
+		t.Errorf("c's old slot not pruned:\n%s", log)
+	}
+	if !strings.Contains(log, "workflow=a readBy=b lookBack=240h0m0s olderThan=192h0m0s keptFor=432h0m0s") {
+		t.Errorf("the longer retention of a is not logged:\n%s", log)
+	}
+	if !strings.Contains(log, "pruning without the triggers of a workflows file that did not load") || !strings.Contains(log, "broken.json") {
+		t.Errorf("the unknown triggers of broken.json are not logged:\n%s", log)
+	}
+	if !ready() {
+		t.Errorf("b's slot is not ready after the prune: a's state %s was pruned", aSlot)
 	}
 }

@@ -76,6 +76,10 @@ type Config struct {
 	// then rerun, kill and pause workflows. Without it, such a server
 	// refuses to start.
 	InsecureNoAuthOnPublicAddress bool
+	// StepTimeout is the bound of a scheduler step: GET /healthz answers
+	// 503 while a step has been running for longer (default
+	// api.DefaultStepTimeout, 10 minutes).
+	StepTimeout time.Duration
 	// PruneOlderThan, when positive, prunes the state database at start and
 	// then daily: the files of final slots older than this (at least
 	// statedb.MinRetention), as `celos db prune` does.
@@ -183,12 +187,12 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			log.Error("close state database", "error", cerr)
 		}
 	}()
-	h := api.New(engine, api.Options{Logger: log, Metrics: metrics, Version: cfg.Version})
+	h := api.New(engine, api.Options{Logger: log, Metrics: metrics, Version: cfg.Version, StepTimeout: cfg.StepTimeout})
 	mux, err := routes(cfg, engine, h, svcs, token != "")
 	if err != nil {
 		return err
 	}
-	handler := protect(mux, token, log)
+	handler := protect(mux, token, hostPolicy(cfg, token), log)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -219,7 +223,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
 	jobs, _ := svcs[schema.ServiceCommand].(jobPruner)
-	pruneDone, err := startPruning(loopCtx, engineCloser, jobs, cfg.PruneOlderThan, log)
+	pruneDone, err := startPruning(loopCtx, engineCloser, loadedWorkflows(engine), jobs, cfg.PruneOlderThan, log)
 	if err != nil {
 		srv.Close()
 		return err
@@ -309,9 +313,11 @@ func abs(p string) string {
 // and refusal of cross-site browser requests that change state, so that a
 // page on another site cannot make an operator's browser rerun, kill or
 // pause through the API (http.CrossOriginProtection: Sec-Fetch-Site and
-// Origin against Host). Reads and non-browser clients (curl, the CLI) are
+// Origin against Host), and, on a server without a token, refusal of every
+// request (reads too) whose Host the policy refuses (hostPolicy: DNS
+// rebinding). Reads and non-browser clients (curl, the CLI) are otherwise
 // unaffected.
-func protect(h http.Handler, token string, log *slog.Logger) http.Handler {
+func protect(h http.Handler, token string, hostOK func(string) bool, log *slog.Logger) http.Handler {
 	if token != "" {
 		h = api.RequireToken(token, h, log)
 	}
@@ -323,5 +329,5 @@ func protect(h http.Handler, token string, log *slog.Logger) http.Handler {
 		w.WriteHeader(http.StatusForbidden)
 		fmt.Fprintln(w, `{"error": "cross-origin request refused: state changes come from celos's own UI, the CLI or non-browser clients"}`)
 	}))
-	return cop.Handler(h)
+	return checkHost(cop.Handler(h), hostOK, log)
 }

@@ -203,3 +203,59 @@ func waitFile(t *testing.T, path string) string {
 	t.Fatalf("%s never appeared", path)
 	return ""
 }
+
+// TestRunHealthzReportsStuckStep: --step-timeout reaches /healthz: with the
+// second automatic step held in flight past a 1 ms bound, /healthz answers
+// 503 naming the step and the bound, and /metrics shows
+// celos_step_timeout_seconds; it is 200 again once the step ends.
+func TestRunHealthzReportsStuckStep(t *testing.T) {
+	dir := t.TempDir()
+	stub := &stepStub{hold: make(chan struct{}), started: make(chan struct{})}
+	cfg := Config{
+		Workflows: dir, DB: filepath.Join(dir, "db"), Logs: filepath.Join(dir, "logs"),
+		AutoSchedule: 10 * time.Millisecond, URLFile: filepath.Join(dir, "url"),
+		Stderr: io.Discard, Version: "test", StepTimeout: time.Millisecond,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, cfg, func(Config, deps) (api.Service, io.Closer, error) {
+			return stub, stub, nil
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	<-stub.started
+	url := strings.TrimSpace(waitFile(t, cfg.URLFile))
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := 0, ""
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && code != http.StatusServiceUnavailable; time.Sleep(10 * time.Millisecond) {
+		code, body = get("/healthz")
+	}
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"status": "stuck"`) || !strings.Contains(body, "longer than its bound of 1ms (--step-timeout)") {
+		t.Errorf("healthz with a step held past its bound: %d %s", code, body)
+	}
+	if _, m := get("/metrics"); !strings.Contains(m, "\ncelos_step_timeout_seconds 0.001\n") {
+		t.Errorf("metrics lack celos_step_timeout_seconds 0.001")
+	}
+	close(stub.hold)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && code != http.StatusOK; time.Sleep(10 * time.Millisecond) {
+		code, body = get("/healthz")
+	}
+	if code != http.StatusOK {
+		t.Errorf("healthz after the step ended: %d %s", code, body)
+	}
+}

@@ -6,8 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/external"
@@ -51,6 +51,12 @@ func commandLog(cmd *command.Service) ui.LogFunc {
 		if err != nil {
 			return nil, err
 		}
-		return os.Open(p)
+		// The server wrote the log: a symbolic link, FIFO or device in
+		// its place is refused, never followed or read.
+		f, _, err := regfile.OpenNoFollow(p)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/celos-go/celos/internal/atomicfile"
+
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
@@ -169,7 +171,7 @@ func (db *DB) writeMany(ws []fileWrite) error {
 			w.err = err
 			continue
 		}
-		f, err := os.CreateTemp(w.dir, tmpPrefix+"*")
+		f, err := atomicfile.CreateTemp(w.dir)
 		if err != nil {
 			w.err = fmt.Errorf("state database: %w", err)
 			continue
@@ -177,7 +179,7 @@ func (db *DB) writeMany(ws []fileWrite) error {
 		tmps[i] = f.Name()
 		_, err = f.Write(w.data)
 		if err == nil {
-			// CreateTemp makes the file 0600; state files are 0644 like
+			// atomicfile.CreateTemp makes the file 0600; state files are 0644 like
 			// atomicfile.Write's, readable by operators and Java Celos.
 			err = f.Chmod(filePerm)
 		}

@@ -16,6 +16,9 @@
 // exclusive flock on .lock and a second Open fails naming the holder.
 // A corrupt or unreadable slot file is reported (Problems, and an error
 // from Get for that slot) and never stops other slots or workflows.
+// Nothing is read or written through a symbolic link below the root, and
+// no FIFO or device is read: such a file is an unreadable record (see
+// safefs.go); the lock file must be a regular file, never followed.
 package statedb
 
 import (
@@ -120,14 +123,18 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("state database: %w", err)
 	}
 	lockPath := filepath.Join(abs, ".lock")
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLock(lockPath)
+	if errors.Is(err, ErrBadLock) {
+		return nil, fmt.Errorf("state database %s: %w", abs, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := "another process"
-		if b, rerr := os.ReadFile(lockPath); rerr == nil {
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+		b := make([]byte, 32)
+		if n, _ := f.ReadAt(b, 0); n > 0 {
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil {
 				holder = fmt.Sprintf("process %d", pid)
 			}
 		}
@@ -137,6 +144,7 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("state database %s: lock %s: %w", abs, lockPath, err)
 	}
+	// Only now, with the lock held, is the file truncated and written.
 	if err := f.Truncate(0); err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		if err != nil {
@@ -161,6 +169,45 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// ErrBadLock: the lock file is a symbolic link, FIFO, device or anything
+// but a regular file; it is neither followed, opened for I/O nor changed.
+var ErrBadLock = errors.New("lock file is not a regular file")
+
+// openLock opens (creating it) the lock file at path for writing without
+// following a symbolic link (O_NOFOLLOW), without blocking on a FIFO
+// (O_NONBLOCK) and without truncating it: a symlink or anything but a
+// regular file is refused with ErrBadLock, naming it.
+func openLock(path string) (*os.File, error) {
+	// A FIFO or device is refused before it is opened at all; the open
+	// and fstat below catch one swapped in between.
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, badLock(path, fi.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, badLock(path, fi.Mode())
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = badLock(path, fi.Mode())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func badLock(path string, mode fs.FileMode) error {
+	if mode&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%w: %s is a symbolic link (not followed; remove it)", ErrBadLock, path)
+	}
+	return fmt.Errorf("%w: %s is a %s (remove it)", ErrBadLock, path, modeKind(mode))
 }
 
 // Dir is the database's directory (absolute).
@@ -368,13 +415,21 @@ func (db *DB) load(wf string) (*loaded, error) {
 
 // walkSlots calls fn for every slot file under <kind>/<wf>/<day>/, with its
 // content or the error reading it. Leftover temporary files are removed;
-// other stray names are reported as problems.
+// other stray names are reported as problems. No symbolic link is
+// followed and no FIFO or device is read (see readRegularAt): such a slot
+// file is an unreadable record, a symlinked day directory a stray name,
+// and a symlinked <kind>/<wf> (or <kind>) fails the walk, naming it.
 func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel string, data []byte, err error)) error {
 	base := filepath.Join(db.dir, kind, wf)
-	days, err := os.ReadDir(base)
+	bd, err := db.openDir(filepath.Join(kind, wf))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("state database: %w", err)
+	}
+	defer bd.Close()
+	days, err := bd.ReadDir(-1)
 	if err != nil {
 		return fmt.Errorf("state database: %w", err)
 	}
@@ -390,8 +445,15 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 			continue
 		}
 		dayDir := filepath.Join(db.dir, relDay)
-		files, err := os.ReadDir(dayDir)
+		dfd, err := openat(int(bd.Fd()), d.Name(), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC)
 		if err != nil {
+			l.problems[filepath.ToSlash(relDay)] = classify(int(bd.Fd()), d.Name(), err, errNotDir).Error()
+			continue
+		}
+		dd := os.NewFile(uintptr(dfd), dayDir)
+		files, err := dd.ReadDir(-1)
+		if err != nil {
+			dd.Close()
 			l.problems[filepath.ToSlash(relDay)] = err.Error()
 			continue
 		}
@@ -407,43 +469,13 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 				l.problems[filepath.ToSlash(rel)] = "not a slot file (HH:mm:ss.SSSZ)"
 				continue
 			}
-			data, err := readSmall(filepath.Join(db.dir, rel))
+			data, err := readRegularAt(int(dd.Fd()), f.Name(), filepath.Join(db.dir, rel))
 			db.reads.Add(1)
 			fn(t, rel, data, err)
 		}
+		dd.Close()
 	}
 	return nil
-}
-
-// readSmall reads a small file with plain system calls (os.Open would also
-// try to register the file with the poller: start-up reads 100,000s).
-func readSmall(path string) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer syscall.Close(fd)
-	buf := make([]byte, 512)
-	n := 0
-	for {
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			return buf[:n], nil
-		}
-		n += m
-		if n == len(buf) {
-			if len(buf) > maxStateFile {
-				return nil, fmt.Errorf("larger than %d bytes", maxStateFile)
-			}
-			buf = append(buf, make([]byte, len(buf))...)
-		}
-	}
 }
 
 // Get returns the stored state of a slot; found is false when it has no
@@ -515,7 +547,11 @@ func (db *DB) Put(st slot.State) error {
 // failed atomic write, whether the rename happened (the index must then
 // follow the disk).
 func (db *DB) fileHolds(path string, data []byte) bool {
-	got, err := os.ReadFile(path)
+	rel, err := filepath.Rel(db.dir, path)
+	if err != nil {
+		return false
+	}
+	got, err := db.readFile(rel)
 	return err == nil && bytes.Equal(got, data)
 }
 
@@ -703,7 +739,7 @@ func (db *DB) DeleteIntent(id slot.ID) error {
 }
 
 func (db *DB) loadPaused() error {
-	entries, err := os.ReadDir(filepath.Join(db.dir, "paused"))
+	entries, err := db.readDir("paused")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -758,7 +794,7 @@ func (db *DB) SetPaused(wf string, paused bool) error {
 
 // Workflows lists the workflows that have a state directory, sorted.
 func (db *DB) Workflows() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(db.dir, "state"))
+	entries, err := db.readDir("state")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -788,6 +824,14 @@ func (db *DB) Prune(before, now time.Time) (int, error) {
 	if before.After(now.Add(-MinRetention)) {
 		return 0, fmt.Errorf("prune: %s is inside the last %v: slots there may still be stepped", slot.FormatTime(before), MinRetention)
 	}
+	return db.PruneBefore(now, func(string) time.Time { return before })
+}
+
+// PruneBefore is Prune with a limit per workflow: the files of workflow wf
+// older than before(wf) (for a workflow whose states a trigger reads far
+// back: see trigger.LookBacks). Every limit must be at least MinRetention
+// before now; a workflow whose limit is not is left alone and reported.
+func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int, error) {
 	wfs, err := db.Workflows()
 	if err != nil {
 		return 0, err
@@ -795,7 +839,12 @@ func (db *DB) Prune(before, now time.Time) (int, error) {
 	n := 0
 	var errs []error
 	for _, wf := range wfs {
-		m, err := db.pruneWorkflow(wf, before, now)
+		b := before(wf)
+		if b.After(now.Add(-MinRetention)) {
+			errs = append(errs, fmt.Errorf("prune %s: %s is inside the last %v: slots there may still be stepped", wf, slot.FormatTime(b), MinRetention))
+			continue
+		}
+		m, err := db.pruneWorkflow(wf, b, now)
 		n += m
 		if err != nil {
 			errs = append(errs, err)
@@ -918,7 +967,7 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 	limDay, _ := slotPath(before)
 	for _, kind := range []string{"intent", "rerun"} {
 		base := filepath.Join(db.dir, kind, wf)
-		entries, err := os.ReadDir(base)
+		entries, err := db.readDir(filepath.Join(kind, wf))
 		if err != nil {
 			continue
 		}
@@ -958,12 +1007,12 @@ func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
 	if db.closed {
 		return nil, errClosed
 	}
-	data, err := os.ReadFile(p)
+	data, err := db.readFile(filepath.Join("register", bucket, key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: register %s/%s", ErrNotFound, bucket, key)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("state database: %w", err)
+		return nil, fmt.Errorf("state database: register %s: %w", p, err)
 	}
 	db.reads.Add(1)
 	return json.RawMessage(data), nil
@@ -1029,7 +1078,7 @@ func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
 	if prefix != "" && strings.ContainsAny(prefix, "/\\.") {
 		return nil, fmt.Errorf("%w: prefix %q may not contain '/', '\\' or '.'", ErrBadName, prefix)
 	}
-	entries, err := os.ReadDir(filepath.Join(db.dir, "register", bucket))
+	entries, err := db.readDir(filepath.Join("register", bucket))
 	if errors.Is(err, fs.ErrNotExist) {
 		return []string{}, nil
 	}

@@ -62,18 +62,17 @@ const maxCachedDirs = 1 << 16
 
 // mkdirAll creates dir (inside the database root) and syncs the parent of
 // every directory it creates, so a new day directory survives a crash.
+// Every component below the root must be a real directory: a symbolic
+// link (or anything else) in the way is refused, never written through.
 func (db *DB) mkdirAll(dir string) error {
 	if db.dirs[dir] {
 		return nil
 	}
 	if len(db.dirs) >= maxCachedDirs {
-		// Only a cache (one stat saved per write): forget it rather than
-		// grow with every day of every workflow of a long-running server.
+		// Only a cache (one stat per component saved per write): forget
+		// it rather than grow with every day of every workflow of a
+		// long-running server.
 		clear(db.dirs)
-	}
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-		db.dirs[dir] = true
-		return nil
 	}
 	rel, err := filepath.Rel(db.dir, dir)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -81,16 +80,32 @@ func (db *DB) mkdirAll(dir string) error {
 	}
 	cur := db.dir
 	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if part == "." {
+			continue
+		}
 		next := filepath.Join(cur, part)
-		err := os.Mkdir(next, 0o755)
-		switch {
-		case err == nil:
-			if err := db.syncDir(cur); err != nil {
-				return fmt.Errorf("state database: sync %s: %w", cur, err)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = os.Mkdir(next, 0o755)
+			switch {
+			case err == nil:
+				if err := db.syncDir(cur); err != nil {
+					return fmt.Errorf("state database: sync %s: %w", cur, err)
+				}
+				cur = next
+				continue
+			case errors.Is(err, fs.ErrExist): // made meanwhile: check it
+				fi, err = os.Lstat(next)
 			}
-		case errors.Is(err, fs.ErrExist):
-		default:
+		}
+		if err != nil {
 			return fmt.Errorf("state database: %w", err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("state database: %s: %w", next, errSymlink)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("state database: %s: %w (%s)", next, errNotDir, modeKind(fi.Mode()))
 		}
 		cur = next
 	}

@@ -3,6 +3,7 @@ package statedb
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +131,36 @@ func TestPruneSyncsEachDirectoryOnce(t *testing.T) {
 	db = open(t, dir)
 	if left, _ := db.Range("wf", time.Unix(0, 0), now); len(left) != 2 {
 		t.Fatalf("after reopening: %+v", left)
+	}
+}
+
+// TestPruneBeforeKeepsEachWorkflowItsOwnRetention: a workflow given a
+// longer retention keeps its old final slots; the others are pruned; a
+// limit inside MinRetention leaves that workflow alone with an error.
+func TestPruneBeforeKeepsEachWorkflowItsOwnRetention(t *testing.T) {
+	db := open(t, t.TempDir())
+	now := ts("2015-10-01T00:00Z")
+	old := ts("2015-09-10T00:00Z")
+	for _, wf := range []string{"read", "other", "recent"} {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: old}, Status: slot.Success}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := db.PruneBefore(now, func(wf string) time.Time {
+		switch wf {
+		case "read":
+			return now.Add(-30 * 24 * time.Hour)
+		case "recent":
+			return now.Add(-24 * time.Hour)
+		}
+		return now.Add(-MinRetention)
+	})
+	if n != 1 || err == nil || !strings.Contains(err.Error(), "prune recent:") {
+		t.Errorf("PruneBefore = %d, %v", n, err)
+	}
+	for wf, want := range map[string]bool{"read": true, "other": false, "recent": true} {
+		if _, found, _ := db.Get(slot.ID{Workflow: wf, Time: old}); found != want {
+			t.Errorf("%s: found %v after prune, want %v", wf, found, want)
+		}
 	}
 }

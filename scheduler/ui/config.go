@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/celos-go/celos/internal/regfile"
 )
 
 // Config is the --ui-config file, in Celos's format:
@@ -26,12 +27,15 @@ type Group struct {
 	Workflows []string `json:"workflows"`
 }
 
+// maxConfigSize bounds the bytes read from a --ui-config file.
+const maxConfigSize = 16 << 20
+
 // LoadConfig reads a --ui-config file. A file that does not exist is an
 // error (as in Celos); so are an empty file, unknown fields, a group without
 // a name, two groups with the same name and a workflow listed twice in one
 // group.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path, maxConfigSize)
 	if err != nil {
 		return Config{}, fmt.Errorf("ui config: %w", err)
 	}

@@ -30,6 +30,8 @@ type engineFixture struct {
 	cmd   *command.Service
 	now   time.Time
 	input string
+	// workflows is the workflows directory.
+	workflows string
 }
 
 // The fixture's workflows, stepped at engineNow.
@@ -104,7 +106,7 @@ func newEngineFixture(t *testing.T) *engineFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engineFixture{eng: eng, cmd: cmd, now: engineNow, input: input}
+	return &engineFixture{eng: eng, cmd: cmd, now: engineNow, input: input, workflows: filepath.Join(dir, "workflows")}
 }
 
 // settle steps until no slot of the window is READY or RUNNING except

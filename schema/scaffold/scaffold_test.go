@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/celos-go/celos/deploy"
 	"github.com/celos-go/celos/schema"
 )
 
@@ -201,4 +202,36 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestScaffoldAppPathIsWhereDeployPutsIt: the scaffold's Oozie application
+// paths are under DefaultHDFSRoot/NAME, where celos deploy uploads hdfs/
+// (with the default HDFS root), for any project name; deploy's own check
+// (which makes plan warn and deploy refuse) accepts them.
+func TestScaffoldAppPathIsWhereDeployPutsIt(t *testing.T) {
+	for _, name := range []string{"wordcount", "reports"} {
+		dir := filepath.Join(t.TempDir(), "p")
+		if _, err := Write(dir, Options{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := schema.Compile(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, w := range p.Workflows {
+			if w.ExternalService.Type == schema.ServiceOozie {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatal("the scaffold has no Oozie workflow to check")
+		}
+		if problems := deploy.AppPathProblems(p, deploy.DefaultHDFSRoot+"/"+name, ""); len(problems) > 0 {
+			t.Errorf("%s: %q", name, problems)
+		}
+		if problems := deploy.AppPathProblems(p, "/apps/celos/"+name, ""); len(problems) != n {
+			t.Errorf("%s: another HDFS root: %d problems, want %d", name, len(problems), n)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
@@ -79,7 +80,7 @@ func (o *clientOpts) token() (string, error) {
 	if file == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(file)
+	b, err := regfile.ReadFile(file, 4<<10)
 	if err != nil {
 		return "", usageError("%s: %v", flag, err)
 	}

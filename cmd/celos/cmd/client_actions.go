@@ -35,9 +35,16 @@ func newRerunCmd() *cobra.Command {
 the scheduler takes it even when it is older than 7 days. Only a final slot
 (SUCCESS, FAILURE, WAIT_TIMEOUT, KILLED), or one that never ran, can be rerun.
 
+A slot the schedule has not reached yet (after the server's clock) or
+before the workflow's startTime is refused with the reason: it runs at its
+time, and a rerun must not run it early.
+
 With --from and --to (both inclusive) every slot of the workflow's schedule
 in the range is rerun, oldest first: a backfill. Slots in progress (READY,
-RUNNING) are skipped. --dry-run lists what would be rerun and changes nothing.`,
+RUNNING), slots not due yet and the part of the range before the
+workflow's startTime are skipped, each listed with why. --dry-run asks the
+server about each slot (GET /rerun) and lists what would be rerun and what
+would be skipped, changing nothing.`,
 		Example: `  celos rerun --id wordcount --time 2015-09-13T13:00Z
   celos rerun --id wordcount --from 2015-08-01T00:00Z --to 2015-08-31T23:00Z --dry-run`,
 		Args: cobra.NoArgs,
@@ -124,22 +131,40 @@ func slotAction(c *cobra.Command, o *clientOpts, path, id string, t time.Time) e
 
 // backfillRow is one slot of a range rerun, as --json prints it.
 type backfillRow struct {
-	Time   string      `json:"time"`
-	Status slot.Status `json:"status"` // before the rerun
+	Time string `json:"time"`
+	// Until, on the row of the part of the range before the workflow's
+	// startTime (which has no slots), is that startTime (exclusive).
+	Until  string      `json:"until,omitempty"`
+	Status slot.Status `json:"status,omitempty"` // before the rerun
 	// Action is "rerun", "would rerun" (--dry-run), "skipped" or "failed".
 	Action string `json:"action"`
-	Error  string `json:"error,omitempty"`
+	// Error says why a slot was skipped or failed.
+	Error string `json:"error,omitempty"`
 }
 
 // backfill reruns every slot of [from, to]: it lists them with GET
 // /workflow-slots (7 days per request) and POSTs /rerun for each, oldest
-// first.
+// first; with dryRun it asks GET /rerun instead, which answers as POST
+// would without changing anything. The part of the range before the
+// workflow's startTime is one skipped row (the server lists no slots
+// there).
 func backfill(c *cobra.Command, o *clientOpts, id string, from, to time.Time, dryRun bool) error {
 	cl, err := o.client()
 	if err != nil {
 		return err
 	}
 	ctx := c.Context()
+	var rows []backfillRow
+	var wf struct {
+		StartTime time.Time `json:"startTime"`
+	}
+	if _, err := cl.json(ctx, "GET", "/workflow", url.Values{"id": {id}}, callTimeout, &wf); err != nil {
+		return failed(err)
+	}
+	if from.Before(wf.StartTime) {
+		rows = append(rows, backfillRow{Time: slot.FormatTime(from), Until: slot.FormatTime(wf.StartTime), Action: "skipped",
+			Error: fmt.Sprintf("%s up to the workflow's startTime %s: no slots", slot.FormatTime(from), slot.FormatTime(wf.StartTime))})
+	}
 	end := to.Add(time.Millisecond) // to is inclusive
 	var slots []api.Slot
 	for start := from; start.Before(end); start = start.Add(api.Window) {
@@ -156,30 +181,59 @@ func backfill(c *cobra.Command, o *clientOpts, id string, from, to time.Time, dr
 	}
 	sort.Slice(slots, func(i, j int) bool { return slots[i].Time < slots[j].Time })
 
-	rows := make([]backfillRow, 0, len(slots))
 	var tw *tabwriter.Writer
+	show := func(row backfillRow) {
+		if tw == nil {
+			return
+		}
+		status := string(row.Status)
+		if status == "" {
+			status = "-"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s", row.Time, status, row.Action)
+		if row.Error != "" {
+			line += " (" + row.Error + ")"
+		}
+		fmt.Fprintln(tw, line)
+		tw.Flush() // show progress of a long backfill
+	}
 	if !o.json {
-		tw = tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+		// Each row is flushed as it is known (a long backfill shows its
+		// progress); the minimum width keeps the columns aligned across
+		// flushes (WAIT_TIMEOUT is the longest status).
+		tw = tabwriter.NewWriter(c.OutOrStdout(), len(slot.WaitTimeout)+2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TIME\tSTATUS\tACTION")
 	}
+	for _, r := range rows {
+		show(r)
+	}
 	nFailed := 0
+	checkable := true // GET /rerun answers (a server older than it answers 405)
 	for _, s := range slots {
 		row := backfillRow{Time: s.Time, Status: s.Status}
+		t, _ := slot.ParseTime(s.Time)
 		switch {
 		case s.Status == slot.Ready || s.Status == slot.Running:
 			row.Action = "skipped"
 			row.Error = "in progress"
-		case dryRun:
+		case dryRun && !checkable:
 			row.Action = "would rerun"
 		default:
-			t, _ := slot.ParseTime(s.Time)
-			_, err := cl.call(ctx, "POST", "/rerun", slotQuery(id, t), callTimeout)
+			method, did := "POST", "rerun"
+			if dryRun {
+				method, did = "GET", "would rerun"
+			}
+			_, err := cl.call(ctx, method, "/rerun", slotQuery(id, t), callTimeout)
 			var ae *apiError
 			switch {
 			case err == nil:
-				row.Action = "rerun"
+				row.Action = did
+			case dryRun && errors.As(err, &ae) && (ae.Code == http.StatusMethodNotAllowed || ae.Code == http.StatusNotImplemented):
+				checkable = false
+				row.Action = "would rerun"
 			case errors.As(err, &ae) && ae.Code == http.StatusBadRequest:
-				// A stored WAITING slot cannot be rerun: it will run anyway.
+				// Refused for this slot: not final (a stored WAITING slot
+				// will run anyway), not due yet, before startTime.
 				row.Action, row.Error = "skipped", ae.Msg
 			default:
 				row.Action, row.Error = "failed", err.Error()
@@ -187,22 +241,12 @@ func backfill(c *cobra.Command, o *clientOpts, id string, from, to time.Time, dr
 			}
 		}
 		rows = append(rows, row)
-		if tw != nil {
-			line := fmt.Sprintf("%s\t%s\t%s", row.Time, row.Status, row.Action)
-			if row.Error != "" {
-				line += " (" + row.Error + ")"
-			}
-			fmt.Fprintln(tw, line)
-			if row.Action != "would rerun" {
-				tw.Flush() // show progress of a long backfill
-			}
-		}
+		show(row)
 	}
 	if o.json {
 		b, _ := json.MarshalIndent(rows, "", "  ")
 		writeJSONOut(c.OutOrStdout(), b)
 	} else {
-		tw.Flush()
 		counts := map[string]int{}
 		for _, r := range rows {
 			counts[r.Action]++

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,8 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/trigger"
+	"github.com/celos-go/celos/schema"
 )
 
 func init() { register(newDBCmd) }
@@ -32,11 +37,11 @@ func newDBCmd() *cobra.Command {
 
 func newDBPruneCmd() *cobra.Command {
 	var (
-		dir, olderThan, nowS string
-		dryRun               bool
+		dir, olderThan, nowS, wfDir string
+		dryRun, ignoreTriggers      bool
 	)
 	c := &cobra.Command{
-		Use:   "prune --db DIR --older-than DURATION",
+		Use:   "prune --db DIR --older-than DURATION --workflows-dir DIR",
 		Short: "Delete the files of final slots older than a retention period",
 		Long: `prune deletes, from the state database in --db, the files of final slots
 (SUCCESS, FAILURE, WAIT_TIMEOUT, KILLED) whose slot time is more than
@@ -49,13 +54,25 @@ whatever their age, and so are paused flags and registers.
 must be at least 8 days (the scheduler's 7-day window and a day), so that
 a pruned slot can never be stepped again. The UI and the API show at most
 the last 7 days, so older files only matter to someone reading them by
-hand or to a rerun of an old slot (which recreates it).
+hand, to a rerun of an old slot (which recreates it), and to triggers
+that look back: a workflow whose trigger is, say, an offset of -10 days
+around a success trigger on workflow a reads a's slots 10 days before its
+own, so a's must be kept 8 + 10 = 18 days.
+
+--workflows-dir is the server's --workflows directory: prune reads its
+workflows, computes how far back each trigger reads which workflow's
+slots, and refuses (deleting nothing) a retention that would delete a
+slot state a trigger still reads, naming the workflows and the retention
+needed. Without --workflows-dir it cannot know and refuses; pass
+--ignore-triggers instead to prune without the check (only when no
+trigger looks back further than --older-than minus 8 days). A workflows
+file that does not load is refused too: its triggers are unknown.
 
 The database must not be in use: prune takes its lock, and fails naming
 the server's process if one holds it (stop the server, prune, start it:
 prune is quick). Run it from cron, e.g. weekly.`,
-		Example: `  celos db prune --db /var/lib/celos/db --older-than 30d
-  celos db prune --db /var/lib/celos/db --older-than 90d --dry-run`,
+		Example: `  celos db prune --db /var/lib/celos/db --older-than 30d --workflows-dir /etc/celos/workflows
+  celos db prune --db /var/lib/celos/db --older-than 90d --workflows-dir /etc/celos/workflows --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if dir == "" {
@@ -70,6 +87,12 @@ prune is quick). Run it from cron, e.g. weekly.`,
 			}
 			if keep < statedb.MinRetention {
 				return usageError("--older-than %s: must be at least %v (the 7-day window and a day)", olderThan, statedb.MinRetention)
+			}
+			if wfDir == "" && !ignoreTriggers {
+				return usageError("celos db prune needs --workflows-dir DIR (the server's --workflows) to keep the slot states that triggers looking back still read; --ignore-triggers prunes without that check")
+			}
+			if wfDir != "" && ignoreTriggers {
+				return usageError("give --workflows-dir or --ignore-triggers, not both")
 			}
 			now := time.Now().UTC()
 			if nowS != "" {
@@ -87,6 +110,11 @@ prune is quick). Run it from cron, e.g. weekly.`,
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
 			defer db.Close()
+			if wfDir != "" {
+				if err := checkLookBacks(db, wfDir, olderThan, keep); err != nil {
+					return &ExitError{Code: ExitFailure, Err: err}
+				}
+			}
 			out := c.OutOrStdout()
 			if dryRun {
 				n, err := countPrunable(db, before)
@@ -112,6 +140,8 @@ prune is quick). Run it from cron, e.g. weekly.`,
 	f.StringVar(&dir, "db", "", "state database directory (as celos server --db)")
 	f.StringVar(&olderThan, "older-than", "", "retention: delete final slots older than this (30d, 2w, 720h; at least 8d)")
 	f.BoolVar(&dryRun, "dry-run", false, "only count the slot files that would be deleted")
+	f.StringVar(&wfDir, "workflows-dir", "", "the server's workflows directory: refuse a retention that would delete what a trigger still reads")
+	f.BoolVar(&ignoreTriggers, "ignore-triggers", false, "prune without --workflows-dir (no check of what triggers read)")
 	f.StringVar(&nowS, "now", "", "the current time (default: the clock), for tests and simulated time")
 	return c
 }
@@ -146,6 +176,59 @@ func parseRetention(s string) (time.Duration, error) {
 		return 0, errors.New("want a positive duration such as 30d")
 	}
 	return total, nil
+}
+
+// checkLookBacks loads the workflows in wfDir as the server does and
+// refuses a retention keep (given as olderThan) that would delete a slot
+// state a trigger reads before its slot (trigger.LookBacks): every
+// workflow read needs statedb.MinRetention plus its look-back. A
+// workflows file that does not load is refused: its triggers are unknown.
+func checkLookBacks(db *statedb.DB, wfDir, olderThan string, keep time.Duration) error {
+	if fi, err := os.Stat(wfDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("workflows directory %s (--workflows-dir): must exist and be a directory", wfDir)
+	}
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("workflows directory %s: %w", wfDir, err)
+	}
+	if les := eng.LoadErrors(); len(les) > 0 {
+		var b strings.Builder
+		for _, le := range les {
+			fmt.Fprintf(&b, "\n  workflows file %s did not load: %s", le.File, le.Error)
+		}
+		return fmt.Errorf("nothing deleted: the triggers of %s cannot all be read, so what they read cannot be kept:%s", wfDir, b.String())
+	}
+	var ws []*schema.Workflow
+	for _, id := range eng.WorkflowIDs() {
+		if w, err := eng.Workflow(id); err == nil {
+			ws = append(ws, w)
+		}
+	}
+	var short []string
+	longest := keep
+	for _, lb := range trigger.LookBacks(ws) {
+		need := lb.Retention(statedb.MinRetention)
+		if need <= keep {
+			continue
+		}
+		longest = max(longest, need)
+		short = append(short, fmt.Sprintf("workflow %s: read %s before their slots by workflow %s: keep at least %s",
+			lb.Workflow, days(lb.Back), lb.By, days(need)))
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--older-than %s is too short: it would delete slot states that triggers still read (the 7-day window and a day, plus how far back they read):\n  %s\nnothing deleted; use --older-than %s or more",
+		olderThan, strings.Join(short, "\n  "), days(longest))
+}
+
+// days formats a duration in whole days when it is one ("18d"), else as
+// Go does.
+func days(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
 }
 
 // countPrunable counts the final slots older than before.

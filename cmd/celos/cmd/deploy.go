@@ -29,7 +29,7 @@ type deployFlags struct {
 	target, project, deployDir, hdfsRoot string
 	knownHosts, identities               []string
 	insecure, quiet, asJSON, breakLock   bool
-	dryRun                               bool
+	dryRun, createDirs, allowForeignApp  bool
 	parallel                             int
 	line                                 *progressLine // on a terminal
 }
@@ -45,6 +45,8 @@ func (f *deployFlags) register(fs *pflag.FlagSet, withDeployDir, withLock bool) 
 	fs.BoolVar(&f.asJSON, "json", false, "print a JSON summary on stdout")
 	if withDeployDir {
 		fs.StringVar(&f.deployDir, "deploy-dir", ".", "the project directory: the CUE package and its hdfs/ directory")
+		fs.BoolVar(&f.createDirs, "create-dirs", false, "create the target's workflows and defaults directories if missing (a first install; without it a missing one is refused, as a typo)")
+		fs.BoolVar(&f.allowForeignApp, "allow-foreign-app-path", false, "deploy even when a workflow's oozie.wf.application.path is not under HDFS_ROOT/NAME")
 	}
 	if withLock {
 		fs.BoolVar(&f.breakLock, "break-lock", false, "remove another deploy's lock of this project first (when that deploy is known to be dead)")
@@ -76,6 +78,9 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 		BreakLock: f.breakLock,
 		Parallel:  f.parallel,
 		Version:   version(),
+
+		CreateDirs:          f.createDirs,
+		AllowForeignAppPath: f.allowForeignApp,
 	}
 	stderr := c.ErrOrStderr()
 	o.Warn = func(msg string) { fmt.Fprintf(stderr, "celos: warning: %s\n", msg) }
@@ -132,6 +137,19 @@ and plan.
 When the target's core-site.xml sets fs.defaultFS to file:/// the "HDFS"
 side is a directory on the installation's own disk (over SFTP for an sftp:
 workflows directory), so a deploy works without a cluster.
+
+Before anything is touched, deploy refuses (exit 1, naming what and why):
+  - a workflows or defaults directory that does not exist (a typo in the
+    target file?); --create-dirs creates them for a first install;
+  - an HDFS_ROOT/NAME that is, contains or is inside the workflows or
+    defaults directory;
+  - an HDFS_ROOT/NAME deployed through another workflows directory (its
+    owner record, HDFS_ROOT/NAME/.celos-deploy.json, says which);
+  - a workflow id that another project in the workflows directory already
+    deploys (or another project's workflows file it cannot read);
+  - a workflow whose oozie.wf.application.path is not under HDFS_ROOT/NAME,
+    unless --allow-foreign-app-path;
+  - a symbolic link in hdfs/ that leaves the project, a FIFO or device.
 
 SSH: host keys are verified against known_hosts (--known-hosts,
 $CELOS_KNOWN_HOSTS, else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts);

@@ -41,6 +41,10 @@ workflows: hello: {
 			t.Fatal(err)
 		}
 	}
+	// An installed server's workflows directory exists.
+	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	target := filepath.Join(dir, "target.json")
 	project := filepath.Join(dir, "project")
 	code := func(args ...string) int {

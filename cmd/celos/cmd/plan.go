@@ -31,6 +31,14 @@ changing nothing and taking no lock:
   by content: the deploy manifest's checksums while a file's size and time
   are unchanged, else the file is read back).
 
+It fails (exit 1) where deploy would refuse before touching anything (a
+missing workflows or defaults directory unless --create-dirs, an HDFS
+directory overlapping them or owned by another workflows directory, a
+workflow id another project deploys, an unsafe file in hdfs/), and warns
+when a workflow's oozie.wf.application.path is not under HDFS_ROOT/NAME
+(deploy refuses that unless --allow-foreign-app-path). Warnings go to
+stderr, and to "warnings" with --json.
+
 celos deploy --dry-run is the same.
 
 Exit status: 0 no change, 2 changes, 1 error (usage errors too, so that 2

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/server"
 )
 
@@ -45,7 +46,12 @@ With --auth-token-file, every request that changes state (POST /scheduler,
 UI's actions) needs "Authorization: Bearer <token>"; reads stay open. The
 client commands send $CELOS_TOKEN or the content of --token-file. Without a
 token the server listens on loopback only, unless started with
---insecure-no-auth-on-public-address.
+--insecure-no-auth-on-public-address, and answers only requests whose Host
+is localhost or a loopback address (421 otherwise: DNS rebinding).
+
+GET /healthz answers 503 while a step has been running for longer than
+--step-timeout (a read that hangs, say); /metrics has the step's running
+time as celos_step_running_seconds.
 
 SIGTERM or SIGINT stops it gracefully: the step and
 the requests in flight finish first (a second signal stops it at once).`,
@@ -70,6 +76,9 @@ the requests in flight finish first (a second signal stops it at once).`,
 				cfg.LogLevel = slog.LevelError
 			default:
 				return usageError("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			if cfg.StepTimeout <= 0 {
+				return usageError("--step-timeout %v: want a positive duration (10m, 1h)", cfg.StepTimeout)
 			}
 			if pruneOlder != "" {
 				d, err := parseRetention(pruneOlder)
@@ -109,6 +118,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.BoolVar(&cfg.InsecureNoAuthOnPublicAddress, strings.TrimPrefix(server.InsecureFlag, "--"), false,
 		"INSECURE: allow --listen on a non-loopback address without --auth-token-file (anyone who reaches it can change state)")
 	f.StringVar(&pruneOlder, "prune-older-than", "", "prune at start and daily: final slots older than this (30d, 2w; at least 8d), as celos db prune, and the command service's records and logs of runs that old")
+	f.DurationVar(&cfg.StepTimeout, "step-timeout", api.DefaultStepTimeout, "bound of a scheduler step: /healthz answers 503 while a step has been running longer (a hung read, say)")
 	f.StringVar(&cfg.URLFile, "url-file", "", "write the server's base URL to this file once it listens")
 	_ = f.MarkHidden("url-file")
 	return c

@@ -16,9 +16,13 @@ func newUndeployCmd() *cobra.Command {
 		Long: `undeploy removes a project from the installation the target file describes:
 first the workflows file WORKFLOWS_DIR/NAME.json (so the server stops
 scheduling the project), then its Oozie directory, then the deploy
-manifest. With a manifest (written by celos deploy) it removes exactly what
-the last deploy wrote, wherever --hdfs-root pointed then; without one (a
-project deployed by Celos CI) it removes NAME.json and HDFS_ROOT/NAME.
+manifest. The only Oozie directory it removes is HDFS_ROOT/NAME (for the
+--hdfs-root given, else the target's hdfs.root, else the default): when the
+deploy manifest names it, or there is no manifest (a project deployed by
+Celos CI), and never when its owner record says another workflows
+directory deployed it. A directory an earlier deploy wrote under another
+HDFS root is removed by an undeploy with --hdfs-root set to that root.
+A missing workflows directory (a typo in the target file?) is refused.
 The slot state kept by the server is not touched. It takes the project's
 lock, like deploy.
 

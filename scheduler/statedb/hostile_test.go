@@ -1,0 +1,211 @@
+package statedb
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// within runs f and fails the test if it has not returned by a deadline
+// generous for a loaded machine: a read that blocks on a FIFO never does.
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		// Not t.Fatal: the blocked call holds the database's mutex, so
+		// the test's cleanup (Close) would block too.
+		panic(what + ": still blocked after 30s (a FIFO or device was opened for reading)")
+	}
+}
+
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFIFOsInTheDatabaseAreReportedNotRead: a FIFO as a slot file, a rerun
+// marker, a submit intent or a register neither blocks a read nor stops
+// the other slots: each is reported as an unreadable record naming its
+// path, as a corrupt slot file is. A symlinked slot file is not followed.
+func TestFIFOsInTheDatabaseAreReportedNotRead(t *testing.T) {
+	dir := t.TempDir()
+	good := slot.State{ID: slot.ID{Workflow: "wf", Time: ts("2015-09-13T12:00Z")}, Status: slot.Success, ExternalID: "x"}
+	func() {
+		db := open(t, dir)
+		if err := db.Put(good); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}()
+	mkfifo(t, filepath.Join(dir, "state", "wf", "2015-09-13", "13:00:00.000Z"))
+	mkfifo(t, filepath.Join(dir, "rerun", "wf", "2015-09-13", "14:00:00.000Z"))
+	mkfifo(t, filepath.Join(dir, "intent", "wf", "2015-09-13", "15:00:00.000Z"))
+	mkfifo(t, filepath.Join(dir, "register", "b", "fifo"))
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte(`{"status":"SUCCESS","externalID":"leaked","retryCount":0}`), 0o644)
+	if err := os.Symlink(secret, filepath.Join(dir, "state", "wf", "2015-09-13", "16:00:00.000Z")); err != nil {
+		t.Fatal(err)
+	}
+
+	db := open(t, dir)
+	within(t, "read a workflow with FIFOs", func() {
+		got, found, err := db.Get(good.ID)
+		if err != nil || !found || got != good {
+			t.Errorf("good slot beside the FIFOs: %+v %v %v", got, found, err)
+		}
+		_, _, err = db.Get(slot.ID{Workflow: "wf", Time: ts("2015-09-13T13:00Z")})
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "state", "wf", "2015-09-13", "13:00:00.000Z")) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("FIFO slot: %v", err)
+		}
+		_, _, err = db.Get(slot.ID{Workflow: "wf", Time: ts("2015-09-13T16:00Z")})
+		if !errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), "leaked") {
+			t.Errorf("symlinked slot: %v", err)
+		}
+		if r, err := db.Range("wf", ts("2015-09-13T00:00Z"), ts("2015-09-14T00:00Z")); err != nil || len(r) != 1 {
+			t.Errorf("Range = %v %v", r, err)
+		}
+		if a, err := db.Active("wf"); err != nil || len(a) != 0 {
+			t.Errorf("Active = %v %v", a, err)
+		}
+		marks, err := db.RerunMarks("wf")
+		if err != nil || len(marks) != 1 {
+			t.Errorf("RerunMarks = %v %v", marks, err)
+		}
+		in, ok, err := db.GetIntent(slot.ID{Workflow: "wf", Time: ts("2015-09-13T15:00Z")})
+		if err != nil || !ok || in.Attempt != -1 {
+			t.Errorf("FIFO intent = %+v %v %v", in, ok, err)
+		}
+		_, err = db.GetRegister("b", "fifo")
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("FIFO register: %v", err)
+		}
+	})
+	want := []string{
+		"intent/wf/2015-09-13/15:00:00.000Z: not a regular file (named pipe)",
+		"rerun/wf/2015-09-13/14:00:00.000Z: not a regular file (named pipe)",
+		"state/wf/2015-09-13/13:00:00.000Z: not a regular file (named pipe)",
+		"state/wf/2015-09-13/16:00:00.000Z: a symbolic link (not followed)",
+	}
+	if diff := cmp.Diff(want, db.Problems()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	// Pruning walks the same files and finishes too.
+	within(t, "prune", func() {
+		if _, err := db.Prune(ts("2015-10-01T00:00Z"), ts("2015-11-01T00:00Z")); err != nil {
+			t.Errorf("prune: %v", err)
+		}
+	})
+}
+
+// TestSymlinkedDirectoriesAreNotWalked: a workflow, day, register bucket or
+// area directory that is a symbolic link is not descended into (a link to
+// a directory outside the database is neither read nor written through).
+func TestSymlinkedDirectoriesAreNotWalked(t *testing.T) {
+	outside := t.TempDir()
+	st := slot.State{ID: slot.ID{Workflow: "wf", Time: ts("2015-09-13T12:00Z")}, Status: slot.Success}
+	func() {
+		db := open(t, outside)
+		db.Put(st)
+		db.PutRegister("b", "k", []byte(`1`))
+		db.SetPaused("wf", true)
+		db.Close()
+	}()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
+	os.Symlink(filepath.Join(outside, "state", "wf"), filepath.Join(dir, "state", "wf"))
+	os.Symlink(filepath.Join(outside, "register"), filepath.Join(dir, "register"))
+	os.MkdirAll(filepath.Join(dir, "state", "other"), 0o755)
+	os.Symlink(filepath.Join(outside, "state", "wf", "2015-09-13"), filepath.Join(dir, "state", "other", "2015-09-13"))
+
+	db := open(t, dir)
+	within(t, "reads", func() {
+		if _, found, err := db.Get(st.ID); found || err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("read through a symlinked workflow directory: %v %v", found, err)
+		}
+		if r, err := db.Range("other", ts("2015-09-13T00:00Z"), ts("2015-09-14T00:00Z")); len(r) != 0 || err != nil {
+			t.Errorf("read through a symlinked day directory: %v %v", r, err)
+		}
+		if v, err := db.GetRegister("b", "k"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("read a register through a symlinked register/: %s %v", v, err)
+		}
+		if keys, err := db.RegisterKeys("b", ""); err == nil {
+			t.Errorf("listed a register bucket through a symlinked register/: %v", keys)
+		}
+		if err := db.PutRegister("b", "k2", []byte(`2`)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("wrote a register through a symlinked register/: %v", err)
+		}
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: "other", Time: ts("2015-09-13T13:00Z")}, Status: slot.Success}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("wrote a slot through a symlinked day directory: %v", err)
+		}
+	})
+	if diff := cmp.Diff([]string{"state/other/2015-09-13: not a day directory (yyyy-MM-dd)"}, db.Problems()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	// A symlinked paused/ is refused at Open (its flags cannot be known).
+	dir2 := t.TempDir()
+	os.Symlink(filepath.Join(outside, "paused"), filepath.Join(dir2, "paused"))
+	if db2, err := Open(dir2); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Open with a symlinked paused/: %v", err)
+		if err == nil {
+			db2.Close()
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "register", "b", "k2")); err == nil {
+		t.Errorf("a register was written outside the database")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "state", "wf", "2015-09-13", "13:00:00.000Z")); err == nil {
+		t.Errorf("a slot was written outside the database")
+	}
+}
+
+// TestSymlinkedLockFileIsRefused: .lock as a symbolic link (to a file whose
+// content must survive) or as a FIFO is refused with a clear error, and
+// the target is neither truncated nor written.
+func TestSymlinkedLockFileIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, ".lock")); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir)
+	if err == nil {
+		db.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), filepath.Join(dir, ".lock")) {
+		t.Errorf("Open over a symlinked lock: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the lock's symlink target now holds %q", b)
+	}
+
+	dir2 := t.TempDir()
+	mkfifo(t, filepath.Join(dir2, ".lock"))
+	within(t, "open over a FIFO lock", func() {
+		db, err := Open(dir2)
+		if err == nil {
+			db.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Open over a FIFO lock: %v", err)
+		}
+	})
+}

@@ -1,0 +1,119 @@
+package statedb
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/celos-go/celos/internal/regfile"
+)
+
+// Owner records which project owns a workflow id (celos only):
+//
+//	<dir>/owner/<workflow>   {"project":"wordcount","file":"wordcount.json"}
+//
+// Two projects may both define an id; the server runs the one that had it
+// first, and the record makes that choice survive restarts (the order of
+// the files in the workflows directory does not decide it).
+type Owner struct {
+	// Project is the project name of the workflows document.
+	Project string `json:"project"`
+	// File is the name of the workflows file it was last loaded from.
+	File string `json:"file"`
+}
+
+// maxOwnerFile bounds an owner record.
+const maxOwnerFile = 4 << 10
+
+// Owners reads every owner record. A record that cannot be read or
+// parsed is left out and reported in Problems (its id is then unowned, and
+// the next owner overwrites it); only an unreadable owner directory is an
+// error.
+func (db *DB) Owners() (map[string]Owner, error) {
+	dir := filepath.Join(db.dir, "owner")
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, errClosed
+	}
+	entries, err := os.ReadDir(dir)
+	out := make(map[string]Owner, len(entries))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: read owner records: %w", err)
+	}
+	for _, e := range entries {
+		wf := e.Name()
+		if validWorkflow(wf) != nil {
+			continue // temporary files, strangers
+		}
+		rel := filepath.Join("owner", wf)
+		data, err := regfile.ReadFileNoFollow(filepath.Join(dir, wf), maxOwnerFile)
+		if err != nil {
+			db.problems[rel] = trimPath(err, filepath.Join(dir, wf))
+			continue
+		}
+		db.reads.Add(1)
+		var o Owner
+		if err := json.Unmarshal(data, &o); err != nil || o.Project == "" || o.File == "" {
+			db.problems[rel] = "not an owner record (want {\"project\":...,\"file\":...})"
+			continue
+		}
+		delete(db.problems, rel)
+		out[wf] = o
+	}
+	return out, nil
+}
+
+// SetOwner records o as the owner of workflow wf.
+func (db *DB) SetOwner(wf string, o Owner) error {
+	if err := validWorkflow(wf); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	data, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("state database: owner of %s: %w", wf, err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return errClosed
+	}
+	if err := db.writeFileAtomic(filepath.Join(db.dir, "owner"), wf, append(data, '\n')); err != nil {
+		return fmt.Errorf("record owner of %s: %w", wf, err)
+	}
+	delete(db.problems, filepath.Join("owner", wf))
+	return nil
+}
+
+// DeleteOwner removes the owner record of workflow wf (a missing one is
+// not an error).
+func (db *DB) DeleteOwner(wf string) error {
+	if err := validWorkflow(wf); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return errClosed
+	}
+	if err := db.removeFile(filepath.Join(db.dir, "owner"), wf); err != nil {
+		return fmt.Errorf("remove owner record of %s: %w", wf, err)
+	}
+	delete(db.problems, filepath.Join("owner", wf))
+	return nil
+}
+
+// trimPath is err's message without the leading "path: ".
+func trimPath(err error, path string) string {
+	msg := err.Error()
+	if len(msg) > len(path)+2 && msg[:len(path)+2] == path+": " {
+		return msg[len(path)+2:]
+	}
+	return msg
+}
