@@ -1,0 +1,7 @@
+celos.defineWorkflow({
+    "id": "shared-id",
+    "schedule": celos.hourlySchedule(),
+    "schedulingStrategy": celos.serialSchedulingStrategy(),
+    "trigger": celos.alwaysTrigger(),
+    "externalService": celos.oozieExternalService({"oozie.wf.application.path": "/one/workflow.xml"})
+});

@@ -1,0 +1,2 @@
+// Defines nothing: only a helper.
+function unused() { return 1; }

@@ -1,0 +1,4 @@
+celos.defineWorkflow({
+    "id": "broken",
+    "schedule": celos.hourlySchedule(
+});
