@@ -15,6 +15,11 @@ import (
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
+// childDone is what a child process of inChild prints when its body has
+// run and passed (so that a -test.run pattern that matches nothing does
+// not pass for a success).
+const childDone = "inChild: body passed"
+
 // childEnv names the test a child process of inChild runs the body of.
 const childEnv = "CELOS_TARGETS_CHILD"
 
@@ -32,6 +37,7 @@ func inChild(t *testing.T, deadline time.Duration, body func() error) {
 		if err := body(); err != nil {
 			t.Fatal(err)
 		}
+		fmt.Println(childDone)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -48,6 +54,9 @@ func inChild(t *testing.T, deadline time.Duration, body func() error) {
 			lines = lines[len(lines)-20:]
 		}
 		t.Fatalf("child: %v\n%s", err, strings.Join(lines, "\n"))
+	}
+	if !strings.Contains(string(out), childDone) {
+		t.Fatalf("the child did not run the test:\n%s", out)
 	}
 }
 

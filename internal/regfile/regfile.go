@@ -17,8 +17,25 @@ import (
 // file (the message says what it is).
 var ErrNotRegular = errors.New("not a regular file")
 
-// ErrTooLarge is wrapped by the error for a file longer than the limit.
+// ErrTooLarge is wrapped by the error for a file longer than the limit
+// (a *SizeError).
 var ErrTooLarge = errors.New("file too large")
+
+// SizeError says that a file is longer than a limit.
+type SizeError struct {
+	Limit int64
+	What  string // "" for the file itself, else what is larger (e.g. "the project's files together")
+}
+
+func (e *SizeError) Error() string {
+	if e.What != "" {
+		return e.What + " are larger than " + Size(e.Limit)
+	}
+	return "larger than " + Size(e.Limit)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) hold.
+func (e *SizeError) Is(target error) bool { return target == ErrTooLarge }
 
 // KindError says what a file is instead of a regular file.
 type KindError struct {
@@ -114,7 +131,7 @@ func ReadAll(r io.Reader, name string, limit int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
 	if int64(len(data)) > limit {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: larger than %s", ErrTooLarge, Size(limit))}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: &SizeError{Limit: limit}}
 	}
 	return data, nil
 }

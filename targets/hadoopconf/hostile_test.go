@@ -15,6 +15,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// childDone is what a child process of inChild prints when its body has
+// run and passed (so that a -test.run pattern that matches nothing does
+// not pass for a success).
+const childDone = "inChild: body passed"
+
 // childEnv names the test a child process of inChild runs the body of.
 const childEnv = "CELOS_HADOOPCONF_CHILD"
 
@@ -34,6 +39,7 @@ func inChild(t *testing.T, deadline time.Duration, body func() error) {
 			fmt.Println("FAILED:", err)
 			os.Exit(1)
 		}
+		fmt.Println(childDone)
 		os.Exit(0)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -46,6 +52,9 @@ func inChild(t *testing.T, deadline time.Duration, body func() error) {
 	}
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, lastLines(string(out), 20))
+	}
+	if !strings.Contains(string(out), childDone) {
+		t.Fatalf("the child did not run the test:\n%s", out)
 	}
 }
 
