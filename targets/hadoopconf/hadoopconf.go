@@ -316,6 +316,21 @@ func (c Conf) DefaultFS() string {
 	return "file:///"
 }
 
+// defaultFS is DefaultFS with the error of a value that cannot be
+// expanded.
+func (c Conf) defaultFS() (string, error) {
+	for _, k := range []string{"fs.defaultFS", "fs.default.name"} {
+		v, err := c.Expand(k)
+		if err != nil {
+			return "", err
+		}
+		if v != "" {
+			return v, nil
+		}
+	}
+	return "file:///", nil
+}
+
 // IsLocal reports whether fs is a local file system URI (file:, or empty
 // meaning the configuration's default which is file:).
 func (c Conf) IsLocal(fs string) bool {
@@ -344,7 +359,10 @@ func (c Conf) list(key string) []string {
 // services in the same file are never mixed in.
 func (c Conf) Namenodes(fs string) ([]string, error) {
 	if fs == "" {
-		fs = c.DefaultFS()
+		var err error
+		if fs, err = c.defaultFS(); err != nil {
+			return nil, err
+		}
 	}
 	u, err := url.Parse(fs)
 	if err != nil {

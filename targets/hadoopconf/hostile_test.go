@@ -99,6 +99,9 @@ func TestExpandExponential(t *testing.T) {
 		if _, err := c.ClientOptions(Options{FS: "hdfs://nn:8020", User: "u"}); err == nil || !errors.Is(err, ErrExpansion) {
 			return fmt.Errorf("ClientOptions: want ErrExpansion, got %v", err)
 		}
+		if _, err := c.Namenodes(""); !errors.Is(err, ErrExpansion) || !strings.Contains(err.Error(), "fs.defaultFS") {
+			return fmt.Errorf("Namenodes of fs.defaultFS: want ErrExpansion naming it, got %v", err)
+		}
 		return nil
 	})
 }
