@@ -146,7 +146,7 @@ func Load(dir string) (Conf, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("hadoop configuration: %w", err)
+			return nil, err // names the file and what is wrong
 		}
 		c, err := Parse(path, data)
 		if err != nil {
