@@ -17,6 +17,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
+	cueembed "cuelang.org/go/cue/inject/embed"
 	"cuelang.org/go/cue/load"
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
@@ -75,7 +76,7 @@ func (ds Diagnostics) Error() string {
 // invalid, the Project is nil and err is a Diagnostics of the errors alone;
 // Compile never panics on bad input.
 func Compile(dir string) (p *Project, diags []Diagnostic, err error) {
-	c := &compiler{}
+	c := &compiler{embedPos: map[string]token.Pos{}}
 	c.cwd, _ = os.Getwd()
 	defer func() {
 		if r := recover(); r != nil {
@@ -103,10 +104,26 @@ type compiler struct {
 	dir       string // absolute directory of the package
 	schemaDir string // absolute directory the schema is overlaid at
 	diags     []Diagnostic
-	root      *cue.Value        // the package, once built
-	checkFile string            // the file overlaid into the package to apply #Project
-	absArg    bool              // the directory was given as an absolute path
-	deferred  []cueerrors.Error // errors left to scanMissing
+	root      *cue.Value           // the package, once built
+	checkFile string               // the file overlaid into the package to apply #Project
+	absArg    bool                 // the directory was given as an absolute path
+	deferred  []cueerrors.Error    // errors left to scanMissing
+	fsys      *inputFS             // every file of the project is read through it
+	embedPos  map[string]token.Pos // host path of an embedded file → its first @embed
+}
+
+// reportRefused reports the files the compiler's file system refused to
+// read, by name and reason, and says whether there were any.
+func (c *compiler) reportRefused() bool {
+	refused := c.fsys.refusals()
+	for _, r := range refused {
+		if pos, ok := c.embedPos[r.path]; ok {
+			c.errorf(c.pos(pos), "@embed of %s: %v", c.rel(r.path), r.err)
+			continue
+		}
+		c.errorf(c.rel(r.path), "%v", r.err)
+	}
+	return len(refused) > 0
 }
 
 func (c *compiler) errorf(pos, format string, args ...any) {
@@ -265,23 +282,56 @@ func (c *compiler) compile(dir string) *Project {
 		c.errorf(dir, "not a directory")
 		return nil
 	}
+	// The module root: the nearest directory with a cue.mod, else dir
+	// itself with a module file overlaid.
+	overlay := map[string][]byte{}
+	root := findModuleRoot(abs)
+	if root == "" {
+		root = abs
+		overlay[filepath.Join(root, "cue.mod", "module.cue")] = []byte(syntheticModule)
+	}
+	c.schemaDir = filepath.Join(root, filepath.FromSlash(SchemaVendorDir))
+	// Blank out vendored files the embedded schema does not have (their
+	// names are listed here; they are read by VendoredSchemaDiffers only).
+	if entries, err := os.ReadDir(c.schemaDir); err == nil {
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".cue") {
+				overlay[filepath.Join(c.schemaDir, e.Name())] = []byte("package celos\n")
+			}
+		}
+	}
+	for _, f := range SchemaFiles() {
+		overlay[filepath.Join(c.schemaDir, f.Name)] = f.Data
+	}
+	// Apply the schema inside the package itself, with a file overlaid
+	// into it: when the project already writes `workflows:
+	// celos.#Workflows`, CUE shares the two identical conjuncts, so the
+	// schema is evaluated once, as plain `cue export` would. The name is
+	// chosen before the file system is made; the package name is filled in
+	// once the files have been read through it.
+	checkFile := ""
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("zz_celos_schema%d.cue", i)
+		if _, err := os.Lstat(filepath.Join(abs, name)); os.IsNotExist(err) {
+			checkFile = filepath.Join(abs, name)
+			break
+		}
+	}
+	// Every file is read through c.fsys: regular files inside the module
+	// only, bounded.
+	fsys, err := newInputFS(root, overlay)
+	if err != nil {
+		c.errorf(dir, "%v", unwrapPathError(err))
+		return nil
+	}
+	c.fsys = fsys
 	if !c.checkFiles(abs) {
 		return nil
 	}
-
-	// The module root: the nearest directory with a cue.mod, else dir
-	// itself with a module file overlaid.
-	overlay := map[string]load.Source{}
-	root := findModuleRoot(abs)
 	if fi, err := os.Stat(filepath.Join(abs, "cue.mod")); err == nil && !fi.IsDir() {
 		c.errorf(c.rel(filepath.Join(abs, "cue.mod")), "not a directory (a CUE module's cue.mod is a directory with a module.cue file; celos init creates one)")
 		return nil
 	}
-	if root == "" {
-		root = abs
-		overlay[filepath.Join(root, "cue.mod", "module.cue")] = load.FromString(syntheticModule)
-	}
-	c.schemaDir = filepath.Join(root, filepath.FromSlash(SchemaVendorDir))
 	if differs, why := VendoredSchemaDiffers(c.schemaDir); differs {
 		rootName := c.rel(root)
 		if rootName == "" {
@@ -290,44 +340,38 @@ func (c *compiler) compile(dir string) *Project {
 		c.warnf(c.rel(c.schemaDir),
 			"the vendored schema differs from the one built into celos (%s); celos checks with its own. Update the copy with: celos init --update-schema %s", why, rootName)
 	}
-	if entries, err := os.ReadDir(c.schemaDir); err == nil {
-		// Blank out vendored files the embedded schema does not have.
-		for _, e := range entries {
-			if strings.HasSuffix(e.Name(), ".cue") {
-				overlay[filepath.Join(c.schemaDir, e.Name())] = load.FromString("package celos\n")
-			}
-		}
+	if pkg := c.packageName(abs); pkg != "" {
+		fsys.overlay[checkFile] = []byte("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\n")
+		fsys.dirs[abs] = append(fsys.dirs[abs], filepath.Base(checkFile))
+		c.checkFile = checkFile
 	}
-	for _, f := range SchemaFiles() {
-		overlay[filepath.Join(c.schemaDir, f.Name)] = load.FromBytes(f.Data)
-	}
-	// Apply the schema inside the package itself, with a file overlaid
-	// into it: when the project already writes `workflows:
-	// celos.#Workflows`, CUE shares the two identical conjuncts, so the
-	// schema is evaluated once, as plain `cue export` would.
-	pkg := packageName(abs)
-	checkFile := ""
-	if pkg != "" {
-		for i := 0; ; i++ {
-			name := fmt.Sprintf("zz_celos_schema%d.cue", i)
-			if _, err := os.Lstat(filepath.Join(abs, name)); os.IsNotExist(err) {
-				checkFile = filepath.Join(abs, name)
-				break
-			}
-		}
-		overlay[checkFile] = load.FromString("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\n")
-	}
-	c.checkFile = checkFile
 	env := []string{"CUE_REGISTRY=none"}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CUE_REGISTRY=") {
 			env = append(env, kv)
 		}
 	}
+	// cue/load parses what was read and checked here, and never opens a
+	// file of the project itself.
+	c.gatherInputs(abs, root)
+	if c.reportRefused() {
+		return nil
+	}
+	overlay = map[string][]byte{}
+	for p, data := range fsys.overlay {
+		overlay[p] = data
+	}
+	for p, data := range fsys.loaded() {
+		overlay[p] = data
+	}
+	sources := make(map[string]load.Source, len(overlay))
+	for p, data := range overlay {
+		sources[p] = load.FromBytes(data)
+	}
 	cfg := &load.Config{
 		Dir:                 abs,
 		ModuleRoot:          root,
-		Overlay:             overlay,
+		Overlay:             sources,
 		AcceptLegacyModules: true,
 		Env:                 env,
 	}
@@ -337,6 +381,9 @@ func (c *compiler) compile(dir string) *Project {
 		return nil
 	}
 	inst := insts[0]
+	if c.reportRefused() {
+		return nil
+	}
 	if inst.Err != nil {
 		c.addCUEError(inst.Err, dir)
 		return nil
@@ -600,6 +647,88 @@ func cuePathLabel(s string) string {
 	return cue.MakePath(cue.Str(s)).String()
 }
 
+// Bounds on the walk of cue.mod's package directories.
+const (
+	maxModDepth = 32
+	maxModFiles = 100000
+)
+
+// gatherInputs reads through c.fsys every file cue/load may read: the .cue
+// files of the package directory (read by checkFiles already) and of its
+// parents up to the module root, cue.mod/module.cue, the .cue files under
+// cue.mod/pkg, cue.mod/usr and cue.mod/gen, and the files that the @embed
+// attributes of all of these name. Refusals are recorded in c.fsys.
+func (c *compiler) gatherInputs(abs, root string) {
+	readCUE := func(dir string) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".cue") {
+				c.fsys.read(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for d := abs; d != root && strings.HasPrefix(d, root+string(filepath.Separator)); {
+		d = filepath.Dir(d)
+		readCUE(d)
+	}
+	mod := filepath.Join(root, "cue.mod")
+	c.fsys.read(filepath.Join(mod, "module.cue")) // a missing one is no refusal
+	files := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		if depth > maxModDepth || files > maxModFiles {
+			return
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			files++
+			p := filepath.Join(dir, e.Name())
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				if p != c.schemaDir {
+					walk(p, depth+1)
+				}
+				continue
+			}
+			if strings.HasSuffix(e.Name(), ".cue") {
+				c.fsys.read(p)
+			}
+		}
+	}
+	for _, sub := range []string{"pkg", "usr", "gen"} {
+		walk(filepath.Join(mod, sub), 1)
+	}
+	// The files @embed names, in every CUE file read.
+	for p, data := range c.fsys.loaded() {
+		if !strings.HasSuffix(p, ".cue") || !bytes.Contains(data, []byte("@embed")) {
+			continue
+		}
+		f, err := parser.ParseFile(p, data)
+		if err != nil {
+			continue // CUE reports it
+		}
+		embeds, _ := cueembed.EmbeddedPaths(strings.TrimPrefix(filepath.ToSlash(p), "/"), f)
+		for _, e := range embeds {
+			found, err := e.FindAll(c.fsys)
+			if err != nil {
+				continue // CUE reports it
+			}
+			for _, name := range found {
+				hp := hostPath(name)
+				if _, ok := c.embedPos[hp]; !ok {
+					c.embedPos[hp] = e.Attribute.Pos
+				}
+				c.fsys.read(hp)
+			}
+		}
+	}
+}
+
 // checkFiles reports .cue files of the package directory that are not
 // UTF-8, with the position of the first bad byte (CUE's own message
 // does not say where).
@@ -615,7 +744,7 @@ func (c *compiler) checkFiles(abs string) bool {
 			continue
 		}
 		path := filepath.Join(abs, e.Name())
-		data, err := os.ReadFile(path)
+		data, _, err := c.fsys.read(path)
 		if err != nil {
 			c.errorf(c.rel(path), "%v", unwrapPathError(err))
 			ok = false
@@ -656,7 +785,7 @@ func unwrapPathError(err error) error {
 
 // packageName reads the package clause of the first .cue file in dir that
 // has one.
-func packageName(dir string) string {
+func (c *compiler) packageName(dir string) string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return ""
@@ -666,7 +795,11 @@ func packageName(dir string) string {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		f, err := parser.ParseFile(path, nil, parser.PackageClauseOnly)
+		data, _, err := c.fsys.read(path)
+		if err != nil {
+			continue
+		}
+		f, err := parser.ParseFile(path, data, parser.PackageClauseOnly)
 		if err != nil {
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/celos-go/celos/internal/regfile"
 )
 
 // The CUE schema: the single source of truth for what a project may say.
@@ -76,9 +78,10 @@ func VendoredSchemaDiffers(dir string) (bool, string) {
 		if !ok {
 			return true, "it has a file " + e.Name() + " that this celos's schema does not"
 		}
-		got, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		// Read as the compiler reads a project: a regular file, bounded.
+		got, err := regfile.ReadFile(filepath.Join(dir, e.Name()), MaxInputFileSize)
 		if err != nil {
-			return true, err.Error()
+			return true, e.Name() + ": " + unwrapPathError(err).Error()
 		}
 		if !bytes.Equal(got, data) {
 			return true, e.Name() + " differs"

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/celos-go/celos/internal/regfile"
 )
 
 // Local is the local file system (file: URLs).
@@ -36,7 +38,17 @@ func (Local) ReadDir(name string) ([]fs.FileInfo, error) {
 
 func (Local) MkdirAll(name string) error { return os.MkdirAll(filepath.FromSlash(name), 0o755) }
 
-func (Local) Open(name string) (io.ReadCloser, error) { return os.Open(filepath.FromSlash(name)) }
+// Open opens a regular file (or a symbolic link to one) for reading. A
+// FIFO, a device, a socket or a directory is refused (errors.Is
+// regfile.ErrNotRegular) without blocking: a FIFO is never opened for
+// reading in blocking mode.
+func (Local) Open(name string) (io.ReadCloser, error) {
+	f, _, err := regfile.Open(filepath.FromSlash(name))
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
 func (Local) WriteNew(ctx context.Context, name string, r io.Reader, size int64, durable bool) (err error) {
 	p := filepath.FromSlash(name)

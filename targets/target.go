@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
@@ -30,7 +33,8 @@ const (
 	KeyHDFSRoot = "hdfs.root"
 )
 
-// MaxTargetFileSize bounds a target file (and each Hadoop XML file).
+// MaxTargetFileSize bounds a target file (each Hadoop XML file is bounded
+// by hadoopconf.MaxFileSize).
 const MaxTargetFileSize = 1 << 20
 
 // Target is a parsed target file: where one Celos installation keeps its
@@ -185,7 +189,7 @@ func Load(ctx context.Context, c *Connector, rawURL string, o ParseOptions) (*Ta
 	if err != nil {
 		return nil, err
 	}
-	data, err := c.ReadFile(ctx, l, MaxTargetFileSize)
+	data, err := readLocation(ctx, c, l, MaxTargetFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("read target file: %w", err)
 	}
@@ -230,7 +234,7 @@ func (t *Target) HadoopConf(ctx context.Context, c *Connector) (hadoopconf.Conf,
 		key string
 		loc Location
 	}{{KeyCoreSite, t.CoreSite}, {KeyHDFSSite, t.HDFSSite}} {
-		data, err := c.ReadFile(ctx, x.loc, MaxTargetFileSize)
+		data, err := readLocation(ctx, c, x.loc, hadoopconf.MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("target file %s: %s: %w", t.Source, x.key, err)
 		}
@@ -241,6 +245,42 @@ func (t *Target) HadoopConf(ctx context.Context, c *Connector) (hadoopconf.Conf,
 		confs = append(confs, conf)
 	}
 	return hadoopconf.Merge(confs...), nil
+}
+
+// readLocation reads the regular file at l, at most limit bytes.
+func readLocation(ctx context.Context, c *Connector, l Location, limit int64) ([]byte, error) {
+	fsys, err := c.Open(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	return readRegular(fsys, l.Path, limit)
+}
+
+// readRegular reads name, which must be a regular file (or a symbolic link
+// to one), at most limit bytes. It checks with Stat before it opens, so a
+// FIFO or a device on an SFTP server is not opened there either (the local
+// file system's Open checks again, without blocking, on the open file).
+func readRegular(fsys FS, name string, limit int64) ([]byte, error) {
+	named := func(err error) error {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s%s: %w", fsys, name, err)
+	}
+	fi, err := fsys.Stat(name)
+	if err == nil {
+		err = regfile.Check(fi)
+	}
+	if err != nil {
+		return nil, named(err)
+	}
+	data, err := ReadFile(fsys, name, limit)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return nil, named(err)
+	}
+	return data, err // ReadFile's other errors name the file
 }
 
 // stripTrailingCommas removes a comma that is followed, after white space,

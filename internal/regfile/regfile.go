@@ -1,11 +1,15 @@
-// Package regfile reads files that must be regular files (workflows and
-// defaults documents) without ever blocking on, or reading without bound
-// from, a named pipe, device or socket put in their place.
+// Package regfile reads files that must be regular files (workflows,
+// defaults, target, Hadoop XML and CUE files, tokens and keys) without ever
+// blocking on, or reading without bound from, a named pipe, device or
+// socket put in their place, also behind a symbolic link: what is not a
+// regular file is refused before it is read, and at most a given number of
+// bytes is read whatever the file's size claims to be.
 package regfile
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -116,7 +120,7 @@ func readFile(buf []byte, path string, limit int64, follow bool) ([]byte, error)
 	for {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > limit {
-				return nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, limit)
+				return nil, &fs.PathError{Op: "read", Path: path, Err: &SizeError{Limit: limit}}
 			}
 			buf = append(buf, 0)[:len(buf)] // grow
 		}
@@ -133,7 +137,7 @@ func readFile(buf []byte, path string, limit int64, follow bool) ([]byte, error)
 		}
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
-			return nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, limit)
+			return nil, &fs.PathError{Op: "read", Path: path, Err: &SizeError{Limit: limit}}
 		}
 	}
 }
@@ -213,4 +217,56 @@ func underlying(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// Check returns nil when fi describes a regular file, else an error
+// wrapping ErrNotRegular that says what it is ("not a regular file (named
+// pipe)"), for callers that have a FileInfo already (a directory walk).
+func Check(fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%w (%s)", ErrNotRegular, Kind(fi.Mode()))
+}
+
+// ReadAll reads r to its end, at most limit bytes; name is used in errors.
+// A longer input is an error wrapping ErrTooLarge (a *SizeError).
+func ReadAll(r io.Reader, name string, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	if int64(len(data)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: &SizeError{Limit: limit}}
+	}
+	return data, nil
+}
+
+// SizeError says that a file (or, with What, several together) is longer
+// than a limit. errors.Is(err, ErrTooLarge) holds for it.
+type SizeError struct {
+	Limit int64
+	What  string // "" for the file itself, else what is larger (e.g. "the project's files together")
+}
+
+func (e *SizeError) Error() string {
+	if e.What != "" {
+		return e.What + " are larger than " + Size(e.Limit)
+	}
+	return "larger than " + Size(e.Limit)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) hold.
+func (e *SizeError) Is(target error) bool { return target == ErrTooLarge }
+
+// Size formats a byte count for messages: "64 MiB", "1 KiB", "100 bytes".
+func Size(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/regfile"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestRefusesWhatIsNotARegularFile: a FIFO (with no writer: opening or
@@ -142,5 +143,28 @@ func TestReadFileIntoReusesAndGrows(t *testing.T) {
 	again, err := regfile.ReadFileInto(buf, path, 1<<20)
 	if err != nil || string(again) != want || &again[0] != &buf[0] {
 		t.Fatalf("ReadFileInto did not reuse a large enough buffer (%v)", err)
+	}
+}
+
+func TestSize(t *testing.T) {
+	got := []string{regfile.Size(100), regfile.Size(1024), regfile.Size(1500), regfile.Size(64 << 20)}
+	if d := cmp.Diff([]string{"100 bytes", "1 KiB", "1500 bytes", "64 MiB"}, got); d != "" {
+		t.Fatal(d)
+	}
+}
+
+func TestReadAllAndCheck(t *testing.T) {
+	if _, err := regfile.ReadAll(strings.NewReader("12345"), "in", 4); !errors.Is(err, regfile.ErrTooLarge) || err.Error() != "read in: larger than 4 bytes" {
+		t.Errorf("ReadAll of 5 bytes, limit 4: %v", err)
+	}
+	if got, err := regfile.ReadAll(strings.NewReader("1234"), "in", 4); err != nil || string(got) != "1234" {
+		t.Errorf("ReadAll of 4 bytes, limit 4: %q, %v", got, err)
+	}
+	fi, err := os.Stat("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := regfile.Check(fi); !errors.Is(err, regfile.ErrNotRegular) || err.Error() != "not a regular file (character device)" {
+		t.Errorf("regfile.Check(/dev/null) = %v", err)
 	}
 }

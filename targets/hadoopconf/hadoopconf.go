@@ -11,6 +11,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/colinmarc/hdfs/v2"
 	colinconf "github.com/colinmarc/hdfs/v2/hadoopconf"
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
@@ -48,13 +50,58 @@ type configuration struct {
 	Properties []property `xml:"property"`
 }
 
+// Bounds on a Hadoop XML file: Parse refuses a file that exceeds one.
+const (
+	// MaxFileSize bounds the bytes of one file.
+	MaxFileSize = 4 << 20
+	// MaxDepth bounds the nesting of elements (a configuration file
+	// needs 3: configuration, property, name).
+	MaxDepth = 32
+	// MaxProperties bounds the properties of one file.
+	MaxProperties = 10000
+)
+
 // Parse reads one Hadoop XML configuration file. name is used in errors
-// only (a path or URL). Values are trimmed, as Hadoop does.
+// only (a path or URL). Values are trimmed, as Hadoop does. The file is
+// bounded (MaxFileSize, MaxDepth, MaxProperties), and entities declared
+// in a DTD are never expanded (encoding/xml knows only XML's five).
 func Parse(name string, data []byte) (Conf, error) {
-	var c configuration
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB", name, MaxFileSize>>20)
+	}
+	notHadoop := func(err error) error {
+		return fmt.Errorf("%s: not a Hadoop configuration file: %s", name, abbreviate(err.Error()))
+	}
+	// A first pass bounds the depth and the number of properties before
+	// anything is kept.
 	dec := xml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: not a Hadoop configuration file: %v", name, err)
+	depth, props := 0, 0
+	for {
+		tok, err := dec.RawToken()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, notHadoop(err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth > MaxDepth {
+				return nil, fmt.Errorf("%s: not a Hadoop configuration file: elements nested deeper than %d", name, MaxDepth)
+			}
+			if depth == 2 && t.Name.Local == "property" {
+				if props++; props > MaxProperties {
+					return nil, fmt.Errorf("%s: more than %d properties", name, MaxProperties)
+				}
+			}
+		case xml.EndElement:
+			depth--
+		}
+	}
+	var c configuration
+	if err := xml.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
+		return nil, notHadoop(err)
 	}
 	conf := make(Conf, len(c.Properties))
 	for i, p := range c.Properties {
@@ -65,6 +112,14 @@ func Parse(name string, data []byte) (Conf, error) {
 		conf[n] = strings.TrimSpace(p.Value)
 	}
 	return conf, nil
+}
+
+// abbreviate keeps a message short (an XML error may quote a long name).
+func abbreviate(s string) string {
+	if len(s) > 200 {
+		return s[:197] + "..."
+	}
+	return s
 }
 
 // Merge returns a new Conf holding every property of confs, later ones
@@ -80,17 +135,18 @@ func Merge(confs ...Conf) Conf {
 }
 
 // Load reads core-site.xml and hdfs-site.xml from dir (either may be
-// missing, not both).
+// missing, not both). Each must be a regular file (or a symbolic link to
+// one): a FIFO or a device is refused without blocking.
 func Load(dir string) (Conf, error) {
 	var confs []Conf
 	for _, f := range Files {
 		path := filepath.Join(dir, f)
-		data, err := os.ReadFile(path)
+		data, err := regfile.ReadFile(path, MaxFileSize)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, err // names the file and what is wrong
 		}
 		c, err := Parse(path, data)
 		if err != nil {
@@ -121,47 +177,128 @@ func Dir() string {
 	return ""
 }
 
+// Bounds on variable expansion, as in Hadoop's Configuration.get.
+const (
+	// MaxSubst is the number of ${…} substitutions one value may need;
+	// Hadoop's MAX_SUBST.
+	MaxSubst = 20
+	// MaxExpandedLen bounds the length of an expanded value (Hadoop has
+	// none, but its 20 substitutions of values of any length are not a
+	// bound worth the name).
+	MaxExpandedLen = 1 << 20
+	// maxExpandWork bounds the bytes all expansions of one ClientOptions
+	// call may build.
+	maxExpandWork = 64 << 20
+)
+
+// ErrExpansion is wrapped by the error of a value whose ${…} references
+// need more than MaxSubst substitutions or expand to more than
+// MaxExpandedLen bytes.
+var ErrExpansion = errors.New("variable expansion too large")
+
 // Get returns a property with ${name} and ${env.NAME} references expanded
-// (Hadoop's variable substitution; unknown references are left as they
-// are, and expansion stops after a bounded number of rounds).
+// as Hadoop's Configuration.get does: one reference at a time, leftmost
+// first; ${env.NAME:-default} and ${env.NAME-default} as in a shell; an
+// unbound reference stops the expansion there, leaving the rest as it is;
+// a value that refers to itself is returned unexpanded. Where Hadoop
+// throws (more than MaxSubst substitutions) and where the value would grow
+// beyond MaxExpandedLen, Get returns the property unexpanded; Expand
+// returns the error.
 func (c Conf) Get(name string) string {
-	v := c[name]
-	for round := 0; round < 20 && strings.Contains(v, "${"); round++ {
-		changed := false
-		var b strings.Builder
-		rest := v
-		for {
-			i := strings.Index(rest, "${")
-			if i < 0 {
-				b.WriteString(rest)
-				break
-			}
-			j := strings.IndexByte(rest[i:], '}')
-			if j < 0 {
-				b.WriteString(rest)
-				break
-			}
-			ref := rest[i+2 : i+j]
-			b.WriteString(rest[:i])
-			if val, ok := c.lookup(ref); ok {
-				b.WriteString(val)
-				changed = true
-			} else {
-				b.WriteString(rest[i : i+j+1])
-			}
-			rest = rest[i+j+1:]
-		}
-		v = b.String()
-		if !changed {
-			break
-		}
+	v, err := c.Expand(name)
+	if err != nil {
+		return c[name]
 	}
 	return v
 }
 
+// Expand is Get with the error for a value that cannot be expanded within
+// the bounds (it wraps ErrExpansion and names the property). A missing
+// property is "".
+func (c Conf) Expand(name string) (string, error) {
+	work := int64(maxExpandWork)
+	return c.expand(name, &work)
+}
+
+func (c Conf) expand(name string, work *int64) (string, error) {
+	expr := c[name]
+	if !strings.Contains(expr, "${") {
+		return expr, nil
+	}
+	eval := expr
+	for s := 0; s < MaxSubst; s++ {
+		start, end := findVar(eval)
+		if start < 0 {
+			return eval, nil
+		}
+		ref := eval[start:end]
+		val, ok := c.lookup(ref)
+		if !ok {
+			return eval, nil // an unbound reference stays as it is
+		}
+		refVar := eval[start-2 : end+1]
+		if strings.Contains(val, refVar) {
+			return expr, nil // a loop: the original expression
+		}
+		n := len(eval) - len(refVar) + len(val)
+		if n > MaxExpandedLen {
+			return "", fmt.Errorf("hadoop configuration: %s: %w: expands to more than %d MiB", name, ErrExpansion, MaxExpandedLen>>20)
+		}
+		if *work -= int64(n); *work < 0 {
+			return "", fmt.Errorf("hadoop configuration: %s: %w: the expansions build more than %d MiB", name, ErrExpansion, maxExpandWork>>20)
+		}
+		eval = eval[:start-2] + val + eval[end+1:]
+	}
+	return "", fmt.Errorf("hadoop configuration: %s: %w: more than %d substitutions", name, ErrExpansion, MaxSubst)
+}
+
+// findVar returns the bounds of the name in the leftmost ${name} of s
+// (a name is not empty and holds no '}', '$' or space: Hadoop's
+// \$\{[^\}\$\u0020]+\}), or -1, -1.
+func findVar(s string) (int, int) {
+	for i := 0; i+1 < len(s); {
+		j := strings.Index(s[i:], "${")
+		if j < 0 {
+			return -1, -1
+		}
+		start := i + j + 2
+		k := start
+		for k < len(s) && s[k] != '}' && s[k] != '$' && s[k] != ' ' {
+			k++
+		}
+		if k < len(s) && s[k] == '}' && k > start {
+			return start, k
+		}
+		// No name here: go on after the character that ended it.
+		i = k
+		if k < len(s) && s[k] != '$' {
+			i = k + 1
+		}
+	}
+	return -1, -1
+}
+
 func (c Conf) lookup(ref string) (string, bool) {
-	if e, ok := strings.CutPrefix(ref, "env."); ok {
-		return os.LookupEnv(e)
+	if e, ok := strings.CutPrefix(ref, "env."); ok && e != "" {
+		name, def, val, set := e, "", "", false
+		hasDef, emptyToo := false, false
+		for i := 0; i < len(e); i++ {
+			if e[i] == ':' && i+1 < len(e) && e[i+1] == '-' {
+				name, def, hasDef, emptyToo = e[:i], e[i+2:], true, true
+				break
+			}
+			if e[i] == '-' {
+				name, def, hasDef = e[:i], e[i+1:], true
+				break
+			}
+		}
+		val, set = os.LookupEnv(name)
+		switch {
+		case hasDef && (!set || emptyToo && val == ""):
+			return def, true
+		case set:
+			return val, true
+		}
 	}
 	v, ok := c[ref]
 	return v, ok
@@ -177,6 +314,21 @@ func (c Conf) DefaultFS() string {
 		return v
 	}
 	return "file:///"
+}
+
+// defaultFS is DefaultFS with the error of a value that cannot be
+// expanded.
+func (c Conf) defaultFS() (string, error) {
+	for _, k := range []string{"fs.defaultFS", "fs.default.name"} {
+		v, err := c.Expand(k)
+		if err != nil {
+			return "", err
+		}
+		if v != "" {
+			return v, nil
+		}
+	}
+	return "file:///", nil
 }
 
 // IsLocal reports whether fs is a local file system URI (file:, or empty
@@ -207,7 +359,10 @@ func (c Conf) list(key string) []string {
 // services in the same file are never mixed in.
 func (c Conf) Namenodes(fs string) ([]string, error) {
 	if fs == "" {
-		fs = c.DefaultFS()
+		var err error
+		if fs, err = c.defaultFS(); err != nil {
+			return nil, err
+		}
 	}
 	u, err := url.Parse(fs)
 	if err != nil {
@@ -279,7 +434,11 @@ func (c Conf) ClientOptions(o Options) (hdfs.ClientOptions, error) {
 	if err != nil {
 		return hdfs.ClientOptions{}, err
 	}
-	co := hdfs.ClientOptionsFromConf(colinconf.HadoopConf(c.expanded()))
+	all, err := c.expanded()
+	if err != nil {
+		return hdfs.ClientOptions{}, err
+	}
+	co := hdfs.ClientOptionsFromConf(colinconf.HadoopConf(all))
 	co.Addresses = addrs
 	timeout := o.DialTimeout
 	if timeout <= 0 {
@@ -313,12 +472,19 @@ func (c Conf) ClientOptions(o Options) (hdfs.ClientOptions, error) {
 	return co, nil
 }
 
-func (c Conf) expanded() map[string]string {
+// expanded returns every property expanded, or the error of the first
+// that cannot be (within a bound on the work of all expansions together).
+func (c Conf) expanded() (map[string]string, error) {
 	out := make(map[string]string, len(c))
+	work := int64(maxExpandWork)
 	for k := range c {
-		out[k] = c.Get(k)
+		v, err := c.expand(k, &work)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
 	}
-	return out
+	return out, nil
 }
 
 // NewClient connects to the HDFS named by o.FS (default fs.defaultFS). It

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -16,6 +17,15 @@ import (
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"waitserver": cmdWaitServer,
 	"stepuntil":  cmdStepUntil,
+	"mkfifo":     cmdMkfifo,
+}
+
+// mkfifo PATH: make a named pipe (hostile-input scripts).
+func cmdMkfifo(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mkfifo PATH")
+	}
+	ts.Check(syscall.Mkfifo(ts.MkAbs(args[0]), 0o644))
 }
 
 // serverWait bounds how long the helpers wait for a server; it is a bound

@@ -1,0 +1,249 @@
+package hadoopconf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// childDone is what a child process of inChild prints when its body has
+// run and passed (so that a -test.run pattern that matches nothing does
+// not pass for a success).
+const childDone = "inChild: body passed"
+
+// childEnv names the test a child process of inChild runs the body of.
+const childEnv = "CELOS_HADOOPCONF_CHILD"
+
+// inChild runs body in a child process (this test binary, running only
+// the calling test) whose address space is limited to 2 GiB, and fails
+// the test unless body returns nil within deadline: a defect that hangs
+// or eats memory fails the test instead of the machine.
+func inChild(t *testing.T, deadline time.Duration, body func() error) {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		lim := &syscall.Rlimit{Cur: 2 << 30, Max: 2 << 30}
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, lim); err != nil {
+			fmt.Println("setrlimit:", err)
+			os.Exit(3)
+		}
+		if err := body(); err != nil {
+			fmt.Println("FAILED:", err)
+			os.Exit(1)
+		}
+		fmt.Println(childDone)
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("not finished within %s (killed):\n%s", deadline, out)
+	}
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, lastLines(string(out), 20))
+	}
+	if !strings.Contains(string(out), childDone) {
+		t.Fatalf("the child did not run the test:\n%s", out)
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// doubling is the issue's configuration: each property refers to the
+// previous one ten times, and the last one to itself ten times.
+func doubling() Conf {
+	c := Conf{"a0": "xxxxxxxxxx"}
+	for i := 1; i <= 10; i++ {
+		c[fmt.Sprintf("a%d", i)] = strings.Repeat(fmt.Sprintf("${a%d}", i-1), 10)
+	}
+	c["a"] = strings.Repeat("${a}", 10)
+	c["fs.defaultFS"] = "hdfs://${a10}:8020"
+	return c
+}
+
+// TestExpandExponential: ${…} references that multiply at each level
+// expand in bounded time and memory (Hadoop's 20 substitutions at most,
+// and a bound on the length of a value), instead of running out of
+// memory.
+func TestExpandExponential(t *testing.T) {
+	inChild(t, 2*time.Minute, func() error {
+		c := doubling()
+		if v, err := c.Expand("a"); v != c["a"] || err != nil {
+			return fmt.Errorf("Expand(a) of a value that refers to itself: %.100q, %v", v, err)
+		}
+		for _, k := range []string{"a10", "fs.defaultFS"} {
+			if v := c.Get(k); len(v) > MaxExpandedLen {
+				return fmt.Errorf("Get(%s) is %d bytes long", k, len(v))
+			}
+			if _, err := c.Expand(k); err == nil {
+				return fmt.Errorf("Expand(%s): no error", k)
+			}
+		}
+		if _, err := c.ClientOptions(Options{FS: "hdfs://nn:8020", User: "u"}); err == nil || !errors.Is(err, ErrExpansion) {
+			return fmt.Errorf("ClientOptions: want ErrExpansion, got %v", err)
+		}
+		if _, err := c.Namenodes(""); !errors.Is(err, ErrExpansion) || !strings.Contains(err.Error(), "fs.defaultFS") {
+			return fmt.Errorf("Namenodes of fs.defaultFS: want ErrExpansion naming it, got %v", err)
+		}
+		return nil
+	})
+}
+
+// TestExpandLikeHadoop pins Hadoop's Configuration.substituteVars rules.
+func TestExpandLikeHadoop(t *testing.T) {
+	t.Setenv("CELOS_TEST_SET", "set")
+	t.Setenv("CELOS_TEST_EMPTY", "")
+	os.Unsetenv("CELOS_TEST_UNSET")
+	chain := Conf{"v0": "end"}
+	for i := 1; i <= 25; i++ {
+		chain[fmt.Sprintf("v%d", i)] = fmt.Sprintf("${v%d}", i-1)
+	}
+	c := Merge(chain, Conf{
+		"host":      "nn",
+		"uri":       "hdfs://${host}:${port}",
+		"port":      "9000",
+		"self":      "a${self}b",
+		"indirect":  "${selfish}",
+		"selfish":   "x${indirect}",
+		"unbound":   "${nope}/${host}",
+		"space":     "${ho st}${host}",
+		"empty":     "${}${host}",
+		"dollar":    "$${host}",
+		"env":       "${env.CELOS_TEST_SET}",
+		"envdef":    "${env.CELOS_TEST_UNSET:-def}",
+		"envempty":  "${env.CELOS_TEST_EMPTY:-def}",
+		"envempty2": "${env.CELOS_TEST_EMPTY-def}",
+		"envdash":   "${env.CELOS_TEST_UNSET-def}",
+		"envnone":   "${env.CELOS_TEST_UNSET}",
+	})
+	want := map[string]string{
+		"uri":       "hdfs://nn:9000",
+		"self":      "a${self}b",  // a loop: the original expression
+		"indirect":  "${selfish}", // too many substitutions: the original expression
+		"unbound":   "${nope}/${host}",
+		"space":     "${ho st}nn",
+		"empty":     "${}nn",
+		"dollar":    "$nn",
+		"env":       "set",
+		"envdef":    "def",
+		"envempty":  "def",
+		"envempty2": "",
+		"envdash":   "def",
+		"envnone":   "${env.CELOS_TEST_UNSET}",
+		"v19":       "end",
+		"v20":       "${v19}", // 20 substitutions: the original expression
+		"v25":       "${v24}",
+	}
+	got := map[string]string{}
+	for k := range want {
+		got[k] = c.Get(k)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("Get (-want +got):\n%s", d)
+	}
+	if _, err := c.Expand("v19"); err != nil {
+		t.Fatalf("19 substitutions are allowed: %v", err)
+	}
+	_, err := c.Expand("v20")
+	if !errors.Is(err, ErrExpansion) || !strings.Contains(err.Error(), "v20") {
+		t.Fatalf("Expand(v20): want ErrExpansion naming v20, got %v", err)
+	}
+	if v, err := c.Expand("missing"); v != "" || err != nil {
+		t.Fatalf("Expand(missing) = %q, %v", v, err)
+	}
+}
+
+// TestParseBounds: a billion-laughs entity declaration is not expanded,
+// and the size, the element depth and the number of properties of a file
+// are bounded.
+func TestParseBounds(t *testing.T) {
+	laughs := `<?xml version="1.0"?>
+<!DOCTYPE configuration [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol9 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+]>
+<configuration><property><name>a</name><value>&lol9;</value></property></configuration>`
+	deep := "<configuration>" + strings.Repeat("<x>", 5000) + strings.Repeat("</x>", 5000) + "</configuration>"
+	many := xmlConf(func() []string {
+		var p []string
+		for i := 0; i <= MaxProperties; i++ {
+			p = append(p, fmt.Sprintf("p%d", i), "v")
+		}
+		return p
+	}()...)
+	big := "<configuration><property><name>a</name><value>" + strings.Repeat("x", MaxFileSize) + "</value></property></configuration>"
+	for _, tc := range []struct{ name, data, want string }{
+		{"laughs", laughs, "entity"},
+		{"deep", deep, "nested deeper than"},
+		{"many", string(many), "more than"},
+		{"big", big, "larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(tc.name+".xml", []byte(tc.data))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.name+".xml") {
+				t.Fatalf("want an error naming the file and saying %q, got %v (%d properties)", tc.want, err, len(c))
+			}
+			if len(err.Error()) > 500 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+		})
+	}
+}
+
+// TestLoadNonRegular: a FIFO, a device or a symbolic link to one in a
+// Hadoop configuration directory is refused at once, naming the file.
+func TestLoadNonRegular(t *testing.T) {
+	for _, kind := range []string{"fifo", "devzero", "devnull", "dir"} {
+		t.Run(kind, func(t *testing.T) {
+			inChild(t, time.Minute, func() error {
+				dir, err := os.MkdirTemp("", "hadoopconf")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if err := os.WriteFile(filepath.Join(dir, "core-site.xml"), xmlConf("fs.defaultFS", "hdfs://x:1"), 0o644); err != nil {
+					return err
+				}
+				p := filepath.Join(dir, "hdfs-site.xml")
+				switch kind {
+				case "fifo":
+					err = syscall.Mkfifo(p, 0o644)
+				case "devzero":
+					err = os.Symlink("/dev/zero", p)
+				case "devnull":
+					err = os.Symlink("/dev/null", p)
+				case "dir":
+					err = os.Mkdir(p, 0o755)
+				}
+				if err != nil {
+					return err
+				}
+				_, err = Load(dir)
+				if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "not a regular file") {
+					return fmt.Errorf("Load: want an error naming %s as not a regular file, got %v", p, err)
+				}
+				return nil
+			})
+		})
+	}
+}
