@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -35,7 +35,7 @@ type Result struct {
 
 // compiled is a compiled project ready to deploy.
 type compiled struct {
-	project *schema.Project
+	project *workflow.Project
 	json    []byte
 	tree    *localTree
 }

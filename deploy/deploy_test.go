@@ -19,28 +19,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
 // workflow is a valid compiled workflow.
-func workflow(id string) schema.Workflow {
-	return schema.Workflow{
+func newWorkflow(id string) workflow.Workflow {
+	return workflow.Workflow{
 		ID:                 id,
-		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
-		ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"echo", id}},
-		StartTime:          schema.DefaultStartTime,
-		WaitTimeoutSeconds: schema.NeverTimeout,
+		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"echo", id}},
+		StartTime:          workflow.DefaultStartTime,
+		WaitTimeoutSeconds: workflow.NeverTimeout,
 	}
 }
 
-func project(name string, ids ...string) *schema.Project {
-	p := &schema.Project{Format: schema.FormatVersion, Project: name}
+func project(name string, ids ...string) *workflow.Project {
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: name}
 	for _, id := range ids {
-		p.Workflows = append(p.Workflows, workflow(id))
+		p.Workflows = append(p.Workflows, newWorkflow(id))
 	}
 	return p
 }
@@ -58,7 +58,7 @@ type fixture struct {
 	wfDir     string
 	hdfsRoot  string
 	deployDir string
-	project   *schema.Project
+	project   *workflow.Project
 	conn      *targets.Connector
 }
 
@@ -104,7 +104,7 @@ func (f *fixture) options() Options {
 		Target:    f.target,
 		DeployDir: f.deployDir,
 		Connector: f.conn,
-		Compile: func(dir string) (*schema.Project, []string, error) {
+		Compile: func(dir string) (*workflow.Project, []string, error) {
 			if dir != f.deployDir {
 				return nil, nil, fmt.Errorf("compile %s, want %s", dir, f.deployDir)
 			}
@@ -186,7 +186,7 @@ func names(t *testing.T, dir string) []string {
 	return out
 }
 
-func marshal(t *testing.T, p *schema.Project) string {
+func marshal(t *testing.T, p *workflow.Project) string {
 	data, err := p.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -426,7 +426,7 @@ func TestDeployRefusesInvalidProjects(t *testing.T) {
 			o := f.options()
 			o.Project = tc.project
 			if f.project == nil {
-				o.Compile = func(string) (*schema.Project, []string, error) {
+				o.Compile = func(string) (*workflow.Project, []string, error) {
 					return nil, nil, errors.New("project.cue:3:5: workflows.x.schedule: incomplete value")
 				}
 			}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/sshtest"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
@@ -34,7 +34,7 @@ type remote struct {
 	wfDir     string // local path of the workflows dir (sshd runs here)
 	hdfsRoot  string
 	deployDir string
-	project   *schema.Project
+	project   *workflow.Project
 	user      string // HDFS user
 }
 
@@ -95,7 +95,7 @@ func (r *remote) options(t testing.TB) Options {
 		Target:    r.target,
 		DeployDir: r.deployDir,
 		Connector: conn,
-		Compile: func(string) (*schema.Project, []string, error) {
+		Compile: func(string) (*workflow.Project, []string, error) {
 			p := *r.project
 			return &p, nil, nil
 		},
@@ -593,7 +593,7 @@ func TestDeploySharedHDFSRootOpenSSHAndHDFS(t *testing.T) {
 
 	// Another project of a's workflows directory reusing an id.
 	o = a.options(t)
-	o.Compile = func(string) (*schema.Project, []string, error) { return project("other", "wordcount-nyc"), nil, nil }
+	o.Compile = func(string) (*workflow.Project, []string, error) { return project("other", "wordcount-nyc"), nil, nil }
 	o.DeployDir = t.TempDir()
 	_, err = Deploy(ctx, o)
 	if !errors.Is(err, ErrIDClash) || !strings.Contains(err.Error(), `"wordcount-nyc"`) || !strings.Contains(err.Error(), "sftp://") {

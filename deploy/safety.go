@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -306,7 +306,7 @@ func (s *session) ownerData() []byte {
 // of them. It reads the files the server loads (*.json, not hidden,
 // regular files or symbolic links to them); a file it cannot read or
 // parse is refused too, since it might define the same ids once fixed.
-func (s *session) checkIDClash(p *schema.Project) error {
+func (s *session) checkIDClash(p *workflow.Project) error {
 	entries, err := s.wf.ReadDir(s.wfDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -337,7 +337,7 @@ func (s *session) checkIDClash(p *schema.Project) error {
 		if !info.Mode().IsRegular() {
 			continue // the server loads nothing from it either
 		}
-		data, err := targets.ReadFile(s.wf, fp, schema.MaxDocumentSize)
+		data, err := targets.ReadFile(s.wf, fp, workflow.MaxDocumentSize)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("cannot read %s to check its workflow ids: %v", file, err))
 			continue
@@ -375,7 +375,7 @@ var appPathKeys = []string{"oozie.wf.application.path", "oozie.coord.application
 // under HDFS_ROOT/NAME, where deploy puts hdfs/: every submission would
 // run something else, or fail on a missing path. The target's Hadoop
 // configuration is read only when a path names a file system.
-func (s *session) checkAppPaths(ctx context.Context, p *schema.Project) ([]string, error) {
+func (s *session) checkAppPaths(ctx context.Context, p *workflow.Project) ([]string, error) {
 	fsName := ""
 	for _, w := range p.Workflows {
 		for _, k := range appPathKeys {
@@ -401,10 +401,10 @@ func (s *session) checkAppPaths(ctx context.Context, p *schema.Project) ([]strin
 // deploys to, on the file system fsName (hdfs://nn:8020, or file:// for a
 // file:/// installation; "" when unknown: then a path naming a file
 // system counts as elsewhere).
-func AppPathProblems(p *schema.Project, dir, fsName string) []string {
+func AppPathProblems(p *workflow.Project, dir, fsName string) []string {
 	var problems []string
 	for _, w := range p.Workflows {
-		if w.ExternalService.Type != schema.ServiceOozie {
+		if w.ExternalService.Type != workflow.ServiceOozie {
 			continue
 		}
 		for _, k := range appPathKeys {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -67,7 +67,7 @@ func deployOther(t *testing.T, f *fixture, ids ...string) {
 	writeFiles(t, filepath.Join(dir, "hdfs"), map[string]string{"workflow.xml": "<other/>"})
 	o := f.options()
 	o.DeployDir = dir
-	o.Compile = func(string) (*schema.Project, []string, error) { return project("other", ids...), nil, nil }
+	o.Compile = func(string) (*workflow.Project, []string, error) { return project("other", ids...), nil, nil }
 	if _, err := Deploy(context.Background(), o); err != nil {
 		t.Fatalf("deploy the other project: %v", err)
 	}
@@ -595,15 +595,15 @@ func TestHDFSTreeFIFONeverOpened(t *testing.T) {
 // AllowForeignAppPath, when a workflow's Oozie application path is not
 // under HDFS_ROOT/NAME (where deploy puts hdfs/).
 func TestAppPathChecked(t *testing.T) {
-	oozie := func(id, app string) schema.Workflow {
-		w := workflow(id)
-		w.ExternalService = schema.ExternalService{Type: schema.ServiceOozie, Properties: map[string]string{"oozie.wf.application.path": app}}
+	oozie := func(id, app string) workflow.Workflow {
+		w := newWorkflow(id)
+		w.ExternalService = workflow.ExternalService{Type: workflow.ServiceOozie, Properties: map[string]string{"oozie.wf.application.path": app}}
 		return w
 	}
 	f := newFixture(t)
 	ctx := context.Background()
 	root := filepath.ToSlash(f.hdfsRoot)
-	f.project.Workflows = []schema.Workflow{
+	f.project.Workflows = []workflow.Workflow{
 		oozie("wordcount-lax", root+"/wordcount/workflow.xml"),
 		oozie("wordcount-nyc", "/user/celos/app/wordcount/workflow.xml"),
 	}

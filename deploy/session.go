@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
@@ -37,7 +37,7 @@ const StateDir = ".celos-deploy"
 
 // CompileFunc compiles the CUE project in dir, as `celos vet` checks it.
 // warnings are shown but do not stop a deploy; an error does.
-type CompileFunc func(dir string) (p *schema.Project, warnings []string, err error)
+type CompileFunc func(dir string) (p *workflow.Project, warnings []string, err error)
 
 // Options are shared by Deploy, Undeploy and Plan.
 type Options struct {
@@ -100,7 +100,7 @@ func ValidateProjectName(name string) error {
 		return fmt.Errorf("project name %q starts with a dot", name)
 	case len(name) > 200:
 		return fmt.Errorf("project name %q is longer than 200 bytes", name)
-	case !schema.IDPattern.MatchString(name):
+	case !workflow.IDPattern.MatchString(name):
 		return fmt.Errorf("project name %q may contain only letters, digits, '.', '_' and '-'", name)
 	}
 	return nil

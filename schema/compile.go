@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,46 +21,8 @@ import (
 	"cuelang.org/go/cue/token"
 
 	"github.com/celos-go/celos/schema/cron"
+	"github.com/celos-go/celos/schema/workflow"
 )
-
-// Diagnostic is one problem found in a project, at a position.
-type Diagnostic struct {
-	// Pos is "file:line:col" with file relative to the working directory
-	// (absolute when the directory was named by an absolute path and lies
-	// outside the working directory), or just a file or directory name when
-	// there is no line.
-	Pos string
-	// Msg says what is wrong; it starts with the CUE path of the value
-	// concerned when there is one (workflows.wordcount.schedule.cron: ...).
-	Msg string
-	// Warning marks a diagnostic that does not make the project invalid.
-	Warning bool
-}
-
-// String is "pos: msg", or "pos: warning: msg" for a warning.
-func (d Diagnostic) String() string {
-	msg := d.Msg
-	if d.Warning {
-		msg = "warning: " + msg
-	}
-	if d.Pos == "" {
-		return msg
-	}
-	return d.Pos + ": " + msg
-}
-
-// Diagnostics is the error Compile returns for an invalid project: every
-// error-level diagnostic, in order.
-type Diagnostics []Diagnostic
-
-// Error lists the diagnostics, one "file:line:col: message" per line.
-func (ds Diagnostics) Error() string {
-	lines := make([]string, len(ds))
-	for i, d := range ds {
-		lines[i] = d.String()
-	}
-	return strings.Join(lines, "\n")
-}
 
 // Compile loads the CUE package in dir with the embedded schema (even when
 // the project vendors a copy of its own, which is then compared with the
@@ -75,7 +35,7 @@ func (ds Diagnostics) Error() string {
 // diagnostic, warnings included, sorted by position. When the project is
 // invalid, the Project is nil and err is a Diagnostics of the errors alone;
 // Compile never panics on bad input.
-func Compile(dir string) (p *Project, diags []Diagnostic, err error) {
+func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
 	c := &compiler{embedPos: map[string]token.Pos{}}
 	c.cwd, _ = os.Getwd()
 	defer func() {
@@ -112,154 +72,11 @@ type compiler struct {
 	embedPos  map[string]token.Pos // host path of an embedded file → its first @embed
 }
 
-// reportRefused reports the files the compiler's file system refused to
-// read, by name and reason, and says whether there were any.
-func (c *compiler) reportRefused() bool {
-	refused := c.fsys.refusals()
-	for _, r := range refused {
-		if pos, ok := c.embedPos[r.path]; ok {
-			c.errorf(c.pos(pos), "@embed of %s: %v", c.rel(r.path), r.err)
-			continue
-		}
-		c.errorf(c.rel(r.path), "%v", r.err)
-	}
-	return len(refused) > 0
-}
-
-func (c *compiler) errorf(pos, format string, args ...any) {
-	c.diags = append(c.diags, Diagnostic{Pos: pos, Msg: oneLine(fmt.Sprintf(format, args...))})
-}
-
-// oneLine keeps a message on one line (CUE's may span several).
-func oneLine(s string) string {
-	s = strings.TrimRight(s, "\n:")
-	if !strings.Contains(s, "\n") {
-		return s
-	}
-	lines := strings.Split(s, "\n")
-	for i := range lines {
-		lines[i] = strings.TrimSpace(lines[i])
-	}
-	return strings.Join(lines, " ")
-}
-
-func (c *compiler) warnf(pos, format string, args ...any) {
-	c.diags = append(c.diags, Diagnostic{Pos: pos, Msg: fmt.Sprintf(format, args...), Warning: true})
-}
-
-func (c *compiler) failed() bool {
-	for _, d := range c.diags {
-		if !d.Warning {
-			return true
-		}
-	}
-	return false
-}
-
-// sorted returns the diagnostics without duplicates, ordered by file, line
-// and column (diagnostics without a line first, in the order found).
-func (c *compiler) sorted() []Diagnostic {
-	type key struct {
-		file      string
-		line, col int
-	}
-	parse := func(pos string) key {
-		var k key
-		f := pos
-		// file:line:col, where file may itself contain colons.
-		if i := strings.LastIndexByte(f, ':'); i > 0 {
-			if j := strings.LastIndexByte(f[:i], ':'); j > 0 {
-				var line, col int
-				if _, err := fmt.Sscanf(f[j+1:], "%d:%d", &line, &col); err == nil {
-					return key{f[:j], line, col}
-				}
-			}
-		}
-		k.file = f
-		return k
-	}
-	seen := map[Diagnostic]bool{}
-	var out []Diagnostic
-	for _, d := range c.diags {
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := parse(out[i].Pos), parse(out[j].Pos)
-		if (a.line == 0) != (b.line == 0) {
-			return a.line == 0
-		}
-		if a.file != b.file {
-			return a.file < b.file
-		}
-		if a.line != b.line {
-			return a.line < b.line
-		}
-		return a.col < b.col
-	})
-	return out
-}
-
-// rel makes an absolute file name relative to the working directory when
-// it lies below it.
-func (c *compiler) rel(path string) string {
-	if c.schemaDir != "" && strings.HasPrefix(path, c.schemaDir+string(filepath.Separator)) {
-		// The embedded schema (possibly overlaid on a vendored copy).
-		return SchemaImportPath + "/" + filepath.Base(path)
-	}
-	if c.cwd != "" && filepath.IsAbs(path) {
-		if r, err := filepath.Rel(c.cwd, path); err == nil {
-			below := r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator))
-			// Above the working directory, relative only when the
-			// directory was named relatively.
-			if below || !c.absArg {
-				return r
-			}
-		}
-	}
-	return path
-}
-
-func (c *compiler) pos(p token.Pos) string {
-	if !p.IsValid() {
-		return ""
-	}
-	if p.Line() == 0 {
-		return c.rel(p.Filename())
-	}
-	return fmt.Sprintf("%s:%d:%d", c.rel(p.Filename()), p.Line(), p.Column())
-}
-
-func (c *compiler) inSchema(p token.Pos) bool {
-	if c.checkFile != "" && p.Filename() == c.checkFile {
-		return true
-	}
-	return c.schemaDir != "" && strings.HasPrefix(p.Filename(), c.schemaDir+string(filepath.Separator))
-}
-
-// userPos picks the position to report: the first one in the project's own
-// files, else the first one at all.
-func (c *compiler) userPos(ps []token.Pos) (token.Pos, bool) {
-	for _, p := range ps {
-		if p.IsValid() && !c.inSchema(p) {
-			return p, true
-		}
-	}
-	for _, p := range ps {
-		if p.IsValid() {
-			return p, false
-		}
-	}
-	return token.NoPos, false
-}
-
 // syntheticModule is the module file overlaid when the project has no
 // cue.mod of its own, so that it can import the schema all the same.
 const syntheticModule = "module: \"celos.local/project\"\nlanguage: version: \"v0.17.0\"\n"
 
-func (c *compiler) compile(dir string) *Project {
+func (c *compiler) compile(dir string) *workflow.Project {
 	if dir == "" {
 		dir = "."
 	}
@@ -434,7 +251,7 @@ func (c *compiler) compile(dir string) *Project {
 		return nil
 	}
 
-	p := &Project{Format: FormatVersion, Workflows: []Workflow{}}
+	p := &workflow.Project{Format: workflow.FormatVersion, Workflows: []workflow.Workflow{}}
 	if pn := pv.LookupPath(cue.ParsePath("project")); pn.Exists() {
 		p.Project, _ = pn.String()
 	} else {
@@ -470,8 +287,8 @@ func (c *compiler) compile(dir string) *Project {
 
 // workflow converts one concrete workflow value and makes the checks the
 // schema cannot make, at the positions of the values concerned.
-func (c *compiler) workflow(id string, v cue.Value) (Workflow, bool) {
-	var w Workflow
+func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
+	var w workflow.Workflow
 	data, err := v.MarshalJSON()
 	if err != nil {
 		c.addCUEError(err, c.dir)
@@ -493,7 +310,7 @@ func (c *compiler) workflow(id string, v cue.Value) (Workflow, bool) {
 	ok := true
 	at := func(path ...cue.Selector) string { return c.valuePos(v.LookupPath(cue.MakePath(path...))) }
 	label := "workflows." + cuePathLabel(id)
-	if w.Schedule.Type == ScheduleCron {
+	if w.Schedule.Type == workflow.ScheduleCron {
 		loc, err := w.Schedule.Location()
 		if err != nil {
 			c.errorf(at(cue.Str("schedule"), cue.Str("timeZone")), "%s.schedule.timeZone: %s", label, zoneProblem(w.Schedule.TimeZone, err))
@@ -556,7 +373,7 @@ func (c *compiler) cronsOf(wfs cue.Value) {
 	for it.Next() {
 		label := "workflows." + cuePathLabel(it.Selector().Unquoted())
 		sched := it.Value().LookupPath(cue.ParsePath("schedule"))
-		if typ, err := sched.LookupPath(cue.ParsePath("type")).String(); err != nil || typ != ScheduleCron {
+		if typ, err := sched.LookupPath(cue.ParsePath("type")).String(); err != nil || typ != workflow.ScheduleCron {
 			continue
 		}
 		exprV := sched.LookupPath(cue.ParsePath("cron"))
@@ -569,7 +386,7 @@ func (c *compiler) cronsOf(wfs cue.Value) {
 		if err != nil {
 			continue
 		}
-		loc, err := (&Schedule{Type: ScheduleCron, Cron: expr, TimeZone: zone}).Location()
+		loc, err := (&workflow.Schedule{Type: workflow.ScheduleCron, Cron: expr, TimeZone: zone}).Location()
 		if err != nil {
 			c.errorf(c.valuePos(zoneV), "%s.schedule.timeZone: %s", label, zoneProblem(zone, err))
 		} else if _, err := cron.Parse(expr, loc); err != nil {
@@ -589,7 +406,7 @@ func zoneProblem(zone string, err error) string {
 // references warns about dependent schedules and success triggers naming
 // workflows that are not in the project (they may be in another project of
 // the same installation).
-func (c *compiler) references(p *Project, wfs cue.Value) {
+func (c *compiler) references(p *workflow.Project, wfs cue.Value) {
 	ids := make(map[string]bool, len(p.Workflows))
 	for _, w := range p.Workflows {
 		ids[w.ID] = true
@@ -597,23 +414,23 @@ func (c *compiler) references(p *Project, wfs cue.Value) {
 	for _, w := range p.Workflows {
 		wv := wfs.LookupPath(cue.MakePath(cue.Str(w.ID)))
 		label := "workflows." + cuePathLabel(w.ID)
-		if w.Schedule.Type == ScheduleDependent && !ids[w.Schedule.Workflow] {
+		if w.Schedule.Type == workflow.ScheduleDependent && !ids[w.Schedule.Workflow] {
 			path := cue.MakePath(cue.Str("schedule"), cue.Str("workflow"))
 			c.warnf(c.valuePos(wv.LookupPath(path)), "%s.schedule.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, w.Schedule.Workflow)
 		}
-		var walk func(t *Trigger, path []cue.Selector, name string)
-		walk = func(t *Trigger, path []cue.Selector, name string) {
+		var walk func(t *workflow.Trigger, path []cue.Selector, name string)
+		walk = func(t *workflow.Trigger, path []cue.Selector, name string) {
 			sub := func(n ...cue.Selector) []cue.Selector { return append(path[:len(path):len(path)], n...) }
 			switch t.Type {
-			case TriggerSuccess:
+			case workflow.TriggerSuccess:
 				if !ids[t.Workflow] {
 					c.warnf(c.valuePos(wv.LookupPath(cue.MakePath(sub(cue.Str("workflow"))...))), "%s.%s.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, name, t.Workflow)
 				}
-			case TriggerAnd, TriggerOr:
+			case workflow.TriggerAnd, workflow.TriggerOr:
 				for i := range t.Triggers {
 					walk(&t.Triggers[i], sub(cue.Str("triggers"), cue.Index(i)), fmt.Sprintf("%s.triggers.%d", name, i))
 				}
-			case TriggerNot, TriggerOffset:
+			case workflow.TriggerNot, workflow.TriggerOffset:
 				if t.Trigger != nil {
 					walk(t.Trigger, sub(cue.Str("trigger")), name+".trigger")
 				}
@@ -821,363 +638,4 @@ func findModuleRoot(dir string) string {
 		}
 		d = parent
 	}
-}
-
-// splitJoined undoes errors.Join.
-func splitJoined(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, splitJoined(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
-// addCUEError turns a CUE error (possibly a list) into diagnostics, one
-// per problem: the alternatives of a failed disjunction (a tag such as
-// trigger.type, a field with a default) are summarised in one message.
-func (c *compiler) addCUEError(err error, dir string) {
-	errs := cueerrors.Errors(err)
-	if len(errs) == 0 {
-		c.errorf(dir, "%v", err)
-		return
-	}
-	for i := 0; i < len(errs); i++ {
-		e := errs[i]
-		format, args := e.Msg()
-		if strings.HasPrefix(format, "non-concrete value %v in operand to") || len(e.Path()) > 0 && strings.HasPrefix(e.Path()[0], "#") {
-			// A shape chosen by a `type` the project left out: CUE
-			// reports it inside the schema; scanMissing says which.
-			c.deferred = append(c.deferred, e)
-			continue
-		}
-		ps := append([]token.Pos{e.Position()}, e.InputPositions()...)
-		if format == "import failed" {
-			// CUE's message names the project's module, not the import;
-			// the reason is in the wrapped error.
-			c.importFailed(e, ps, dir)
-			continue
-		}
-		var msg string
-		if n, ok := disjunctionCount(format, args); ok && i+n < len(errs) {
-			children := errs[i+1 : i+1+n]
-			i += n
-			msg = summariseDisjunction(children)
-			for _, ch := range children {
-				ps = append(ps, ch.Position())
-				ps = append(ps, ch.InputPositions()...)
-			}
-		} else {
-			msg = fmt.Sprintf(format, args...)
-		}
-		p, user := c.userPos(ps)
-		pathOverride := ""
-		if !user {
-			if fp, ok := c.fieldUserPos(e.Path()); ok {
-				// The project wrote the field, but the error does not
-				// point there (an ambiguous default, say).
-				p = fp
-			} else {
-				if strings.HasPrefix(msg, "incomplete value ") {
-					// Name the outermost field that is missing: the
-					// list, not its first element.
-					missing := e.Path()
-					for len(missing) > 1 {
-						if _, ok := c.fieldUserPos(missing[:len(missing)-1]); ok {
-							break
-						}
-						missing = missing[:len(missing)-1]
-					}
-					if len(missing) == len(e.Path()) {
-						msg = "missing required field (" + strings.TrimPrefix(msg, "incomplete value ") + ")"
-					} else {
-						msg = "missing required field"
-						pathOverride = cuePath(missing)
-					}
-				}
-				// Report it at the nearest enclosing value the project wrote.
-				if up, ok := c.enclosingUserPos(e.Path()); ok {
-					p = up
-				}
-			}
-		}
-		path := cuePath(e.Path())
-		if pathOverride != "" {
-			path = pathOverride
-		}
-		if path != "" {
-			msg = path + ": " + msg
-		}
-		pos := c.pos(p)
-		if pos == "" {
-			pos = dir
-		}
-		if ep := e.Path(); len(ep) == 3 && ep[0] == "workflows" && ep[2] == "id" && strings.HasPrefix(format, "conflicting values") {
-			key := ep[1]
-			if unq, err := strconv.Unquote(key); err == nil {
-				key = unq
-			}
-			msg = fmt.Sprintf("workflows.%s.id: a workflow's id is its key under workflows (%q), so it cannot be set to another (ids are unique by construction)", cuePathLabel(key), key)
-			format = ""
-		}
-		if strings.HasPrefix(format, "conflicting values") {
-			// Say where the other side of the conflict is, too.
-			var also []string
-			seen := map[string]bool{pos: true}
-			for _, q := range ps {
-				if q.IsValid() && !c.inSchema(q) {
-					if s := c.pos(q); !seen[s] {
-						seen[s] = true
-						also = append(also, s)
-					}
-				}
-			}
-			if len(also) > 0 {
-				msg += " (also at " + strings.Join(also, ", ") + ")"
-			}
-		}
-		c.errorf(pos, "%s", msg)
-	}
-}
-
-// leadingPos matches the "file.cue:line:col: " a wrapped CUE message may
-// start with.
-var leadingPos = regexp.MustCompile(`^\S+\.cue:\d+:\d+: `)
-
-// importFailed reports an import that cannot be resolved, with CUE's
-// reason (which names the package) and what celos can import offline.
-func (c *compiler) importFailed(e cueerrors.Error, ps []token.Pos, dir string) {
-	reason := ""
-	if u := errors.Unwrap(e); u != nil {
-		if ce, ok := u.(cueerrors.Error); ok {
-			f, a := ce.Msg()
-			reason = fmt.Sprintf(f, a...)
-			ps = append(ps, ce.Position())
-			ps = append(ps, ce.InputPositions()...)
-		} else {
-			reason = u.Error()
-		}
-	}
-	if reason == "" {
-		// Some causes are wrapped without a message of their own.
-		reason = strings.TrimPrefix(e.Error(), "import failed")
-		reason = strings.TrimPrefix(reason, ": ")
-		reason = strings.TrimPrefix(reason, "local: ")
-		if m := leadingPos.FindString(reason); m != "" {
-			reason = reason[len(m):]
-		}
-	}
-	msg := "import failed"
-	if reason != "" {
-		msg += ": " + reason
-	}
-	if reason == "" || strings.Contains(reason, "cannot find") {
-		msg += " (celos loads a project offline: it may import the CUE standard library, " + SchemaImportPath + " and packages vendored under cue.mod/pkg)"
-	}
-	p, _ := c.userPos(ps)
-	pos := c.pos(p)
-	if pos == "" {
-		pos = dir
-	}
-	c.errorf(pos, "%s", msg)
-}
-
-// enclosingUserPos is set while validating: it finds the position of the
-// nearest enclosing value of path that the project wrote.
-func (c *compiler) enclosingUserPos(path []string) (token.Pos, bool) {
-	if c.root == nil {
-		return token.NoPos, false
-	}
-	sels := path
-	if len(sels) > 0 && sels[0] == "#Project" {
-		sels = sels[1:]
-	}
-	for n := len(sels) - 1; n >= 0; n-- {
-		v := c.root.LookupPath(errorPath(sels[:n]))
-		if n == 0 {
-			v = *c.root
-		}
-		if p, ok := c.userPos(valuePositions(v)); ok {
-			return p, true
-		}
-	}
-	return token.NoPos, false
-}
-
-// scanMissing looks for required fields that the project left out and that
-// CUE reports only inside the schema: a workflow's schedule, trigger or
-// externalService, a nested trigger, a `type`. It reports each at the
-// nearest value the project wrote and says whether it found any.
-func (c *compiler) scanMissing(wfs cue.Value) bool {
-	found := false
-	missing := func(parent cue.Value, path string) {
-		found = true
-		c.errorf(c.valuePos(parent), "%s: missing required field", path)
-	}
-	written := func(v cue.Value) bool {
-		_, ok := c.userPos(valuePositions(v))
-		return v.Exists() && ok
-	}
-	var node func(parent, v cue.Value, path string, kind string)
-	node = func(parent, v cue.Value, path string, kind string) {
-		if !written(v) {
-			missing(parent, path)
-			return
-		}
-		t := v.LookupPath(cue.ParsePath("type"))
-		typ, err := t.String()
-		if err != nil {
-			if t.Err() == nil || !written(t) {
-				// Absent, or left open; an invalid type the project
-				// wrote is CUE's to report.
-				missing(v, path+".type")
-			}
-			return
-		}
-		if kind != "trigger" {
-			return
-		}
-		switch typ {
-		case TriggerAnd, TriggerOr:
-			list := v.LookupPath(cue.ParsePath("triggers"))
-			if it, err := list.List(); err == nil {
-				for i := 0; it.Next(); i++ {
-					node(v, it.Value(), fmt.Sprintf("%s.triggers.%d", path, i), kind)
-				}
-			}
-		case TriggerNot, TriggerOffset:
-			node(v, v.LookupPath(cue.ParsePath("trigger")), path+".trigger", kind)
-		}
-	}
-	it, err := wfs.Fields()
-	if err != nil {
-		return false
-	}
-	for it.Next() {
-		w := it.Value()
-		label := "workflows." + it.Selector().String()
-		for _, f := range []string{"schedule", "trigger", "externalService"} {
-			node(w, w.LookupPath(cue.MakePath(cue.Str(f))), label+"."+f, f)
-		}
-	}
-	return found
-}
-
-// fieldUserPos is the position of the value at path itself, if the
-// project wrote it.
-func (c *compiler) fieldUserPos(path []string) (token.Pos, bool) {
-	if c.root == nil || len(path) == 0 {
-		return token.NoPos, false
-	}
-	v := c.root.LookupPath(errorPath(path))
-	if !v.Exists() {
-		return token.NoPos, false
-	}
-	return c.userPos(valuePositions(v))
-}
-
-// errorPath turns the path of a CUE error back into a cue.Path: list
-// indices are elements such as "1", which cue.ParsePath would read as a
-// field name.
-func errorPath(elems []string) cue.Path {
-	var sels []cue.Selector
-	for _, e := range elems {
-		if n, err := strconv.Atoi(e); err == nil && n >= 0 && strconv.Itoa(n) == e {
-			sels = append(sels, cue.Index(n))
-			continue
-		}
-		p := cue.ParsePath(e)
-		if p.Err() != nil {
-			return p
-		}
-		sels = append(sels, p.Selectors()...)
-	}
-	return cue.MakePath(sels...)
-}
-
-// cuePath renders an error path without the #Project it was checked against.
-func cuePath(path []string) string {
-	if len(path) > 0 && path[0] == "#Project" {
-		path = path[1:]
-	}
-	return strings.Join(path, ".")
-}
-
-func disjunctionCount(format string, args []any) (int, bool) {
-	if format != "%d errors in empty disjunction:" || len(args) != 1 {
-		return 0, false
-	}
-	n, ok := args[0].(int)
-	return n, ok && n > 0
-}
-
-// summariseDisjunction turns the errors of the alternatives of a failed
-// disjunction into one message. When every alternative is a literal the
-// value conflicts with (a tag), it lists them; otherwise it keeps the
-// errors that say more than "conflicting values 1 and 0" (the conflict with
-// a default), such as a bound or a type.
-func summariseDisjunction(children []cueerrors.Error) string {
-	type conflict struct{ a, b string }
-	var conflicts []conflict
-	var others []string
-	for _, ch := range children {
-		format, args := ch.Msg()
-		if strings.HasPrefix(format, "conflicting values %s and %s") && len(args) >= 2 {
-			a, b := fmt.Sprint(args[0]), fmt.Sprint(args[1])
-			if isLiteral(a) && isLiteral(b) {
-				conflicts = append(conflicts, conflict{a, b})
-				continue
-			}
-		}
-		others = append(others, fmt.Sprintf(format, args...))
-	}
-	if len(others) > 0 {
-		return strings.Join(others, "; ")
-	}
-	// Every alternative is a literal: find the value they all conflict with.
-	if len(conflicts) > 0 {
-		for _, v := range []string{conflicts[0].a, conflicts[0].b} {
-			var alts []string
-			for _, cf := range conflicts {
-				switch v {
-				case cf.a:
-					alts = append(alts, cf.b)
-				case cf.b:
-					alts = append(alts, cf.a)
-				}
-			}
-			if len(alts) == len(conflicts) {
-				if len(alts) == 1 {
-					return fmt.Sprintf("%s is not allowed (want %s)", v, alts[0])
-				}
-				return fmt.Sprintf("%s is not one of %s", v, strings.Join(alts, ", "))
-			}
-		}
-	}
-	var all []string
-	for _, ch := range children {
-		format, args := ch.Msg()
-		all = append(all, fmt.Sprintf(format, args...))
-	}
-	return strings.Join(all, "; ")
-}
-
-// isLiteral reports whether a formatted CUE value is a concrete scalar.
-func isLiteral(s string) bool {
-	if s == "" {
-		return false
-	}
-	switch s {
-	case "true", "false", "null":
-		return true
-	}
-	if s[0] == '"' || s[0] == '\'' {
-		return true
-	}
-	if s[0] == '-' {
-		s = s[1:]
-	}
-	return s != "" && s[0] >= '0' && s[0] <= '9'
 }

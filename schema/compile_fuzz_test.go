@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/celos-go/celos/schema/workflow"
+
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
@@ -59,7 +61,7 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Marshal: %v", err)
 		}
-		back, err := Load(bytes.NewReader(data))
+		back, err := workflow.Load(bytes.NewReader(data))
 		if err != nil {
 			t.Fatalf("Load(Marshal(Compile)): %v\n%s", err, data)
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/schema/workflow"
+
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
@@ -62,7 +64,7 @@ func TestCompileGolden(t *testing.T) {
 				t.Errorf("second compilation differs")
 			}
 			// The loader accepts what the compiler writes, unchanged.
-			loaded, err := Load(bytes.NewReader(got))
+			loaded, err := workflow.Load(bytes.NewReader(got))
 			if err != nil {
 				t.Fatalf("Load(compiled %s): %v", name, err)
 			}
@@ -209,10 +211,10 @@ func TestSchemaConstantsAgree(t *testing.T) {
 		schemaText.Write(f.Data)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("#MaxTriggerDepth: %d\n", MaxTriggerDepth),
-		fmt.Sprintf("#NeverTimeout: %d\n", NeverTimeout),
-		fmt.Sprintf("#MaxTriggerSeconds: %d\n", MaxTriggerSeconds),
-		fmt.Sprintf("startTime: *%q", DefaultStartTime.Format(time.RFC3339)),
+		fmt.Sprintf("#MaxTriggerDepth: %d\n", workflow.MaxTriggerDepth),
+		fmt.Sprintf("#NeverTimeout: %d\n", workflow.NeverTimeout),
+		fmt.Sprintf("#MaxTriggerSeconds: %d\n", workflow.MaxTriggerSeconds),
+		fmt.Sprintf("startTime: *%q", workflow.DefaultStartTime.Format(time.RFC3339)),
 		fmt.Sprintf("for d in [%s]", depthList()),
 	} {
 		if !strings.Contains(schemaText.String(), want) {
@@ -223,7 +225,7 @@ func TestSchemaConstantsAgree(t *testing.T) {
 
 func depthList() string {
 	var ds []string
-	for d := MaxTriggerDepth; d >= 1; d-- {
+	for d := workflow.MaxTriggerDepth; d >= 1; d-- {
 		ds = append(ds, fmt.Sprint(d))
 	}
 	return strings.Join(ds, ", ")

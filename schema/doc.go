@@ -1,5 +1,5 @@
 // Package schema is the single source of truth for celos workflows: the
-// embedded CUE schema, the compiler from a CUE project to the versioned
-// JSON document (the contract between `celos export`, `celos deploy` and
-// `celos server`), and the Go types and validation of that document.
+// embedded CUE schema and the compiler from a CUE project to the versioned
+// JSON document whose Go types live in schema/workflow (the contract between
+// `celos export`, `celos deploy` and `celos server`).
 package schema

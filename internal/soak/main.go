@@ -39,7 +39,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 func main() {
@@ -63,25 +63,25 @@ func main() {
 }
 
 // project returns n workflows on the cron schedule, starting at start.
-func project(n int, cronExpr string, start time.Time) *schema.Project {
-	p := &schema.Project{Format: schema.FormatVersion, Project: "soak"}
+func project(n int, cronExpr string, start time.Time) *workflow.Project {
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: "soak"}
 	for i := 0; i < n; i++ {
-		p.Workflows = append(p.Workflows, schema.Workflow{
+		p.Workflows = append(p.Workflows, workflow.Workflow{
 			ID:                 fmt.Sprintf("wf-%04d", i),
-			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: cronExpr, TimeZone: "UTC"},
-			Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 2},
-			ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
+			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: cronExpr, TimeZone: "UTC"},
+			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 2},
+			ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
 			StartTime:          start,
-			WaitTimeoutSeconds: schema.NeverTimeout,
+			WaitTimeoutSeconds: workflow.NeverTimeout,
 			URL:                "https://wiki.example.com/soak",
-			Contacts:           []schema.Contact{{Name: "Soak", Email: "soak@example.com"}},
+			Contacts:           []workflow.Contact{{Name: "Soak", Email: "soak@example.com"}},
 		})
 	}
 	return p
 }
 
-func writeProject(dir string, p *schema.Project) error {
+func writeProject(dir string, p *workflow.Project) error {
 	if err := os.MkdirAll(filepath.Join(dir, "wf"), 0o755); err != nil {
 		return err
 	}
@@ -152,18 +152,18 @@ type fakeService struct {
 	submits int
 }
 
-func (f *fakeService) Submit(_ context.Context, _ *schema.Workflow, id slot.ID) (string, error) {
+func (f *fakeService) Submit(_ context.Context, _ *workflow.Workflow, id slot.ID) (string, error) {
 	f.mu.Lock()
 	f.submits++
 	f.mu.Unlock()
 	return id.Workflow + "@" + id.Time.Format("20060102T150405Z") + ".1", nil
 }
 
-func (f *fakeService) Status(context.Context, *schema.Workflow, string) (external.Status, error) {
+func (f *fakeService) Status(context.Context, *workflow.Workflow, string) (external.Status, error) {
 	return external.Status{Success: true, Detail: "exit 0"}, nil
 }
 
-func (f *fakeService) Kill(context.Context, *schema.Workflow, string) error { return nil }
+func (f *fakeService) Kill(context.Context, *workflow.Workflow, string) error { return nil }
 
 // sample is one line of the report.
 type sample struct {
@@ -213,7 +213,7 @@ func steps(args []string) error {
 	svc := &fakeService{}
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: filepath.Join(*dir, "wf"), DB: db,
-		Services: map[string]external.Service{schema.ServiceCommand: svc},
+		Services: map[string]external.Service{workflow.ServiceCommand: svc},
 		Clock:    func() time.Time { return now },
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -20,7 +20,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // jobs is an external service that finishes every job at once: a job of
@@ -30,37 +30,37 @@ type jobs struct {
 	killed []string
 }
 
-func (*jobs) Submit(_ context.Context, w *schema.Workflow, id slot.ID) (string, error) {
+func (*jobs) Submit(_ context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
 	return "job-" + id.String(), nil
 }
 
-func (*jobs) Status(_ context.Context, w *schema.Workflow, x string) (external.Status, error) {
+func (*jobs) Status(_ context.Context, w *workflow.Workflow, x string) (external.Status, error) {
 	return external.Status{Success: w.ID != "flaky"}, nil
 }
 
-func (j *jobs) Kill(_ context.Context, _ *schema.Workflow, x string) error {
+func (j *jobs) Kill(_ context.Context, _ *workflow.Workflow, x string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.killed = append(j.killed, x)
 	return nil
 }
 
-func workflow(id, cron string, start time.Time, trig schema.Trigger, retries int) schema.Workflow {
-	return schema.Workflow{
+func newWorkflow(id, cron string, start time.Time, trig workflow.Trigger, retries int) workflow.Workflow {
+	return workflow.Workflow{
 		ID:                 id,
-		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: cron, TimeZone: "UTC"},
+		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: cron, TimeZone: "UTC"},
 		Trigger:            trig,
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
-		ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
+		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
 		StartTime:          start,
 		MaxRetryCount:      retries,
-		WaitTimeoutSeconds: schema.NeverTimeout,
+		WaitTimeoutSeconds: workflow.NeverTimeout,
 	}
 }
 
-func writeProject(t testing.TB, dir, name string, wfs ...schema.Workflow) {
+func writeProject(t testing.TB, dir, name string, wfs ...workflow.Workflow) {
 	t.Helper()
-	p := schema.Project{Format: schema.FormatVersion, Project: name, Workflows: wfs}
+	p := workflow.Project{Format: workflow.FormatVersion, Project: name, Workflows: wfs}
 	b, err := p.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func newRealServer(t testing.TB, now time.Time, states ...slot.State) *realServe
 	t.Cleanup(func() { db.Close() })
 	j := &jobs{}
 	eng, err := engine.New(engine.Options{
-		WorkflowsDir: wf, DB: db, Services: map[string]external.Service{schema.ServiceCommand: j},
+		WorkflowsDir: wf, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: j},
 		Logger: slogDiscard(),
 	})
 	if err != nil {
@@ -164,9 +164,9 @@ func TestRealEngine(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
 	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
 	writeProject(t, s.wf, "demo",
-		workflow("up", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0),
-		workflow("down", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerSuccess, Workflow: "up"}, 0),
-		workflow("flaky", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 1),
+		newWorkflow("up", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0),
+		newWorkflow("down", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "up"}, 0),
+		newWorkflow("flaky", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 1),
 	)
 	if err := os.WriteFile(filepath.Join(s.wf, "truncated.json"), []byte(`{"format": "celos.dev/workflows/v1", "proj`), 0o644); err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestRealEngine(t *testing.T) {
 
 	// A rerun of a slot far outside the window is stepped; one before
 	// startTime is refused (TestRealEngineRerunNotDue).
-	writeProject(t, s.wf, "old", workflow("old", "0 0 * * * ?", time.Date(2015, 7, 1, 0, 0, 0, 0, time.UTC), schema.Trigger{Type: schema.TriggerAlways}, 0))
+	writeProject(t, s.wf, "old", newWorkflow("old", "0 0 * * * ?", time.Date(2015, 7, 1, 0, 0, 0, 0, time.UTC), workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.step(at)
 	s.do(200, "POST", "/rerun?id=old&time=2015-08-01T00:00Z", nil)
 	s.stepUntil(at, "old", "2015-08-01T00:00Z", "SUCCESS/0")
@@ -260,9 +260,9 @@ func TestRealEngine(t *testing.T) {
 	s.do(404, "GET", "/register?bucket=b&key=k", nil)
 
 	// The definition, and the unknown.
-	var w schema.Workflow
+	var w workflow.Workflow
 	s.do(200, "GET", "/workflow?id=down", &w)
-	if w.Trigger.Type != schema.TriggerSuccess {
+	if w.Trigger.Type != workflow.TriggerSuccess {
 		t.Errorf("definition %+v", w)
 	}
 	for _, target := range []string{"/workflow?id=nope", "/workflow-slots?id=nope", "/trigger-status?id=nope&time=2015-09-13T13:00Z"} {
@@ -288,7 +288,7 @@ func BenchmarkWorkflowSlotsMinutely(b *testing.B) {
 		states = append(states, slot.State{ID: id, Status: slot.Success, ExternalID: "0004806-150911205802478-oozie-oozi-W"})
 	}
 	s := newRealServer(b, now, states...)
-	writeProject(b, s.wf, "bench", workflow("minutely", "0 * * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0))
+	writeProject(b, s.wf, "bench", newWorkflow("minutely", "0 * * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.do(200, "POST", "/clear-cache", nil)               // load the workflows file
 	s.do(200, "GET", "/workflow-slots?id=minutely", nil) // and the state index, once, as a running server has
 	req := httptest.NewRequest("GET", "/workflow-slots?id=minutely", nil)
@@ -320,8 +320,8 @@ func TestConcurrentRequests(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
 	start := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
 	writeProject(t, s.wf, "demo",
-		workflow("a", "0 */5 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0),
-		workflow("b", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerSuccess, Workflow: "a"}, 0))
+		newWorkflow("a", "0 */5 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0),
+		newWorkflow("b", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "a"}, 0))
 	s.step("2015-09-13T13:39Z") // load the workflows
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -360,9 +360,9 @@ func TestRealEngineUnschedulable(t *testing.T) {
 	now := time.Date(2015, 9, 13, 14, 0, 0, 0, time.UTC)
 	s := newRealServer(t, now)
 	start := time.Date(2015, 9, 13, 10, 0, 0, 0, time.UTC)
-	orphan := workflow("orphan", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0)
-	orphan.Schedule = schema.Schedule{Type: schema.ScheduleDependent, Workflow: "gone"}
-	writeProject(t, s.wf, "p", workflow("fine", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0), orphan)
+	orphan := newWorkflow("orphan", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0)
+	orphan.Schedule = workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: "gone"}
+	writeProject(t, s.wf, "p", newWorkflow("fine", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0), orphan)
 	s.step("2015-09-13T14:00Z")
 	body := s.do(409, "GET", "/workflow-slots?id=orphan", nil)
 	if !strings.Contains(body, "gone") {
@@ -388,7 +388,7 @@ func TestRealEngineUnschedulable(t *testing.T) {
 func TestRealEngineRerunNotDue(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC)) // the server's clock
 	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
-	writeProject(t, s.wf, "demo", workflow("up", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0))
+	writeProject(t, s.wf, "demo", newWorkflow("up", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.stepUntil("2015-09-13T13:40Z", "up", "2015-09-13T13:00Z", "SUCCESS/0")
 
 	refused := []struct {
@@ -438,7 +438,7 @@ func TestRealEngineRerunNotDue(t *testing.T) {
 		t.Errorf("GET /rerun of a WAITING slot: %q", e.Error)
 	}
 	// A slot at exactly the server's clock is due.
-	writeProject(t, s.wf, "demo", workflow("up", "0 */10 * * * ?", start, schema.Trigger{Type: schema.TriggerAlways}, 0))
+	writeProject(t, s.wf, "demo", newWorkflow("up", "0 */10 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.step("2015-09-13T13:40Z")
 	s.do(200, "POST", "/rerun?id=up&time=2015-09-13T13:40Z", nil)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // fakeService is a small in-memory Service: every workflow is hourly, a
@@ -20,7 +20,7 @@ import (
 // the same requests against the real engine.
 type fakeService struct {
 	mu        sync.Mutex
-	workflows map[string]*schema.Workflow
+	workflows map[string]*workflow.Workflow
 	states    map[slot.ID]slot.State
 	paused    map[string]bool
 	registers map[string]map[string]json.RawMessage
@@ -33,26 +33,26 @@ type fakeService struct {
 
 func newFake(ids ...string) *fakeService {
 	f := &fakeService{
-		workflows: map[string]*schema.Workflow{},
+		workflows: map[string]*workflow.Workflow{},
 		states:    map[slot.ID]slot.State{},
 		paused:    map[string]bool{},
 		registers: map[string]map[string]json.RawMessage{},
 	}
 	for _, id := range ids {
-		f.workflows[id] = &schema.Workflow{
+		f.workflows[id] = &workflow.Workflow{
 			ID:                 id,
-			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
-			ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
-			StartTime:          schema.DefaultStartTime,
-			WaitTimeoutSeconds: schema.NeverTimeout,
+			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+			ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
+			StartTime:          workflow.DefaultStartTime,
+			WaitTimeoutSeconds: workflow.NeverTimeout,
 		}
 	}
 	return f
 }
 
-func (f *fakeService) wf(id string) (*schema.Workflow, error) {
+func (f *fakeService) wf(id string) (*workflow.Workflow, error) {
 	w, ok := f.workflows[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", slot.ErrUnknownWorkflow, id)
@@ -100,7 +100,7 @@ func (f *fakeService) WorkflowIDs() []string {
 	return ids
 }
 
-func (f *fakeService) Workflow(id string) (*schema.Workflow, error) {
+func (f *fakeService) Workflow(id string) (*workflow.Workflow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.wf(id)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Window is Celos's sliding window: a step looks at the slots of the last
@@ -406,8 +406,8 @@ func parseQuery(ep *endpoint, raw string) (query, error) {
 
 // checkID rejects what cannot be a workflow id before it reaches the engine.
 func checkID(name, id string) error {
-	if !schema.IDPattern.MatchString(id) || id == "." || id == ".." || len(id) > 255 {
-		return badParamf("%s parameter %q is not a workflow id (want %s)", name, id, schema.IDPattern)
+	if !workflow.IDPattern.MatchString(id) || id == "." || id == ".." || len(id) > 255 {
+		return badParamf("%s parameter %q is not a workflow id (want %s)", name, id, workflow.IDPattern)
 	}
 	return nil
 }

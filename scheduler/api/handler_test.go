@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 var t0 = time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC)
@@ -87,7 +87,7 @@ func TestWorkflowList(t *testing.T) {
 func TestWorkflowSlots(t *testing.T) {
 	f := newFake("wf")
 	f.workflows["wf"].URL = "https://wiki/wf"
-	f.workflows["wf"].Contacts = []schema.Contact{{Name: "Ann"}}
+	f.workflows["wf"].Contacts = []workflow.Contact{{Name: "Ann"}}
 	ts := newTester(t, f)
 	sid := slot.ID{Workflow: "wf", Time: t0.Truncate(time.Hour)}
 	f.states[sid] = slot.State{ID: sid, Status: slot.Running, ExternalID: "0004806-oozie-W", RetryCount: 1}
@@ -312,7 +312,7 @@ func TestRegisters(t *testing.T) {
 
 func TestWorkflowDefinitionAndMisc(t *testing.T) {
 	ts := newTester(t, newFake("wf"))
-	var w schema.Workflow
+	var w workflow.Workflow
 	ts.want(200, "GET", "/workflow?id=wf", &w)
 	if w.ID != "wf" || w.Schedule.Cron != "0 0 * * * ?" {
 		t.Errorf("definition %+v", w)

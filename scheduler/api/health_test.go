@@ -20,7 +20,7 @@ import (
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // blockingFS is a trigger file system whose Exists blocks, ignoring its
@@ -63,7 +63,7 @@ func TestHealthzFailsWhileStepHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
-	writeProject(t, wf, "demo", workflow("in", "0 0 * * * ?", start, schema.Trigger{Type: schema.TriggerHDFSCheck, FS: "file:///", Path: "/in/_READY"}, 0))
+	writeProject(t, wf, "demo", newWorkflow("in", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: "/in/_READY"}, 0))
 	db, err := statedb.Open(filepath.Join(dir, "db"))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestHealthzFailsWhileStepHangs(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	fs := &blockingFS{entered: make(chan struct{}), release: make(chan struct{})}
 	eng, err := engine.New(engine.Options{WorkflowsDir: wf, DB: db, FS: fs, Logger: slogDiscard(),
-		Services: map[string]external.Service{schema.ServiceCommand: &jobs{}}})
+		Services: map[string]external.Service{workflow.ServiceCommand: &jobs{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

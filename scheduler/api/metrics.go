@@ -14,7 +14,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Metrics are the Prometheus metrics served at /metrics, all named celos_*:
@@ -372,7 +372,7 @@ func (s *instrumented) fail(op string, err error) {
 	}
 }
 
-func (s *instrumented) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (string, error) {
+func (s *instrumented) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
 	x, err := s.Service.Submit(ctx, w, id)
 	s.fail("submit", err)
 	if err == nil {
@@ -381,7 +381,7 @@ func (s *instrumented) Submit(ctx context.Context, w *schema.Workflow, id slot.I
 	return x, err
 }
 
-func (s *instrumented) Status(ctx context.Context, w *schema.Workflow, externalID string) (external.Status, error) {
+func (s *instrumented) Status(ctx context.Context, w *workflow.Workflow, externalID string) (external.Status, error) {
 	st, err := s.Service.Status(ctx, w, externalID)
 	s.fail("status", err)
 	if err == nil && !st.Running && !st.Success {
@@ -390,7 +390,7 @@ func (s *instrumented) Status(ctx context.Context, w *schema.Workflow, externalI
 	return st, err
 }
 
-func (s *instrumented) Kill(ctx context.Context, w *schema.Workflow, externalID string) error {
+func (s *instrumented) Kill(ctx context.Context, w *workflow.Workflow, externalID string) error {
 	err := s.Service.Kill(ctx, w, externalID)
 	s.fail("kill", err)
 	return err
@@ -407,7 +407,7 @@ type instrumentedRecoverer struct {
 	r external.Recoverer
 }
 
-func (s *instrumentedRecoverer) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (string, bool, error) {
+func (s *instrumentedRecoverer) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
 	x, found, err := s.r.Recover(ctx, w, id, since)
 	s.fail("recover", err)
 	return x, found, err

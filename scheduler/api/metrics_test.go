@@ -12,7 +12,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // scripted is an external service whose answers the test sets.
@@ -22,17 +22,17 @@ type scripted struct {
 	statusErr error
 }
 
-func (s *scripted) Submit(context.Context, *schema.Workflow, slot.ID) (string, error) {
+func (s *scripted) Submit(context.Context, *workflow.Workflow, slot.ID) (string, error) {
 	return "job-1", s.submitErr
 }
-func (s *scripted) Status(context.Context, *schema.Workflow, string) (external.Status, error) {
+func (s *scripted) Status(context.Context, *workflow.Workflow, string) (external.Status, error) {
 	return s.status, s.statusErr
 }
-func (s *scripted) Kill(context.Context, *schema.Workflow, string) error { return nil }
+func (s *scripted) Kill(context.Context, *workflow.Workflow, string) error { return nil }
 
 type recovering struct{ scripted }
 
-func (*recovering) Recover(context.Context, *schema.Workflow, slot.ID, time.Time) (string, bool, error) {
+func (*recovering) Recover(context.Context, *workflow.Workflow, slot.ID, time.Time) (string, bool, error) {
 	return "", false, errors.New("cannot list jobs")
 }
 
@@ -48,7 +48,7 @@ func TestInstrumentServices(t *testing.T) {
 		t.Fatal("Recoverer not forwarded: the engine could not recover jobs after a crash")
 	}
 	ctx := context.Background()
-	w := &schema.Workflow{ID: "w"}
+	w := &workflow.Workflow{ID: "w"}
 	id := slot.ID{Workflow: "w", Time: t0}
 
 	svcs["command"].Submit(ctx, w, id)

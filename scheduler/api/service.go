@@ -12,7 +12,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // ErrRegisterNotFound is returned (wrapped) by GetRegister when the bucket
@@ -59,7 +59,7 @@ type Service interface {
 	// WorkflowIDs lists the loaded workflows, sorted.
 	WorkflowIDs() []string
 	// Workflow returns a loaded workflow's definition.
-	Workflow(id string) (*schema.Workflow, error)
+	Workflow(id string) (*workflow.Workflow, error)
 	// LoadErrors lists the workflows files that failed to load at the last reload.
 	LoadErrors() []LoadError
 	// Slots returns the slots of a workflow in [start, end), newest first,

@@ -1,5 +1,5 @@
 // Package command is the "command" external service: it runs a slot as a
-// local process (schema.ExternalService.Command), for installations without
+// local process (workflow.ExternalService.Command), for installations without
 // Oozie and for the demo.
 //
 // Each job has a directory <dir>/<workflow>/<slot>.<start nanos>/ holding
@@ -57,7 +57,7 @@ import (
 	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // slotLayout is how a slot time appears in job directory names.
@@ -158,7 +158,7 @@ func (s *Service) jobDir(externalID string) (string, error) {
 		return "", fmt.Errorf("command service: %q is not a command job ID", externalID)
 	}
 	wf, job := externalID[:i], externalID[i+1:]
-	if !schema.IDPattern.MatchString(wf) || wf == "." || wf == ".." {
+	if !workflow.IDPattern.MatchString(wf) || wf == "." || wf == ".." {
 		return "", fmt.Errorf("command service: %q is not a command job ID", externalID)
 	}
 	if _, _, err := parseJobName(job); err != nil {
@@ -187,7 +187,7 @@ func parseJobName(name string) (slotTime time.Time, started int64, err error) {
 // environment: CELOS_WORKFLOW, CELOS_SLOT_TIME (2015-09-13T13:40:00.000Z),
 // CELOS_SLOT_ID, CELOS_YEAR … CELOS_SECOND, then the workflow's own env with
 // ${...} substituted (which may override them).
-func Env(w *schema.Workflow, id slot.ID) []string {
+func Env(w *workflow.Workflow, id slot.ID) []string {
 	v := external.TimeVars(id.Time)
 	env := []string{
 		"CELOS_WORKFLOW=" + id.Workflow,
@@ -220,7 +220,7 @@ func Env(w *schema.Workflow, id slot.ID) []string {
 // meanwhile, so an error never leaves a command that may still start. A
 // failure of the service itself (its job directory not writable, no
 // supervisor) is an error wrapping external.ErrUnavailable.
-func (s *Service) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (string, error) {
+func (s *Service) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
 	es := &w.ExternalService
 	if len(es.Command) == 0 {
 		return "", fmt.Errorf("workflow %s: command service with no command", w.ID)
@@ -346,7 +346,7 @@ func exitStatus(rec ExitRecord) external.Status {
 // Status reports on a job: running while its supervisor lives and has not
 // recorded an end, then success iff the command exited 0 (not killed, not
 // timed out).
-func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID string) (external.Status, error) {
+func (s *Service) Status(ctx context.Context, w *workflow.Workflow, externalID string) (external.Status, error) {
 	dir, err := s.jobDir(externalID)
 	if err != nil {
 		return external.Status{}, err
@@ -462,7 +462,7 @@ func (s *Service) legacyStatus(dir string, job jobRecord, externalID string) (ex
 // Kill stops a job's command (its process group) and records it killed.
 // Killing a finished job is not an error. A job that has not started yet
 // is abandoned, so it never does.
-func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID string) error {
+func (s *Service) Kill(ctx context.Context, w *workflow.Workflow, externalID string) error {
 	dir, err := s.jobDir(externalID)
 	if err != nil {
 		return err
@@ -537,7 +537,7 @@ func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID strin
 // claimed it (the server stopped between writing job.json and the start)
 // is abandoned here, logged, and not returned: the engine then submits the
 // slot once more, and the abandoned job can no longer start.
-func (s *Service) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (string, bool, error) {
+func (s *Service) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
 	entries, err := os.ReadDir(filepath.Join(s.dir, id.Workflow))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
@@ -631,7 +631,7 @@ func (s *Service) Prune(before time.Time) (int, error) {
 	n := 0
 	var errs []error
 	for _, wf := range wfs {
-		if !wf.IsDir() || !schema.IDPattern.MatchString(wf.Name()) {
+		if !wf.IsDir() || !workflow.IDPattern.MatchString(wf.Name()) {
 			continue
 		}
 		jobs, err := os.ReadDir(filepath.Join(s.dir, wf.Name()))

@@ -15,13 +15,13 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 var quiet = Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 
-func workflow(argv ...string) *schema.Workflow {
-	return &schema.Workflow{ID: "wc", ExternalService: schema.ExternalService{Type: schema.ServiceCommand, Command: argv}}
+func newWorkflow(argv ...string) *workflow.Workflow {
+	return &workflow.Workflow{ID: "wc", ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: argv}}
 }
 
 var sid = slot.ID{Workflow: "wc", Time: time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC)}
@@ -40,7 +40,7 @@ func newService(t *testing.T, dir string) *Service {
 	return s
 }
 
-func waitDone(t *testing.T, s *Service, w *schema.Workflow, ext string) external.Status {
+func waitDone(t *testing.T, s *Service, w *workflow.Workflow, ext string) external.Status {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -59,7 +59,7 @@ func waitDone(t *testing.T, s *Service, w *schema.Workflow, ext string) external
 
 func TestRunSubstituteLogAndExitStatus(t *testing.T) {
 	s := newService(t, t.TempDir())
-	w := workflow("sh", "-c", `echo "arg=$1 wf=$CELOS_WORKFLOW slot=$CELOS_SLOT_TIME y=$CELOS_YEAR$CELOS_MONTH$CELOS_DAY$CELOS_HOUR$CELOS_MINUTE$CELOS_SECOND in=$IN id=$CELOS_SLOT_ID"; echo oops >&2; exit 3`, "sh", "/in/${year}-${month}-${day}T${hour}")
+	w := newWorkflow("sh", "-c", `echo "arg=$1 wf=$CELOS_WORKFLOW slot=$CELOS_SLOT_TIME y=$CELOS_YEAR$CELOS_MONTH$CELOS_DAY$CELOS_HOUR$CELOS_MINUTE$CELOS_SECOND in=$IN id=$CELOS_SLOT_ID"; echo oops >&2; exit 3`, "sh", "/in/${year}-${month}-${day}T${hour}")
 	w.ExternalService.Env = map[string]string{"IN": "/data/${year}/${month}"}
 	ext, err := s.Submit(context.Background(), w, sid)
 	if err != nil {
@@ -88,7 +88,7 @@ func TestRunSubstituteLogAndExitStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ok, err := s.Submit(context.Background(), workflow("true"), sid)
+	ok, err := s.Submit(context.Background(), newWorkflow("true"), sid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestRunSubstituteLogAndExitStatus(t *testing.T) {
 func TestWorkingDirectory(t *testing.T) {
 	s := newService(t, t.TempDir())
 	wd := t.TempDir()
-	w := workflow("sh", "-c", "pwd > out")
+	w := newWorkflow("sh", "-c", "pwd > out")
 	w.ExternalService.Dir = wd
 	ext, _ := s.Submit(context.Background(), w, sid)
 	waitDone(t, s, w, ext)
@@ -112,7 +112,7 @@ func TestWorkingDirectory(t *testing.T) {
 
 func TestCannotStartIsAFailedJob(t *testing.T) {
 	s := newService(t, t.TempDir())
-	w := workflow("/no/such/binary")
+	w := newWorkflow("/no/such/binary")
 	ext, err := s.Submit(context.Background(), w, sid)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestCannotStartIsAFailedJob(t *testing.T) {
 func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 	s := newService(t, t.TempDir())
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	w := workflow("sh", "-c", "sleep 30 & echo $! > "+pidFile+"; wait")
+	w := newWorkflow("sh", "-c", "sleep 30 & echo $! > "+pidFile+"; wait")
 	w.ExternalService.TimeoutSeconds = 1
 	ext, _ := s.Submit(context.Background(), w, sid)
 	st := waitDone(t, s, w, ext)
@@ -146,7 +146,7 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 
 func TestKill(t *testing.T) {
 	s := newService(t, t.TempDir())
-	w := workflow("sleep", "30")
+	w := newWorkflow("sleep", "30")
 	ext, _ := s.Submit(context.Background(), w, sid)
 	if st, _ := s.Status(context.Background(), w, ext); !st.Running {
 		t.Fatalf("%+v", st)
@@ -165,10 +165,10 @@ func TestKill(t *testing.T) {
 func TestRestartKeepsFinishedRunsAndAdoptsLiveOnes(t *testing.T) {
 	dir := t.TempDir()
 	first := newService(t, dir)
-	w := workflow("sh", "-c", "exit 0")
+	w := newWorkflow("sh", "-c", "exit 0")
 	done, _ := first.Submit(context.Background(), w, sid)
 	waitDone(t, first, w, done)
-	long := workflow("sleep", "1")
+	long := newWorkflow("sleep", "1")
 	live, _ := first.Submit(context.Background(), long, sid)
 
 	second := newService(t, dir) // a restarted server
@@ -207,7 +207,7 @@ func TestRestartKeepsFinishedRunsAndAdoptsLiveOnes(t *testing.T) {
 
 func TestRecover(t *testing.T) {
 	s := newService(t, t.TempDir())
-	w := workflow("true")
+	w := newWorkflow("true")
 	before := time.Now()
 	ext, _ := s.Submit(context.Background(), w, sid)
 	got, found, err := s.Recover(context.Background(), w, sid, before)
@@ -228,7 +228,7 @@ func TestRecover(t *testing.T) {
 
 func TestBadExternalIDs(t *testing.T) {
 	s := newService(t, t.TempDir())
-	w := workflow("true")
+	w := newWorkflow("true")
 	for _, id := range []string{"", "x", "../../etc@passwd", "wc@../../x", "wc@20150913T134000Z.1/../..", "wc@20150913T134000Z.-1", "a/b@20150913T134000Z.1"} {
 		if _, err := s.Status(context.Background(), w, id); err == nil {
 			t.Errorf("Status(%q) accepted", id)
@@ -247,10 +247,10 @@ func TestBadExternalIDs(t *testing.T) {
 
 func TestPrune(t *testing.T) {
 	s := newService(t, t.TempDir())
-	w := workflow("true")
+	w := newWorkflow("true")
 	old, _ := s.Submit(context.Background(), w, sid)
 	waitDone(t, s, w, old)
-	running, _ := s.Submit(context.Background(), workflow("sleep", "2"), sid)
+	running, _ := s.Submit(context.Background(), newWorkflow("sleep", "2"), sid)
 	cut := time.Now()
 	recent, _ := s.Submit(context.Background(), w, sid)
 	waitDone(t, s, w, recent)

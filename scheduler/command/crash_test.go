@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/external"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestCrashWhileStarting: a job recorded by an older celos (no supervisor)
@@ -26,7 +26,7 @@ import (
 func TestCrashWhileStarting(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir)
-	w := workflow("sleep", "30")
+	w := newWorkflow("sleep", "30")
 	since := time.Now()
 	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
 	ext := "wc@" + name
@@ -80,7 +80,7 @@ func TestCrashWhileStarting(t *testing.T) {
 func TestSubmitWritesJobBeforeStart(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir)
-	w := workflow("sh", "-c", `d="$JOBS/wc/${CELOS_EXTERNAL_ID#wc@}"; test -f "$d/job.json" && test -f "$d/claim.json"`)
+	w := newWorkflow("sh", "-c", `d="$JOBS/wc/${CELOS_EXTERNAL_ID#wc@}"; test -f "$d/job.json" && test -f "$d/claim.json"`)
 	w.ExternalService.Env = map[string]string{"JOBS": dir}
 	ext, err := s.Submit(context.Background(), w, sid)
 	if err != nil {
@@ -101,7 +101,7 @@ func TestSubmitWritesJobBeforeStart(t *testing.T) {
 func TestTimeoutEnforcedAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir)
-	w := workflow("sleep", "30")
+	w := newWorkflow("sleep", "30")
 	w.ExternalService.TimeoutSeconds = 1
 	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
 	ext := "wc@" + name
@@ -157,7 +157,7 @@ func TestExitRecordWriteFailureIsNotALostRun(t *testing.T) {
 	s := newService(t, dir)
 	// The command makes exit.json's path a non-empty directory: the
 	// rename onto it fails.
-	w := workflow("sh", "-c", `mkdir -p "$JOBS/wc/${CELOS_EXTERNAL_ID#wc@}/exit.json/x"`)
+	w := newWorkflow("sh", "-c", `mkdir -p "$JOBS/wc/${CELOS_EXTERNAL_ID#wc@}/exit.json/x"`)
 	w.ExternalService.Env = map[string]string{"JOBS": dir}
 	ext, err := s.Submit(context.Background(), w, sid)
 	if err != nil {
@@ -213,7 +213,7 @@ func TestStatusAfterRestartStopsOrphanedChildren(t *testing.T) {
 func TestPruneAbandonedJobs(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir)
-	w := workflow("true")
+	w := newWorkflow("true")
 	plant := func(pid int, env bool) (string, *exec.Cmd) {
 		name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
 		ext := "wc@" + name
@@ -259,11 +259,11 @@ func TestPruneAbandonedJobs(t *testing.T) {
 // the job's record, its leader process ended, and the child it started
 // still running with the job's CELOS_EXTERNAL_ID. It returns a fresh
 // Service on that directory, the workflow, the external ID and the child.
-func orphanedJob(t *testing.T) (*Service, *schema.Workflow, string, int) {
+func orphanedJob(t *testing.T) (*Service, *workflow.Workflow, string, int) {
 	t.Helper()
 	dir := t.TempDir()
 	s := newService(t, dir)
-	w := workflow("sh", "-c", "sleep 30 & echo $!")
+	w := newWorkflow("sh", "-c", "sleep 30 & echo $!")
 	name := sid.Time.Format(slotLayout) + "." + strconv.FormatInt(time.Now().UnixNano(), 10)
 	ext := "wc@" + name
 	jobDir := filepath.Join(dir, "wc", name)

@@ -95,7 +95,7 @@ func TestJobEndsWhileNoServerRuns(t *testing.T) {
 	dir := t.TempDir()
 	first := newService(t, dir)
 	g, release := gate(t)
-	w := workflow("sh", "-c", `flock -s "$G" true; exit 0`)
+	w := newWorkflow("sh", "-c", `flock -s "$G" true; exit 0`)
 	w.ExternalService.Env = map[string]string{"G": g}
 	ext, err := first.Submit(context.Background(), w, sid)
 	if err != nil {
@@ -136,7 +136,7 @@ func TestRecoverAbandonsAJobThatNeverStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := workflow("true")
+	w := newWorkflow("true")
 	since := time.Now()
 	marker := filepath.Join(t.TempDir(), "ran")
 	ext, jobDir := plantJob(t, dir, 0, "touch", marker)
@@ -184,7 +184,7 @@ func TestSupervisorKilledIsExitStatusUnknown(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	w := workflow("sh", "-c", `echo $$ > "$P"; exec sleep 30`)
+	w := newWorkflow("sh", "-c", `echo $$ > "$P"; exec sleep 30`)
 	w.ExternalService.Env = map[string]string{"P": pidFile}
 	ext, err := s.Submit(context.Background(), w, sid)
 	if err != nil {
@@ -214,7 +214,7 @@ func TestKillAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	first := newService(t, dir)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	w := workflow("sh", "-c", `sleep 30 & echo $! > "$P"; wait`)
+	w := newWorkflow("sh", "-c", `sleep 30 & echo $! > "$P"; wait`)
 	w.ExternalService.Env = map[string]string{"P": pidFile}
 	ext, err := first.Submit(context.Background(), w, sid)
 	if err != nil {
@@ -250,7 +250,7 @@ func TestSubmitTimeoutAbandonsOrFindsTheJob(t *testing.T) {
 	dir := t.TempDir()
 	s := newService(t, dir)
 	marker := filepath.Join(t.TempDir(), "ran")
-	w := workflow("touch", marker)
+	w := newWorkflow("touch", marker)
 	since := time.Now()
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()

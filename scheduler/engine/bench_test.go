@@ -13,7 +13,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // benchNow is the step time of the benchmarks: a whole hour, so that the
@@ -38,7 +38,7 @@ func benchSetup(b *testing.B, n int, expr string) (*Engine, *statedb.DB, int) {
 			b.Logf("state database in %s (tmpfs)", d)
 		}
 	}
-	ws := make([]schema.Workflow, n)
+	ws := make([]workflow.Workflow, n)
 	for i := range ws {
 		ws[i] = hourly(fmt.Sprintf("wf-%04d", i))
 		ws[i].Schedule.Cron = expr
@@ -87,7 +87,7 @@ func benchSetup(b *testing.B, n int, expr string) (*Engine, *statedb.DB, int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: newFake()}, Logger: discard})
+	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: discard})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestEndToEndWithCommandService runs the engine with the real state
@@ -25,14 +25,14 @@ func TestEndToEndWithCommandService(t *testing.T) {
 	up := hourly("up")
 	up.StartTime = ts("2024-01-01T00:00Z")
 	up.MaxRetryCount = 1
-	up.Trigger = schema.Trigger{Type: schema.TriggerHDFSCheck, FS: "file:///", Path: input + "/${year}-${month}-${day}/${hour}/_READY"}
+	up.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: input + "/${year}-${month}-${day}/${hour}/_READY"}
 	// Fails the first time, succeeds the second.
 	up.ExternalService.Command = []string{"sh", "-c", `if [ -e "$M" ]; then echo second; else touch "$M"; echo first; exit 1; fi`}
 	up.ExternalService.Env = map[string]string{"M": marker}
 	down := hourly("down")
 	down.StartTime = up.StartTime
-	down.Schedule = schema.Schedule{Type: schema.ScheduleDependent, Workflow: "up"}
-	down.Trigger = schema.Trigger{Type: schema.TriggerSuccess, Workflow: "up"}
+	down.Schedule = workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: "up"}
+	down.Trigger = workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "up"}
 	down.ExternalService.Command = []string{"echo", "down ${hour}"}
 	writeProject(t, wdir, "p", up, down)
 
@@ -45,7 +45,7 @@ func TestEndToEndWithCommandService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: svc}, Logger: discard})
+	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

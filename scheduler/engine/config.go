@@ -17,13 +17,13 @@ import (
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/schedule"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // config is one loaded state of the workflows directory. It is immutable
 // once built; a reload builds a new one.
 type config struct {
-	workflows map[string]*schema.Workflow
+	workflows map[string]*workflow.Workflow
 	ids       []string
 	file      map[string]string // workflow id → file name
 	scheds    map[string]*schedule.Schedule
@@ -42,12 +42,12 @@ type fileEntry struct {
 	hash    [sha256.Size]byte // of the content proj and err were made from
 	read    bool              // hash is set
 	readErr string            // the file could not be read (previous version stays)
-	proj    *schema.Project   // last version that loaded, nil if none ever did
+	proj    *workflow.Project // last version that loaded, nil if none ever did
 	err     error             // error of the current version, nil if it loaded
 }
 
 // maxFileSize bounds the bytes read from one workflows file.
-var maxFileSize int64 = schema.MaxDocumentSize
+var maxFileSize int64 = workflow.MaxDocumentSize
 
 // loader re-reads the workflows directory, parsing only files whose
 // content changed since the last load.
@@ -98,7 +98,7 @@ func (l *loader) forget() {
 // another is skipped whole and reported, naming the id and the owner.
 func (l *loader) load() *config {
 	c := &config{
-		workflows: make(map[string]*schema.Workflow),
+		workflows: make(map[string]*workflow.Workflow),
 		file:      make(map[string]string),
 	}
 	entries, err := os.ReadDir(l.dir)
@@ -155,7 +155,7 @@ func (l *loader) load() *config {
 		}
 		changed = true
 		fe.hash, fe.read, fe.readErr = sum, true, ""
-		p, err := schema.Load(bytes.NewReader(data))
+		p, err := workflow.Load(bytes.NewReader(data))
 		if err != nil {
 			fe.err = err
 			continue

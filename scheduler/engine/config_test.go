@@ -16,7 +16,7 @@ import (
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -175,7 +175,7 @@ func openEngine(t *testing.T, wdir, ddir string, log *slog.Logger) (e *Engine, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err = New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: newFake()}, Logger: log})
+	e, err = New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: log})
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
@@ -321,11 +321,11 @@ func BenchmarkLoadUnchanged1000Files(b *testing.B) {
 	dir := b.TempDir()
 	var total int64
 	for i := range 1000 {
-		var ws []schema.Workflow
+		var ws []workflow.Workflow
 		for j := range 5 {
 			w := hourly(fmt.Sprintf("wf-%04d-%d", i, j))
 			w.ExternalService.Command = []string{"/opt/jobs/run.sh", "--date", "${year}-${month}-${day}", "--hour", "${hour}"}
-			w.Contacts = []schema.Contact{{Name: "Data team", Email: "data@example.com"}}
+			w.Contacts = []workflow.Contact{{Name: "Data team", Email: "data@example.com"}}
 			ws = append(ws, w)
 		}
 		writeProject(b, dir, fmt.Sprintf("project-%04d", i), ws...)

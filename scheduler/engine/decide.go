@@ -5,7 +5,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Policy is what the decision needs from a workflow's definition.
@@ -14,13 +14,13 @@ type Policy struct {
 	Concurrency int
 	// MaxRetryCount is the number of extra attempts after a failure.
 	MaxRetryCount int
-	// WaitTimeoutSeconds is measured from the slot time; schema.NeverTimeout
+	// WaitTimeoutSeconds is measured from the slot time; workflow.NeverTimeout
 	// (or more) means never.
 	WaitTimeoutSeconds int64
 }
 
 // PolicyOf returns the policy of a workflow.
-func PolicyOf(w *schema.Workflow) Policy {
+func PolicyOf(w *workflow.Workflow) Policy {
 	return Policy{
 		Concurrency:        w.SchedulingStrategy.Concurrency,
 		MaxRetryCount:      w.MaxRetryCount,
@@ -120,7 +120,7 @@ func Decide(p Policy, slots []slot.State, now time.Time, obs []Observation) Deci
 }
 
 func timedOut(p Policy, slotTime, now time.Time) bool {
-	if p.WaitTimeoutSeconds >= schema.NeverTimeout {
+	if p.WaitTimeoutSeconds >= workflow.NeverTimeout {
 		return false
 	}
 	return now.After(slotTime.Add(time.Duration(p.WaitTimeoutSeconds) * time.Second))

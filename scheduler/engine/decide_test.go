@@ -8,7 +8,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"pgregory.net/rapid"
 )
 
@@ -29,7 +29,7 @@ var (
 )
 
 func TestDecideTable(t *testing.T) {
-	never := Policy{Concurrency: 1, WaitTimeoutSeconds: schema.NeverTimeout}
+	never := Policy{Concurrency: 1, WaitTimeoutSeconds: workflow.NeverTimeout}
 	tests := []struct {
 		name    string
 		p       Policy
@@ -54,7 +54,7 @@ func TestDecideTable(t *testing.T) {
 			changes: []Change{{0, st(0, slot.Ready, 0, "")}}},
 		{name: "trigger error never times out", p: Policy{Concurrency: 1, WaitTimeoutSeconds: 0}, now: t0.Add(time.Hour),
 			slots: []slot.State{st(0, slot.Waiting, 0, "")}, obs: []Observation{trigErr}},
-		{name: "serial picks oldest READY up to concurrency − running", p: Policy{Concurrency: 2, WaitTimeoutSeconds: schema.NeverTimeout}, now: t0.Add(9 * time.Hour),
+		{name: "serial picks oldest READY up to concurrency − running", p: Policy{Concurrency: 2, WaitTimeoutSeconds: workflow.NeverTimeout}, now: t0.Add(9 * time.Hour),
 			slots:  []slot.State{st(0, slot.Success, 0, "a"), st(1, slot.Running, 0, "b"), st(2, slot.Waiting, 0, ""), st(3, slot.Ready, 0, ""), st(4, slot.Ready, 0, "")},
 			obs:    []Observation{{}, running, notReady, {}, {}},
 			submit: []int{3}},
@@ -66,10 +66,10 @@ func TestDecideTable(t *testing.T) {
 		{name: "capacity freed this step is used next step", p: never, now: t0.Add(9 * time.Hour),
 			slots: []slot.State{st(0, slot.Running, 0, "a"), st(1, slot.Ready, 0, "")}, obs: []Observation{success, {}},
 			changes: []Change{{0, st(0, slot.Success, 0, "a")}}},
-		{name: "failure with retries left → WAITING retry+1, no external ID", p: Policy{Concurrency: 1, MaxRetryCount: 2, WaitTimeoutSeconds: schema.NeverTimeout}, now: t0.Add(time.Hour),
+		{name: "failure with retries left → WAITING retry+1, no external ID", p: Policy{Concurrency: 1, MaxRetryCount: 2, WaitTimeoutSeconds: workflow.NeverTimeout}, now: t0.Add(time.Hour),
 			slots: []slot.State{st(0, slot.Running, 1, "x")}, obs: []Observation{failed},
 			changes: []Change{{0, st(0, slot.Waiting, 2, "")}}},
-		{name: "failure with no retries left → FAILURE keeps ID", p: Policy{Concurrency: 1, MaxRetryCount: 2, WaitTimeoutSeconds: schema.NeverTimeout}, now: t0.Add(time.Hour),
+		{name: "failure with no retries left → FAILURE keeps ID", p: Policy{Concurrency: 1, MaxRetryCount: 2, WaitTimeoutSeconds: workflow.NeverTimeout}, now: t0.Add(time.Hour),
 			slots: []slot.State{st(0, slot.Running, 2, "x")}, obs: []Observation{failed},
 			changes: []Change{{0, st(0, slot.Failure, 2, "x")}}},
 		{name: "status error leaves RUNNING", p: never, now: t0.Add(time.Hour),
@@ -112,7 +112,7 @@ func TestDecideProperties(t *testing.T) {
 		p := Policy{
 			Concurrency:        rapid.IntRange(1, 4).Draw(t, "concurrency"),
 			MaxRetryCount:      rapid.IntRange(0, 3).Draw(t, "maxRetry"),
-			WaitTimeoutSeconds: rapid.SampledFrom([]int64{0, 3600, 7200, schema.NeverTimeout}).Draw(t, "timeout"),
+			WaitTimeoutSeconds: rapid.SampledFrom([]int64{0, 3600, 7200, workflow.NeverTimeout}).Draw(t, "timeout"),
 		}
 		n := rapid.IntRange(0, 12).Draw(t, "n")
 		slots := make([]slot.State, n)

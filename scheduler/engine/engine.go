@@ -50,7 +50,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Window is how far back a step looks for slots (Celos's 168 hours).
@@ -62,7 +62,7 @@ type Options struct {
 	WorkflowsDir string
 	// DB is the open state database.
 	DB *statedb.DB
-	// Services run slots, by schema.ExternalService.Type ("command", "oozie").
+	// Services run slots, by workflow.ExternalService.Type ("command", "oozie").
 	Services map[string]external.Service
 	// FS answers hdfsCheck triggers; nil means trigger.NewMux("") (file: only).
 	FS trigger.FileSystems
@@ -336,7 +336,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 
 // windowStart is the oldest slot time a step at now looks at for w:
 // max(now − 7 days, startTime), rounded up to a whole second.
-func windowStart(w *schema.Workflow, now time.Time) time.Time {
+func windowStart(w *workflow.Workflow, now time.Time) time.Time {
 	start := now.Add(-Window)
 	if w.StartTime.After(start) {
 		start = w.StartTime
@@ -642,7 +642,7 @@ func (s *stepper) transition(from, to slot.State, attrs ...any) {
 // pendingSubmit is a READY slot the strategy chose, submitted at the end
 // of the step.
 type pendingSubmit struct {
-	w   *schema.Workflow
+	w   *workflow.Workflow
 	svc external.Service
 	st  slot.State
 }
@@ -771,7 +771,7 @@ func (s *stepper) running(p pendingSubmit, ext string) {
 	s.submitted = append(s.submitted, to.ID)
 }
 
-func (e *Engine) workflow(c *config, id string) (*schema.Workflow, error) {
+func (e *Engine) workflow(c *config, id string) (*workflow.Workflow, error) {
 	w := c.workflows[id]
 	if w == nil {
 		return nil, fmt.Errorf("%w: %s", slot.ErrUnknownWorkflow, id)
@@ -785,7 +785,7 @@ func (e *Engine) WorkflowIDs() []string {
 }
 
 // Workflow returns a loaded workflow's definition.
-func (e *Engine) Workflow(id string) (*schema.Workflow, error) {
+func (e *Engine) Workflow(id string) (*workflow.Workflow, error) {
 	return e.workflow(e.config(), id)
 }
 
@@ -932,7 +932,7 @@ func (e *Engine) TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (
 // inSchedule checks that id names a slot: a time of the workflow's
 // schedule, or a slot that has a record (a schedule change, a rerun of an
 // odd time) so that it can still be killed or rerun.
-func (e *Engine) inSchedule(id slot.ID) (*schema.Workflow, slot.State, bool, error) {
+func (e *Engine) inSchedule(id slot.ID) (*workflow.Workflow, slot.State, bool, error) {
 	c := e.config()
 	w, err := e.workflow(c, id.Workflow)
 	if err != nil {

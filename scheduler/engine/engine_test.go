@@ -16,7 +16,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -330,7 +330,7 @@ func TestLoadErrorsAndReload(t *testing.T) {
 
 func TestDependentScheduleErrorsOnlyThatWorkflow(t *testing.T) {
 	dep := hourly("dep")
-	dep.Schedule = schema.Schedule{Type: schema.ScheduleDependent, Workflow: "missing"}
+	dep.Schedule = workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: "missing"}
 	ok := hourly("ok")
 	ok.StartTime = ts("2024-01-01T00:00Z")
 	r := newRig(t, nil, dep, ok)
@@ -348,7 +348,7 @@ func TestDependentScheduleErrorsOnlyThatWorkflow(t *testing.T) {
 
 type panicky struct{ *fakeService }
 
-func (panicky) Submit(context.Context, *schema.Workflow, slot.ID) (string, error) { panic("boom") }
+func (panicky) Submit(context.Context, *workflow.Workflow, slot.ID) (string, error) { panic("boom") }
 
 func TestPanicInAServiceIsASlotError(t *testing.T) {
 	a, b := hourly("a"), hourly("b")
@@ -424,7 +424,7 @@ func TestCorruptStateFileSkipsOnlyThatSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: newFake()}, Logger: discard})
+	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,7 +594,7 @@ func TestUnreadableEntryDoesNotRebuildEveryStep(t *testing.T) {
 // panicRecoverer is a service whose Recover panics.
 type panicRecoverer struct{ *fakeService }
 
-func (panicRecoverer) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (string, bool, error) {
+func (panicRecoverer) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
 	panic("recover exploded")
 }
 

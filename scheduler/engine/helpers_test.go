@@ -12,26 +12,26 @@ import (
 	"github.com/celos-go/celos/scheduler/schedule"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // hourly returns a workflow with an hourly schedule, an always trigger and
 // the fake service.
-func hourly(id string) schema.Workflow {
-	return schema.Workflow{
+func hourly(id string) workflow.Workflow {
+	return workflow.Workflow{
 		ID:                 id,
-		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
-		ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
-		StartTime:          schema.DefaultStartTime,
-		WaitTimeoutSeconds: schema.NeverTimeout,
+		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
+		StartTime:          workflow.DefaultStartTime,
+		WaitTimeoutSeconds: workflow.NeverTimeout,
 	}
 }
 
-func writeProject(t tlike, dir, name string, ws ...schema.Workflow) {
+func writeProject(t tlike, dir, name string, ws ...workflow.Workflow) {
 	t.Helper()
-	p := &schema.Project{Format: schema.FormatVersion, Project: name, Workflows: ws}
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: name, Workflows: ws}
 	data, err := p.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ type fakeJob struct {
 
 func newFake() *fakeService { return &fakeService{jobs: make(map[string]*fakeJob)} }
 
-func (f *fakeService) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (string, error) {
+func (f *fakeService) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.submitErr != nil {
@@ -82,7 +82,7 @@ func (f *fakeService) Submit(ctx context.Context, w *schema.Workflow, id slot.ID
 	return ext, nil
 }
 
-func (f *fakeService) Status(ctx context.Context, w *schema.Workflow, ext string) (external.Status, error) {
+func (f *fakeService) Status(ctx context.Context, w *workflow.Workflow, ext string) (external.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.statusErr != nil {
@@ -96,7 +96,7 @@ func (f *fakeService) Status(ctx context.Context, w *schema.Workflow, ext string
 	return j.status, nil
 }
 
-func (f *fakeService) Kill(ctx context.Context, w *schema.Workflow, ext string) error {
+func (f *fakeService) Kill(ctx context.Context, w *workflow.Workflow, ext string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.killErr != nil {
@@ -139,7 +139,7 @@ func (f *fakeService) submitted() []slot.ID {
 // recoverer is a fakeService that can find its jobs.
 type recoverer struct{ *fakeService }
 
-func (r recoverer) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (string, bool, error) {
+func (r recoverer) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for ext, j := range r.jobs {
@@ -171,7 +171,7 @@ type rig struct {
 	e    *Engine
 }
 
-func newRig(t tlike, svc external.Service, ws ...schema.Workflow) *rig {
+func newRig(t tlike, svc external.Service, ws ...workflow.Workflow) *rig {
 	t.Helper()
 	r := &rig{t: t, wdir: t.TempDir(), ddir: t.TempDir()}
 	if len(ws) > 0 {
@@ -191,7 +191,7 @@ func newRig(t tlike, svc external.Service, ws ...schema.Workflow) *rig {
 	} else if rc, ok := svc.(recoverer); ok {
 		r.svc = rc.fakeService
 	}
-	r.e, err = New(Options{WorkflowsDir: r.wdir, DB: r.db, Services: map[string]external.Service{schema.ServiceCommand: svc}, Logger: discard})
+	r.e, err = New(Options{WorkflowsDir: r.wdir, DB: r.db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"pgregory.net/rapid"
 )
 
@@ -73,9 +73,9 @@ func TestEngineProperties(t *testing.T) {
 		w.StartTime = start
 		w.SchedulingStrategy.Concurrency = rapid.IntRange(1, 3).Draw(rt, "concurrency")
 		w.MaxRetryCount = rapid.IntRange(0, 2).Draw(rt, "maxRetry")
-		w.WaitTimeoutSeconds = rapid.SampledFrom([]int64{schema.NeverTimeout, 3 * 3600}).Draw(rt, "timeout")
+		w.WaitTimeoutSeconds = rapid.SampledFrom([]int64{workflow.NeverTimeout, 3 * 3600}).Draw(rt, "timeout")
 		delay := rapid.SampledFrom([]int64{0, 1800, 5400}).Draw(rt, "delay")
-		w.Trigger = schema.Trigger{Type: schema.TriggerDelay, Seconds: delay}
+		w.Trigger = workflow.Trigger{Type: workflow.TriggerDelay, Seconds: delay}
 		r := newRig(t, nil, w)
 		ctx := context.Background()
 		now := start.Add(time.Duration(rapid.IntRange(1, 5).Draw(rt, "now0")) * time.Hour)

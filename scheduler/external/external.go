@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // ErrUnavailable marks a failure of the service itself (unreachable,
@@ -31,11 +31,11 @@ type Status struct {
 // Service runs slots. Implementations are safe for concurrent use.
 type Service interface {
 	// Submit submits and starts a job for the slot and returns its external ID.
-	Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (string, error)
+	Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error)
 	// Status reports on a job by its external ID.
-	Status(ctx context.Context, w *schema.Workflow, externalID string) (Status, error)
+	Status(ctx context.Context, w *workflow.Workflow, externalID string) (Status, error)
 	// Kill stops a job; killing a finished job is not an error.
-	Kill(ctx context.Context, w *schema.Workflow, externalID string) error
+	Kill(ctx context.Context, w *workflow.Workflow, externalID string) error
 }
 
 // TimeVars returns the slot-time variables Celos substitutes into paths,

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Recoverer is implemented by services that can find a job they accepted
@@ -25,5 +25,5 @@ import (
 // A service without Recoverer is submitted again after such a crash (at
 // least once); the engine logs that it could not check.
 type Recoverer interface {
-	Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (externalID string, found bool, err error)
+	Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (externalID string, found bool, err error)
 }

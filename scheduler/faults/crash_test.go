@@ -16,7 +16,7 @@ import (
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Crash-test installation: nWorkflows hourly workflows with an always
@@ -42,22 +42,22 @@ func writeCrashProject(t *testing.T, dir, oozieURL string) string {
 			t.Fatal(err)
 		}
 	}
-	p := &schema.Project{Format: schema.FormatVersion, Project: "crash"}
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: "crash"}
 	for i := 0; i < nWorkflows; i++ {
-		p.Workflows = append(p.Workflows, schema.Workflow{
+		p.Workflows = append(p.Workflows, workflow.Workflow{
 			ID:                 fmt.Sprintf("w%02d", i),
-			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: nHours},
-			ExternalService: schema.ExternalService{Type: schema.ServiceCommand, Command: []string{
+			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: nHours},
+			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{
 				"sh", "-c", `echo "$CELOS_EXTERNAL_ID" >> '` + runs + `'/"$CELOS_WORKFLOW-$CELOS_HOUR"`,
 			}},
 			StartTime:          crashT0,
 			MaxRetryCount:      0,
-			WaitTimeoutSeconds: schema.NeverTimeout,
+			WaitTimeoutSeconds: workflow.NeverTimeout,
 		})
 		if oozieURL != "" {
-			p.Workflows[i].ExternalService = schema.ExternalService{Type: schema.ServiceOozie, URL: oozieURL, Properties: map[string]string{
+			p.Workflows[i].ExternalService = workflow.ExternalService{Type: workflow.ServiceOozie, URL: oozieURL, Properties: map[string]string{
 				"user.name": "celos", "oozie.wf.application.path": "hdfs:///apps/crash",
 			}}
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestDiskFull: the state database on a full file system (a 1 MiB tmpfs,
@@ -69,19 +69,19 @@ func diskFullHelper(t *testing.T) {
 	wfDir, dbDir := filepath.Join(base, "wf"), filepath.Join(mnt, "db")
 	os.MkdirAll(wfDir, 0o755)
 	t0 := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
-	var wfs []schema.Workflow
+	var wfs []workflow.Workflow
 	for i := 0; i < 20; i++ {
-		wfs = append(wfs, schema.Workflow{
+		wfs = append(wfs, workflow.Workflow{
 			ID:                 fmt.Sprintf("wf%02d", i),
-			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 10},
-			ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
+			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 10},
+			ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
 			StartTime:          t0,
-			WaitTimeoutSeconds: schema.NeverTimeout,
+			WaitTimeoutSeconds: workflow.NeverTimeout,
 		})
 	}
-	data, _ := (&schema.Project{Format: schema.FormatVersion, Project: "full", Workflows: wfs}).Marshal()
+	data, _ := (&workflow.Project{Format: workflow.FormatVersion, Project: "full", Workflows: wfs}).Marshal()
 	os.WriteFile(filepath.Join(wfDir, "full.json"), data, 0o644)
 	db, err := statedb.Open(dbDir)
 	if err != nil {
@@ -89,7 +89,7 @@ func diskFullHelper(t *testing.T) {
 	}
 	defer db.Close()
 	svc := &countingService{}
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: svc},
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: svc},
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

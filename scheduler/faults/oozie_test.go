@@ -23,7 +23,7 @@ import (
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // lossMode is how the proxy in front of the fake Oozie treats a job
@@ -130,16 +130,16 @@ func newOozieRig(t *testing.T) *oozieRig {
 	proxy := newLossyProxy(t, fake.URL, 3*timeout)
 	dir := t.TempDir()
 	t0 := time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)
-	p := &schema.Project{Format: schema.FormatVersion, Project: "oz", Workflows: []schema.Workflow{{
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: "oz", Workflows: []workflow.Workflow{{
 		ID:                 "wc",
-		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: oozieSlots},
-		ExternalService: schema.ExternalService{Type: schema.ServiceOozie, Properties: map[string]string{
+		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: oozieSlots},
+		ExternalService: workflow.ExternalService{Type: workflow.ServiceOozie, Properties: map[string]string{
 			"user.name": "celos", "oozie.wf.application.path": "hdfs:///app/wc",
 		}},
 		StartTime:          t0,
-		WaitTimeoutSeconds: schema.NeverTimeout,
+		WaitTimeoutSeconds: workflow.NeverTimeout,
 	}}}
 	data, _ := p.Marshal()
 	os.MkdirAll(filepath.Join(dir, "wf"), 0o755)
@@ -154,7 +154,7 @@ func newOozieRig(t *testing.T) *oozieRig {
 	svc := oozie.NewService(&defaults.Defaults{Oozie: proxy.srv.URL + "/oozie"}, nil, oozie.WithCallTimeout(timeout))
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: filepath.Join(dir, "wf"), DB: db,
-		Services:    map[string]external.Service{schema.ServiceOozie: svc},
+		Services:    map[string]external.Service{workflow.ServiceOozie: svc},
 		Logger:      slog.New(slog.DiscardHandler),
 		CallTimeout: 2 * timeout,
 	})

@@ -20,7 +20,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // countingService is an external service that records submissions; every
@@ -30,18 +30,18 @@ type countingService struct {
 	submits []string
 }
 
-func (c *countingService) Submit(_ context.Context, _ *schema.Workflow, id slot.ID) (string, error) {
+func (c *countingService) Submit(_ context.Context, _ *workflow.Workflow, id slot.ID) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.submits = append(c.submits, id.String())
 	return "job-" + id.String(), nil
 }
 
-func (c *countingService) Status(context.Context, *schema.Workflow, string) (external.Status, error) {
+func (c *countingService) Status(context.Context, *workflow.Workflow, string) (external.Status, error) {
 	return external.Status{Success: true, Detail: "done"}, nil
 }
 
-func (c *countingService) Kill(context.Context, *schema.Workflow, string) error { return nil }
+func (c *countingService) Kill(context.Context, *workflow.Workflow, string) error { return nil }
 
 func (c *countingService) count() int {
 	c.mu.Lock()
@@ -122,14 +122,14 @@ func TestReadOnlyStateDB(t *testing.T) {
 	wfDir, dbDir := filepath.Join(dir, "wf"), filepath.Join(dir, "db")
 	os.MkdirAll(wfDir, 0o755)
 	t0 := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
-	p := &schema.Project{Format: schema.FormatVersion, Project: "ro", Workflows: []schema.Workflow{{
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: "ro", Workflows: []workflow.Workflow{{
 		ID:                 "wf",
-		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 10},
-		ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
+		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 10},
+		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
 		StartTime:          t0,
-		WaitTimeoutSeconds: schema.NeverTimeout,
+		WaitTimeoutSeconds: workflow.NeverTimeout,
 	}}}
 	data, _ := p.Marshal()
 	os.WriteFile(filepath.Join(wfDir, "ro.json"), data, 0o644)
@@ -141,7 +141,7 @@ func TestReadOnlyStateDB(t *testing.T) {
 	svc := &countingService{}
 	var logBuf lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logBuf, nil))
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Services: map[string]external.Service{schema.ServiceCommand: svc}, Logger: log})
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

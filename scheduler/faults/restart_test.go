@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // A restart round: how and when the server is stopped, which jobs end
@@ -40,23 +40,23 @@ func writeRestartProject(t *testing.T, dir string, retry int) (runs, done string
 			t.Fatal(err)
 		}
 	}
-	p := &schema.Project{Format: schema.FormatVersion, Project: "restart"}
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: "restart"}
 	for i := 0; i < rsWorkflows; i++ {
 		gate := filepath.Join(dir, "gate-even")
 		if i%2 == 1 {
 			gate = filepath.Join(dir, "gate-odd")
 		}
-		p.Workflows = append(p.Workflows, schema.Workflow{
+		p.Workflows = append(p.Workflows, workflow.Workflow{
 			ID:                 fmt.Sprintf("w%02d", i),
-			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: nHours},
-			ExternalService: schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"sh", "-c",
+			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: nHours},
+			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"sh", "-c",
 				`f="$CELOS_WORKFLOW-$CELOS_HOUR"; echo "$CELOS_EXTERNAL_ID" >> "$RUNS/$f"; flock -s "$GATE" true; echo "$CELOS_EXTERNAL_ID" >> "$DONE/$f"`,
 			}, Env: map[string]string{"RUNS": runs, "DONE": done, "GATE": gate}},
 			StartTime:          crashT0,
 			MaxRetryCount:      retry,
-			WaitTimeoutSeconds: schema.NeverTimeout,
+			WaitTimeoutSeconds: workflow.NeverTimeout,
 		})
 	}
 	data, err := p.Marshal()

@@ -16,7 +16,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // stepFixture is an engine over n hourly workflows with one slot each in
@@ -38,16 +38,16 @@ func newStepFixture(tb testing.TB, c *hdfstest.Cluster, n, paths int) *stepFixtu
 func newStepFixtureAt(tb testing.TB, c *hdfstest.Cluster, fsURI string, proxy *rpcProxy, n, paths int) *stepFixture {
 	tb.Helper()
 	now := time.Date(2015, 9, 12, 20, 30, 0, 0, time.UTC)
-	p := &schema.Project{Format: schema.FormatVersion, Project: "bench"}
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: "bench"}
 	for i := 0; i < n; i++ {
-		p.Workflows = append(p.Workflows, schema.Workflow{
+		p.Workflows = append(p.Workflows, workflow.Workflow{
 			ID:                 fmt.Sprintf("wf-%04d", i),
-			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            schema.Trigger{Type: schema.TriggerHDFSCheck, FS: fsURI, Path: fmt.Sprintf("/bench/in/%d/${year}${month}${day}${hour}/_READY", i%paths)},
-			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
-			ExternalService:    schema.ExternalService{Type: schema.ServiceOozie, URL: "http://127.0.0.1:1/oozie", Properties: map[string]string{"oozie.wf.application.path": "/app"}},
+			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger:            workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: fsURI, Path: fmt.Sprintf("/bench/in/%d/${year}${month}${day}${hour}/_READY", i%paths)},
+			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+			ExternalService:    workflow.ExternalService{Type: workflow.ServiceOozie, URL: "http://127.0.0.1:1/oozie", Properties: map[string]string{"oozie.wf.application.path": "/app"}},
 			StartTime:          now.Add(-time.Hour + time.Minute), // one slot: 20:00
-			WaitTimeoutSeconds: schema.NeverTimeout,
+			WaitTimeoutSeconds: workflow.NeverTimeout,
 		})
 	}
 	dir := tb.TempDir()
@@ -69,7 +69,7 @@ func newStepFixtureAt(tb testing.TB, c *hdfstest.Cluster, fsURI string, proxy *r
 	mux.Handle("hdfs", fs)
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: dir, DB: db, FS: mux,
-		Services: map[string]external.Service{schema.ServiceOozie: oozie.NewService(nil, nil)},
+		Services: map[string]external.Service{workflow.ServiceOozie: oozie.NewService(nil, nil)},
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 func TestMain(m *testing.M) { hdfstest.Main(m) }
@@ -41,7 +42,7 @@ type e2e struct {
 	only    []string // the workflows a step steps (nil: all)
 }
 
-func newE2E(t *testing.T, c *hdfstest.Cluster, project *schema.Project, only ...string) *e2e {
+func newE2E(t *testing.T, c *hdfstest.Cluster, project *workflow.Project, only ...string) *e2e {
 	t.Helper()
 	ctx := context.Background()
 	f := startFake(t, ooziefake.RequireUser())
@@ -91,7 +92,7 @@ func newE2E(t *testing.T, c *hdfstest.Cluster, project *schema.Project, only ...
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: wfDir,
 		DB:           db,
-		Services:     map[string]external.Service{schema.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(2*time.Second))},
+		Services:     map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(2*time.Second))},
 		FS:           mux,
 		CallTimeout:  5 * time.Second,
 	})
@@ -157,7 +158,7 @@ func mkfile(t *testing.T, c *hdfstest.Cluster, p string) {
 
 // compileProject compiles the CUE project of the test, as `celos export`
 // does for a deployment.
-func compileProject(t *testing.T) *schema.Project {
+func compileProject(t *testing.T) *workflow.Project {
 	t.Helper()
 	p, _, err := schema.Compile("testdata/e2e")
 	if err != nil {
@@ -166,7 +167,7 @@ func compileProject(t *testing.T) *schema.Project {
 	return p
 }
 
-func workflowOf(t *testing.T, p *schema.Project, id string) *schema.Workflow {
+func workflowOf(t *testing.T, p *workflow.Project, id string) *workflow.Workflow {
 	t.Helper()
 	for i := range p.Workflows {
 		if p.Workflows[i].ID == id {
@@ -376,7 +377,7 @@ func hasProblem(ps []engine.Problem, op, text string) bool {
 // A crash between Oozie accepting a job and the engine recording it: on
 // the next step the engine finds the job through Recover instead of
 // submitting a second one.
-func recoverAfterCrash(t *testing.T, c *hdfstest.Cluster, project *schema.Project) {
+func recoverAfterCrash(t *testing.T, c *hdfstest.Cluster, project *workflow.Project) {
 	t0 := time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)
 	w := workflowOf(t, project, "recover")
 	e := newE2E(t, c, project, "recover")

@@ -13,7 +13,7 @@ import (
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // WorkflowNameProperty is the property naming the slot a job runs for,
@@ -84,7 +84,7 @@ func NewService(d *defaults.Defaults, hc *http.Client, opts ...ServiceOption) *S
 }
 
 // URL is the Oozie URL of w: its own, else the installation default.
-func (s *Service) URL(w *schema.Workflow) (string, error) {
+func (s *Service) URL(w *workflow.Workflow) (string, error) {
 	if u := w.ExternalService.URL; u != "" {
 		return u, nil
 	}
@@ -100,7 +100,7 @@ func (s *Service) URL(w *schema.Workflow) (string, error) {
 // ${millisecond}) substituted from the slot time in every value; then year,
 // month, day, hour, minute, second and celosWorkflowName set, overriding
 // properties of the same names.
-func (s *Service) Properties(w *schema.Workflow, id slot.ID) map[string]string {
+func (s *Service) Properties(w *workflow.Workflow, id slot.ID) map[string]string {
 	props := maps.Clone(s.defaults.OozieProperties)
 	if props == nil {
 		props = make(map[string]string)
@@ -133,7 +133,7 @@ func PrettyTime(t time.Time) string {
 
 // user is whom the calls for w authenticate as: the user.name property
 // (the workflow's, else the installation default's), else the OS user.
-func (s *Service) user(w *schema.Workflow) string {
+func (s *Service) user(w *workflow.Workflow) string {
 	if u := w.ExternalService.Properties["user.name"]; u != "" {
 		return u
 	}
@@ -144,7 +144,7 @@ func (s *Service) user(w *schema.Workflow) string {
 }
 
 // client returns the (cached) client for w.
-func (s *Service) client(w *schema.Workflow) (*Client, error) {
+func (s *Service) client(w *workflow.Workflow) (*Client, error) {
 	u, err := s.URL(w)
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (s *Service) client(w *schema.Workflow) (*Client, error) {
 }
 
 // Submit submits and starts the slot's workflow job and returns its id.
-func (s *Service) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (string, error) {
+func (s *Service) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
 	c, err := s.client(w)
 	if err != nil {
 		return "", err
@@ -181,7 +181,7 @@ func (s *Service) Submit(ctx context.Context, w *schema.Workflow, id slot.ID) (s
 // running (a suspended job an operator resumes must not be resubmitted),
 // SUCCEEDED is success, KILLED and FAILED are failure; any other status
 // is an error.
-func (s *Service) Status(ctx context.Context, w *schema.Workflow, externalID string) (external.Status, error) {
+func (s *Service) Status(ctx context.Context, w *workflow.Workflow, externalID string) (external.Status, error) {
 	c, err := s.client(w)
 	if err != nil {
 		return external.Status{}, err
@@ -225,7 +225,7 @@ func detail(j *Job) string {
 }
 
 // Kill kills the job; Oozie answers success for a job already finished.
-func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID string) error {
+func (s *Service) Kill(ctx context.Context, w *workflow.Workflow, externalID string) error {
 	c, err := s.client(w)
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ func (s *Service) Kill(ctx context.Context, w *schema.Workflow, externalID strin
 // (GET /jobs?filter=name=<celosWorkflowName>, one call when workflow.xml is
 // named "${celosWorkflowName}"), else among the user's newest jobs, whose
 // configuration it reads one by one (at most 50).
-func (s *Service) Recover(ctx context.Context, w *schema.Workflow, id slot.ID, since time.Time) (string, bool, error) {
+func (s *Service) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
 	c, err := s.client(w)
 	if err != nil {
 		return "", false, err

@@ -12,13 +12,13 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
-func workflow(url string, props map[string]string) *schema.Workflow {
-	return &schema.Workflow{
+func newWorkflow(url string, props map[string]string) *workflow.Workflow {
+	return &workflow.Workflow{
 		ID:              "wordcount",
-		ExternalService: schema.ExternalService{Type: schema.ServiceOozie, URL: url, Properties: props},
+		ExternalService: workflow.ExternalService{Type: workflow.ServiceOozie, URL: url, Properties: props},
 	}
 }
 
@@ -43,7 +43,7 @@ func TestProperties(t *testing.T) {
 		"user.name": "celos", "nameNode": "hdfs://default", "queue": "q-${year}",
 	}}
 	s := oozie.NewService(d, nil)
-	w := workflow("", map[string]string{
+	w := newWorkflow("", map[string]string{
 		"nameNode":                  "hdfs://own",
 		"oozie.wf.application.path": "/apps/wc/${year}/${month}/${day}T${hour}${minute}${second}",
 		"year":                      "overridden by celos",
@@ -73,13 +73,13 @@ func TestProperties(t *testing.T) {
 
 func TestURL(t *testing.T) {
 	s := oozie.NewService(&defaults.Defaults{Oozie: "http://default:11000/oozie"}, nil)
-	if u, _ := s.URL(workflow("http://own:11000/oozie", nil)); u != "http://own:11000/oozie" {
+	if u, _ := s.URL(newWorkflow("http://own:11000/oozie", nil)); u != "http://own:11000/oozie" {
 		t.Errorf("own URL: %q", u)
 	}
-	if u, _ := s.URL(workflow("", nil)); u != "http://default:11000/oozie" {
+	if u, _ := s.URL(newWorkflow("", nil)); u != "http://default:11000/oozie" {
 		t.Errorf("default URL: %q", u)
 	}
-	_, err := oozie.NewService(nil, nil).Submit(context.Background(), workflow("", nil), slot.ID{Workflow: "wordcount"})
+	_, err := oozie.NewService(nil, nil).Submit(context.Background(), newWorkflow("", nil), slot.ID{Workflow: "wordcount"})
 	if err == nil || !strings.Contains(err.Error(), "CELOS_DEFAULT_OOZIE") {
 		t.Errorf("no URL at all: %v", err)
 	}
@@ -95,7 +95,7 @@ func TestServiceLifecycle(t *testing.T) {
 		return []string{ooziefake.Running, ooziefake.Succeeded}
 	})
 	s := oozie.NewService(&defaults.Defaults{Oozie: f.URL}, nil)
-	w := workflow("", map[string]string{"user.name": "bob", "oozie.wf.application.path": "/app"})
+	w := newWorkflow("", map[string]string{"user.name": "bob", "oozie.wf.application.path": "/app"})
 	t0 := time.Date(2015, 9, 12, 0, 0, 0, 0, time.UTC)
 
 	ok, err := s.Submit(ctx, w, slot.ID{Workflow: w.ID, Time: t0})
@@ -146,7 +146,7 @@ func TestServiceOutageIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	f := startFake(t)
 	s := oozie.NewService(nil, nil, oozie.WithCallTimeout(time.Second))
-	w := workflow(f.URL, map[string]string{"user.name": "u", "oozie.wf.application.path": "/app"})
+	w := newWorkflow(f.URL, map[string]string{"user.name": "u", "oozie.wf.application.path": "/app"})
 	id, err := s.Submit(ctx, w, slot.ID{Workflow: w.ID, Time: time.Unix(0, 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestRecover(t *testing.T) {
 	ctx := context.Background()
 	f := startFake(t)
 	s := oozie.NewService(&defaults.Defaults{Oozie: f.URL}, nil)
-	w := workflow("", map[string]string{"user.name": "u", "oozie.wf.application.path": "/app"})
+	w := newWorkflow("", map[string]string{"user.name": "u", "oozie.wf.application.path": "/app"})
 	id := slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)}
 
 	intent := time.Now()

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/cron"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Schedule enumerates the slot times of one workflow. Slot times are UTC
@@ -22,7 +22,7 @@ type Schedule struct {
 // NewCron returns the schedule of a Quartz cron expression in the IANA time
 // zone tz ("" or "UTC" for UTC).
 func NewCron(expr, tz string) (*Schedule, error) {
-	s := schema.Schedule{Type: schema.ScheduleCron, Cron: expr, TimeZone: tz}
+	s := workflow.Schedule{Type: workflow.ScheduleCron, Cron: expr, TimeZone: tz}
 	loc, err := s.Location()
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (s *Schedule) InSchedule(t time.Time) bool {
 // A workflow whose chain names a missing workflow, runs into a cycle, or
 // ends in a bad cron expression gets an error naming the chain instead, and
 // only that workflow is affected.
-func Resolve(ws map[string]*schema.Workflow) (map[string]*Schedule, map[string]error) {
+func Resolve(ws map[string]*workflow.Workflow) (map[string]*Schedule, map[string]error) {
 	scheds := make(map[string]*Schedule, len(ws))
 	errs := make(map[string]error)
 	crons := make(map[string]*Schedule) // by cron+tz: one parse per distinct expression
@@ -79,7 +79,7 @@ func Resolve(ws map[string]*schema.Workflow) (map[string]*Schedule, map[string]e
 		cur := ws[id]
 		seen := map[string]bool{id: true}
 		var err error
-		for err == nil && cur.Schedule.Type == schema.ScheduleDependent {
+		for err == nil && cur.Schedule.Type == workflow.ScheduleDependent {
 			next := cur.Schedule.Workflow
 			switch {
 			case seen[next]:
@@ -92,7 +92,7 @@ func Resolve(ws map[string]*schema.Workflow) (map[string]*Schedule, map[string]e
 				cur = ws[next]
 			}
 		}
-		if err == nil && cur.Schedule.Type != schema.ScheduleCron {
+		if err == nil && cur.Schedule.Type != workflow.ScheduleCron {
 			err = fmt.Errorf("unknown schedule type %q of workflow %q", cur.Schedule.Type, cur.ID)
 		}
 		if err != nil {

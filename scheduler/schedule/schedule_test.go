@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 func ts(s string) time.Time {
@@ -66,14 +66,16 @@ func TestCronTimeZone(t *testing.T) {
 	}
 }
 
-func wf(id string, s schema.Schedule) *schema.Workflow {
-	return &schema.Workflow{ID: id, Schedule: s}
+func wf(id string, s workflow.Schedule) *workflow.Workflow {
+	return &workflow.Workflow{ID: id, Schedule: s}
 }
 
 func TestResolve(t *testing.T) {
-	hourly := schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"}
-	dep := func(on string) schema.Schedule { return schema.Schedule{Type: schema.ScheduleDependent, Workflow: on} }
-	ws := map[string]*schema.Workflow{
+	hourly := workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"}
+	dep := func(on string) workflow.Schedule {
+		return workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: on}
+	}
+	ws := map[string]*workflow.Workflow{
 		"base":  wf("base", hourly),
 		"d1":    wf("d1", dep("base")),
 		"d2":    wf("d2", dep("d1")),

@@ -10,14 +10,14 @@ import (
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // loadedWorkflows returns the workflows svc has loaded when it is called,
 // and the workflows files that did not load (their triggers are unknown).
-func loadedWorkflows(svc api.Service) func() ([]*schema.Workflow, []api.LoadError) {
-	return func() ([]*schema.Workflow, []api.LoadError) {
-		var ws []*schema.Workflow
+func loadedWorkflows(svc api.Service) func() ([]*workflow.Workflow, []api.LoadError) {
+	return func() ([]*workflow.Workflow, []api.LoadError) {
+		var ws []*workflow.Workflow
 		for _, id := range svc.WorkflowIDs() {
 			if w, err := svc.Workflow(id); err == nil {
 				ws = append(ws, w)
@@ -41,7 +41,7 @@ type pruner interface {
 // statedb.MinRetention, trigger.LookBacks), so that pruning never breaks a
 // look-back trigger. Each such extension is logged, naming the workflow
 // read and the one reading it.
-func pruneLimits(now time.Time, keep time.Duration, ws []*schema.Workflow, log *slog.Logger) func(wf string) time.Time {
+func pruneLimits(now time.Time, keep time.Duration, ws []*workflow.Workflow, log *slog.Logger) func(wf string) time.Time {
 	longer := make(map[string]time.Time)
 	for _, lb := range trigger.LookBacks(ws) {
 		need := lb.Retention(statedb.MinRetention)
@@ -82,7 +82,7 @@ type jobPruner interface {
 // service's records of runs that ended that long ago (jobs may be nil),
 // until ctx is done. The returned channel is closed when it has stopped.
 // keep 0 means no pruning.
-func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*schema.Workflow, []api.LoadError), jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
+func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*workflow.Workflow, []api.LoadError), jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if keep <= 0 {
 		close(done)

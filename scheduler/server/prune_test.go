@@ -12,7 +12,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestRunPrunes: --prune-older-than prunes the state database at start
@@ -90,22 +90,22 @@ func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
 	dir := t.TempDir()
 	wfDir := filepath.Join(dir, "wf")
 	os.Mkdir(wfDir, 0o755)
-	wf := func(id string, trig schema.Trigger) schema.Workflow {
-		return schema.Workflow{
+	wf := func(id string, trig workflow.Trigger) workflow.Workflow {
+		return workflow.Workflow{
 			ID:                 id,
-			Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
 			Trigger:            trig,
-			SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
-			ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
-			StartTime:          schema.DefaultStartTime,
-			WaitTimeoutSeconds: schema.NeverTimeout,
+			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+			ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
+			StartTime:          workflow.DefaultStartTime,
+			WaitTimeoutSeconds: workflow.NeverTimeout,
 		}
 	}
-	lookBack := schema.Trigger{Type: schema.TriggerOffset, Seconds: -864000, Trigger: &schema.Trigger{Type: schema.TriggerSuccess, Workflow: "a"}}
-	proj := &schema.Project{Format: schema.FormatVersion, Project: "p", Workflows: []schema.Workflow{
-		wf("a", schema.Trigger{Type: schema.TriggerAlways}),
+	lookBack := workflow.Trigger{Type: workflow.TriggerOffset, Seconds: -864000, Trigger: &workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "a"}}
+	proj := &workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: []workflow.Workflow{
+		wf("a", workflow.Trigger{Type: workflow.TriggerAlways}),
 		wf("b", lookBack),
-		wf("c", schema.Trigger{Type: schema.TriggerAlways}),
+		wf("c", workflow.Trigger{Type: workflow.TriggerAlways}),
 	}}
 	data, err := proj.Marshal()
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Config is the server's configuration, from the command line.
@@ -222,7 +222,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	// loop returns once it is done.
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
-	jobs, _ := svcs[schema.ServiceCommand].(jobPruner)
+	jobs, _ := svcs[workflow.ServiceCommand].(jobPruner)
 	pruneDone, err := startPruning(loopCtx, engineCloser, loadedWorkflows(engine), jobs, cfg.PruneOlderThan, log)
 	if err != nil {
 		srv.Close()

@@ -8,11 +8,11 @@ import (
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/oozie"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // externalServices builds the external services by type (the
-// schema.ExternalService.Type a workflow names). The engine looks each
+// workflow.ExternalService.Type a workflow names). The engine looks each
 // workflow's service up in this map; a workflow whose type is missing
 // waits with an error on /trigger-status, it never fails.
 //
@@ -26,7 +26,7 @@ func externalServices(cfg Config, d *defaults.Defaults, log *slog.Logger) (map[s
 		return nil, fmt.Errorf("jobs directory %s (--jobs; default: beside --db): %w", cfg.Jobs, err)
 	}
 	return map[string]external.Service{
-		schema.ServiceCommand: cmd,
-		schema.ServiceOozie:   oozie.NewService(d, nil),
+		workflow.ServiceCommand: cmd,
+		workflow.ServiceOozie:   oozie.NewService(d, nil),
 	}, nil
 }

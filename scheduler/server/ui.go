@@ -13,7 +13,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/ui"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // mountUI serves the web UI at /ui and redirects / to it.
@@ -26,7 +26,7 @@ func mountUI(mux *http.ServeMux, cfg Config, svc api.Service, svcs map[string]ex
 		}
 		opts.Config = c
 	}
-	if cmd, ok := svcs[schema.ServiceCommand].(*command.Service); ok {
+	if cmd, ok := svcs[workflow.ServiceCommand].(*command.Service); ok {
 		opts.SlotLog = commandLog(cmd)
 	}
 	h, err := ui.New(svc, opts)
@@ -43,8 +43,8 @@ func mountUI(mux *http.ServeMux, cfg Config, svc api.Service, svcs map[string]ex
 
 // commandLog opens the output log of a slot run by the command service.
 func commandLog(cmd *command.Service) ui.LogFunc {
-	return func(_ context.Context, w *schema.Workflow, st slot.State) (io.ReadCloser, error) {
-		if w.ExternalService.Type != schema.ServiceCommand || st.ExternalID == "" {
+	return func(_ context.Context, w *workflow.Workflow, st slot.State) (io.ReadCloser, error) {
+		if w.ExternalService.Type != workflow.ServiceCommand || st.ExternalID == "" {
 			return nil, fmt.Errorf("slot %s has no local run: %w", st.ID, fs.ErrNotExist)
 		}
 		p, err := cmd.LogPath(st.ExternalID)

@@ -17,26 +17,26 @@ import (
 	"github.com/celos-go/celos/scheduler/server"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // hourlyWorkflow is an hourly workflow with the given trigger that runs
 // `true` through the command service.
-func hourlyWorkflow(id string, trig schema.Trigger) schema.Workflow {
-	return schema.Workflow{
+func hourlyWorkflow(id string, trig workflow.Trigger) workflow.Workflow {
+	return workflow.Workflow{
 		ID:                 id,
-		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
 		Trigger:            trig,
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
-		ExternalService:    schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"true"}},
-		StartTime:          schema.DefaultStartTime,
-		WaitTimeoutSeconds: schema.NeverTimeout,
+		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
+		StartTime:          workflow.DefaultStartTime,
+		WaitTimeoutSeconds: workflow.NeverTimeout,
 	}
 }
 
-func writeWorkflows(t *testing.T, dir string, ws ...schema.Workflow) {
+func writeWorkflows(t *testing.T, dir string, ws ...workflow.Workflow) {
 	t.Helper()
-	p := &schema.Project{Format: schema.FormatVersion, Project: "p", Workflows: ws}
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: ws}
 	data, err := p.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func writeWorkflows(t *testing.T, dir string, ws ...schema.Workflow) {
 // that slot is reported, the others are stepped.
 func TestStepAndReadsFinishWithAFIFOSlotFile(t *testing.T) {
 	wfDir, dbDir := t.TempDir(), t.TempDir()
-	writeWorkflows(t, wfDir, hourlyWorkflow("wf", schema.Trigger{Type: schema.TriggerNot, Trigger: &schema.Trigger{Type: schema.TriggerAlways}}))
+	writeWorkflows(t, wfDir, hourlyWorkflow("wf", workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}))
 	now := time.Now().UTC().Truncate(time.Hour)
 	fifoSlot := now.Add(-3 * time.Hour)
 	p := filepath.Join(dbDir, "state", "wf", fifoSlot.Format("2006-01-02"), fifoSlot.Format("15:04:05.000Z"))
@@ -100,7 +100,7 @@ func TestServerAnswersWithAFIFOSlotFile(t *testing.T) {
 	dir := t.TempDir()
 	wfDir, dbDir := filepath.Join(dir, "wf"), filepath.Join(dir, "db")
 	os.Mkdir(wfDir, 0o755)
-	writeWorkflows(t, wfDir, hourlyWorkflow("wf", schema.Trigger{Type: schema.TriggerNot, Trigger: &schema.Trigger{Type: schema.TriggerAlways}}))
+	writeWorkflows(t, wfDir, hourlyWorkflow("wf", workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}))
 	fifoSlot := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
 	p := filepath.Join(dbDir, "state", "wf", fifoSlot.Format("2006-01-02"), fifoSlot.Format("15:04:05.000Z"))
 	os.MkdirAll(filepath.Dir(p), 0o755)

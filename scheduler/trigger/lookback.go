@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Reads returns, for every workflow whose slot states a success trigger in
@@ -15,27 +15,27 @@ import (
 // `offset -864000` around a success trigger reads the slot ten days
 // earlier). Offsets nest (their seconds add up); and, or and not read what
 // their children read; delay, hdfsCheck and always read no state.
-// Triggers nested deeper than schema.MaxTriggerDepth are never evaluated
+// Triggers nested deeper than workflow.MaxTriggerDepth are never evaluated
 // and read nothing, as in Evaluate.
-func Reads(t *schema.Trigger) map[string]int64 {
+func Reads(t *workflow.Trigger) map[string]int64 {
 	out := make(map[string]int64)
-	var walk func(t *schema.Trigger, off int64, depth int)
-	walk = func(t *schema.Trigger, off int64, depth int) {
-		if t == nil || depth > schema.MaxTriggerDepth {
+	var walk func(t *workflow.Trigger, off int64, depth int)
+	walk = func(t *workflow.Trigger, off int64, depth int) {
+		if t == nil || depth > workflow.MaxTriggerDepth {
 			return
 		}
 		switch t.Type {
-		case schema.TriggerSuccess:
+		case workflow.TriggerSuccess:
 			if cur, ok := out[t.Workflow]; !ok || off < cur {
 				out[t.Workflow] = off
 			}
-		case schema.TriggerAnd, schema.TriggerOr:
+		case workflow.TriggerAnd, workflow.TriggerOr:
 			for i := range t.Triggers {
 				walk(&t.Triggers[i], off, depth+1)
 			}
-		case schema.TriggerNot:
+		case workflow.TriggerNot:
 			walk(t.Trigger, off, depth+1)
-		case schema.TriggerOffset:
+		case workflow.TriggerOffset:
 			// At most 16 levels of ±100 years: no overflow of int64.
 			walk(t.Trigger, off+t.Seconds, depth+1)
 		}
@@ -62,7 +62,7 @@ type LookBack struct {
 // reads it, sorted by Workflow. Workflows read only at or after the slot
 // time (no offset, or positive offsets) are not listed: the window that
 // is stepped covers them.
-func LookBacks(ws []*schema.Workflow) []LookBack {
+func LookBacks(ws []*workflow.Workflow) []LookBack {
 	longest := make(map[string]LookBack)
 	for _, w := range ws {
 		for read, off := range Reads(&w.Trigger) {

@@ -10,43 +10,45 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
-func success(wf string) schema.Trigger {
-	return schema.Trigger{Type: schema.TriggerSuccess, Workflow: wf}
+func success(wf string) workflow.Trigger {
+	return workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: wf}
 }
 
-func offset(s int64, t schema.Trigger) schema.Trigger {
-	return schema.Trigger{Type: schema.TriggerOffset, Seconds: s, Trigger: &t}
+func offset(s int64, t workflow.Trigger) workflow.Trigger {
+	return workflow.Trigger{Type: workflow.TriggerOffset, Seconds: s, Trigger: &t}
 }
 
-func not(t schema.Trigger) schema.Trigger {
-	return schema.Trigger{Type: schema.TriggerNot, Trigger: &t}
+func not(t workflow.Trigger) workflow.Trigger {
+	return workflow.Trigger{Type: workflow.TriggerNot, Trigger: &t}
 }
 
-func and(ts ...schema.Trigger) schema.Trigger {
-	return schema.Trigger{Type: schema.TriggerAnd, Triggers: ts}
+func and(ts ...workflow.Trigger) workflow.Trigger {
+	return workflow.Trigger{Type: workflow.TriggerAnd, Triggers: ts}
 }
 
-func or(ts ...schema.Trigger) schema.Trigger {
-	return schema.Trigger{Type: schema.TriggerOr, Triggers: ts}
+func or(ts ...workflow.Trigger) workflow.Trigger {
+	return workflow.Trigger{Type: workflow.TriggerOr, Triggers: ts}
 }
 
-func delay(s int64) schema.Trigger { return schema.Trigger{Type: schema.TriggerDelay, Seconds: s} }
+func delay(s int64) workflow.Trigger {
+	return workflow.Trigger{Type: workflow.TriggerDelay, Seconds: s}
+}
 
 func TestReads(t *testing.T) {
 	deep := success("deep")
-	for range schema.MaxTriggerDepth + 1 {
+	for range workflow.MaxTriggerDepth + 1 {
 		deep = offset(-1, deep)
 	}
 	for _, tc := range []struct {
 		name string
-		t    schema.Trigger
+		t    workflow.Trigger
 		want map[string]int64
 	}{
-		{"always", schema.Trigger{Type: schema.TriggerAlways}, map[string]int64{}},
-		{"hdfsCheck", schema.Trigger{Type: schema.TriggerHDFSCheck, Path: "/x"}, map[string]int64{}},
+		{"always", workflow.Trigger{Type: workflow.TriggerAlways}, map[string]int64{}},
+		{"hdfsCheck", workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/x"}, map[string]int64{}},
 		{"delay reads nothing", delay(86400), map[string]int64{}},
 		{"success", success("a"), map[string]int64{"a": 0}},
 		{"the issue: offset -864000 around success", offset(-864000, success("a")), map[string]int64{"a": -864000}},
@@ -61,15 +63,15 @@ func TestReads(t *testing.T) {
 		{"or under offset", offset(-100, or(success("a"), offset(50, success("b")), not(offset(-900, success("c"))))),
 			map[string]int64{"a": -100, "b": -50, "c": -1000}},
 		{"self", offset(-3600, success("me")), map[string]int64{"me": -3600}},
-		{"100 years × 16 levels does not overflow", func() schema.Trigger {
+		{"100 years × 16 levels does not overflow", func() workflow.Trigger {
 			tr := success("far")
-			for range schema.MaxTriggerDepth {
-				tr = offset(-schema.MaxTriggerSeconds, tr)
+			for range workflow.MaxTriggerDepth {
+				tr = offset(-workflow.MaxTriggerSeconds, tr)
 			}
 			return tr
-		}(), map[string]int64{"far": -schema.MaxTriggerDepth * schema.MaxTriggerSeconds}},
+		}(), map[string]int64{"far": -workflow.MaxTriggerDepth * workflow.MaxTriggerSeconds}},
 		{"deeper than evaluated: nothing read", deep, map[string]int64{}},
-		{"nil child", schema.Trigger{Type: schema.TriggerNot}, map[string]int64{}},
+		{"nil child", workflow.Trigger{Type: workflow.TriggerNot}, map[string]int64{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Reads(&tc.t)); diff != "" {
@@ -80,15 +82,17 @@ func TestReads(t *testing.T) {
 }
 
 func TestLookBacks(t *testing.T) {
-	wf := func(id string, tr schema.Trigger) *schema.Workflow { return &schema.Workflow{ID: id, Trigger: tr} }
-	ws := []*schema.Workflow{
-		wf("a", schema.Trigger{Type: schema.TriggerAlways}),
+	wf := func(id string, tr workflow.Trigger) *workflow.Workflow {
+		return &workflow.Workflow{ID: id, Trigger: tr}
+	}
+	ws := []*workflow.Workflow{
+		wf("a", workflow.Trigger{Type: workflow.TriggerAlways}),
 		wf("b", offset(-864000, success("a"))),
 		wf("c", and(offset(-3600, success("a")), offset(-86400, success("c")))),
 		wf("d", offset(3600, success("b"))),                       // forward only: not listed
 		wf("e", and(success("b"), offset(-864000, success("a")))), // ties with b: b named
-		{ID: "dep", Schedule: schema.Schedule{Type: schema.ScheduleDependent, Workflow: "b"}, Trigger: offset(-7200, success("h"))}, // a dependent schedule reads nothing itself
-		wf("f", offset(-schema.MaxTriggerSeconds, offset(-schema.MaxTriggerSeconds, offset(-schema.MaxTriggerSeconds, offset(-schema.MaxTriggerSeconds, success("g")))))),
+		{ID: "dep", Schedule: workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: "b"}, Trigger: offset(-7200, success("h"))}, // a dependent schedule reads nothing itself
+		wf("f", offset(-workflow.MaxTriggerSeconds, offset(-workflow.MaxTriggerSeconds, offset(-workflow.MaxTriggerSeconds, offset(-workflow.MaxTriggerSeconds, success("g")))))),
 	}
 	want := []LookBack{
 		{Workflow: "a", By: "b", Back: 10 * 24 * time.Hour},
@@ -142,27 +146,27 @@ func FuzzReadsMatchesEvaluate(f *testing.F) {
 			return data[i-1]
 		}
 		nodes := 0 // bounded: and/or of and/or would grow exponentially
-		var build func(depth int) schema.Trigger
-		build = func(depth int) schema.Trigger {
+		var build func(depth int) workflow.Trigger
+		build = func(depth int) workflow.Trigger {
 			nodes++
 			if depth > 20 || nodes > 200 {
 				return success("z")
 			}
 			switch next() % 7 {
 			case 0:
-				return schema.Trigger{Type: schema.TriggerAlways}
+				return workflow.Trigger{Type: workflow.TriggerAlways}
 			case 1:
 				return success(string('a' + rune(next()%3)))
 			case 2:
 				n := int(next() % 4)
-				ts := make([]schema.Trigger, n)
+				ts := make([]workflow.Trigger, n)
 				for j := range ts {
 					ts[j] = build(depth + 1)
 				}
 				return and(ts...)
 			case 3:
 				n := int(next() % 4)
-				ts := make([]schema.Trigger, n)
+				ts := make([]workflow.Trigger, n)
 				for j := range ts {
 					ts[j] = build(depth + 1)
 				}

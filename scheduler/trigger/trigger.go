@@ -8,7 +8,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Celos's trigger class names, the Type of a Status.
@@ -49,7 +49,7 @@ type Env struct {
 // carries the error; and/or/not/offset propagate an unknown child only where
 // it decides the result (an "and" with a child that is definitely not ready
 // is not ready, without error).
-func Evaluate(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Time) (st Status) {
+func Evaluate(ctx context.Context, env Env, t *workflow.Trigger, slotTime, now time.Time) (st Status) {
 	defer func() {
 		if p := recover(); p != nil {
 			st = failed("Trigger", "Trigger could not be evaluated", fmt.Errorf("internal error: %v", p))
@@ -60,7 +60,7 @@ func Evaluate(ctx context.Context, env Env, t *schema.Trigger, slotTime, now tim
 
 // Ready is Evaluate reduced to its verdict: ready, or not ready with the
 // error that kept it from being decided (nil when it is simply not ready).
-func Ready(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Time) (bool, error) {
+func Ready(ctx context.Context, env Env, t *workflow.Trigger, slotTime, now time.Time) (bool, error) {
 	st := Evaluate(ctx, env, t, slotTime, now)
 	if st.Error != "" {
 		return false, errors.New(st.Error)
@@ -78,18 +78,18 @@ func failed(typ, desc string, err error) Status {
 	return st
 }
 
-func eval(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Time, depth int) Status {
+func eval(ctx context.Context, env Env, t *workflow.Trigger, slotTime, now time.Time, depth int) Status {
 	if t == nil {
 		return failed("Trigger", "Undefined trigger", errors.New("no trigger"))
 	}
-	if depth > schema.MaxTriggerDepth {
-		return failed("Trigger", "Trigger nests too deeply", fmt.Errorf("triggers nest deeper than %d levels", schema.MaxTriggerDepth))
+	if depth > workflow.MaxTriggerDepth {
+		return failed("Trigger", "Trigger nests too deeply", fmt.Errorf("triggers nest deeper than %d levels", workflow.MaxTriggerDepth))
 	}
 	switch t.Type {
-	case schema.TriggerAlways:
+	case workflow.TriggerAlways:
 		return leaf(TypeAlways, true, "Always ready")
 
-	case schema.TriggerHDFSCheck:
+	case workflow.TriggerHDFSCheck:
 		p := external.Expand(t.Path, slotTime)
 		notReady := "HDFS path " + p + " is not ready"
 		if env.FS == nil {
@@ -107,7 +107,7 @@ func eval(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Ti
 		}
 		return leaf(TypeHDFSCheck, false, notReady)
 
-	case schema.TriggerSuccess:
+	case workflow.TriggerSuccess:
 		id := slot.ID{Workflow: t.Workflow, Time: slotTime}
 		desc := func(ok bool) string {
 			if ok {
@@ -125,8 +125,8 @@ func eval(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Ti
 		ok := found && st.Status == slot.Success
 		return leaf(TypeSuccess, ok, desc(ok))
 
-	case schema.TriggerAnd, schema.TriggerOr:
-		and := t.Type == schema.TriggerAnd
+	case workflow.TriggerAnd, workflow.TriggerOr:
+		and := t.Type == workflow.TriggerAnd
 		subs := make([]Status, len(t.Triggers))
 		anyTrue, anyFalse := false, false
 		var unknown string
@@ -166,7 +166,7 @@ func eval(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Ti
 		st.SubStatuses = subs
 		return st
 
-	case schema.TriggerNot:
+	case workflow.TriggerNot:
 		sub := eval(ctx, env, t.Trigger, slotTime, now, depth+1)
 		st := Status{Type: TypeNot, SubStatuses: []Status{sub}}
 		switch {
@@ -179,7 +179,7 @@ func eval(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Ti
 		}
 		return st
 
-	case schema.TriggerOffset:
+	case workflow.TriggerOffset:
 		sub := eval(ctx, env, t.Trigger, slotTime.Add(time.Duration(t.Seconds)*time.Second), now, depth+1)
 		st := Status{Type: TypeOffset, Ready: sub.Ready, Error: sub.Error, SubStatuses: []Status{sub}}
 		if sub.Ready {
@@ -189,7 +189,7 @@ func eval(ctx context.Context, env Env, t *schema.Trigger, slotTime, now time.Ti
 		}
 		return st
 
-	case schema.TriggerDelay:
+	case workflow.TriggerDelay:
 		at := slotTime.Add(time.Duration(t.Seconds) * time.Second)
 		if now.After(at) {
 			return leaf(TypeDelay, true, "Ready since "+slot.FormatTime(at))

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 type states map[slot.ID]slot.State
@@ -50,38 +50,38 @@ func TestDescriptionsAndTypes(t *testing.T) {
 	fs := &fakeFS{exists: map[string]bool{"hdfs://nn/in/2014/01/01/05/_READY": true}}
 	env := Env{States: sts, FS: fs}
 	now := slotTime.Add(30 * time.Minute)
-	hdfs := func(p string) schema.Trigger {
-		return schema.Trigger{Type: schema.TriggerHDFSCheck, Path: p, FS: "hdfs://nn"}
+	hdfs := func(p string) workflow.Trigger {
+		return workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: p, FS: "hdfs://nn"}
 	}
-	succ := func(wf string) schema.Trigger { return schema.Trigger{Type: schema.TriggerSuccess, Workflow: wf} }
+	succ := func(wf string) workflow.Trigger { return workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: wf} }
 	tests := []struct {
-		trig        schema.Trigger
+		trig        workflow.Trigger
 		typ, desc   string
 		ready       bool
 		errContains string
 	}{
-		{schema.Trigger{Type: schema.TriggerAlways}, "AlwaysTrigger", "Always ready", true, ""},
+		{workflow.Trigger{Type: workflow.TriggerAlways}, "AlwaysTrigger", "Always ready", true, ""},
 		{hdfs("/in/${year}/${month}/${day}/${hour}/_READY"), "HDFSCheckTrigger", "HDFS path /in/2014/01/01/05/_READY is ready", true, ""},
 		{hdfs("/in/${year}/${minute}${second}${millisecond}"), "HDFSCheckTrigger", "HDFS path /in/2014/0000000 is not ready", false, ""},
 		{succ("up"), "SuccessTrigger", "Workflow slot up@2014-01-01T05:00:00.000Z is ready", true, ""},
 		{succ("down"), "SuccessTrigger", "Workflow slot down@2014-01-01T05:00:00.000Z is not ready", false, ""},
 		{succ("broken"), "SuccessTrigger", "Workflow slot broken@2014-01-01T05:00:00.000Z is not ready", false, "corrupt"},
-		{schema.Trigger{Type: schema.TriggerAnd}, "AndTrigger", "All nested triggers are ready", true, ""},
-		{schema.Trigger{Type: schema.TriggerOr}, "OrTrigger", "None of the nested triggers are ready", false, ""},
-		{schema.Trigger{Type: schema.TriggerAnd, Triggers: []schema.Trigger{succ("up"), succ("down")}}, "AndTrigger", "Not all nested triggers are ready", false, ""},
-		{schema.Trigger{Type: schema.TriggerOr, Triggers: []schema.Trigger{succ("up"), succ("down")}}, "OrTrigger", "One or more nested triggers are ready", true, ""},
-		{schema.Trigger{Type: schema.TriggerNot, Trigger: &schema.Trigger{Type: schema.TriggerAlways}}, "NotTrigger", "Not ready, nested trigger is ready", false, ""},
-		{schema.Trigger{Type: schema.TriggerNot, Trigger: ptr(succ("down"))}, "NotTrigger", "Ready, nested trigger isn't ready", true, ""},
-		{schema.Trigger{Type: schema.TriggerOffset, Seconds: -3600, Trigger: ptr(succ("up"))}, "OffsetTrigger", "Nested trigger offset by -3600 seconds not ready", false, ""},
-		{schema.Trigger{Type: schema.TriggerOffset, Seconds: -7200, Trigger: ptr(succ("up"))}, "OffsetTrigger", "Nested trigger offset by -7200 seconds ready", true, ""},
-		{schema.Trigger{Type: schema.TriggerDelay, Seconds: 1800}, "DelayTrigger", "Delayed until 2014-01-01T05:30:00.000Z", false, ""},
-		{schema.Trigger{Type: schema.TriggerDelay, Seconds: 1799}, "DelayTrigger", "Ready since 2014-01-01T05:29:59.000Z", true, ""},
+		{workflow.Trigger{Type: workflow.TriggerAnd}, "AndTrigger", "All nested triggers are ready", true, ""},
+		{workflow.Trigger{Type: workflow.TriggerOr}, "OrTrigger", "None of the nested triggers are ready", false, ""},
+		{workflow.Trigger{Type: workflow.TriggerAnd, Triggers: []workflow.Trigger{succ("up"), succ("down")}}, "AndTrigger", "Not all nested triggers are ready", false, ""},
+		{workflow.Trigger{Type: workflow.TriggerOr, Triggers: []workflow.Trigger{succ("up"), succ("down")}}, "OrTrigger", "One or more nested triggers are ready", true, ""},
+		{workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}, "NotTrigger", "Not ready, nested trigger is ready", false, ""},
+		{workflow.Trigger{Type: workflow.TriggerNot, Trigger: ptr(succ("down"))}, "NotTrigger", "Ready, nested trigger isn't ready", true, ""},
+		{workflow.Trigger{Type: workflow.TriggerOffset, Seconds: -3600, Trigger: ptr(succ("up"))}, "OffsetTrigger", "Nested trigger offset by -3600 seconds not ready", false, ""},
+		{workflow.Trigger{Type: workflow.TriggerOffset, Seconds: -7200, Trigger: ptr(succ("up"))}, "OffsetTrigger", "Nested trigger offset by -7200 seconds ready", true, ""},
+		{workflow.Trigger{Type: workflow.TriggerDelay, Seconds: 1800}, "DelayTrigger", "Delayed until 2014-01-01T05:30:00.000Z", false, ""},
+		{workflow.Trigger{Type: workflow.TriggerDelay, Seconds: 1799}, "DelayTrigger", "Ready since 2014-01-01T05:29:59.000Z", true, ""},
 		// Errors: never ready, and never turned into ready by not/or.
-		{schema.Trigger{Type: schema.TriggerNot, Trigger: ptr(succ("broken"))}, "NotTrigger", "Not ready, nested trigger could not be evaluated", false, "corrupt"},
-		{schema.Trigger{Type: schema.TriggerOr, Triggers: []schema.Trigger{succ("broken"), succ("up")}}, "OrTrigger", "One or more nested triggers are ready", true, ""},
-		{schema.Trigger{Type: schema.TriggerOr, Triggers: []schema.Trigger{succ("broken"), succ("down")}}, "OrTrigger", "None of the nested triggers are ready", false, "corrupt"},
-		{schema.Trigger{Type: schema.TriggerAnd, Triggers: []schema.Trigger{succ("broken"), succ("down")}}, "AndTrigger", "Not all nested triggers are ready", false, ""},
-		{schema.Trigger{Type: schema.TriggerAnd, Triggers: []schema.Trigger{succ("broken"), succ("up")}}, "AndTrigger", "Not all nested triggers are ready", false, "corrupt"},
+		{workflow.Trigger{Type: workflow.TriggerNot, Trigger: ptr(succ("broken"))}, "NotTrigger", "Not ready, nested trigger could not be evaluated", false, "corrupt"},
+		{workflow.Trigger{Type: workflow.TriggerOr, Triggers: []workflow.Trigger{succ("broken"), succ("up")}}, "OrTrigger", "One or more nested triggers are ready", true, ""},
+		{workflow.Trigger{Type: workflow.TriggerOr, Triggers: []workflow.Trigger{succ("broken"), succ("down")}}, "OrTrigger", "None of the nested triggers are ready", false, "corrupt"},
+		{workflow.Trigger{Type: workflow.TriggerAnd, Triggers: []workflow.Trigger{succ("broken"), succ("down")}}, "AndTrigger", "Not all nested triggers are ready", false, ""},
+		{workflow.Trigger{Type: workflow.TriggerAnd, Triggers: []workflow.Trigger{succ("broken"), succ("up")}}, "AndTrigger", "Not all nested triggers are ready", false, "corrupt"},
 	}
 	for _, tc := range tests {
 		st := Evaluate(context.Background(), env, &tc.trig, slotTime, now)
@@ -97,10 +97,10 @@ func TestDescriptionsAndTypes(t *testing.T) {
 	}
 }
 
-func ptr(t schema.Trigger) *schema.Trigger { return &t }
+func ptr(t workflow.Trigger) *workflow.Trigger { return &t }
 
 func TestStatusJSON(t *testing.T) {
-	tr := schema.Trigger{Type: schema.TriggerAnd, Triggers: []schema.Trigger{{Type: schema.TriggerAlways}}}
+	tr := workflow.Trigger{Type: workflow.TriggerAnd, Triggers: []workflow.Trigger{{Type: workflow.TriggerAlways}}}
 	st := Evaluate(context.Background(), Env{}, &tr, slotTime, slotTime)
 	b, _ := json.Marshal(st)
 	want := `{"type":"AndTrigger","ready":true,"description":"All nested triggers are ready","subStatuses":[{"type":"AlwaysTrigger","ready":true,"description":"Always ready","subStatuses":[]}]}`
@@ -111,7 +111,7 @@ func TestStatusJSON(t *testing.T) {
 
 func TestFSErrorIsNotReadyWithError(t *testing.T) {
 	fs := &fakeFS{err: errors.New("connection refused")}
-	tr := schema.Trigger{Type: schema.TriggerHDFSCheck, Path: "/x", FS: "hdfs://nn"}
+	tr := workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/x", FS: "hdfs://nn"}
 	ok, err := Ready(context.Background(), Env{FS: fs}, &tr, slotTime, slotTime)
 	if ok || err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("%v %v", ok, err)
@@ -161,9 +161,9 @@ func TestLocalAndMux(t *testing.T) {
 func TestMemoAsksOncePerPath(t *testing.T) {
 	fs := &fakeFS{exists: map[string]bool{"hdfs://nn/in": true}}
 	memo := NewMemo(fs)
-	tr := schema.Trigger{Type: schema.TriggerAnd, Triggers: []schema.Trigger{
-		{Type: schema.TriggerHDFSCheck, Path: "/in", FS: "hdfs://nn"},
-		{Type: schema.TriggerHDFSCheck, Path: "/in", FS: "hdfs://nn"},
+	tr := workflow.Trigger{Type: workflow.TriggerAnd, Triggers: []workflow.Trigger{
+		{Type: workflow.TriggerHDFSCheck, Path: "/in", FS: "hdfs://nn"},
+		{Type: workflow.TriggerHDFSCheck, Path: "/in", FS: "hdfs://nn"},
 	}}
 	for range 5 {
 		Evaluate(context.Background(), Env{FS: memo}, &tr, slotTime, slotTime)
@@ -178,7 +178,7 @@ type panicFS struct{}
 func (panicFS) Exists(context.Context, string, string) (bool, error) { panic("boom") }
 
 func TestPanicIsAnError(t *testing.T) {
-	tr := schema.Trigger{Type: schema.TriggerHDFSCheck, Path: "/x"}
+	tr := workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/x"}
 	st := Evaluate(context.Background(), Env{FS: panicFS{}}, &tr, slotTime, slotTime)
 	if st.Ready || !strings.Contains(st.Error, "boom") {
 		t.Fatalf("%+v", st)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // benchService has n hourly workflows with a stored state for every slot of
@@ -18,7 +18,7 @@ func benchService(n int) *memService {
 	statuses := []slot.Status{slot.Failure, slot.Running, slot.Ready, slot.WaitTimeout, slot.Killed}
 	for w := 0; w < n; w++ {
 		id := fmt.Sprintf("workflow-%04d", w)
-		m.add(id, time.Hour, schema.ServiceOozie)
+		m.add(id, time.Hour, workflow.ServiceOozie)
 		if w%50 == 0 {
 			m.paused[id] = true
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestBrowserDemo runs the bundled demo (testdata/demo, what `make run`
@@ -72,7 +73,7 @@ func TestBrowserDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(engine.Options{WorkflowsDir: "var/workflows", DB: db,
-		Services: map[string]external.Service{schema.ServiceCommand: cmd}, FS: trigger.NewMux("")})
+		Services: map[string]external.Service{workflow.ServiceCommand: cmd}, FS: trigger.NewMux("")})
 	if err != nil {
 		t.Fatal(err)
 	}

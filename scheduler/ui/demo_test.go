@@ -6,7 +6,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // demoNow is the fixed clock of the fake data set.
@@ -42,7 +42,7 @@ func demoService() *memService {
 	oozieID := func(t time.Time) string {
 		return fmt.Sprintf("%07d-%s-oozie-oozi-W", t.Unix()/3600%10000000, t.Format("060102150405"))
 	}
-	m.add("ingest-clicks", hour, schema.ServiceOozie)
+	m.add("ingest-clicks", hour, workflow.ServiceOozie)
 	fill("ingest-clicks", hour, 72, func(i int, t time.Time) (slot.Status, string, int) {
 		switch {
 		case i == 0:
@@ -54,7 +54,7 @@ func demoService() *memService {
 		}
 		return slot.Success, oozieID(t), 0
 	})
-	m.add("ingest-impressions", hour, schema.ServiceOozie)
+	m.add("ingest-impressions", hour, workflow.ServiceOozie)
 	fill("ingest-impressions", hour, 72, func(i int, t time.Time) (slot.Status, string, int) {
 		switch {
 		case i < 3:
@@ -66,7 +66,7 @@ func demoService() *memService {
 		}
 		return slot.Success, oozieID(t), 0
 	})
-	m.add("ingest-nyc", hour, schema.ServiceCommand)
+	m.add("ingest-nyc", hour, workflow.ServiceCommand)
 	fill("ingest-nyc", hour, 72, func(i int, t time.Time) (slot.Status, string, int) {
 		switch {
 		case i == 0:
@@ -78,7 +78,7 @@ func demoService() *memService {
 		}
 		return slot.Success, "cmd-" + t.Format("20060102T1504"), 0
 	})
-	m.add("ingest-lax", hour, schema.ServiceCommand)
+	m.add("ingest-lax", hour, workflow.ServiceCommand)
 	fill("ingest-lax", hour, 72, func(i int, t time.Time) (slot.Status, string, int) {
 		if i < 6 {
 			return "", "", 0 // waiting for data
@@ -86,7 +86,7 @@ func demoService() *memService {
 		return slot.Success, "cmd-" + t.Format("20060102T1504"), 0
 	})
 	m.paused["ingest-lax"] = true
-	m.add("report-hourly", 15*time.Minute, schema.ServiceOozie)
+	m.add("report-hourly", 15*time.Minute, workflow.ServiceOozie)
 	fill("report-hourly", 15*time.Minute, 288, func(i int, t time.Time) (slot.Status, string, int) {
 		switch {
 		case i < 2:
@@ -98,11 +98,11 @@ func demoService() *memService {
 		}
 		return slot.Success, oozieID(t), 0
 	})
-	m.add("report-daily", 24*hour, schema.ServiceOozie)
+	m.add("report-daily", 24*hour, workflow.ServiceOozie)
 	fill("report-daily", 24*hour, 7, func(i int, t time.Time) (slot.Status, string, int) {
 		return slot.Success, oozieID(t), 0
 	})
-	m.add("adhoc-export", hour, schema.ServiceCommand)
+	m.add("adhoc-export", hour, workflow.ServiceCommand)
 	fill("adhoc-export", hour, 72, func(i int, t time.Time) (slot.Status, string, int) {
 		if i%24 == 3 {
 			return slot.Success, "cmd-" + t.Format("20060102T1504"), 0

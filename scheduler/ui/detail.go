@@ -18,7 +18,7 @@ import (
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Limits of the detail views.
@@ -62,7 +62,7 @@ func (h *handler) common(pageTitle string) pageCommon {
 type slotView struct {
 	pageCommon
 	Workflow     string
-	WF           *schema.Workflow
+	WF           *workflow.Workflow
 	State        slot.State
 	Style        *statusStyle
 	Now          time.Time
@@ -216,7 +216,7 @@ func (h *handler) serveSlot(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, "range.html", v)
 }
 
-func (h *handler) slotView(ctx context.Context, wf *schema.Workflow, st slot.State, now time.Time, paused bool) *slotView {
+func (h *handler) slotView(ctx context.Context, wf *workflow.Workflow, st slot.State, now time.Time, paused bool) *slotView {
 	v := &slotView{
 		pageCommon: h.common(st.ID.String()),
 		Workflow:   wf.ID,
@@ -228,7 +228,7 @@ func (h *handler) slotView(ctx context.Context, wf *schema.Workflow, st slot.Sta
 		Paused:     paused,
 		CanRerun:   st.Status.Final(),
 		CanKill:    !st.Status.Final(),
-		LogEnabled: wf.ExternalService.Type == schema.ServiceCommand,
+		LogEnabled: wf.ExternalService.Type == workflow.ServiceCommand,
 		LogWired:   h.opts.SlotLog != nil,
 	}
 	for _, p := range h.problems(wf.ID) {
@@ -236,12 +236,12 @@ func (h *handler) slotView(ctx context.Context, wf *schema.Workflow, st slot.Sta
 			v.Problems = append(v.Problems, p)
 		}
 	}
-	if wf.WaitTimeoutSeconds >= schema.NeverTimeout || wf.WaitTimeoutSeconds < 0 {
+	if wf.WaitTimeoutSeconds >= workflow.NeverTimeout || wf.WaitTimeoutSeconds < 0 {
 		v.WaitNever = true
 	} else {
 		v.WaitDeadline = st.ID.Time.Add(time.Duration(wf.WaitTimeoutSeconds) * time.Second)
 	}
-	if h.opts.HueURL != "" && st.ExternalID != "" && wf.ExternalService.Type == schema.ServiceOozie {
+	if h.opts.HueURL != "" && st.ExternalID != "" && wf.ExternalService.Type == workflow.ServiceOozie {
 		v.HueLink = h.opts.HueURL + "/oozie/list_oozie_workflow/" + url.PathEscape(st.ExternalID) + "/"
 	}
 	// The trigger tree and the log are read concurrently: either may be slow
@@ -272,7 +272,7 @@ func (h *handler) slotView(ctx context.Context, wf *schema.Workflow, st slot.Sta
 	return v
 }
 
-func (h *handler) readLogTail(ctx context.Context, wf *schema.Workflow, st slot.State) (string, bool, string) {
+func (h *handler) readLogTail(ctx context.Context, wf *workflow.Workflow, st slot.State) (string, bool, string) {
 	rc, err := h.opts.SlotLog(ctx, wf, st)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, "no log yet"
@@ -353,7 +353,7 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 type workflowView struct {
 	pageCommon
 	Problems   []engine.Problem
-	WF         *schema.Workflow
+	WF         *workflow.Workflow
 	Paused     bool
 	Definition string
 	Now        time.Time

@@ -19,7 +19,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // engineFixture is a real installation in a temp dir: the slot engine over
@@ -47,22 +47,22 @@ func newEngineFixture(t *testing.T) *engineFixture {
 		}
 	}
 	start := engineNow.Truncate(time.Hour).Add(-7 * time.Hour)
-	hourly := schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"}
-	serial := schema.Strategy{Type: schema.StrategySerial, Concurrency: 4}
-	proj := &schema.Project{Format: schema.FormatVersion, Project: "uitest", Workflows: []schema.Workflow{
+	hourly := workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"}
+	serial := workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 4}
+	proj := &workflow.Project{Format: workflow.FormatVersion, Project: "uitest", Workflows: []workflow.Workflow{
 		{
 			ID:       "fails",
-			Schedule: hourly, Trigger: schema.Trigger{Type: schema.TriggerAlways}, SchedulingStrategy: serial,
-			ExternalService: schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"sh", "-c", "echo checking ${year}-${month}-${day}T${hour}; echo no input for ${hour}:00 >&2; exit 3"}},
-			StartTime:       start, MaxRetryCount: 0, WaitTimeoutSeconds: schema.NeverTimeout,
+			Schedule: hourly, Trigger: workflow.Trigger{Type: workflow.TriggerAlways}, SchedulingStrategy: serial,
+			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"sh", "-c", "echo checking ${year}-${month}-${day}T${hour}; echo no input for ${hour}:00 >&2; exit 3"}},
+			StartTime:       start, MaxRetryCount: 0, WaitTimeoutSeconds: workflow.NeverTimeout,
 		},
 		{
 			ID:       "wordcount",
 			Schedule: hourly, SchedulingStrategy: serial,
-			Trigger:         schema.Trigger{Type: schema.TriggerHDFSCheck, FS: "file:///", Path: input + "/${year}-${month}-${day}T${hour}/_READY"},
-			ExternalService: schema.ExternalService{Type: schema.ServiceCommand, Command: []string{"sh", "-c", "echo counted words of ${year}-${month}-${day}T${hour}"}},
-			StartTime:       start, MaxRetryCount: 1, WaitTimeoutSeconds: schema.NeverTimeout,
-			Contacts: []schema.Contact{{Name: "Data team", Email: "data@example.com"}},
+			Trigger:         workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: input + "/${year}-${month}-${day}T${hour}/_READY"},
+			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"sh", "-c", "echo counted words of ${year}-${month}-${day}T${hour}"}},
+			StartTime:       start, MaxRetryCount: 1, WaitTimeoutSeconds: workflow.NeverTimeout,
+			Contacts: []workflow.Contact{{Name: "Data team", Email: "data@example.com"}},
 		},
 	}}
 	if err := proj.Validate(); err != nil {
@@ -100,7 +100,7 @@ func newEngineFixture(t *testing.T) *engineFixture {
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: filepath.Join(dir, "workflows"),
 		DB:           db,
-		Services:     map[string]external.Service{schema.ServiceCommand: cmd},
+		Services:     map[string]external.Service{workflow.ServiceCommand: cmd},
 		FS:           trigger.NewMux(""),
 	})
 	if err != nil {
@@ -144,7 +144,7 @@ func (f *engineFixture) settle(t *testing.T) {
 
 // commandLogs opens a command slot's log as `celos server` does.
 func commandLogs(cmd *command.Service) LogFunc {
-	return func(_ context.Context, w *schema.Workflow, st slot.State) (io.ReadCloser, error) {
+	return func(_ context.Context, w *workflow.Workflow, st slot.State) (io.ReadCloser, error) {
 		if st.ExternalID == "" {
 			return nil, fmt.Errorf("slot %s has no local run: %w", st.ID, fs.ErrNotExist)
 		}

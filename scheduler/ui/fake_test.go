@@ -12,7 +12,7 @@ import (
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // memService is a small in-memory api.Service: workflows with a fixed
@@ -20,7 +20,7 @@ import (
 // flags. Missing states are synthesized as WAITING, as the engine does.
 type memService struct {
 	mu         sync.Mutex
-	wfs        map[string]*schema.Workflow
+	wfs        map[string]*workflow.Workflow
 	period     map[string]time.Duration
 	states     map[string]map[int64]slot.State // by workflow, then Unix seconds
 	paused     map[string]bool
@@ -43,7 +43,7 @@ func (m *memService) Problems(wf string) []engine.Problem {
 
 func newMem() *memService {
 	return &memService{
-		wfs:      map[string]*schema.Workflow{},
+		wfs:      map[string]*workflow.Workflow{},
 		period:   map[string]time.Duration{},
 		states:   map[string]map[int64]slot.State{},
 		paused:   map[string]bool{},
@@ -53,22 +53,22 @@ func newMem() *memService {
 }
 
 // add registers a workflow with slots every period.
-func (m *memService) add(id string, period time.Duration, service string) *schema.Workflow {
+func (m *memService) add(id string, period time.Duration, service string) *workflow.Workflow {
 	cron := "0 0 * * * ?"
 	if period < time.Hour {
 		cron = fmt.Sprintf("0 0/%d * * * ?", int(period/time.Minute))
 	}
-	w := &schema.Workflow{
+	w := &workflow.Workflow{
 		ID:                 id,
-		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: cron, TimeZone: "UTC"},
-		Trigger:            schema.Trigger{Type: schema.TriggerAnd, Triggers: []schema.Trigger{{Type: schema.TriggerHDFSCheck, Path: "/input/${year}/${month}/${day}/${hour}/_READY", FS: "file:///"}, {Type: schema.TriggerDelay, Seconds: 600}}},
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 1},
-		ExternalService:    schema.ExternalService{Type: service},
-		StartTime:          schema.DefaultStartTime,
+		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: cron, TimeZone: "UTC"},
+		Trigger:            workflow.Trigger{Type: workflow.TriggerAnd, Triggers: []workflow.Trigger{{Type: workflow.TriggerHDFSCheck, Path: "/input/${year}/${month}/${day}/${hour}/_READY", FS: "file:///"}, {Type: workflow.TriggerDelay, Seconds: 600}}},
+		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+		ExternalService:    workflow.ExternalService{Type: service},
+		StartTime:          workflow.DefaultStartTime,
 		MaxRetryCount:      2,
 		WaitTimeoutSeconds: 86400,
 	}
-	if service == schema.ServiceCommand {
+	if service == workflow.ServiceCommand {
 		w.ExternalService.Command = []string{"sh", "-c", "echo ${year}-${month}-${day}"}
 	}
 	m.wfs[id] = w
@@ -94,7 +94,7 @@ func (m *memService) WorkflowIDs() []string {
 	return ids
 }
 
-func (m *memService) Workflow(id string) (*schema.Workflow, error) {
+func (m *memService) Workflow(id string) (*workflow.Workflow, error) {
 	w, ok := m.wfs[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", slot.ErrUnknownWorkflow, id)

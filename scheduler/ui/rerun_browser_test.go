@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestBrowserRerunRefused: the rerun button of a slot the engine no longer
@@ -42,7 +42,7 @@ func TestBrowserRerunRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := schema.Load(bytes.NewReader(data))
+	p, err := workflow.Load(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,13 +27,13 @@ import (
 
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // LogFunc opens the output of one slot's local run (the command external
 // service's per-slot log). It returns an error wrapping fs.ErrNotExist when
 // the slot has no log.
-type LogFunc func(ctx context.Context, w *schema.Workflow, st slot.State) (io.ReadCloser, error)
+type LogFunc func(ctx context.Context, w *workflow.Workflow, st slot.State) (io.ReadCloser, error)
 
 // Options configure the UI handler. The zero value works: the UI at /ui, the
 // API at the server root, UTC wall clock, no Hue links, one group.

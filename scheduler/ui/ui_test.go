@@ -19,7 +19,7 @@ import (
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 func newTestHandler(t testing.TB, svc *memService, opts Options) http.Handler {
@@ -109,8 +109,8 @@ func TestGridWithoutConfigIsOneGroup(t *testing.T) {
 
 func TestGridCells(t *testing.T) {
 	m := newMem()
-	m.add("q", 15*time.Minute, schema.ServiceOozie)
-	m.add("h", time.Hour, schema.ServiceOozie)
+	m.add("q", 15*time.Minute, workflow.ServiceOozie)
+	m.add("h", time.Hour, workflow.ServiceOozie)
 	base := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	// Bucket 10:00 of q: success, success, failure, running → worst failure, 4.
 	m.set("q", base, slot.Success, "a", 0)
@@ -379,7 +379,7 @@ func TestRangeDetails(t *testing.T) {
 
 func TestWorkflowDetails(t *testing.T) {
 	svc := demoService()
-	svc.wfs["ingest-nyc"].Contacts = []schema.Contact{{Name: "Data Team", Email: "data@example.com"}}
+	svc.wfs["ingest-nyc"].Contacts = []workflow.Contact{{Name: "Data Team", Email: "data@example.com"}}
 	svc.wfs["ingest-nyc"].URL = "https://wiki.example.com/ingest"
 	h := newTestHandler(t, svc, Options{})
 	body := wantStatus(t, get(t, h, "/ui/workflow?f=1&id=ingest-nyc"), 200)
@@ -400,7 +400,7 @@ func TestLogs(t *testing.T) {
 	svc := demoService()
 	at := demoNow.Truncate(time.Hour).Add(-2 * time.Hour)
 	big := strings.Repeat("line of output\n", 5000) + "the last line\n"
-	h := newTestHandler(t, svc, Options{SlotLog: func(ctx context.Context, w *schema.Workflow, st slot.State) (io.ReadCloser, error) {
+	h := newTestHandler(t, svc, Options{SlotLog: func(ctx context.Context, w *workflow.Workflow, st slot.State) (io.ReadCloser, error) {
 		if w.ID == "ingest-lax" {
 			return nil, fmt.Errorf("open log: %w", fs.ErrNotExist)
 		}

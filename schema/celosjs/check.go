@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Difference is one workflow on which the JavaScript and the CUE package
@@ -34,7 +34,7 @@ func (d Difference) String() string {
 // and for a property function the properties celos would submit (time
 // tokens substituted) at each sample slot time.
 type checked struct {
-	schema.Workflow
+	workflow.Workflow
 	PropertiesAt map[string]map[string]string
 }
 
@@ -43,8 +43,8 @@ type checked struct {
 // the same ids, schedules, triggers, strategies, services, properties and
 // the rest. A property function is compared by what celos would submit at
 // each of SampleTimes. No differences: equivalent.
-func Compare(res *Result, p *schema.Project) []Difference {
-	cue := map[string]schema.Workflow{}
+func Compare(res *Result, p *workflow.Project) []Difference {
+	cue := map[string]workflow.Workflow{}
 	for _, w := range p.Workflows {
 		cue[w.ID] = w
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 
-	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/cron"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 //go:embed prelude.js
@@ -97,7 +97,7 @@ type Workflow struct {
 	// Workflow is the definition, every default explicit. When Props is
 	// not nil (a property function), ExternalService.Properties holds
 	// what could be converted to slot-time tokens.
-	schema.Workflow
+	workflow.Workflow
 	// Pos is where celos.defineWorkflow was called.
 	Pos Pos
 	// Helper is the JavaScript function that called celos.defineWorkflow
@@ -207,9 +207,9 @@ type pendingWorkflow struct {
 	svc *service
 }
 
-type schedule struct{ s schema.Schedule }
-type trigger struct{ t schema.Trigger }
-type strategy struct{ s schema.Strategy }
+type schedule struct{ s workflow.Schedule }
+type trigger struct{ t workflow.Trigger }
+type strategy struct{ s workflow.Strategy }
 type service struct {
 	url   string
 	props goja.Value
@@ -440,21 +440,21 @@ func (e *evaluator) api() *goja.Object {
 	set("addWorkflow", e.defineWorkflow)
 	set("importDefaults", e.importDefaults)
 	set("hourlySchedule", func(c goja.FunctionCall) goja.Value {
-		return e.vm.ToValue(&schedule{schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"}})
+		return e.vm.ToValue(&schedule{workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"}})
 	})
 	set("minutelySchedule", func(c goja.FunctionCall) goja.Value {
-		return e.vm.ToValue(&schedule{schema.Schedule{Type: schema.ScheduleCron, Cron: "0 * * * * ?", TimeZone: "UTC"}})
+		return e.vm.ToValue(&schedule{workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 * * * * ?", TimeZone: "UTC"}})
 	})
 	set("cronSchedule", func(c goja.FunctionCall) goja.Value {
 		expr := e.str(c.Argument(0), "celos.cronSchedule", "the cron expression")
 		if _, err := cron.Parse(expr, time.UTC); err != nil {
 			e.throw("Error in cron expression %q: %v", expr, err)
 		}
-		return e.vm.ToValue(&schedule{schema.Schedule{Type: schema.ScheduleCron, Cron: expr, TimeZone: "UTC"}})
+		return e.vm.ToValue(&schedule{workflow.Schedule{Type: workflow.ScheduleCron, Cron: expr, TimeZone: "UTC"}})
 	})
 	set("dependentSchedule", func(c goja.FunctionCall) goja.Value {
 		id := e.workflowID(c.Argument(0), "celos.dependentSchedule")
-		return e.vm.ToValue(&schedule{schema.Schedule{Type: schema.ScheduleDependent, Workflow: id}})
+		return e.vm.ToValue(&schedule{workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: id}})
 	})
 	set("serialSchedulingStrategy", func(c goja.FunctionCall) goja.Value {
 		n := int64(1)
@@ -464,17 +464,17 @@ func (e *evaluator) api() *goja.Object {
 				e.throw("celos.serialSchedulingStrategy: the concurrency must be at least 1, not %d", n)
 			}
 		}
-		return e.vm.ToValue(&strategy{schema.Strategy{Type: schema.StrategySerial, Concurrency: int(n)}})
+		return e.vm.ToValue(&strategy{workflow.Strategy{Type: workflow.StrategySerial, Concurrency: int(n)}})
 	})
 	set("alwaysTrigger", func(c goja.FunctionCall) goja.Value {
-		return e.vm.ToValue(&trigger{schema.Trigger{Type: schema.TriggerAlways}})
+		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerAlways}})
 	})
 	set("hdfsCheckTrigger", func(c goja.FunctionCall) goja.Value {
 		path := e.str(c.Argument(0), "celos.hdfsCheckTrigger", "the path")
 		if path == "" {
 			e.throw("Undefined path in hdfsCheckTrigger")
 		}
-		t := schema.Trigger{Type: schema.TriggerHDFSCheck, Path: path}
+		t := workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: path}
 		if fs := c.Argument(1); fs.ToBoolean() {
 			t.FS = e.str(fs, "celos.hdfsCheckTrigger", "the file system")
 		} else if d := e.global("CELOS_DEFAULT_HDFS"); d != nil {
@@ -484,25 +484,25 @@ func (e *evaluator) api() *goja.Object {
 	})
 	set("successTrigger", func(c goja.FunctionCall) goja.Value {
 		id := e.workflowID(c.Argument(0), "celos.successTrigger")
-		return e.vm.ToValue(&trigger{schema.Trigger{Type: schema.TriggerSuccess, Workflow: id}})
+		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: id}})
 	})
 	nary := func(kind, name string) func(goja.FunctionCall) goja.Value {
 		return func(c goja.FunctionCall) goja.Value {
-			t := schema.Trigger{Type: kind, Triggers: []schema.Trigger{}}
+			t := workflow.Trigger{Type: kind, Triggers: []workflow.Trigger{}}
 			for i, a := range c.Arguments {
 				t.Triggers = append(t.Triggers, e.trigger(a, name, fmt.Sprintf("argument %d", i+1)))
 			}
 			return e.vm.ToValue(&trigger{t})
 		}
 	}
-	set("andTrigger", nary(schema.TriggerAnd, "celos.andTrigger"))
-	set("orTrigger", nary(schema.TriggerOr, "celos.orTrigger"))
+	set("andTrigger", nary(workflow.TriggerAnd, "celos.andTrigger"))
+	set("orTrigger", nary(workflow.TriggerOr, "celos.orTrigger"))
 	set("notTrigger", func(c goja.FunctionCall) goja.Value {
 		if !c.Argument(0).ToBoolean() {
 			e.throw("Undefined sub trigger")
 		}
 		sub := e.trigger(c.Argument(0), "celos.notTrigger", "its argument")
-		return e.vm.ToValue(&trigger{schema.Trigger{Type: schema.TriggerNot, Trigger: &sub}})
+		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerNot, Trigger: &sub}})
 	})
 	set("offsetTrigger", func(c goja.FunctionCall) goja.Value {
 		sec := e.integer(c.Argument(0), "celos.offsetTrigger", "the seconds")
@@ -510,14 +510,14 @@ func (e *evaluator) api() *goja.Object {
 			e.throw("Undefined trigger")
 		}
 		sub := e.trigger(c.Argument(1), "celos.offsetTrigger", "the trigger")
-		return e.vm.ToValue(&trigger{schema.Trigger{Type: schema.TriggerOffset, Seconds: sec, Trigger: &sub}})
+		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerOffset, Seconds: sec, Trigger: &sub}})
 	})
 	set("delayTrigger", func(c goja.FunctionCall) goja.Value {
 		sec := e.integer(c.Argument(0), "celos.delayTrigger", "the seconds")
 		if sec < 0 {
 			e.throw("celos.delayTrigger: the seconds must not be negative, not %d", sec)
 		}
-		return e.vm.ToValue(&trigger{schema.Trigger{Type: schema.TriggerDelay, Seconds: sec}})
+		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerDelay, Seconds: sec}})
 	})
 	set("oozieExternalService", func(c goja.FunctionCall) goja.Value {
 		pos, _ := e.callSite()
@@ -630,7 +630,7 @@ func (e *evaluator) workflowID(v goja.Value, fn string) string {
 
 // validID is the schema's #ID.
 func validID(id string) bool {
-	return schema.IDPattern.MatchString(id) && len(id) <= 255 && id != "." && id != ".."
+	return workflow.IDPattern.MatchString(id) && len(id) <= 255 && id != "." && id != ".."
 }
 
 func (e *evaluator) integer(v goja.Value, fn, what string) int64 {
@@ -649,7 +649,7 @@ func (e *evaluator) integer(v goja.Value, fn, what string) int64 {
 	return int64(f)
 }
 
-func (e *evaluator) trigger(v goja.Value, fn, what string) schema.Trigger {
+func (e *evaluator) trigger(v goja.Value, fn, what string) workflow.Trigger {
 	t, ok := v.Export().(*trigger)
 	if !ok {
 		e.throw("%s: %s must be a trigger (celos.*Trigger(...)), not %s", fn, what, describe(v))
@@ -724,7 +724,7 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 	if !ok {
 		e.throw("celos.defineWorkflow(%q): externalService must be celos.oozieExternalService(...), not %s", id, describe(obj.Get("externalService")))
 	}
-	w.StartTime = schema.DefaultStartTime
+	w.StartTime = workflow.DefaultStartTime
 	if v := obj.Get("startTime"); v != nil && v.ToBoolean() {
 		s := e.str(v, fmt.Sprintf("celos.defineWorkflow(%q)", id), "startTime")
 		t, err := parseISO(s)
@@ -740,11 +740,11 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 		}
 		w.MaxRetryCount = int(n)
 	}
-	w.WaitTimeoutSeconds = schema.NeverTimeout
+	w.WaitTimeoutSeconds = workflow.NeverTimeout
 	if v := obj.Get("waitTimeoutSeconds"); v != nil && !goja.IsUndefined(v) {
 		n := e.integer(v, fmt.Sprintf("celos.defineWorkflow(%q)", id), "waitTimeoutSeconds")
-		if n < 0 || n > schema.NeverTimeout {
-			e.throw("celos.defineWorkflow(%q): waitTimeoutSeconds must be from 0 to %d, not %d", id, schema.NeverTimeout, n)
+		if n < 0 || n > workflow.NeverTimeout {
+			e.throw("celos.defineWorkflow(%q): waitTimeoutSeconds must be from 0 to %d, not %d", id, workflow.NeverTimeout, n)
 		}
 		w.WaitTimeoutSeconds = n
 	}
@@ -756,7 +756,7 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 		n := int(arr.Get("length").ToInteger())
 		for i := 0; i < n; i++ {
 			co := arr.Get(fmt.Sprint(i)).ToObject(e.vm)
-			var ct schema.Contact
+			var ct workflow.Contact
 			if nv := co.Get("name"); nv != nil && nv.ToBoolean() {
 				ct.Name = nv.String()
 			}
@@ -829,7 +829,7 @@ func parseISO(s string) (time.Time, error) {
 // they are at the end (Celos read them at submit time).
 func (e *evaluator) resolve(d *pendingWorkflow) error {
 	w, s := d.wf, d.svc
-	w.ExternalService = schema.ExternalService{Type: schema.ServiceOozie, URL: s.url}
+	w.ExternalService = workflow.ExternalService{Type: workflow.ServiceOozie, URL: s.url}
 	if fn, ok := goja.AssertFunction(s.props); ok {
 		id := w.ID
 		w.Props = &PropsFunc{Pos: s.pos}

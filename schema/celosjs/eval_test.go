@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // evalSrc evaluates one JavaScript source as the file w.js.
@@ -163,7 +164,7 @@ celos.defineWorkflow({id: "w", schedule: celos.hourlySchedule(), schedulingStrat
 		t.Fatal(res.Problems)
 	}
 	w := res.Workflows()[0]
-	want := schema.ExternalService{Type: "oozie", URL: "http://o1", Properties: map[string]string{"k": "v", "user.name": "u2"}}
+	want := workflow.ExternalService{Type: "oozie", URL: "http://o1", Properties: map[string]string{"k": "v", "user.name": "u2"}}
 	if d := cmp.Diff(want, w.ExternalService); d != "" {
 		t.Errorf("service (-want +got):\n%s", d)
 	}
@@ -308,30 +309,30 @@ celos.defineWorkflow({id: "b", schedule: s, schedulingStrategy: st, trigger: cel
 	if len(res.Problems) > 0 {
 		t.Fatal(res.Problems)
 	}
-	wf := func(id string, props map[string]string) schema.Workflow {
-		return schema.Workflow{ID: id, Schedule: schema.Schedule{Type: "cron", Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger: schema.Trigger{Type: "always"}, SchedulingStrategy: schema.Strategy{Type: "serial", Concurrency: 1},
-			ExternalService: schema.ExternalService{Type: "oozie", Properties: props}, StartTime: schema.DefaultStartTime,
-			WaitTimeoutSeconds: schema.NeverTimeout}
+	wf := func(id string, props map[string]string) workflow.Workflow {
+		return workflow.Workflow{ID: id, Schedule: workflow.Schedule{Type: "cron", Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger: workflow.Trigger{Type: "always"}, SchedulingStrategy: workflow.Strategy{Type: "serial", Concurrency: 1},
+			ExternalService: workflow.ExternalService{Type: "oozie", Properties: props}, StartTime: workflow.DefaultStartTime,
+			WaitTimeoutSeconds: workflow.NeverTimeout}
 	}
 	a := wf("a", map[string]string{"p": "/a"})
 	b := wf("b", map[string]string{"day": "${year}-${month}-${day}"})
 	tests := []struct {
 		name string
-		cue  []schema.Workflow
+		cue  []workflow.Workflow
 		want []string // ids that differ
 	}{
-		{"equal", []schema.Workflow{a, b}, nil},
-		{"missing", []schema.Workflow{a}, []string{"b"}},
-		{"extra", []schema.Workflow{a, b, wf("c", nil)}, []string{"c"}},
-		{"changed field", []schema.Workflow{wf("a", map[string]string{"p": "/A"}), b}, []string{"a"}},
-		{"changed retry", []schema.Workflow{func() schema.Workflow { w := a; w.MaxRetryCount = 1; return w }(), b}, []string{"a"}},
-		{"property function", []schema.Workflow{a, wf("b", map[string]string{"day": "${year}-${day}-${month}"})}, []string{"b"}},
+		{"equal", []workflow.Workflow{a, b}, nil},
+		{"missing", []workflow.Workflow{a}, []string{"b"}},
+		{"extra", []workflow.Workflow{a, b, wf("c", nil)}, []string{"c"}},
+		{"changed field", []workflow.Workflow{wf("a", map[string]string{"p": "/A"}), b}, []string{"a"}},
+		{"changed retry", []workflow.Workflow{func() workflow.Workflow { w := a; w.MaxRetryCount = 1; return w }(), b}, []string{"a"}},
+		{"property function", []workflow.Workflow{a, wf("b", map[string]string{"day": "${year}-${day}-${month}"})}, []string{"b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, d := range Compare(res, &schema.Project{Workflows: tt.cue}) {
+			for _, d := range Compare(res, &workflow.Project{Workflows: tt.cue}) {
 				got = append(got, d.ID)
 			}
 			if d := cmp.Diff(tt.want, got); d != "" {

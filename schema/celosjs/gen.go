@@ -12,7 +12,7 @@ import (
 	"cuelang.org/go/cue/scanner"
 	"cuelang.org/go/cue/token"
 
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // GenOptions parameterise Generate.
@@ -583,13 +583,13 @@ func (g *generator) body(w *Workflow, q func(string) string) string {
 		}
 	}
 	b.WriteString("}\n}\n")
-	if !w.StartTime.Equal(schema.DefaultStartTime) || g.explicit["startTime"] {
+	if !w.StartTime.Equal(workflow.DefaultStartTime) || g.explicit["startTime"] {
 		fmt.Fprintf(&b, "startTime: %s\n", q(w.StartTime.UTC().Format(time.RFC3339Nano)))
 	}
 	if w.MaxRetryCount != 0 || g.explicit["maxRetryCount"] {
 		fmt.Fprintf(&b, "maxRetryCount: %d\n", w.MaxRetryCount)
 	}
-	if w.WaitTimeoutSeconds != schema.NeverTimeout || g.explicit["waitTimeoutSeconds"] {
+	if w.WaitTimeoutSeconds != workflow.NeverTimeout || g.explicit["waitTimeoutSeconds"] {
 		fmt.Fprintf(&b, "waitTimeoutSeconds: %d\n", w.WaitTimeoutSeconds)
 	}
 	if w.URL != "" {
@@ -613,8 +613,8 @@ func (g *generator) body(w *Workflow, q func(string) string) string {
 	return b.String()
 }
 
-func genSchedule(s schema.Schedule, q func(string) string) string {
-	if s.Type == schema.ScheduleDependent {
+func genSchedule(s workflow.Schedule, q func(string) string) string {
+	if s.Type == workflow.ScheduleDependent {
 		return fmt.Sprintf("celos.#Dependent & {workflow: %s}", q(s.Workflow))
 	}
 	if s.TimeZone == "" || s.TimeZone == "UTC" {
@@ -640,11 +640,11 @@ func includes(props, defaults map[string]string) bool {
 	return true
 }
 
-func (g *generator) trigger(t schema.Trigger, q func(string) string) string {
+func (g *generator) trigger(t workflow.Trigger, q func(string) string) string {
 	switch t.Type {
-	case schema.TriggerAlways:
+	case workflow.TriggerAlways:
 		return "celos.#Always"
-	case schema.TriggerHDFSCheck:
+	case workflow.TriggerHDFSCheck:
 		if t.FS != "" && g.vars.HDFS != nil && t.FS == *g.vars.HDFS {
 			return fmt.Sprintf("celos.#HdfsCheck & {path: %s, fs: %s}", q(t.Path), g.use(hdfsVar))
 		}
@@ -652,11 +652,11 @@ func (g *generator) trigger(t schema.Trigger, q func(string) string) string {
 			return fmt.Sprintf("celos.#HdfsCheck & {path: %s, fs: %s}", q(t.Path), q(t.FS))
 		}
 		return fmt.Sprintf("celos.#HdfsCheck & {path: %s}", q(t.Path))
-	case schema.TriggerSuccess:
+	case workflow.TriggerSuccess:
 		return fmt.Sprintf("celos.#Success & {workflow: %s}", q(t.Workflow))
-	case schema.TriggerAnd, schema.TriggerOr:
+	case workflow.TriggerAnd, workflow.TriggerOr:
 		name := "#And"
-		if t.Type == schema.TriggerOr {
+		if t.Type == workflow.TriggerOr {
 			name = "#Or"
 		}
 		if len(t.Triggers) == 0 {
@@ -669,11 +669,11 @@ func (g *generator) trigger(t schema.Trigger, q func(string) string) string {
 		}
 		b.WriteString("]}")
 		return b.String()
-	case schema.TriggerNot:
+	case workflow.TriggerNot:
 		return fmt.Sprintf("celos.#Not & {trigger: %s}", g.trigger(*t.Trigger, q))
-	case schema.TriggerOffset:
+	case workflow.TriggerOffset:
 		return fmt.Sprintf("celos.#Offset & {seconds: %d, trigger: %s}", t.Seconds, g.trigger(*t.Trigger, q))
-	case schema.TriggerDelay:
+	case workflow.TriggerDelay:
 		return fmt.Sprintf("celos.#Delay & {seconds: %d}", t.Seconds)
 	}
 	panic("celosjs: unknown trigger type " + t.Type)

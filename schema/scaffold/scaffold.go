@@ -20,6 +20,7 @@ import (
 	"text/template"
 
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 //go:embed all:template
@@ -61,8 +62,8 @@ func Write(dir string, opt Options) ([]string, error) {
 	if name == "" {
 		name = filepath.Base(abs)
 	}
-	if !schema.IDPattern.MatchString(name) || name == "." || name == ".." {
-		return nil, fmt.Errorf("project name %q: must match %s (use --name)", name, schema.IDPattern)
+	if !workflow.IDPattern.MatchString(name) || name == "." || name == ".." {
+		return nil, fmt.Errorf("project name %q: must match %s (use --name)", name, workflow.IDPattern)
 	}
 	if entries, err := os.ReadDir(abs); err == nil {
 		if len(entries) > 0 && !opt.Force {

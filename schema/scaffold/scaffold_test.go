@@ -11,6 +11,7 @@ import (
 
 	"github.com/celos-go/celos/deploy"
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // findCUE locates the cue CLI: $(go env GOPATH)/bin/cue, else the PATH.
@@ -220,7 +221,7 @@ func TestScaffoldAppPathIsWhereDeployPutsIt(t *testing.T) {
 		}
 		n := 0
 		for _, w := range p.Workflows {
-			if w.ExternalService.Type == schema.ServiceOozie {
+			if w.ExternalService.Type == workflow.ServiceOozie {
 				n++
 			}
 		}

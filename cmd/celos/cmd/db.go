@@ -17,7 +17,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 func init() { register(newDBCmd) }
@@ -198,7 +198,7 @@ func checkLookBacks(db *statedb.DB, wfDir, olderThan string, keep time.Duration)
 		}
 		return fmt.Errorf("nothing deleted: the triggers of %s cannot all be read, so what they read cannot be kept:%s", wfDir, b.String())
 	}
-	var ws []*schema.Workflow
+	var ws []*workflow.Workflow
 	for _, id := range eng.WorkflowIDs() {
 		if w, err := eng.Workflow(id); err == nil {
 			ws = append(ws, w)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/celos-go/celos/deploy"
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
@@ -95,7 +96,7 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 }
 
 // compileProject is the compile step: the same checks as `celos vet`.
-func compileProject(dir string) (*schema.Project, []string, error) {
+func compileProject(dir string) (*workflow.Project, []string, error) {
 	p, diags, err := schema.Compile(dir)
 	var warnings []string
 	for _, d := range diags {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/celosjs"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 func init() { register(newImportJSCmd) }
@@ -89,7 +90,7 @@ was not converted, left as TODO, or differs; 2 usage error.`,
 			if pkg == "" {
 				pkg = packageFor(out)
 			}
-			if project == "" && schema.IDPattern.MatchString(filepath.Base(out)) {
+			if project == "" && workflow.IDPattern.MatchString(filepath.Base(out)) {
 				if abs, err := filepath.Abs(out); err == nil {
 					project = filepath.Base(abs)
 				}

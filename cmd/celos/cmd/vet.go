@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 func init() { register(newVetCmd) }
@@ -73,7 +74,7 @@ func printDiagnostics(w io.Writer, diags []schema.Diagnostic) {
 // compileArg compiles the project named by the optional DIR argument (the
 // current directory by default), printing its diagnostics to stderr; an
 // invalid project ends the command with exit 1.
-func compileArg(c *cobra.Command, args []string) (*schema.Project, error) {
+func compileArg(c *cobra.Command, args []string) (*workflow.Project, error) {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]

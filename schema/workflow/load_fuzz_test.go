@@ -1,4 +1,4 @@
-package schema
+package workflow
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func quotesContent(msg string) bool {
 // that is not a celos document (ErrFormat, ErrVersion) quotes nothing of
 // it but the allowed names (see quotesContent).
 func FuzzLoad(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("..", "testdata", "golden", "*.json"))
+	seeds, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "golden", "*.json"))
 	for _, s := range seeds {
 		data, err := os.ReadFile(s)
 		if err != nil {
