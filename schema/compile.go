@@ -699,7 +699,10 @@ func (c *compiler) gatherInputs(abs, root string) {
 			}
 			p := filepath.Join(dir, e.Name())
 			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-				if p != c.schemaDir {
+				// CUE ignores directories whose names start with a dot
+				// (.git of a vendored module); embedded files in them
+				// are gathered below all the same.
+				if p != c.schemaDir && !strings.HasPrefix(e.Name(), ".") {
 					walk(p, depth+1)
 				}
 				continue

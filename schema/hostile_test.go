@@ -286,3 +286,21 @@ func TestCompileModLoop(t *testing.T) {
 		t.Fatal("Compile did not finish within 2 minutes")
 	}
 }
+
+// TestCompileSkipsDotDirsInCueMod: a directory under cue.mod/pkg whose
+// name starts with a dot (the .git of a vendored module), which CUE never
+// loads from, is not read either: a FIFO there is no error.
+func TestCompileSkipsDotDirsInCueMod(t *testing.T) {
+	dir := t.TempDir()
+	hostileProject(t, dir)
+	git := filepath.Join(dir, "cue.mod", "pkg", "example.com", "lib", ".git")
+	if err := os.MkdirAll(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(git, "x.cue"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags, err := Compile(dir); err != nil {
+		t.Fatalf("Compile: %v", diags)
+	}
+}
