@@ -171,7 +171,7 @@ func (c *compiler) compile(dir string) *workflow.Project {
 	// cue/load parses what was read and checked here, and never opens a
 	// file of the project itself.
 	c.gatherInputs(abs, root)
-	if c.reportRefused() {
+	if c.reportRefused() || c.failed() {
 		return nil
 	}
 	overlay = map[string][]byte{}
@@ -493,10 +493,16 @@ func (c *compiler) gatherInputs(abs, root string) {
 	}
 	mod := filepath.Join(root, "cue.mod")
 	c.fsys.read(filepath.Join(mod, "module.cue")) // a missing one is no refusal
-	files := 0
+	// cue/load reads any file not read here from the disk itself, so the
+	// walk does not stop short: past its bounds the project is refused.
+	files, tooBig, tooBigAt := 0, "", ""
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
-		if depth > maxModDepth || files > maxModFiles {
+		if tooBig != "" {
+			return
+		}
+		if depth > maxModDepth {
+			tooBig, tooBigAt = fmt.Sprintf("directories nested deeper than %d (a symbolic link loop?)", maxModDepth), c.rel(dir)
 			return
 		}
 		entries, err := os.ReadDir(dir)
@@ -504,10 +510,16 @@ func (c *compiler) gatherInputs(abs, root string) {
 			return
 		}
 		for _, e := range entries {
-			files++
+			if files++; files > maxModFiles {
+				tooBig, tooBigAt = fmt.Sprintf("more than %d files and directories (a symbolic link loop?)", maxModFiles), c.rel(mod)
+				return
+			}
 			p := filepath.Join(dir, e.Name())
 			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-				if p != c.schemaDir {
+				// CUE ignores directories whose names start with a dot
+				// (.git of a vendored module); embedded files in them
+				// are gathered below all the same.
+				if p != c.schemaDir && !strings.HasPrefix(e.Name(), ".") {
 					walk(p, depth+1)
 				}
 				continue
@@ -519,6 +531,10 @@ func (c *compiler) gatherInputs(abs, root string) {
 	}
 	for _, sub := range []string{"pkg", "usr", "gen"} {
 		walk(filepath.Join(mod, sub), 1)
+	}
+	if tooBig != "" {
+		c.errorf(tooBigAt, "%s", tooBig)
+		return
 	}
 	// The files @embed names, in every CUE file read.
 	for p, data := range c.fsys.loaded() {

@@ -256,3 +256,51 @@ workflows: a: {
 		})
 	}
 }
+
+// TestCompileModLoop: symbolic link loops under cue.mod/pkg end the walk
+// of the files CUE could read with an error, in bounded time, instead of
+// leaving files unchecked or walking 2^32 paths.
+func TestCompileModLoop(t *testing.T) {
+	dir := t.TempDir()
+	hostileProject(t, dir)
+	pkg := filepath.Join(dir, "cue.mod", "pkg", "loop")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"a", "b"} {
+		if err := os.Symlink(".", filepath.Join(pkg, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := Compile(dir)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "symbolic link loop?") {
+			t.Fatalf("want an error about the loop, got %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Compile did not finish within 2 minutes")
+	}
+}
+
+// TestCompileSkipsDotDirsInCueMod: a directory under cue.mod/pkg whose
+// name starts with a dot (the .git of a vendored module), which CUE never
+// loads from, is not read either: a FIFO there is no error.
+func TestCompileSkipsDotDirsInCueMod(t *testing.T) {
+	dir := t.TempDir()
+	hostileProject(t, dir)
+	git := filepath.Join(dir, "cue.mod", "pkg", "example.com", "lib", ".git")
+	if err := os.MkdirAll(git, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(git, "x.cue"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags, err := Compile(dir); err != nil {
+		t.Fatalf("Compile: %v", diags)
+	}
+}

@@ -513,18 +513,31 @@ func Ping(ctx context.Context, cl *hdfs.Client) error {
 	}
 }
 
+// maxKerberosFile bounds krb5.conf, a keytab and a credential cache.
+const maxKerberosFile = 16 << 20
+
 func kerberosClient(o Options) (*krbclient.Client, error) {
 	cfgPath := os.Getenv("KRB5_CONFIG")
 	if cfgPath == "" {
 		cfgPath = "/etc/krb5.conf"
 	}
-	cfg, err := krbconfig.Load(cfgPath)
+	// Each file is read as a regular file, bounded (a FIFO would hang the
+	// libraries' own os.Open), and parsed from memory.
+	data, err := regfile.ReadFile(cfgPath, maxKerberosFile)
 	if err != nil {
 		return nil, fmt.Errorf("kerberos: read %s (set KRB5_CONFIG): %v", cfgPath, err)
 	}
+	cfg, err := krbconfig.NewFromString(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("kerberos: %s: %v", cfgPath, err)
+	}
 	if o.Keytab != "" && o.Principal != "" {
-		kt, err := keytab.Load(o.Keytab)
+		data, err := regfile.ReadFile(o.Keytab, maxKerberosFile)
 		if err != nil {
+			return nil, fmt.Errorf("kerberos: keytab %s: %v", o.Keytab, err)
+		}
+		kt := new(keytab.Keytab) // as keytab.Load
+		if err := unmarshalSafely(func() error { return kt.Unmarshal(data) }); err != nil {
 			return nil, fmt.Errorf("kerberos: keytab %s: %v", o.Keytab, err)
 		}
 		name, realm, _ := strings.Cut(o.Principal, "@")
@@ -548,13 +561,28 @@ func kerberosClient(o Options) (*krbclient.Client, error) {
 		}
 		ccache = "/tmp/krb5cc_" + u.Uid
 	}
-	cc, err := credentials.LoadCCache(ccache)
-	if err != nil {
-		return nil, fmt.Errorf("kerberos: credential cache %s (run kinit, or set KRB5CCNAME): %v", ccache, err)
+	data, err = regfile.ReadFile(ccache, maxKerberosFile)
+	if err == nil {
+		cc := new(credentials.CCache)
+		if err = unmarshalSafely(func() error { return cc.Unmarshal(data) }); err == nil {
+			cl, err := krbclient.NewFromCCache(cc, cfg, krbclient.DisablePAFXFAST(true))
+			if err != nil {
+				return nil, fmt.Errorf("kerberos: %v", err)
+			}
+			return cl, nil
+		}
 	}
-	cl, err := krbclient.NewFromCCache(cc, cfg, krbclient.DisablePAFXFAST(true))
-	if err != nil {
-		return nil, fmt.Errorf("kerberos: %v", err)
-	}
-	return cl, nil
+	return nil, fmt.Errorf("kerberos: credential cache %s (run kinit, or set KRB5CCNAME): %v", ccache, err)
+}
+
+// unmarshalSafely runs a gokrb5 Unmarshal, which indexes its input
+// without checking its length: a short or empty file is an error, not a
+// panic.
+func unmarshalSafely(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed (%v)", r)
+		}
+	}()
+	return f()
 }

@@ -247,3 +247,57 @@ func TestLoadNonRegular(t *testing.T) {
 		})
 	}
 }
+
+// TestKerberosFilesNonRegular: krb5.conf, a keytab and a credential cache
+// that are FIFOs or devices are refused at once, naming them (and an
+// empty credential cache is an error, not a panic).
+func TestKerberosFilesNonRegular(t *testing.T) {
+	for _, which := range []string{"krb5.conf", "keytab", "ccache", "empty-ccache"} {
+		t.Run(which, func(t *testing.T) {
+			inChild(t, time.Minute, func() error {
+				dir, err := os.MkdirTemp("", "krb")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				cfg := filepath.Join(dir, "krb5.conf")
+				if err := os.WriteFile(cfg, []byte("[libdefaults]\n default_realm = EXAMPLE.COM\n"), 0o644); err != nil {
+					return err
+				}
+				os.Setenv("KRB5_CONFIG", cfg)
+				opts := Options{FS: "hdfs://nn:8020"}
+				var bad string
+				switch which {
+				case "krb5.conf":
+					bad = cfg
+					os.Remove(cfg)
+					err = syscall.Mkfifo(cfg, 0o644)
+				case "keytab":
+					bad = filepath.Join(dir, "kt")
+					opts.Keytab, opts.Principal = bad, "celos@EXAMPLE.COM"
+					err = os.Symlink("/dev/zero", bad)
+				case "ccache":
+					bad = filepath.Join(dir, "cc")
+					os.Setenv("KRB5CCNAME", "FILE:"+bad)
+					err = syscall.Mkfifo(bad, 0o644)
+				case "empty-ccache":
+					bad = filepath.Join(dir, "cc")
+					os.Setenv("KRB5CCNAME", bad)
+					err = os.WriteFile(bad, nil, 0o600)
+				}
+				if err != nil {
+					return err
+				}
+				c := Conf{"hadoop.security.authentication": "kerberos", "dfs.namenode.kerberos.principal": "nn/_HOST@EXAMPLE.COM"}
+				_, err = c.ClientOptions(opts)
+				if err == nil || !strings.Contains(err.Error(), bad) {
+					return fmt.Errorf("ClientOptions: want an error naming %s, got %v", bad, err)
+				}
+				if which != "empty-ccache" && !strings.Contains(err.Error(), "not a regular file") {
+					return fmt.Errorf("ClientOptions: want %s refused as not a regular file, got %v", bad, err)
+				}
+				return nil
+			})
+		})
+	}
+}
