@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -281,7 +283,7 @@ func TestRealEngine(t *testing.T) {
 // database.
 func BenchmarkWorkflowSlotsMinutely(b *testing.B) {
 	now := time.Date(2026, 1, 8, 0, 0, 0, 0, time.UTC)
-	start := now.Add(-api.Window)
+	start := now.Add(-scheduler.Window)
 	var states []slot.State
 	for t := start; t.Before(now); t = t.Add(time.Minute) {
 		id := slot.ID{Workflow: "minutely", Time: t}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
@@ -24,7 +26,7 @@ type fakeService struct {
 	states    map[slot.ID]slot.State
 	paused    map[string]bool
 	registers map[string]map[string]json.RawMessage
-	loadErrs  []LoadError
+	loadErrs  []scheduler.LoadError
 	steps     []time.Time
 	stepErr   error
 	// orphans are workflows whose dependent schedule names a missing one.
@@ -106,7 +108,7 @@ func (f *fakeService) Workflow(id string) (*workflow.Workflow, error) {
 	return f.wf(id)
 }
 
-func (f *fakeService) LoadErrors() []LoadError {
+func (f *fakeService) LoadErrors() []scheduler.LoadError {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.loadErrs
@@ -119,7 +121,7 @@ func (f *fakeService) Slots(_ context.Context, id string, start, end time.Time) 
 		return nil, err
 	}
 	if f.orphans[id] {
-		return nil, fmt.Errorf("%w: dependent schedule: workflow \"gone\" not found", ErrUnschedulable)
+		return nil, fmt.Errorf("%w: dependent schedule: workflow \"gone\" not found", scheduler.ErrUnschedulable)
 	}
 	var out []slot.State
 	t := start.Truncate(time.Hour)
@@ -253,7 +255,7 @@ func (f *fakeService) GetRegister(_ context.Context, bucket, key string) (json.R
 	}
 	v, ok := f.registers[bucket][key]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s/%s", ErrRegisterNotFound, bucket, key)
+		return nil, fmt.Errorf("%w: %s/%s", scheduler.ErrRegisterNotFound, bucket, key)
 	}
 	return v, nil
 }

@@ -13,14 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
-
-// Window is Celos's sliding window: a step looks at the slots of the last
-// 168 hours, and /workflow-slots returns at most that much.
-const Window = 7 * 24 * time.Hour
 
 // MaxBodyBytes bounds a PUT /register body.
 const MaxBodyBytes = 1 << 20
@@ -52,7 +50,7 @@ const DefaultStepTimeout = 10 * time.Minute
 // Handler serves the HTTP API over a Service. It is an http.Handler for the
 // API paths only; the server mounts other handlers (the UI) beside it.
 type Handler struct {
-	svc     Service
+	svc     scheduler.Service
 	now     func() time.Time
 	log     *slog.Logger
 	metrics *Metrics
@@ -63,7 +61,7 @@ type Handler struct {
 }
 
 // New returns the API handler for svc.
-func New(svc Service, opts Options) *Handler {
+func New(svc scheduler.Service, opts Options) *Handler {
 	h := &Handler{svc: svc, now: opts.Now, log: opts.Logger, metrics: opts.Metrics, version: opts.Version}
 	if h.now == nil {
 		h.now = time.Now
@@ -243,11 +241,11 @@ func errorStatus(err error) (int, string) {
 	case isTooLarge(err):
 		return http.StatusRequestEntityTooLarge, err.Error()
 	case errors.Is(err, slot.ErrUnknownWorkflow), errors.Is(err, slot.ErrSlotNotFound),
-		errors.Is(err, slot.ErrNotInSchedule), errors.Is(err, ErrRegisterNotFound):
+		errors.Is(err, slot.ErrNotInSchedule), errors.Is(err, scheduler.ErrRegisterNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter), errors.Is(err, ErrRerunRefused):
+	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter), errors.Is(err, scheduler.ErrRerunRefused):
 		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, ErrUnschedulable):
+	case errors.Is(err, scheduler.ErrUnschedulable):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, external.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()

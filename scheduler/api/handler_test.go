@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -25,7 +27,7 @@ type tester struct {
 	doc doc
 }
 
-func newTester(t *testing.T, svc Service) *tester {
+func newTester(t *testing.T, svc scheduler.Service) *tester {
 	t.Helper()
 	return &tester{t: t, h: New(svc, Options{Now: func() time.Time { return t0 }, Version: "v1.2.3"}), doc: loadDoc(t)}
 }
@@ -70,7 +72,7 @@ func errMsg(t *testing.T, rec *httptest.ResponseRecorder) string {
 
 func TestWorkflowList(t *testing.T) {
 	f := newFake("b", "a")
-	f.loadErrs = []LoadError{{File: "bad.json", Error: "unsupported format version"}}
+	f.loadErrs = []scheduler.LoadError{{File: "bad.json", Error: "unsupported format version"}}
 	ts := newTester(t, f)
 	var got WorkflowList
 	ts.want(200, "GET", "/workflow-list", &got)
@@ -233,7 +235,7 @@ func TestRerunKillPause(t *testing.T) {
 	ts.want(404, "GET", "/rerun?id=wf&time=2015-09-13T13:30Z", nil)
 	ts.want(400, "GET", "/rerun?id=wf", nil)
 	// A service that cannot check a rerun without making it: 501.
-	plain := newTester(t, struct{ Service }{f})
+	plain := newTester(t, struct{ scheduler.Service }{f})
 	plain.want(501, "GET", "/rerun?id=wf&time=2015-09-13T13:00Z", nil)
 	ts.want(200, "POST", "/rerun?id=wf&time=2015-09-13T13:00Z", &s)
 	if s.Status != slot.Waiting || s.RetryCount != 0 {
@@ -333,7 +335,7 @@ func TestWorkflowDefinitionAndMisc(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	f := newFake("a", "b")
-	f.loadErrs = []LoadError{{File: "x.json", Error: "bad"}}
+	f.loadErrs = []scheduler.LoadError{{File: "x.json", Error: "bad"}}
 	ts := newTester(t, f)
 	ts.want(200, "POST", "/scheduler", nil)
 	_ = f.SetPaused(nil, "b", true)

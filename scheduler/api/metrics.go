@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -199,7 +201,7 @@ func (m *Metrics) changed() {
 // observe registers the collector of per-status slot counts over svc, and
 // sets the clock and the bound of the steps in flight; a Metrics observes
 // one service.
-func (m *Metrics) observe(svc Service, now func() time.Time, stepTimeout time.Duration) {
+func (m *Metrics) observe(svc scheduler.Service, now func() time.Time, stepTimeout time.Duration) {
 	m.once.Do(func() {
 		m.state = &stateCollector{svc: svc, now: now, dirty: true}
 		m.reg.MustRegister(m.state)
@@ -270,7 +272,7 @@ const recountEvery = 15 * time.Second
 // rerun, a kill, a pause), and at most every recountEvery, so scrapes
 // between steps cost nothing.
 type stateCollector struct {
-	svc Service
+	svc scheduler.Service
 	now func() time.Time
 
 	mu       sync.Mutex
@@ -324,7 +326,7 @@ func (c *stateCollector) recount() {
 		if err != nil {
 			continue
 		}
-		start := now.Add(-Window)
+		start := now.Add(-scheduler.Window)
 		if start.Before(wf.StartTime) {
 			start = wf.StartTime
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 )
@@ -97,8 +99,8 @@ func NewSlot(s slot.State) Slot {
 // WorkflowList is the answer of GET /workflow-list. LoadErrors (not in
 // Celos) lists the workflows files that did not load at the last step.
 type WorkflowList struct {
-	IDs        []string    `json:"ids"`
-	LoadErrors []LoadError `json:"loadErrors"`
+	IDs        []string              `json:"ids"`
+	LoadErrors []scheduler.LoadError `json:"loadErrors"`
 }
 
 // WorkflowSlots is the answer of GET /workflow-slots.
@@ -124,10 +126,10 @@ type Contact struct {
 // UnknownIDs are the ids given that name no loaded workflow after the
 // reload: nothing was stepped for them (Celos ignored them silently).
 type StepResult struct {
-	Time       string      `json:"time"`
-	IDs        []string    `json:"ids,omitempty"`
-	UnknownIDs []string    `json:"unknownIDs,omitempty"`
-	LoadErrors []LoadError `json:"loadErrors"`
+	Time       string                `json:"time"`
+	IDs        []string              `json:"ids,omitempty"`
+	UnknownIDs []string              `json:"unknownIDs,omitempty"`
+	LoadErrors []scheduler.LoadError `json:"loadErrors"`
 }
 
 // PauseResult is the answer of POST /pause.
@@ -200,14 +202,14 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 		return err
 	}
 	end := q.time("end", h.now())
-	start := end.Add(-Window)
+	start := end.Add(-scheduler.Window)
 	if start.Before(wf.StartTime) {
 		start = wf.StartTime
 	}
 	if q.has("start") {
 		start = q.time("start", start)
-		if start.Add(Window).Before(end) {
-			return badParamf("Time interval between start and end is limited to: %d hours", int(Window.Hours()))
+		if start.Add(scheduler.Window).Before(end) {
+			return badParamf("Time interval between start and end is limited to: %d hours", int(scheduler.Window.Hours()))
 		}
 	}
 	paused, err := h.svc.Paused(id)
@@ -387,7 +389,7 @@ func (h *Handler) rerunCheck(w http.ResponseWriter, r *http.Request, q query) er
 	if err != nil {
 		return err
 	}
-	rc, ok := h.svc.(RerunChecker)
+	rc, ok := h.svc.(scheduler.RerunChecker)
 	if !ok {
 		return errNotImplemented
 	}
@@ -436,7 +438,7 @@ func (h *Handler) getRegister(w http.ResponseWriter, r *http.Request, q query) e
 		return err
 	}
 	if v == nil {
-		return fmt.Errorf("%w: bucket %q, key %q", ErrRegisterNotFound, q.str("bucket"), q.str("key"))
+		return fmt.Errorf("%w: bucket %q, key %q", scheduler.ErrRegisterNotFound, q.str("bucket"), q.str("key"))
 	}
 	writeRawJSON(w, http.StatusOK, append(append([]byte(nil), v...), '\n'))
 	return nil

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -48,7 +50,7 @@ func benchSetup(b *testing.B, n int, expr string) (*Engine, *statedb.DB, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	times := sched.Times(benchNow.Add(-Window), benchNow)
+	times := sched.Times(benchNow.Add(-scheduler.Window), benchNow)
 	// Write the files from a few goroutines (the file system is the limit).
 	errs := make(chan error, len(ws))
 	sem := make(chan struct{}, 8)
@@ -159,7 +161,7 @@ func BenchmarkSlotsMinutely7Days(b *testing.B) {
 	e, _, _ := benchSetup(b, 1, "0 * * * * ?")
 	ctx := context.Background()
 	for b.Loop() {
-		s, err := e.Slots(ctx, "wf-0000", benchNow.Add(-Window), benchNow)
+		s, err := e.Slots(ctx, "wf-0000", benchNow.Add(-scheduler.Window), benchNow)
 		if err != nil || len(s) != 10080 {
 			b.Fatal(len(s), err)
 		}

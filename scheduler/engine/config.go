@@ -13,8 +13,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/internal/regfile"
-	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/schedule"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema/workflow"
@@ -28,10 +29,10 @@ type config struct {
 	file      map[string]string // workflow id → file name
 	scheds    map[string]*schedule.Schedule
 	schedErrs map[string]error
-	loadErrs  []api.LoadError
+	loadErrs  []scheduler.LoadError
 	// newLoadErrs are the load errors the previous config did not have
 	// (the ones to log).
-	newLoadErrs []api.LoadError
+	newLoadErrs []scheduler.LoadError
 }
 
 // fileEntry caches one workflows file by the SHA-256 of its content: a
@@ -66,7 +67,7 @@ type loader struct {
 	last         *config // returned again while no file changes
 	// logged are the load errors of the last config: a new config logs
 	// only the ones that are news.
-	logged map[api.LoadError]bool
+	logged map[scheduler.LoadError]bool
 	// entryErrs are the entries of the last load that could not be read
 	// (a dangling symlink, a directory named *.json, a FIFO): name →
 	// error. While they stay the same, an unchanged directory returns last.
@@ -103,7 +104,7 @@ func (l *loader) load() *config {
 	}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
-		c.loadErrs = append(c.loadErrs, api.LoadError{File: l.dir, Error: fmt.Sprintf("read workflows directory: %v", err)})
+		c.loadErrs = append(c.loadErrs, scheduler.LoadError{File: l.dir, Error: fmt.Sprintf("read workflows directory: %v", err)})
 		c.scheds, c.schedErrs = schedule.Resolve(c.workflows)
 		l.note(c)
 		return c
@@ -189,7 +190,7 @@ func (l *loader) load() *config {
 		}
 	}
 	for name, msg := range entryErrs {
-		c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: msg})
+		c.loadErrs = append(c.loadErrs, scheduler.LoadError{File: name, Error: msg})
 	}
 	// Files that owned ids before go first, so a newly deployed file that
 	// repeats an id cannot take it (or its file's other workflows) away;
@@ -219,7 +220,7 @@ func (l *loader) load() *config {
 			if fe.proj != nil {
 				msg += " (the previous version of the file stays in effect)"
 			}
-			c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: msg})
+			c.loadErrs = append(c.loadErrs, scheduler.LoadError{File: name, Error: msg})
 		}
 		if fe.proj == nil {
 			continue
@@ -237,7 +238,7 @@ func (l *loader) load() *config {
 			}
 		}
 		if len(clashes) > 0 {
-			c.loadErrs = append(c.loadErrs, api.LoadError{File: name, Error: strings.Join(clashes, ", ") + ": file skipped"})
+			c.loadErrs = append(c.loadErrs, scheduler.LoadError{File: name, Error: strings.Join(clashes, ", ") + ": file skipped"})
 			continue
 		}
 		for i := range fe.proj.Workflows {
@@ -263,7 +264,7 @@ func (l *loader) load() *config {
 // note sets c.newLoadErrs to the load errors that the previous config did
 // not have, so that each is logged once, not at every rebuild.
 func (l *loader) note(c *config) {
-	logged := make(map[api.LoadError]bool, len(c.loadErrs))
+	logged := make(map[scheduler.LoadError]bool, len(c.loadErrs))
 	for _, le := range c.loadErrs {
 		logged[le] = true
 		if !l.logged[le] {

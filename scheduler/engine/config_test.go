@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema/workflow"
@@ -269,7 +270,7 @@ func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 	if le := loadErrs(e)["mine.json"]; !strings.Contains(le, "belongs to project athers (0-theirs.json)") {
 		t.Errorf("load error of the returning file: %q", le)
 	}
-	var _ api.LoadError
+	var _ scheduler.LoadError
 }
 
 // TestOwnerFileThatDoesNotLoadKeepsItsIDs: after a restart, an owner whose

@@ -2,7 +2,7 @@
 // runs scheduler steps (enumerate each workflow's slots in the window,
 // decide their transitions with Decide, submit READY slots to external
 // services, persist what changed) and serves the operations of the HTTP
-// API (api.Service: slots, trigger status, rerun, kill, pause, registers).
+// API (scheduler.Service: slots, trigger status, rerun, kill, pause, registers).
 //
 // # Crash safety of submission
 //
@@ -44,7 +44,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/schedule"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -52,9 +53,6 @@ import (
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
-
-// Window is how far back a step looks for slots (Celos's 168 hours).
-const Window = 7 * 24 * time.Hour
 
 // Options configure an Engine.
 type Options struct {
@@ -78,7 +76,7 @@ type Options struct {
 	OnStep func(StepReport)
 }
 
-// Engine is the slot engine. It implements api.Service. Steps and the
+// Engine is the slot engine. It implements scheduler.Service. Steps and the
 // operations that change slots (rerun, kill) are serialized; reads run
 // beside them.
 type Engine struct {
@@ -94,7 +92,7 @@ type Engine struct {
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
 	done     map[string]doneMark // per workflow, see stepWorkflow
-	problems map[problemKey]Problem
+	problems map[problemKey]scheduler.Problem
 	last     StepReport
 }
 
@@ -106,20 +104,6 @@ type doneMark struct {
 type problemKey struct {
 	wf string
 	t  int64 // slot time (UnixMilli), or -1 for a workflow-level problem
-}
-
-// Problem is an error the engine met and kept for display: a workflow that
-// could not be stepped, or one slot's trigger, submit, status or state
-// file error. It is cleared when the slot (or workflow) next goes well.
-type Problem struct {
-	Workflow string `json:"workflow"`
-	// Slot is the slot time, zero for a workflow-level problem.
-	Slot time.Time `json:"slot,omitzero"`
-	// Op is what failed: "schedule", "trigger", "submit", "status",
-	// "recover", "state", "persist".
-	Op    string    `json:"op"`
-	Error string    `json:"error"`
-	At    time.Time `json:"at"`
 }
 
 // StepReport describes one step.
@@ -158,7 +142,7 @@ func New(opts Options) (*Engine, error) {
 		log:      opts.Logger,
 		loader:   &loader{dir: opts.WorkflowsDir, db: opts.DB, files: make(map[string]*fileEntry)},
 		done:     make(map[string]doneMark),
-		problems: make(map[problemKey]Problem),
+		problems: make(map[problemKey]scheduler.Problem),
 	}
 	if e.fs == nil {
 		e.fs = trigger.NewMux("")
@@ -179,7 +163,7 @@ func New(opts Options) (*Engine, error) {
 	return e, nil
 }
 
-var _ api.Service = (*Engine)(nil)
+var _ scheduler.Service = (*Engine)(nil)
 
 // reload re-reads the workflows directory; stepMu is held.
 func (e *Engine) reload() *config {
@@ -225,7 +209,7 @@ func (e *Engine) setProblem(wf string, t time.Time, op string, err error) bool {
 	msg := err.Error()
 	e.mu.Lock()
 	old, had := e.problems[k]
-	e.problems[k] = Problem{Workflow: wf, Slot: t, Op: op, Error: msg, At: e.clock().UTC()}
+	e.problems[k] = scheduler.Problem{Workflow: wf, Slot: t, Op: op, Error: msg, At: e.clock().UTC()}
 	e.mu.Unlock()
 	return !had || old.Op != op || old.Error != msg
 }
@@ -242,9 +226,9 @@ func (e *Engine) clearProblem(wf string, t time.Time) {
 
 // Problems lists the problems kept for workflow wf ("" for all), oldest
 // slot first.
-func (e *Engine) Problems(wf string) []Problem {
+func (e *Engine) Problems(wf string) []scheduler.Problem {
 	e.mu.RLock()
-	out := make([]Problem, 0, len(e.problems))
+	out := make([]scheduler.Problem, 0, len(e.problems))
 	for k, p := range e.problems {
 		if wf == "" || k.wf == wf {
 			out = append(out, p)
@@ -337,7 +321,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 // windowStart is the oldest slot time a step at now looks at for w:
 // max(now − 7 days, startTime), rounded up to a whole second.
 func windowStart(w *workflow.Workflow, now time.Time) time.Time {
-	start := now.Add(-Window)
+	start := now.Add(-scheduler.Window)
 	if w.StartTime.After(start) {
 		start = w.StartTime
 	}
@@ -799,8 +783,8 @@ func (e *Engine) WorkflowFile(id string) (string, error) {
 }
 
 // LoadErrors lists the workflows files that failed to load at the last reload.
-func (e *Engine) LoadErrors() []api.LoadError {
-	return append([]api.LoadError(nil), e.config().loadErrs...)
+func (e *Engine) LoadErrors() []scheduler.LoadError {
+	return append([]scheduler.LoadError(nil), e.config().loadErrs...)
 }
 
 // Schedule returns a workflow's resolved schedule, or the error that keeps
@@ -819,9 +803,9 @@ func (e *Engine) schedule(c *config, id string) (*schedule.Schedule, error) {
 		return s, nil
 	}
 	if err := c.schedErrs[id]; err != nil {
-		return nil, fmt.Errorf("%w: workflow %s: %w", api.ErrUnschedulable, id, err)
+		return nil, fmt.Errorf("%w: workflow %s: %w", scheduler.ErrUnschedulable, id, err)
 	}
-	return nil, fmt.Errorf("%w: workflow %s", api.ErrUnschedulable, id)
+	return nil, fmt.Errorf("%w: workflow %s", scheduler.ErrUnschedulable, id)
 }
 
 // Slots returns the slots of workflow id in [start, end), newest first: its
@@ -973,11 +957,11 @@ func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error)
 	}
 	if id.Time.Before(w.StartTime) {
 		return slot.State{}, false, fmt.Errorf("%w: %s is before the workflow's startTime %s, where the workflow has no slots",
-			api.ErrRerunRefused, id, slot.FormatTime(w.StartTime))
+			scheduler.ErrRerunRefused, id, slot.FormatTime(w.StartTime))
 	}
 	if id.Time.After(now) {
 		return slot.State{}, false, fmt.Errorf("%w: %s is not due yet (the server's time is %s); it runs at its time",
-			api.ErrRerunRefused, id, slot.FormatTime(now))
+			scheduler.ErrRerunRefused, id, slot.FormatTime(now))
 	}
 	if found && st.Status != "" && !st.Status.Final() {
 		return slot.State{}, false, fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
@@ -987,7 +971,7 @@ func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error)
 
 // CheckRerun returns the state of slot id (WAITING if it has no readable
 // record) when Rerun at now would accept it, else Rerun's error; it
-// changes nothing (api.RerunChecker: GET /rerun).
+// changes nothing (scheduler.RerunChecker: GET /rerun).
 func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, error) {
 	st, found, err := e.checkRerun(id, now)
 	if err == nil && (!found || st.Status == "") {
@@ -1000,7 +984,7 @@ func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slo
 // state, resets it to WAITING with retryCount 0. A slot that is not final
 // gives ErrIllegalTransition; a time that is neither in the schedule nor
 // stored gives ErrNotInSchedule; a time after now or before the workflow's
-// startTime gives api.ErrRerunRefused.
+// startTime gives scheduler.ErrRerunRefused.
 func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
@@ -1109,12 +1093,12 @@ func registerErr(err error) error {
 		return fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
 	case errors.Is(err, statedb.ErrNotFound):
 		// statedb says "not found: register b/k"; keep only what it names.
-		return fmt.Errorf("%w: %s", api.ErrRegisterNotFound, strings.TrimPrefix(err.Error(), statedb.ErrNotFound.Error()+": "))
+		return fmt.Errorf("%w: %s", scheduler.ErrRegisterNotFound, strings.TrimPrefix(err.Error(), statedb.ErrNotFound.Error()+": "))
 	}
 	return err
 }
 
-// GetRegister returns the JSON under bucket/key (api.ErrRegisterNotFound if none).
+// GetRegister returns the JSON under bucket/key (scheduler.ErrRegisterNotFound if none).
 func (e *Engine) GetRegister(ctx context.Context, bucket, key string) (json.RawMessage, error) {
 	v, err := e.db.GetRegister(bucket, key)
 	return v, registerErr(err)

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -325,7 +326,7 @@ func TestLoadErrorsAndReload(t *testing.T) {
 	if ids := r.e.WorkflowIDs(); strings.Join(ids, ",") != "a,b" {
 		t.Fatalf("ids after removal %v", ids)
 	}
-	var _ api.LoadError
+	var _ scheduler.LoadError
 }
 
 func TestDependentScheduleErrorsOnlyThatWorkflow(t *testing.T) {

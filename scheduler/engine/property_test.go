@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -176,7 +178,7 @@ func TestEngineProperties(t *testing.T) {
 		r.svc.submitErr, r.svc.statusErr = nil, nil
 		r.svc.mu.Unlock()
 		for _, s := range allStates(t, r.db, "wf") {
-			if reran[s.ID.Time] && s.Status.Final() && s.ID.Time.Before(now.Add(-Window)) && rapid.Bool().Draw(rt, "rerunOld") {
+			if reran[s.ID.Time] && s.Status.Final() && s.ID.Time.Before(now.Add(-scheduler.Window)) && rapid.Bool().Draw(rt, "rerunOld") {
 				if err := r.e.Rerun(ctx, s.ID, now); err != nil {
 					t.Fatal(err)
 				}
@@ -190,7 +192,7 @@ func TestEngineProperties(t *testing.T) {
 			}
 			pending = pending[:0]
 			for _, s := range allStates(t, r.db, "wf") {
-				if !s.Status.Final() && (s.Status == slot.Running || reran[s.ID.Time] || !s.ID.Time.Before(now.Add(-Window))) {
+				if !s.Status.Final() && (s.Status == slot.Running || reran[s.ID.Time] || !s.ID.Time.Before(now.Add(-scheduler.Window))) {
 					pending = append(pending, s)
 				}
 			}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/internal/ooziefake"
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/scheduler/defaults"
@@ -365,7 +367,7 @@ func TestEndToEnd(t *testing.T) {
 	e.expect("NameNode back", wf, t0.Add(4*h), slot.Ready)
 }
 
-func hasProblem(ps []engine.Problem, op, text string) bool {
+func hasProblem(ps []scheduler.Problem, op, text string) bool {
 	for _, p := range ps {
 		if (op == "" || p.Op == op) && strings.Contains(p.Error, text) {
 			return true

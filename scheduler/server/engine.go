@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/celos-go/celos/scheduler/api"
@@ -16,7 +18,7 @@ import (
 
 // openEngine opens the state database (taking its lock) and builds the
 // engine over it. Closing the returned closer releases the lock.
-func openEngine(cfg Config, d deps) (api.Service, io.Closer, error) {
+func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
 	db, err := statedb.Open(cfg.DB)
 	if err != nil {
 		return nil, nil, fmt.Errorf("state database %s (--db): %w", cfg.DB, err)

@@ -7,7 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
@@ -15,8 +16,8 @@ import (
 
 // loadedWorkflows returns the workflows svc has loaded when it is called,
 // and the workflows files that did not load (their triggers are unknown).
-func loadedWorkflows(svc api.Service) func() ([]*workflow.Workflow, []api.LoadError) {
-	return func() ([]*workflow.Workflow, []api.LoadError) {
+func loadedWorkflows(svc scheduler.Service) func() ([]*workflow.Workflow, []scheduler.LoadError) {
+	return func() ([]*workflow.Workflow, []scheduler.LoadError) {
 		var ws []*workflow.Workflow
 		for _, id := range svc.WorkflowIDs() {
 			if w, err := svc.Workflow(id); err == nil {
@@ -82,7 +83,7 @@ type jobPruner interface {
 // service's records of runs that ended that long ago (jobs may be nil),
 // until ctx is done. The returned channel is closed when it has stopped.
 // keep 0 means no pruning.
-func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*workflow.Workflow, []api.LoadError), jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
+func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*workflow.Workflow, []scheduler.LoadError), jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if keep <= 0 {
 		close(done)

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/external"
@@ -105,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // opener builds the slot engine over the configured directories and the
 // external services; closing it releases the state database.
-type opener func(cfg Config, d deps) (api.Service, io.Closer, error)
+type opener func(cfg Config, d deps) (scheduler.Service, io.Closer, error)
 
 // deps are what the engine is built with.
 type deps struct {
@@ -289,7 +291,7 @@ func autoSchedule(ctx context.Context, h *api.Handler, interval time.Duration) {
 }
 
 // routes mounts the API, and the UI under /ui/ when it is built in.
-func routes(cfg Config, svc api.Service, h *api.Handler, svcs map[string]external.Service, tokenRequired bool) (http.Handler, error) {
+func routes(cfg Config, svc scheduler.Service, h *api.Handler, svcs map[string]external.Service, tokenRequired bool) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
 	if err := mountUI(mux, cfg, svc, svcs, tokenRequired); err != nil {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler"
 )
 
 func TestDailyFileRolls(t *testing.T) {
@@ -86,7 +86,7 @@ func TestLoggerWritesBoth(t *testing.T) {
 // stepStub is just enough of a Service for the server's lifecycle: steps
 // are counted, and one can be held in flight.
 type stepStub struct {
-	api.Service
+	scheduler.Service
 	steps   atomic.Int32
 	hold    chan struct{} // when set, the second step waits for it
 	started chan struct{}
@@ -101,9 +101,9 @@ func (s *stepStub) Step(ctx context.Context, now time.Time, ids []string) error 
 	}
 	return nil
 }
-func (s *stepStub) LoadErrors() []api.LoadError { return nil }
-func (s *stepStub) WorkflowIDs() []string       { return nil }
-func (s *stepStub) Close() error                { s.closed.Store(true); return nil }
+func (s *stepStub) LoadErrors() []scheduler.LoadError { return nil }
+func (s *stepStub) WorkflowIDs() []string             { return nil }
+func (s *stepStub) Close() error                      { s.closed.Store(true); return nil }
 
 func TestRunFinishesStepInFlight(t *testing.T) {
 	dir := t.TempDir()
@@ -116,7 +116,7 @@ func TestRunFinishesStepInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, func(Config, deps) (api.Service, io.Closer, error) {
+		done <- run(ctx, cfg, func(Config, deps) (scheduler.Service, io.Closer, error) {
 			return stub, stub, nil
 		})
 	}()
@@ -167,7 +167,7 @@ func TestRunLeavesDBOpenForStuckStep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, func(Config, deps) (api.Service, io.Closer, error) {
+		done <- run(ctx, cfg, func(Config, deps) (scheduler.Service, io.Closer, error) {
 			return stub, stub, nil
 		})
 	}()
@@ -219,7 +219,7 @@ func TestRunHealthzReportsStuckStep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, func(Config, deps) (api.Service, io.Closer, error) {
+		done <- run(ctx, cfg, func(Config, deps) (scheduler.Service, io.Closer, error) {
 			return stub, stub, nil
 		})
 	}()

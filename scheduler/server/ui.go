@@ -7,8 +7,9 @@ import (
 	"io/fs"
 	"net/http"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/internal/regfile"
-	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -17,7 +18,7 @@ import (
 )
 
 // mountUI serves the web UI at /ui and redirects / to it.
-func mountUI(mux *http.ServeMux, cfg Config, svc api.Service, svcs map[string]external.Service, tokenRequired bool) error {
+func mountUI(mux *http.ServeMux, cfg Config, svc scheduler.Service, svcs map[string]external.Service, tokenRequired bool) error {
 	opts := ui.Options{HueURL: cfg.HueURL, Version: cfg.Version, TokenRequired: tokenRequired}
 	if cfg.UIConfig != "" {
 		c, err := ui.LoadConfig(cfg.UIConfig)

@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
@@ -811,9 +813,9 @@ func (db *DB) Workflows() ([]string, error) {
 }
 
 // MinRetention is the shortest history Prune keeps: the engine's window
-// (7 days) and a day more, so that a pruned final slot can never reappear
-// as WAITING.
-const MinRetention = 8 * 24 * time.Hour
+// (scheduler.Window, 7 days) and a day more, so that a pruned final slot
+// can never reappear as WAITING.
+const MinRetention = scheduler.Window + 24*time.Hour
 
 // Prune deletes the files of final slots (SUCCESS, FAILURE, WAIT_TIMEOUT,
 // KILLED) older than before, submit intents older than before and expired

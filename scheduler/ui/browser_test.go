@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -167,7 +169,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 // uiServer serves the API and the UI over svc like `celos server`.
-func uiServer(t *testing.T, svc api.Service, now func() time.Time, opts Options) *httptest.Server {
+func uiServer(t *testing.T, svc scheduler.Service, now func() time.Time, opts Options) *httptest.Server {
 	t.Helper()
 	opts.Now = now
 	u, err := New(svc, opts)
@@ -462,7 +464,7 @@ func colOf(t *testing.T, g gridState, at time.Time) int {
 	return 0
 }
 
-func mustSlotState(t *testing.T, svc api.Service, id string, at time.Time) slot.State {
+func mustSlotState(t *testing.T, svc scheduler.Service, id string, at time.Time) slot.State {
 	t.Helper()
 	sl, err := svc.Slots(context.Background(), id, at, at.Add(time.Second))
 	if err != nil || len(sl) != 1 {

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -109,6 +110,6 @@ func demoService() *memService {
 		}
 		return "", "", 0
 	})
-	m.loadErrors = []api.LoadError{{File: "/etc/celos/workflows/report-legacy.json", Error: `unsupported format version "celos.dev/workflows/v0" (this celos reads "celos.dev/workflows/v1")`}}
+	m.loadErrors = []scheduler.LoadError{{File: "/etc/celos/workflows/report-legacy.json", Error: `unsupported format version "celos.dev/workflows/v0" (this celos reads "celos.dev/workflows/v1")`}}
 	return m
 }

@@ -15,7 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/engine"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
@@ -81,7 +82,7 @@ type slotView struct {
 	LogURL       string
 	CanRerun     bool
 	CanKill      bool
-	Problems     []engine.Problem
+	Problems     []scheduler.Problem
 	// Bucket is set when the slot was opened from a bucket of the grid.
 	BucketStart, BucketEnd time.Time
 }
@@ -146,8 +147,8 @@ func slotParams(q url.Values) (id string, t, start, end time.Time, single bool, 
 	if !start.Before(end) {
 		return "", t, start, end, false, errors.New("start must be before end")
 	}
-	if end.Sub(start) > MaxWindow {
-		return "", t, start, end, false, fmt.Errorf("a range is limited to %v", MaxWindow)
+	if end.Sub(start) > scheduler.Window {
+		return "", t, start, end, false, fmt.Errorf("a range is limited to %v", scheduler.Window)
 	}
 	return id, t, start, end, false, nil
 }
@@ -352,7 +353,7 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 // workflowView is the details of a workflow (its row header).
 type workflowView struct {
 	pageCommon
-	Problems   []engine.Problem
+	Problems   []scheduler.Problem
 	WF         *workflow.Workflow
 	Paused     bool
 	Definition string

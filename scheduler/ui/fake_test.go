@@ -8,14 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
-	"github.com/celos-go/celos/scheduler/engine"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
-// memService is a small in-memory api.Service: workflows with a fixed
+// memService is a small in-memory scheduler.Service: workflows with a fixed
 // period (slots at multiples of it since the epoch), stored states, pause
 // flags. Missing states are synthesized as WAITING, as the engine does.
 type memService struct {
@@ -24,15 +24,15 @@ type memService struct {
 	period     map[string]time.Duration
 	states     map[string]map[int64]slot.State // by workflow, then Unix seconds
 	paused     map[string]bool
-	loadErrors []api.LoadError
+	loadErrors []scheduler.LoadError
 	trig       map[string]trigger.Status
 	slotsErr   map[string]error
-	kept       []engine.Problem
+	kept       []scheduler.Problem
 }
 
 // Problems is the engine's optional problem list.
-func (m *memService) Problems(wf string) []engine.Problem {
-	var out []engine.Problem
+func (m *memService) Problems(wf string) []scheduler.Problem {
+	var out []scheduler.Problem
 	for _, p := range m.kept {
 		if wf == "" || p.Workflow == wf {
 			out = append(out, p)
@@ -102,7 +102,7 @@ func (m *memService) Workflow(id string) (*workflow.Workflow, error) {
 	return w, nil
 }
 
-func (m *memService) LoadErrors() []api.LoadError { return m.loadErrors }
+func (m *memService) LoadErrors() []scheduler.LoadError { return m.loadErrors }
 
 func (m *memService) Slots(ctx context.Context, id string, start, end time.Time) ([]slot.State, error) {
 	p, ok := m.period[id]
@@ -227,6 +227,8 @@ func (m *memService) RegisterKeys(ctx context.Context, bucket, prefix string) ([
 }
 func (m *memService) ClearCache() error { return nil }
 
-var _ api.Service = (*memService)(nil)
+var _ scheduler.Service = (*memService)(nil)
 
-func api_LoadError(file, err string) api.LoadError { return api.LoadError{File: file, Error: err} }
+func api_LoadError(file, err string) scheduler.LoadError {
+	return scheduler.LoadError{File: file, Error: err}
+}

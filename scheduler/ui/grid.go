@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
-	"github.com/celos-go/celos/scheduler/engine"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
@@ -24,11 +24,11 @@ import (
 // workflow that could not be stepped). The UI shows them when the service
 // offers them.
 type problemLister interface {
-	Problems(workflow string) []engine.Problem
+	Problems(workflow string) []scheduler.Problem
 }
 
 // problems returns the service's kept problems of a workflow ("" for all).
-func (h *handler) problems(workflow string) []engine.Problem {
+func (h *handler) problems(workflow string) []scheduler.Problem {
 	if pl, ok := h.svc.(problemLister); ok {
 		return pl.Problems(workflow)
 	}
@@ -45,9 +45,6 @@ const DefaultZoom = 60
 // DefaultColumns is the number of buckets shown without a cols parameter
 // (Celos showed min(7 days / zoom, 48)).
 const DefaultColumns = 48
-
-// MaxWindow is the longest span the grid shows at once (Celos's 7 days).
-const MaxWindow = 7 * 24 * time.Hour
 
 // MaxColumns bounds the cols parameter.
 const MaxColumns = 168
@@ -174,10 +171,10 @@ func parseGridParams(q url.Values, now time.Time) (gridParams, error) {
 	return p, nil
 }
 
-// maxColumns clamps a number of columns to MaxColumns and to MaxWindow at
+// maxColumns clamps a number of columns to MaxColumns and to scheduler.Window at
 // the given zoom.
 func maxColumns(zoom, cols int) int {
-	return max(1, min(cols, MaxColumns, int(MaxWindow/(time.Duration(zoom)*time.Minute))))
+	return max(1, min(cols, MaxColumns, int(scheduler.Window/(time.Duration(zoom)*time.Minute))))
 }
 
 // parseUITime reads the time parameter: ISO 8601 as the API takes it, or
@@ -221,7 +218,7 @@ type gridPage struct {
 	Spans       []span
 	Ticks       []tick
 	Groups      []*groupView
-	LoadErrors  []api.LoadError
+	LoadErrors  []scheduler.LoadError
 	Legend      []statusStyle
 	Zooms       []navLink
 	Columns     []navLink
@@ -278,7 +275,7 @@ type rowView struct {
 	Running int // slots running
 	Service string
 	// Problems are the engine's kept errors for this workflow.
-	Problems []engine.Problem
+	Problems []scheduler.Problem
 }
 
 // ProblemTitle summarizes the problems for a tooltip.
@@ -341,7 +338,7 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 
 	ids := h.svc.WorkflowIDs()
 	page.Groups = h.group(ids)
-	byWorkflow := map[string][]engine.Problem{}
+	byWorkflow := map[string][]scheduler.Problem{}
 	for _, p := range h.problems("") {
 		byWorkflow[p.Workflow] = append(byWorkflow[p.Workflow], p)
 	}

@@ -2,7 +2,7 @@
 // workflow, one column per time bucket, newest on the left), slot details
 // with the trigger-status tree, and the operator's actions (rerun, kill,
 // pause), all rendered on the server with html/template from an
-// api.Service. The page's small script only opens details and posts
+// scheduler.Service. The page's small script only opens details and posts
 // actions to the same HTTP API endpoints the CLI uses (/rerun, /kill,
 // /pause); everything it needs is embedded, nothing is fetched from the
 // internet, and the grid never makes a request per cell.
@@ -25,7 +25,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -77,7 +78,7 @@ var staticFS embed.FS
 
 // handler is the UI.
 type handler struct {
-	svc    api.Service
+	svc    scheduler.Service
 	opts   Options
 	tmpl   *template.Template
 	static map[string]staticFile
@@ -95,7 +96,7 @@ type staticFile struct {
 //
 //	mux.Handle("/ui", h)
 //	mux.Handle("/ui/", h)
-func New(svc api.Service, opts Options) (http.Handler, error) {
+func New(svc scheduler.Service, opts Options) (http.Handler, error) {
 	if svc == nil {
 		return nil, errors.New("ui: nil service")
 	}

@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/scheduler/engine"
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
@@ -586,7 +587,7 @@ func TestRelative(t *testing.T) {
 func TestProblemsShown(t *testing.T) {
 	svc := demoService()
 	readyAt := demoNow.Truncate(time.Hour).Add(-3 * time.Hour)
-	svc.kept = []engine.Problem{
+	svc.kept = []scheduler.Problem{
 		{Workflow: "ingest-impressions", Slot: readyAt, Op: "submit", Error: "oozie: 503 Service Unavailable", At: demoNow.Add(-time.Minute)},
 		{Workflow: "ingest-impressions", Op: "step", Error: "workflow <b>broken</b>", At: demoNow},
 	}

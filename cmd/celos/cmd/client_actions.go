@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/spf13/cobra"
 
 	"github.com/celos-go/celos/scheduler/api"
@@ -167,8 +169,8 @@ func backfill(c *cobra.Command, o *clientOpts, id string, from, to time.Time, dr
 	}
 	end := to.Add(time.Millisecond) // to is inclusive
 	var slots []api.Slot
-	for start := from; start.Before(end); start = start.Add(api.Window) {
-		e := start.Add(api.Window)
+	for start := from; start.Before(end); start = start.Add(scheduler.Window) {
+		e := start.Add(scheduler.Window)
 		if e.After(end) {
 			e = end
 		}

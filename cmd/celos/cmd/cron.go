@@ -6,6 +6,8 @@ import (
 	"time"
 	_ "time/tzdata" // --tz and cron time zones work on machines without a zoneinfo database
 
+	"github.com/celos-go/celos/scheduler"
+
 	"github.com/spf13/cobra"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -81,7 +83,7 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
 				}
 				from = t
 			}
-			to := from.Add(7 * 24 * time.Hour)
+			to := from.Add(scheduler.Window)
 			if toS != "" {
 				t, err := slot.ParseTime(toS)
 				if err != nil {

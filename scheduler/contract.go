@@ -1,8 +1,7 @@
-// Package api serves the Celos-compatible HTTP API of `celos server`
-// (/scheduler, /workflow-list, /workflow-slots, /trigger-status, /rerun,
-// /kill, /pause, ...), its OpenAPI description, metrics and health, over a
-// Service.
-package api
+// The scheduler's contract: what the slot engine offers its transports (the
+// HTTP API, the UI, metrics) and the errors and values they share.
+
+package scheduler
 
 import (
 	"context"
@@ -45,6 +44,26 @@ type RerunChecker interface {
 type LoadError struct {
 	File  string `json:"file"`
 	Error string `json:"error"`
+}
+
+// Window is Celos's sliding window: a step looks at the slots of the last
+// 168 hours, /workflow-slots returns at most that much, and the UI shows at
+// most that much. The state database keeps final slots at least a day
+// longer (statedb.MinRetention).
+const Window = 7 * 24 * time.Hour
+
+// Problem is an error the slot engine met and kept for display: a workflow that
+// could not be stepped, or one slot's trigger, submit, status or state
+// file error. It is cleared when the slot (or workflow) next goes well.
+type Problem struct {
+	Workflow string `json:"workflow"`
+	// Slot is the slot time, zero for a workflow-level problem.
+	Slot time.Time `json:"slot,omitzero"`
+	// Op is what failed: "schedule", "trigger", "submit", "status",
+	// "recover", "state", "persist".
+	Op    string    `json:"op"`
+	Error string    `json:"error"`
+	At    time.Time `json:"at"`
 }
 
 // Service is what the HTTP API and the UI need from the slot engine.
