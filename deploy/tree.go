@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -118,7 +119,7 @@ func scanLocal(deployDir string) (*localTree, error) {
 			t.files = append(t.files, localFile{rel: rel, path: open, size: info.Size()})
 			t.bytes += info.Size()
 		default:
-			return fmt.Errorf("%s is not a regular file or directory (%s); refused without opening it%.0w", shown, kindOf(info.Mode()), ErrUnsafeLocalFile)
+			return fmt.Errorf("%s is not a regular file or directory (%s); refused without opening it%.0w", shown, regfile.Kind(info.Mode()), ErrUnsafeLocalFile)
 		}
 		return nil
 	})
@@ -145,20 +146,6 @@ func resolveInside(link, project string) (string, error) {
 	return real, nil
 }
 
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return m.Type().String()
-}
-
 // openLocal opens a file of the tree for reading: it must (still) be a
 // regular file. O_NONBLOCK makes a FIFO put there since the listing open
 // at once (and then be refused) instead of waiting for a writer;
@@ -178,7 +165,7 @@ func openLocal(p string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file (%s)%.0w", p, kindOf(st.Mode()), ErrUnsafeLocalFile)
+		return nil, fmt.Errorf("%s is not a regular file (%s)%.0w", p, regfile.Kind(st.Mode()), ErrUnsafeLocalFile)
 	}
 	return f, nil
 }

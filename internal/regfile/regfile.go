@@ -108,7 +108,7 @@ func readFile(buf []byte, path string, limit int64, follow bool) ([]byte, error)
 		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kindOfStat(st.Mode))
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, KindOfStat(st.Mode))
 	}
 	// Room for the claimed size and one byte more (to see the end, or
 	// that there is more than limit), but never more than limit+1.
@@ -169,8 +169,8 @@ func check(path string, follow bool) error {
 	return nil
 }
 
-// kindOfStat is Kind for a stat(2) mode.
-func kindOfStat(mode uint32) string {
+// KindOfStat is Kind for a stat(2) mode (syscall.Stat_t.Mode).
+func KindOfStat(mode uint32) string {
 	switch mode & syscall.S_IFMT {
 	case syscall.S_IFDIR:
 		return Kind(fs.ModeDir)

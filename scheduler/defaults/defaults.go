@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/celos-go/celos/internal/regfile"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // FileName is the file read when --defaults names a directory (Celos's
@@ -77,7 +78,7 @@ func Parse(name string, data []byte) (*Defaults, error) {
 			line, col := position(data, se.Offset)
 			return nil, fmt.Errorf("%s:%d:%d: %w: JSON syntax error: %s", name, line, col, ErrInvalid, quotedChar.ReplaceAllString(se.Error(), "invalid character"))
 		}
-		return nil, fail("want a JSON object with the keys %s, not %s", strings.Join(keys, ", "), kind(data))
+		return nil, fail("want a JSON object with the keys %s, not %s", strings.Join(keys, ", "), workflow.JSONKind(data))
 	}
 	if raw == nil {
 		return nil, fail("want a JSON object, got null")
@@ -102,7 +103,7 @@ func Parse(name string, data []byte) (*Defaults, error) {
 			return nil
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
-			return fail("%s must be a string, not %s", key, kind(v))
+			return fail("%s must be a string, not %s", key, workflow.JSONKind(v))
 		}
 		return nil
 	}
@@ -115,13 +116,13 @@ func Parse(name string, data []byte) (*Defaults, error) {
 	if v, ok := raw["CELOS_DEFAULT_OOZIE_PROPERTIES"]; ok {
 		var props map[string]json.RawMessage
 		if err := json.Unmarshal(v, &props); err != nil || props == nil {
-			return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES must be an object of strings, not %s", kind(v))
+			return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES must be an object of strings, not %s", workflow.JSONKind(v))
 		}
 		d.OozieProperties = make(map[string]string, len(props))
 		for k, pv := range props {
 			var s string
 			if err := json.Unmarshal(pv, &s); err != nil {
-				return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES[%q] must be a string (Oozie properties are text), not %s", k, kind(pv))
+				return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES[%q] must be a string (Oozie properties are text), not %s", k, workflow.JSONKind(pv))
 			}
 			if k == "" {
 				return nil, fail("CELOS_DEFAULT_OOZIE_PROPERTIES has an empty property name")
@@ -191,27 +192,6 @@ var (
 	// quotedChar is the character encoding/json's syntax errors quote.
 	quotedChar = regexp.MustCompile(`invalid character '(?:[^'\\]|\\.)*'`)
 )
-
-// kind names the kind of a JSON value, not the value.
-func kind(v []byte) string {
-	b := bytes.TrimLeft(v, " \t\r\n")
-	if len(b) == 0 {
-		return "empty"
-	}
-	switch b[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "true or false"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
 
 // position turns a byte offset into a 1-based line and column.
 func position(data []byte, off int64) (line, col int) {

@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -209,7 +210,7 @@ func badLock(path string, mode fs.FileMode) error {
 	if mode&fs.ModeSymlink != 0 {
 		return fmt.Errorf("%w: %s is a symbolic link (not followed; remove it)", ErrBadLock, path)
 	}
-	return fmt.Errorf("%w: %s is a %s (remove it)", ErrBadLock, path, modeKind(mode))
+	return fmt.Errorf("%w: %s is a %s (remove it)", ErrBadLock, path, regfile.Kind(mode))
 }
 
 // Dir is the database's directory (absolute).

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/celos-go/celos/internal/atomicfile"
+	"github.com/celos-go/celos/internal/regfile"
 )
 
 // tmpPrefix starts the name of every temporary file; no slot, marker or
@@ -105,7 +106,7 @@ func (db *DB) mkdirAll(dir string) error {
 			return fmt.Errorf("state database: %s: %w", next, errSymlink)
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("state database: %s: %w (%s)", next, errNotDir, modeKind(fi.Mode()))
+			return fmt.Errorf("state database: %s: %w (%s)", next, errNotDir, regfile.Kind(fi.Mode()))
 		}
 		cur = next
 	}

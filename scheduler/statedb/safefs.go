@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,44 +30,6 @@ var (
 	// errNotDir: something other than a directory where one was expected.
 	errNotDir = errors.New("not a directory")
 )
-
-// kindOf names the file type of a stat mode.
-func kindOf(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFIFO:
-		return "named pipe"
-	case unix.S_IFCHR:
-		return "character device"
-	case unix.S_IFBLK:
-		return "block device"
-	case unix.S_IFSOCK:
-		return "socket"
-	case unix.S_IFDIR:
-		return "directory"
-	case unix.S_IFLNK:
-		return "symbolic link"
-	}
-	return "unknown file type"
-}
-
-// modeKind is kindOf for an fs.FileMode (from Lstat or Stat).
-func modeKind(mode fs.FileMode) string {
-	switch {
-	case mode&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case mode&fs.ModeCharDevice != 0:
-		return "character device"
-	case mode&fs.ModeDevice != 0:
-		return "block device"
-	case mode&fs.ModeSocket != 0:
-		return "socket"
-	case mode&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case mode.IsDir():
-		return "directory"
-	}
-	return "file of an unknown type"
-}
 
 // openDir opens the directory rel (relative to the database root, "" for
 // the root) without following a symbolic link in any of its components.
@@ -114,7 +77,7 @@ func classify(dirfd int, name string, err, wrong error) error {
 			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 				return errSymlink
 			}
-			return fmt.Errorf("%w (%s)", wrong, kindOf(st.Mode))
+			return fmt.Errorf("%w (%s)", wrong, regfile.KindOfStat(st.Mode))
 		}
 	}
 	return err
@@ -153,7 +116,7 @@ func readRegularAt(dirfd int, name, path string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%w (%s)", errNotRegular, kindOf(st.Mode))
+		return nil, fmt.Errorf("%w (%s)", errNotRegular, regfile.KindOfStat(st.Mode))
 	}
 	if st.Size > maxStateFile {
 		return nil, fmt.Errorf("larger than %d bytes", maxStateFile)

@@ -194,7 +194,7 @@ func Load(r io.Reader) (*Project, error) {
 	}
 	var format string
 	if err := json.Unmarshal(head.Format, &format); err != nil {
-		return nil, fmt.Errorf("%w: the \"format\" field is %s, not a string", ErrFormat, jsonKind(head.Format))
+		return nil, fmt.Errorf("%w: the \"format\" field is %s, not a string", ErrFormat, JSONKind(head.Format))
 	}
 	if format != FormatVersion {
 		return nil, versionError(format)
@@ -314,8 +314,9 @@ func article(kind string) string {
 	return "a " + kind
 }
 
-// jsonKind names the kind of a JSON value.
-func jsonKind(v json.RawMessage) string {
+// JSONKind names the kind of a JSON value ("an object", "a string", ...),
+// never the value: for errors about files that must not be quoted.
+func JSONKind(v []byte) string {
 	b := bytes.TrimLeft(v, " \t\r\n")
 	if len(b) == 0 {
 		return "empty"
