@@ -19,26 +19,22 @@ import (
 	"testing"
 	"time"
 
+	fx "github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
-// workflow is a valid compiled workflow.
+// newWorkflow is a valid compiled workflow whose command echoes its id
+// (fx is package fixture: this package has a type of that name).
 func newWorkflow(id string) workflow.Workflow {
-	return workflow.Workflow{
-		ID:                 id,
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"echo", id}},
-		StartTime:          workflow.DefaultStartTime,
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}
+	w := fx.Hourly(id)
+	w.ExternalService = fx.Command("echo", id)
+	return w
 }
 
 func project(name string, ids ...string) *workflow.Project {
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: name}
+	p := fx.Project(name)
 	for _, id := range ids {
 		p.Workflows = append(p.Workflows, newWorkflow(id))
 	}
