@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -19,26 +18,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	fx "github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
-// workflow is a valid compiled workflow.
+// newWorkflow is a valid compiled workflow whose command echoes its id
+// (fx is package fixture: this package has a type of that name).
 func newWorkflow(id string) workflow.Workflow {
-	return workflow.Workflow{
-		ID:                 id,
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"echo", id}},
-		StartTime:          workflow.DefaultStartTime,
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}
+	w := fx.Hourly(id)
+	w.ExternalService = fx.Command("echo", id)
+	return w
 }
 
 func project(name string, ids ...string) *workflow.Project {
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: name}
+	p := fx.Project(name)
 	for _, id := range ids {
 		p.Workflows = append(p.Workflows, newWorkflow(id))
 	}
@@ -229,17 +226,20 @@ func TestDeployPlanUndeployLocal(t *testing.T) {
 	if got := tree(t, f.wfDir)["wordcount.json"]; got != marshal(t, f.project) {
 		t.Fatalf("workflows file:\n%s", got)
 	}
-	if got, want := deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount"))), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
-		t.Fatalf("HDFS dir %v, want %v", got, want)
+	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount")))); d != "" {
+		t.Fatalf("HDFS dir (-want +got):\n%s", d)
 	}
 	// The manifest records what was written, and the lock is gone.
 	m := readManifestFile(t, f)
 	if m.Project != "wordcount" || m.User == "" || m.CelosVersion != "test" || m.HDFS == nil || len(m.HDFS.Files) != 3 ||
-		m.HDFS.Dir != filepath.ToSlash(filepath.Join(f.hdfsRoot, "wordcount")) || !reflect.DeepEqual(m.Workflows, []string{"wordcount-lax", "wordcount-nyc"}) {
+		m.HDFS.Dir != filepath.ToSlash(filepath.Join(f.hdfsRoot, "wordcount")) {
 		t.Fatalf("manifest %+v", m)
 	}
-	if got := names(t, filepath.Join(f.wfDir, StateDir)); !reflect.DeepEqual(got, []string{"wordcount.manifest.json"}) {
-		t.Fatalf("state dir %v", got)
+	if d := cmp.Diff([]string{"wordcount-lax", "wordcount-nyc"}, m.Workflows); d != "" {
+		t.Fatalf("manifest workflows (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"wordcount.manifest.json"}, names(t, filepath.Join(f.wfDir, StateDir))); d != "" {
+		t.Fatalf("state dir (-want +got):\n%s", d)
 	}
 
 	// Nothing changed: plan says so.
@@ -277,9 +277,8 @@ func TestDeployPlanUndeployLocal(t *testing.T) {
 		FilesRemoved: []FileChange{{Path: "lib/deps/x.jar", OldSize: 1, NewSize: -1}},
 		FilesChanged: []FileChange{{Path: "workflow.xml", OldSize: 33, NewSize: 33}},
 	}
-	if !reflect.DeepEqual(p, want) {
-		got, _ := json.MarshalIndent(p, "", " ")
-		t.Fatalf("plan:\n%s", got)
+	if d := cmp.Diff(want, p); d != "" {
+		t.Fatalf("plan (-want +got):\n%s", d)
 	}
 	var text strings.Builder
 	p.WriteText(&text)
@@ -298,17 +297,17 @@ func TestDeployPlanUndeployLocal(t *testing.T) {
 	if _, err := Deploy(ctx, f.options()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount"))), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
-		t.Fatalf("HDFS dir after redeploy %v, want %v", got, want)
+	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount")))); d != "" {
+		t.Fatalf("HDFS dir after redeploy (-want +got):\n%s", d)
 	}
 	if got := tree(t, f.wfDir)["wordcount.json"]; got != marshal(t, f.project) {
 		t.Fatalf("workflows file after redeploy:\n%s", got)
 	}
-	if got := names(t, f.hdfsRoot); !reflect.DeepEqual(got, []string{"wordcount"}) {
-		t.Fatalf("HDFS root holds %v", got)
+	if d := cmp.Diff([]string{"wordcount"}, names(t, f.hdfsRoot)); d != "" {
+		t.Fatalf("HDFS root (-want +got):\n%s", d)
 	}
-	if got := names(t, f.wfDir); !reflect.DeepEqual(got, []string{StateDir, "wordcount.json"}) {
-		t.Fatalf("workflows dir holds %v", got)
+	if d := cmp.Diff([]string{StateDir, "wordcount.json"}, names(t, f.wfDir)); d != "" {
+		t.Fatalf("workflows dir (-want +got):\n%s", d)
 	}
 	if p, err := MakePlan(ctx, f.options()); err != nil || p.HasChanges() {
 		t.Fatalf("plan after redeploy: %+v %v", p, err)
@@ -338,8 +337,8 @@ func TestDeployPlanUndeployLocal(t *testing.T) {
 	if got := names(t, f.hdfsRoot); len(got) != 0 {
 		t.Fatalf("HDFS root after undeploy: %v", got)
 	}
-	if got := names(t, f.wfDir); !reflect.DeepEqual(got, []string{StateDir}) {
-		t.Fatalf("workflows dir after undeploy: %v", got)
+	if d := cmp.Diff([]string{StateDir}, names(t, f.wfDir)); d != "" {
+		t.Fatalf("workflows dir after undeploy (-want +got):\n%s", d)
 	}
 	if got := names(t, filepath.Join(f.wfDir, StateDir)); len(got) != 0 {
 		t.Fatalf("state dir after undeploy: %v", got)
@@ -516,8 +515,8 @@ func TestDeployMovesHDFSRoot(t *testing.T) {
 	if _, err := Deploy(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	if got := names(t, f.hdfsRoot); !reflect.DeepEqual(got, []string{"wordcount"}) {
-		t.Fatalf("old root holds %v", got)
+	if d := cmp.Diff([]string{"wordcount"}, names(t, f.hdfsRoot)); d != "" {
+		t.Fatalf("old root (-want +got):\n%s", d)
 	}
 	if got := deployed(t, tree(t, filepath.Join(f.root, "elsewhere", "wordcount"))); len(got) != 3 {
 		t.Fatalf("new root holds %v", got)
@@ -532,8 +531,8 @@ func TestDeployMovesHDFSRoot(t *testing.T) {
 	if got := names(t, f.hdfsRoot); len(got) != 0 {
 		t.Fatalf("old root after undeploy: %v", got)
 	}
-	if got := names(t, filepath.Join(f.root, "elsewhere")); !reflect.DeepEqual(got, []string{"wordcount"}) {
-		t.Fatalf("new root after undeploy: %v", got)
+	if d := cmp.Diff([]string{"wordcount"}, names(t, filepath.Join(f.root, "elsewhere"))); d != "" {
+		t.Fatalf("new root after undeploy (-want +got):\n%s", d)
 	}
 }
 
@@ -724,8 +723,8 @@ func TestDeployFailuresKeepPrevious(t *testing.T) {
 			if !strings.Contains(err.Error(), "previous deployment is intact") {
 				t.Errorf("message: %v", err)
 			}
-			if after := tree(t, filepath.Join(f.root, "installation")); !reflect.DeepEqual(after, before) {
-				t.Fatalf("previous deployment changed:\nbefore %v\nafter  %v", keys(before), keys(after))
+			if d := cmp.Diff(before, tree(t, filepath.Join(f.root, "installation"))); d != "" {
+				t.Fatalf("previous deployment changed (-before +after):\n%s", d)
 			}
 			armed = false
 			if _, err := Deploy(ctx, f.options()); err != nil {
@@ -734,8 +733,8 @@ func TestDeployFailuresKeepPrevious(t *testing.T) {
 			if got := tree(t, f.wfDir)["wordcount.json"]; got != marshal(t, f.project) {
 				t.Fatal("rerun did not deploy the new version")
 			}
-			if got := names(t, f.hdfsRoot); !reflect.DeepEqual(got, []string{"wordcount"}) {
-				t.Fatalf("HDFS root after rerun: %v", got)
+			if d := cmp.Diff([]string{"wordcount"}, names(t, f.hdfsRoot)); d != "" {
+				t.Fatalf("HDFS root after rerun (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -787,17 +786,17 @@ func TestRecoverInterruptedSwap(t *testing.T) {
 	if _, err := Deploy(ctx, o); err == nil {
 		t.Fatal("deploy with a failing upload succeeded")
 	}
-	if got := tree(t, live); !reflect.DeepEqual(got, want) {
-		t.Fatalf("restored dir %v, want %v", got, want)
+	if d := cmp.Diff(want, tree(t, live)); d != "" {
+		t.Fatalf("restored dir (-want +got):\n%s", d)
 	}
 	if len(warnings) == 0 || !strings.Contains(warnings[0], "restored the Oozie directory") {
 		t.Fatalf("warnings %v", warnings)
 	}
-	if got := names(t, f.hdfsRoot); !reflect.DeepEqual(got, []string{".wordcount2.tmp-aaaaaaaaaaaa", "wordcount"}) {
-		t.Fatalf("HDFS root %v", got)
+	if d := cmp.Diff([]string{".wordcount2.tmp-aaaaaaaaaaaa", "wordcount"}, names(t, f.hdfsRoot)); d != "" {
+		t.Fatalf("HDFS root (-want +got):\n%s", d)
 	}
-	if got := names(t, f.wfDir); !reflect.DeepEqual(got, []string{StateDir, "wordcount.json"}) {
-		t.Fatalf("workflows dir %v", got)
+	if d := cmp.Diff([]string{StateDir, "wordcount.json"}, names(t, f.wfDir)); d != "" {
+		t.Fatalf("workflows dir (-want +got):\n%s", d)
 	}
 }
 
@@ -836,8 +835,8 @@ func TestSwapFailsHalfWay(t *testing.T) {
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "restored the Oozie directory") {
 		t.Fatalf("warnings %v", warnings)
 	}
-	if got := names(t, f.hdfsRoot); !reflect.DeepEqual(got, []string{"wordcount"}) {
-		t.Fatalf("HDFS root %v", got)
+	if d := cmp.Diff([]string{"wordcount"}, names(t, f.hdfsRoot)); d != "" {
+		t.Fatalf("HDFS root (-want +got):\n%s", d)
 	}
 }
 
@@ -918,11 +917,11 @@ func TestUndeployLeavesNeighbours(t *testing.T) {
 			if len(res.Removed) != want {
 				t.Errorf("removed %v, want %d items", res.Removed, want)
 			}
-			if got := tree(t, f.wfDir); !reflect.DeepEqual(got, neighbours) {
-				t.Errorf("workflows dir after undeploy: %v, want %v", keys(got), keys(neighbours))
+			if d := cmp.Diff(neighbours, tree(t, f.wfDir)); d != "" {
+				t.Errorf("workflows dir after undeploy (-want +got):\n%s", d)
 			}
-			if got := tree(t, f.hdfsRoot); !reflect.DeepEqual(got, hdfsNeighbours) {
-				t.Errorf("HDFS root after undeploy: %v, want %v", keys(got), keys(hdfsNeighbours))
+			if d := cmp.Diff(hdfsNeighbours, tree(t, f.hdfsRoot)); d != "" {
+				t.Errorf("HDFS root after undeploy (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -1068,8 +1067,8 @@ func TestLeftoverManifestTempRemoved(t *testing.T) {
 			}
 			got := tree(t, state)
 			delete(got, "wordcount.manifest.json")
-			if !reflect.DeepEqual(got, neighbours) {
-				t.Fatalf("state dir after %s: %v, want %v", cmd, keys(got), keys(neighbours))
+			if d := cmp.Diff(neighbours, got); d != "" {
+				t.Fatalf("state dir after %s (-want +got):\n%s", cmd, d)
 			}
 		})
 	}

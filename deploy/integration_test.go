@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -173,8 +172,8 @@ func TestDeployOpenSSHAndHDFS(t *testing.T) {
 	if !strings.HasPrefix(res.HDFSDir, "hdfs://") || res.Files != 2 {
 		t.Fatalf("result %+v", res)
 	}
-	if got, want := deployed(t, hdfsTree(t, c, root+"/wordcount")), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
-		t.Fatalf("HDFS %v, want %v", keys(got), keys(want))
+	if d := cmp.Diff(tree(t, filepath.Join(r.deployDir, "hdfs")), deployed(t, hdfsTree(t, c, root+"/wordcount"))); d != "" {
+		t.Fatalf("HDFS (-want +got):\n%s", d)
 	}
 	if got := r.workflowsFile(t); got != marshal(t, r.project) {
 		t.Fatalf("workflows file %s", got)
@@ -195,11 +194,11 @@ func TestDeployOpenSSHAndHDFS(t *testing.T) {
 	if _, err := Deploy(ctx, r.options(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := deployed(t, hdfsTree(t, c, root+"/wordcount")), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
-		t.Fatalf("HDFS after redeploy %v, want %v", keys(got), keys(want))
+	if d := cmp.Diff(tree(t, filepath.Join(r.deployDir, "hdfs")), deployed(t, hdfsTree(t, c, root+"/wordcount"))); d != "" {
+		t.Fatalf("HDFS after redeploy (-want +got):\n%s", d)
 	}
-	if got := hdfsNames(t, c, root); !reflect.DeepEqual(got, []string{"wordcount"}) {
-		t.Fatalf("HDFS root holds %v", got)
+	if d := cmp.Diff([]string{"wordcount"}, hdfsNames(t, c, root)); d != "" {
+		t.Fatalf("HDFS root (-want +got):\n%s", d)
 	}
 	if got := r.workflowsFile(t); got != marshal(t, r.project) {
 		t.Fatalf("workflows file after redeploy %s", got)
@@ -236,8 +235,8 @@ func TestDeployOpenSSHLocalHDFS(t *testing.T) {
 	if !strings.HasPrefix(res.HDFSDir, "sftp://") {
 		t.Fatalf("result %+v", res)
 	}
-	if got, want := deployed(t, tree(t, filepath.Join(srv.Root, "hdfs", "wordcount"))), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Oozie dir %v, want %v", keys(got), keys(want))
+	if d := cmp.Diff(tree(t, filepath.Join(r.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(srv.Root, "hdfs", "wordcount")))); d != "" {
+		t.Fatalf("Oozie dir (-want +got):\n%s", d)
 	}
 	if p, err := MakePlan(ctx, r.options(t)); err != nil || p.HasChanges() {
 		t.Fatalf("plan: %+v %v", p, err)
@@ -335,11 +334,11 @@ func TestDeploySSHDKilledMidUpload(t *testing.T) {
 		t.Errorf("message: %v", err)
 	}
 	t.Logf("sshd killed: %v (after %s)", err, time.Since(start))
-	if after := tree(t, filepath.Join(srv.Root, "celos")); !reflect.DeepEqual(after["workflows/wordcount.json"], before["workflows/wordcount.json"]) {
-		t.Fatal("workflows file changed")
+	if d := cmp.Diff(before["workflows/wordcount.json"], tree(t, filepath.Join(srv.Root, "celos"))["workflows/wordcount.json"]); d != "" {
+		t.Fatalf("workflows file changed (-before +after):\n%s", d)
 	}
-	if got := tree(t, filepath.Join(srv.Root, "hdfs", "wordcount")); !reflect.DeepEqual(got, subtree(beforeHDFS, "wordcount")) {
-		t.Fatalf("Oozie dir changed: %v", keys(got))
+	if d := cmp.Diff(subtree(beforeHDFS, "wordcount"), tree(t, filepath.Join(srv.Root, "hdfs", "wordcount"))); d != "" {
+		t.Fatalf("Oozie dir changed (-before +after):\n%s", d)
 	}
 
 	if err := srv.Restart(ctx); err != nil {
@@ -354,11 +353,11 @@ func TestDeploySSHDKilledMidUpload(t *testing.T) {
 	if got := r.workflowsFile(t); got != marshal(t, r.project) {
 		t.Fatal("rerun did not deploy the new workflows")
 	}
-	if got, want := deployed(t, tree(t, filepath.Join(srv.Root, "hdfs", "wordcount"))), tree(t, filepath.Join(r.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Oozie dir after rerun %v", keys(got))
+	if d := cmp.Diff(tree(t, filepath.Join(r.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(srv.Root, "hdfs", "wordcount")))); d != "" {
+		t.Fatalf("Oozie dir after rerun (-want +got):\n%s", d)
 	}
-	if got := names(t, filepath.Join(srv.Root, "hdfs")); !reflect.DeepEqual(got, []string{"wordcount"}) {
-		t.Fatalf("leftovers: %v", got)
+	if d := cmp.Diff([]string{"wordcount"}, names(t, filepath.Join(srv.Root, "hdfs"))); d != "" {
+		t.Fatalf("leftovers (-want +got):\n%s", d)
 	}
 	if len(warnings) == 0 || !strings.Contains(strings.Join(warnings, "\n"), "stale lock") {
 		t.Errorf("warnings %v", warnings)
@@ -446,8 +445,8 @@ func TestDeployNameNodeStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if got := hdfsTree(t, c, root+"/wordcount"); !reflect.DeepEqual(got, before) {
-		t.Fatalf("Oozie dir changed: %v", keys(got))
+	if d := cmp.Diff(before, hdfsTree(t, c, root+"/wordcount")); d != "" {
+		t.Fatalf("Oozie dir changed (-before +after):\n%s", d)
 	}
 	newConn()
 	o = f.options()
@@ -455,11 +454,11 @@ func TestDeployNameNodeStopped(t *testing.T) {
 	if _, err := Deploy(ctx, o); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
-	if got, want := deployed(t, hdfsTree(t, c, root+"/wordcount")), tree(t, filepath.Join(f.deployDir, "hdfs")); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after rerun %v, want %v", keys(got), keys(want))
+	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, hdfsTree(t, c, root+"/wordcount"))); d != "" {
+		t.Fatalf("after rerun (-want +got):\n%s", d)
 	}
-	if got := hdfsNames(t, c, root); !reflect.DeepEqual(got, []string{"wordcount"}) {
-		t.Fatalf("leftovers: %v", got)
+	if d := cmp.Diff([]string{"wordcount"}, hdfsNames(t, c, root)); d != "" {
+		t.Fatalf("leftovers (-want +got):\n%s", d)
 	}
 }
 

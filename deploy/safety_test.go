@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	fx "github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
 )
@@ -597,7 +598,7 @@ func TestHDFSTreeFIFONeverOpened(t *testing.T) {
 func TestAppPathChecked(t *testing.T) {
 	oozie := func(id, app string) workflow.Workflow {
 		w := newWorkflow(id)
-		w.ExternalService = workflow.ExternalService{Type: workflow.ServiceOozie, Properties: map[string]string{"oozie.wf.application.path": app}}
+		w.ExternalService = fx.Oozie(map[string]string{"oozie.wf.application.path": app})
 		return w
 	}
 	f := newFixture(t)

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/ooziefake"
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
-	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Crash-test installation: nWorkflows hourly workflows with an always
@@ -42,33 +42,21 @@ func writeCrashProject(t *testing.T, dir, oozieURL string) string {
 			t.Fatal(err)
 		}
 	}
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: "crash"}
+	p := fixture.Project("crash")
 	for i := 0; i < nWorkflows; i++ {
-		p.Workflows = append(p.Workflows, workflow.Workflow{
-			ID:                 fmt.Sprintf("w%02d", i),
-			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: nHours},
-			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{
-				"sh", "-c", `echo "$CELOS_EXTERNAL_ID" >> '` + runs + `'/"$CELOS_WORKFLOW-$CELOS_HOUR"`,
-			}},
-			StartTime:          crashT0,
-			MaxRetryCount:      0,
-			WaitTimeoutSeconds: workflow.NeverTimeout,
-		})
+		w := fixture.Hourly(fmt.Sprintf("w%02d", i))
+		w.SchedulingStrategy.Concurrency = nHours
+		w.ExternalService = fixture.Command("sh", "-c", `echo "$CELOS_EXTERNAL_ID" >> '`+runs+`'/"$CELOS_WORKFLOW-$CELOS_HOUR"`)
+		w.StartTime = crashT0
 		if oozieURL != "" {
-			p.Workflows[i].ExternalService = workflow.ExternalService{Type: workflow.ServiceOozie, URL: oozieURL, Properties: map[string]string{
+			w.ExternalService = fixture.Oozie(map[string]string{
 				"user.name": "celos", "oozie.wf.application.path": "hdfs:///apps/crash",
-			}}
+			})
+			w.ExternalService.URL = oozieURL
 		}
+		p.Workflows = append(p.Workflows, w)
 	}
-	data, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "wf", "crash.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Write(t, filepath.Join(dir, "wf"), p)
 	return runs
 }
 

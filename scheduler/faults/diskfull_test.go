@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -71,18 +72,12 @@ func diskFullHelper(t *testing.T) {
 	t0 := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
 	var wfs []workflow.Workflow
 	for i := 0; i < 20; i++ {
-		wfs = append(wfs, workflow.Workflow{
-			ID:                 fmt.Sprintf("wf%02d", i),
-			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 10},
-			ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
-			StartTime:          t0,
-			WaitTimeoutSeconds: workflow.NeverTimeout,
-		})
+		w := fixture.Hourly(fmt.Sprintf("wf%02d", i))
+		w.SchedulingStrategy.Concurrency = 10
+		w.StartTime = t0
+		wfs = append(wfs, w)
 	}
-	data, _ := (&workflow.Project{Format: workflow.FormatVersion, Project: "full", Workflows: wfs}).Marshal()
-	os.WriteFile(filepath.Join(wfDir, "full.json"), data, 0o644)
+	fixture.WriteProject(t, wfDir, "full", wfs...)
 	db, err := statedb.Open(dbDir)
 	if err != nil {
 		t.Fatal(err)

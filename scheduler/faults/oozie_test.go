@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/ooziefake"
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -130,22 +130,11 @@ func newOozieRig(t *testing.T) *oozieRig {
 	proxy := newLossyProxy(t, fake.URL, 3*timeout)
 	dir := t.TempDir()
 	t0 := time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: "oz", Workflows: []workflow.Workflow{{
-		ID:                 "wc",
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: oozieSlots},
-		ExternalService: workflow.ExternalService{Type: workflow.ServiceOozie, Properties: map[string]string{
-			"user.name": "celos", "oozie.wf.application.path": "hdfs:///app/wc",
-		}},
-		StartTime:          t0,
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}}}
-	data, _ := p.Marshal()
-	os.MkdirAll(filepath.Join(dir, "wf"), 0o755)
-	if err := os.WriteFile(filepath.Join(dir, "wf", "oz.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	wc := fixture.Hourly("wc")
+	wc.SchedulingStrategy.Concurrency = oozieSlots
+	wc.ExternalService = fixture.Oozie(map[string]string{"user.name": "celos", "oozie.wf.application.path": "hdfs:///app/wc"})
+	wc.StartTime = t0
+	fixture.WriteProject(t, filepath.Join(dir, "wf"), "oz", wc)
 	db, err := statedb.Open(filepath.Join(dir, "db"))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -122,17 +123,10 @@ func TestReadOnlyStateDB(t *testing.T) {
 	wfDir, dbDir := filepath.Join(dir, "wf"), filepath.Join(dir, "db")
 	os.MkdirAll(wfDir, 0o755)
 	t0 := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: "ro", Workflows: []workflow.Workflow{{
-		ID:                 "wf",
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 10},
-		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
-		StartTime:          t0,
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}}}
-	data, _ := p.Marshal()
-	os.WriteFile(filepath.Join(wfDir, "ro.json"), data, 0o644)
+	w := fixture.Hourly("wf")
+	w.SchedulingStrategy.Concurrency = 10
+	w.StartTime = t0
+	fixture.WriteProject(t, wfDir, "ro", w)
 	db, err := statedb.Open(dbDir)
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema/workflow"
 )
 
 // A restart round: how and when the server is stopped, which jobs end
@@ -40,32 +40,22 @@ func writeRestartProject(t *testing.T, dir string, retry int) (runs, done string
 			t.Fatal(err)
 		}
 	}
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: "restart"}
+	p := fixture.Project("restart")
 	for i := 0; i < rsWorkflows; i++ {
 		gate := filepath.Join(dir, "gate-even")
 		if i%2 == 1 {
 			gate = filepath.Join(dir, "gate-odd")
 		}
-		p.Workflows = append(p.Workflows, workflow.Workflow{
-			ID:                 fmt.Sprintf("w%02d", i),
-			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: nHours},
-			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"sh", "-c",
-				`f="$CELOS_WORKFLOW-$CELOS_HOUR"; echo "$CELOS_EXTERNAL_ID" >> "$RUNS/$f"; flock -s "$GATE" true; echo "$CELOS_EXTERNAL_ID" >> "$DONE/$f"`,
-			}, Env: map[string]string{"RUNS": runs, "DONE": done, "GATE": gate}},
-			StartTime:          crashT0,
-			MaxRetryCount:      retry,
-			WaitTimeoutSeconds: workflow.NeverTimeout,
-		})
+		w := fixture.Hourly(fmt.Sprintf("w%02d", i))
+		w.SchedulingStrategy.Concurrency = nHours
+		w.ExternalService = fixture.Command("sh", "-c",
+			`f="$CELOS_WORKFLOW-$CELOS_HOUR"; echo "$CELOS_EXTERNAL_ID" >> "$RUNS/$f"; flock -s "$GATE" true; echo "$CELOS_EXTERNAL_ID" >> "$DONE/$f"`)
+		w.ExternalService.Env = map[string]string{"RUNS": runs, "DONE": done, "GATE": gate}
+		w.StartTime = crashT0
+		w.MaxRetryCount = retry
+		p.Workflows = append(p.Workflows, w)
 	}
-	data, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "wf", "restart.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Write(t, filepath.Join(dir, "wf"), p)
 	return runs, done
 }
 

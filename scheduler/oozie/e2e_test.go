@@ -15,6 +15,7 @@ import (
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/internal/ooziefake"
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/engine"
@@ -56,16 +57,7 @@ func newE2E(t *testing.T, c *hdfstest.Cluster, project *workflow.Project, only .
 
 	dir := t.TempDir()
 	wfDir := filepath.Join(dir, "workflows")
-	if err := os.MkdirAll(wfDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, err := project.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wfDir, project.Project+".json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Write(t, wfDir, project)
 	// The installation defaults file, as `celos server --defaults` reads it.
 	defaultsPath := filepath.Join(dir, "defaults.json")
 	doc := fmt.Sprintf(`{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -51,18 +52,12 @@ func TestBrowserDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("compile the demo: %v", err)
 	}
-	data, err := proj.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"var/workflows", "var/db", "var/jobs"} {
+	for _, d := range []string{"var/db", "var/jobs"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile("var/workflows/demo.json", data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Write(t, "var/workflows", proj) // var/workflows/demo.json
 	db, err := statedb.Open("var/db")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -47,34 +48,22 @@ func newEngineFixture(t *testing.T) *engineFixture {
 		}
 	}
 	start := engineNow.Truncate(time.Hour).Add(-7 * time.Hour)
-	hourly := workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"}
-	serial := workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 4}
-	proj := &workflow.Project{Format: workflow.FormatVersion, Project: "uitest", Workflows: []workflow.Workflow{
-		{
-			ID:       "fails",
-			Schedule: hourly, Trigger: workflow.Trigger{Type: workflow.TriggerAlways}, SchedulingStrategy: serial,
-			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"sh", "-c", "echo checking ${year}-${month}-${day}T${hour}; echo no input for ${hour}:00 >&2; exit 3"}},
-			StartTime:       start, MaxRetryCount: 0, WaitTimeoutSeconds: workflow.NeverTimeout,
-		},
-		{
-			ID:       "wordcount",
-			Schedule: hourly, SchedulingStrategy: serial,
-			Trigger:         workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: input + "/${year}-${month}-${day}T${hour}/_READY"},
-			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"sh", "-c", "echo counted words of ${year}-${month}-${day}T${hour}"}},
-			StartTime:       start, MaxRetryCount: 1, WaitTimeoutSeconds: workflow.NeverTimeout,
-			Contacts: []workflow.Contact{{Name: "Data team", Email: "data@example.com"}},
-		},
-	}}
+	fails := fixture.Hourly("fails")
+	fails.SchedulingStrategy.Concurrency = 4
+	fails.ExternalService = fixture.Command("sh", "-c", "echo checking ${year}-${month}-${day}T${hour}; echo no input for ${hour}:00 >&2; exit 3")
+	fails.StartTime = start
+	wordcount := fixture.Hourly("wordcount")
+	wordcount.SchedulingStrategy.Concurrency = 4
+	wordcount.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: input + "/${year}-${month}-${day}T${hour}/_READY"}
+	wordcount.ExternalService = fixture.Command("sh", "-c", "echo counted words of ${year}-${month}-${day}T${hour}")
+	wordcount.StartTime = start
+	wordcount.MaxRetryCount = 1
+	wordcount.Contacts = []workflow.Contact{{Name: "Data team", Email: "data@example.com"}}
+	proj := fixture.Project("uitest", fails, wordcount)
 	if err := proj.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	data, err := proj.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "workflows", "uitest.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Write(t, filepath.Join(dir, "workflows"), proj)
 	if err := os.WriteFile(filepath.Join(dir, "workflows", "broken.json"), []byte(`{"format": "celos.dev/workflows/v0"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -58,23 +59,19 @@ func (m *memService) add(id string, period time.Duration, service string) *workf
 	if period < time.Hour {
 		cron = fmt.Sprintf("0 0/%d * * * ?", int(period/time.Minute))
 	}
-	w := &workflow.Workflow{
-		ID:                 id,
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: cron, TimeZone: "UTC"},
-		Trigger:            workflow.Trigger{Type: workflow.TriggerAnd, Triggers: []workflow.Trigger{{Type: workflow.TriggerHDFSCheck, Path: "/input/${year}/${month}/${day}/${hour}/_READY", FS: "file:///"}, {Type: workflow.TriggerDelay, Seconds: 600}}},
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-		ExternalService:    workflow.ExternalService{Type: service},
-		StartTime:          workflow.DefaultStartTime,
-		MaxRetryCount:      2,
-		WaitTimeoutSeconds: 86400,
-	}
+	w := fixture.Hourly(id)
+	w.Schedule.Cron = cron
+	w.Trigger = workflow.Trigger{Type: workflow.TriggerAnd, Triggers: []workflow.Trigger{{Type: workflow.TriggerHDFSCheck, Path: "/input/${year}/${month}/${day}/${hour}/_READY", FS: "file:///"}, {Type: workflow.TriggerDelay, Seconds: 600}}}
+	w.ExternalService = workflow.ExternalService{Type: service}
 	if service == workflow.ServiceCommand {
-		w.ExternalService.Command = []string{"sh", "-c", "echo ${year}-${month}-${day}"}
+		w.ExternalService = fixture.Command("sh", "-c", "echo ${year}-${month}-${day}")
 	}
-	m.wfs[id] = w
+	w.MaxRetryCount = 2
+	w.WaitTimeoutSeconds = 86400
+	m.wfs[id] = &w
 	m.period[id] = period
 	m.states[id] = map[int64]slot.State{}
-	return w
+	return &w
 }
 
 func (m *memService) set(id string, t time.Time, st slot.Status, ext string, retry int) {

@@ -3,9 +3,10 @@ package hadoopconf
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func xmlConf(props ...string) []byte {
@@ -88,8 +89,10 @@ func TestNamenodes(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("Namenodes(%q) = %v, %v; want %v", tc.fs, got, err, tc.want)
+		if err != nil {
+			t.Errorf("Namenodes(%q): %v", tc.fs, err)
+		} else if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("Namenodes(%q) (-want +got):\n%s", tc.fs, d)
 		}
 	}
 	broken := Conf{"fs.defaultFS": "hdfs://ns", "dfs.nameservices": "ns", "dfs.ha.namenodes.ns": "nn1"}
@@ -163,7 +166,10 @@ func TestClientOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(co.Addresses, []string{"h1:1", "h2:2"}) || co.User != "deployer" || !co.UseDatanodeHostname || co.NamenodeDialFunc == nil {
+	if d := cmp.Diff([]string{"h1:1", "h2:2"}, co.Addresses); d != "" {
+		t.Fatalf("NameNode addresses (-want +got):\n%s", d)
+	}
+	if co.User != "deployer" || !co.UseDatanodeHostname || co.NamenodeDialFunc == nil {
 		t.Fatalf("options %+v", co)
 	}
 	co, err = c.ClientOptions(Options{User: "explicit", FS: "hdfs://other:3"})
