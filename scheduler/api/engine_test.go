@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -280,17 +279,26 @@ func TestRealEngine(t *testing.T) {
 		t.Errorf("after clear-cache %v", list.IDs)
 	}
 
-	// clear-cache rereads the workflows files at once, without a step: a
-	// project written since is listed after it, not before.
+}
+
+// TestRealEngineClearCache: POST /clear-cache rereads the workflows files
+// at once, without a step: a project written since is listed after it,
+// not before.
+func TestRealEngineClearCache(t *testing.T) {
+	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
+	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
+	writeProject(t, s.wf, "first", newWorkflow("first", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	s.step("2015-09-13T13:40Z") // load it
 	writeProject(t, s.wf, "late", newWorkflow("late", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	var list api.WorkflowList
 	s.do(200, "GET", "/workflow-list", &list)
-	if slices.Contains(list.IDs, "late") {
-		t.Fatalf("a workflows file was read before clear-cache or a step: %v", list.IDs)
+	if diff := cmp.Diff([]string{"first"}, list.IDs); diff != "" {
+		t.Fatalf("a workflows file was read before clear-cache or a step (-want +got):\n%s", diff)
 	}
 	s.do(200, "POST", "/clear-cache", nil)
 	s.do(200, "GET", "/workflow-list", &list)
-	if !slices.Contains(list.IDs, "late") || len(list.IDs) != 5 {
-		t.Errorf("after clear-cache, the new workflows file is not loaded: %v", list.IDs)
+	if diff := cmp.Diff([]string{"first", "late"}, list.IDs); diff != "" {
+		t.Errorf("after clear-cache, the new workflows file is not loaded (-want +got):\n%s", diff)
 	}
 }
 
