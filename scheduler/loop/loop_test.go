@@ -36,7 +36,7 @@ func (s *stepCounter) Step(_ context.Context, now time.Time, _ []string) error {
 	return s.fail
 }
 
-func (s *stepCounter) WorkflowIDs() []string              { return []string{"a", "b"} }
+func (s *stepCounter) WorkflowIDs() []string             { return []string{"a", "b"} }
 func (s *stepCounter) LoadErrors() []scheduler.LoadError { return nil }
 
 func (s *stepCounter) steps() int {
