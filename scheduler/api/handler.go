@@ -32,7 +32,8 @@ type Options struct {
 	// Logger receives one line per changing request, and per step when
 	// Stepper is nil (default: discard).
 	Logger *slog.Logger
-	// Metrics is the Prometheus registry served at /metrics (default: a new one).
+	// Metrics is the Prometheus registry served at /metrics (default: the
+	// Stepper's, else a new one).
 	Metrics *metrics.Metrics
 	// Stepper runs the steps POST /scheduler asks for (the server shares it
 	// with its --autoSchedule timer); it must record into Metrics. Default:
@@ -76,6 +77,9 @@ func New(svc scheduler.Service, opts Options) *Handler {
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.metrics == nil && opts.Stepper != nil {
+		h.metrics = opts.Stepper.Metrics()
 	}
 	if h.metrics == nil {
 		h.metrics = metrics.New()

@@ -45,6 +45,9 @@ func New(svc scheduler.Service, opts Options) *Stepper {
 	return s
 }
 
+// Metrics returns the registry the stepper records into.
+func (s *Stepper) Metrics() *metrics.Metrics { return s.metrics }
+
 // Step runs one scheduler step at now (for the named workflows, or all),
 // timing it in the metrics and logging it. A failed step is logged as an
 // error and its error returned.
