@@ -45,7 +45,7 @@ fi
 
 echo "soak: building into $work"
 go build -o "$work/celos" ./cmd/celos
-go build -o "$work/soak" ./internal/soak
+go build -o "$work/soak" ./cmd/celos-soak
 
 # ---- 1. load -------------------------------------------------------------
 load=$work/load

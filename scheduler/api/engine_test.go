@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/scheduler"
 
@@ -275,6 +278,28 @@ func TestRealEngine(t *testing.T) {
 	if len(list.IDs) != 4 {
 		t.Errorf("after clear-cache %v", list.IDs)
 	}
+
+}
+
+// TestRealEngineClearCache: POST /clear-cache rereads the workflows files
+// at once, without a step: a project written since is listed after it,
+// not before.
+func TestRealEngineClearCache(t *testing.T) {
+	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
+	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
+	writeProject(t, s.wf, "first", newWorkflow("first", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	s.step("2015-09-13T13:40Z") // load it
+	writeProject(t, s.wf, "late", newWorkflow("late", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	var list api.WorkflowList
+	s.do(200, "GET", "/workflow-list", &list)
+	if diff := cmp.Diff([]string{"first"}, list.IDs); diff != "" {
+		t.Fatalf("a workflows file was read before clear-cache or a step (-want +got):\n%s", diff)
+	}
+	s.do(200, "POST", "/clear-cache", nil)
+	s.do(200, "GET", "/workflow-list", &list)
+	if diff := cmp.Diff([]string{"first", "late"}, list.IDs); diff != "" {
+		t.Errorf("after clear-cache, the new workflows file is not loaded (-want +got):\n%s", diff)
+	}
 }
 
 // BenchmarkWorkflowSlotsMinutely measures GET /workflow-slots for one
@@ -318,6 +343,8 @@ func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // TestConcurrentRequests reads while steps, reruns and pauses run (go test
 // -race finds unsynchronized access between the handlers and the engine).
+// Every answer is checked: the reads, and each POST /pause (made while
+// steps run) answers 200 with the flag it set, repeated pauses included.
 func TestConcurrentRequests(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
 	start := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
@@ -346,13 +373,55 @@ func TestConcurrentRequests(t *testing.T) {
 			}
 		}()
 	}
+	// Pauses run beside the steps until the steps are done (and at least 8
+	// of them): true, true, false, false, ... so that setting the flag it
+	// already has is answered as well.
+	var last atomic.Value
+	pausesDone := make(chan int)
+	go func() {
+		n := 0
+		defer func() { pausesDone <- n }()
+		for ; ; n++ {
+			select {
+			case <-stop:
+				if n >= 8 {
+					return
+				}
+			default:
+			}
+			paused := n%4 < 2
+			rec := httptest.NewRecorder()
+			target := fmt.Sprintf("/pause?id=b&paused=%v", paused)
+			s.h.ServeHTTP(rec, httptest.NewRequest("POST", target, nil))
+			if rec.Code != 200 {
+				t.Errorf("POST %s (pause %d): %d %s", target, n, rec.Code, rec.Body)
+				return
+			}
+			var got api.PauseResult
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Errorf("POST %s (pause %d): %v: %s", target, n, err, rec.Body)
+				return
+			}
+			if diff := cmp.Diff(api.PauseResult{ID: "b", Paused: paused}, got); diff != "" {
+				t.Errorf("POST %s (pause %d) answer (-want +got):\n%s", target, n, diff)
+				return
+			}
+			last.Store(paused)
+		}
+	}()
 	for i := range 8 {
 		s.step(fmt.Sprintf("2015-09-13T13:%02dZ", 40+i))
-		rec := httptest.NewRecorder()
-		s.h.ServeHTTP(rec, httptest.NewRequest("POST", fmt.Sprintf("/pause?id=b&paused=%v", i%2 == 0), nil))
 	}
 	close(stop)
 	wg.Wait()
+	if n := <-pausesDone; n < 8 && !t.Failed() {
+		t.Errorf("only %d pauses made", n)
+	}
+	var ws api.WorkflowSlots
+	s.do(200, "GET", "/workflow-slots?id=b", &ws)
+	if want, _ := last.Load().(bool); ws.Paused != want {
+		t.Errorf("after the pauses, /workflow-slots says paused=%v, the last POST /pause set %v", ws.Paused, want)
+	}
 }
 
 // TestRealEngineUnschedulable: a workflow whose dependent schedule names a

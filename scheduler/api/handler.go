@@ -16,6 +16,8 @@ import (
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/loop"
+	"github.com/celos-go/celos/scheduler/metrics"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -27,10 +29,16 @@ const MaxBodyBytes = 1 << 20
 type Options struct {
 	// Now is the clock used where a request names no time (default time.Now).
 	Now func() time.Time
-	// Logger receives one line per step and per changing request (default: discard).
+	// Logger receives one line per changing request, and per step when
+	// Stepper is nil (default: discard).
 	Logger *slog.Logger
-	// Metrics is the Prometheus registry served at /metrics (default: a new one).
-	Metrics *Metrics
+	// Metrics is the Prometheus registry served at /metrics (default: the
+	// Stepper's, else a new one).
+	Metrics *metrics.Metrics
+	// Stepper runs the steps POST /scheduler asks for (the server shares it
+	// with its --autoSchedule timer); it must record into Metrics. Default:
+	// a stepper of the handler's service with Metrics and Logger.
+	Stepper *loop.Stepper
 	// Version is what GET /version answers.
 	Version string
 	// StepTimeout is the bound of a scheduler step: GET /healthz answers
@@ -53,7 +61,8 @@ type Handler struct {
 	svc     scheduler.Service
 	now     func() time.Time
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *metrics.Metrics
+	stepper *loop.Stepper
 	version string
 	routes  map[string]*route
 	// stepTimeout is the bound reported by /healthz.
@@ -69,8 +78,15 @@ func New(svc scheduler.Service, opts Options) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	if h.metrics == nil && opts.Stepper != nil {
+		h.metrics = opts.Stepper.Metrics()
+	}
 	if h.metrics == nil {
-		h.metrics = NewMetrics()
+		h.metrics = metrics.New()
+	}
+	h.stepper = opts.Stepper
+	if h.stepper == nil {
+		h.stepper = loop.New(svc, loop.Options{Metrics: h.metrics, Logger: h.log})
 	}
 	if h.version == "" {
 		h.version = "devel"
@@ -79,30 +95,12 @@ func New(svc scheduler.Service, opts Options) *Handler {
 	if h.stepTimeout <= 0 {
 		h.stepTimeout = DefaultStepTimeout
 	}
-	h.metrics.observe(svc, h.now, h.stepTimeout)
+	h.metrics.Observe(svc, h.now, h.stepTimeout)
 	h.routes = make(map[string]*route)
 	for _, r := range h.table() {
 		h.routes[r.path] = r
 	}
 	return h
-}
-
-// Step runs one scheduler step at now (for the named workflows, or all),
-// timing it in the metrics and logging it. POST /scheduler and the
-// server's --autoSchedule loop both step through here.
-func (h *Handler) Step(ctx context.Context, now time.Time, ids []string) error {
-	defer h.metrics.stepEnded(h.metrics.stepStarted(now))
-	start := time.Now()
-	err := h.svc.Step(ctx, now, ids)
-	took := time.Since(start)
-	h.metrics.stepDone(took, err)
-	if err != nil {
-		h.log.Error("step failed", "time", slot.FormatTime(now), "ids", ids, "took", took, "error", err)
-		return err
-	}
-	h.log.Info("step", "time", slot.FormatTime(now), "ids", ids, "took", took.Round(time.Microsecond),
-		"workflows", len(h.svc.WorkflowIDs()), "loadErrors", len(h.svc.LoadErrors()))
-	return nil
 }
 
 // route is one path and what each method does there. The table in
@@ -161,7 +159,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rw, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
 			}
 		}
-		h.metrics.request(label, r.Method, rw.code, time.Since(start))
+		h.metrics.Request(label, r.Method, rw.code, time.Since(start))
 		// Changes made through the API are logged with who asked (an
 		// operator's rerun, kill or pause); steps log themselves.
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && label != "/scheduler" {

@@ -159,7 +159,7 @@ func (h *Handler) scheduler(w http.ResponseWriter, r *http.Request, q query) err
 		}
 	}
 	// A client that gives up waiting does not cut the step short.
-	if err := h.Step(context.WithoutCancel(r.Context()), now, ids); err != nil {
+	if err := h.stepper.Step(context.WithoutCancel(r.Context()), now, ids); err != nil {
 		return err
 	}
 	res := StepResult{Time: slot.FormatTime(now), IDs: ids, LoadErrors: nonNil(h.svc.LoadErrors())}
@@ -372,7 +372,7 @@ func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, q query) error {
 	if err := h.svc.Rerun(r.Context(), id, h.now()); err != nil {
 		return err
 	}
-	h.metrics.changed()
+	h.metrics.Changed()
 	out, err := h.currentSlot(r, id)
 	if err != nil {
 		return err
@@ -409,7 +409,7 @@ func (h *Handler) kill(w http.ResponseWriter, r *http.Request, q query) error {
 	if err := h.svc.Kill(r.Context(), id); err != nil {
 		return err
 	}
-	h.metrics.changed()
+	h.metrics.Changed()
 	out, err := h.currentSlot(r, id)
 	if err != nil {
 		return err
@@ -427,7 +427,7 @@ func (h *Handler) pause(w http.ResponseWriter, r *http.Request, q query) error {
 	if err := h.svc.SetPaused(r.Context(), id, paused); err != nil {
 		return err
 	}
-	h.metrics.changed()
+	h.metrics.Changed()
 	writeJSON(w, http.StatusOK, PauseResult{ID: id, Paused: paused})
 	return nil
 }
@@ -505,7 +505,7 @@ func (h *Handler) openapi(w http.ResponseWriter, _ *http.Request, _ query) error
 }
 
 func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request, _ query) error {
-	h.metrics.handler.ServeHTTP(w, r)
+	h.metrics.Handler().ServeHTTP(w, r)
 	return nil
 }
 
@@ -523,7 +523,7 @@ type Health struct {
 // for longer than its bound, else 503.
 func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request, _ query) error {
 	out := Health{Status: "ok"}
-	run, running, ok := h.metrics.oldestStep()
+	run, running, ok := h.metrics.OldestStep()
 	if !ok {
 		writeJSON(w, http.StatusOK, out)
 		return nil
@@ -536,7 +536,7 @@ func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request, _ query) error
 	}
 	out.Status = "stuck"
 	out.Error = fmt.Sprintf("a scheduler step (time %s) has been running for %s since %s, longer than its bound of %s (--step-timeout)",
-		slot.FormatTime(run.at), running.Round(time.Second), slot.FormatTime(run.started), h.stepTimeout)
+		slot.FormatTime(run.At), running.Round(time.Second), slot.FormatTime(run.Started), h.stepTimeout)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusServiceUnavailable, out)
 	return nil

@@ -17,12 +17,20 @@ import (
 // listen on an address other than loopback.
 const InsecureFlag = "--insecure-no-auth-on-public-address"
 
-// authToken loads cfg.AuthTokenFile, or checks that going without a token
-// is safe: the listen address is loopback, or the operator said otherwise
+// authOptions are what the token policy reads: the token file
+// (--auth-token-file, empty: none), the listen address, and InsecureFlag.
+type authOptions struct {
+	TokenFile      string
+	Listen         string
+	InsecureNoAuth bool
+}
+
+// authToken loads o.TokenFile, or checks that going without a token is
+// safe: the listen address is loopback, or the operator said otherwise
 // with InsecureFlag (then it is logged as an error at every start).
-func authToken(cfg Config, log *slog.Logger) (string, error) {
-	if cfg.AuthTokenFile != "" {
-		token, warn, err := api.LoadToken(cfg.AuthTokenFile)
+func authToken(o authOptions, log *slog.Logger) (string, error) {
+	if o.TokenFile != "" {
+		token, warn, err := api.LoadToken(o.TokenFile)
 		if err != nil {
 			return "", err
 		}
@@ -31,17 +39,17 @@ func authToken(cfg Config, log *slog.Logger) (string, error) {
 		}
 		return token, nil
 	}
-	if IsLoopback(cfg.Listen) {
+	if IsLoopback(o.Listen) {
 		return "", nil
 	}
-	if cfg.InsecureNoAuthOnPublicAddress {
+	if o.InsecureNoAuth {
 		log.Error("INSECURE: listening on a non-loopback address without --auth-token-file: anyone who can reach " +
-			cfg.Listen + " can rerun, kill and pause workflows and step the scheduler (" + InsecureFlag + ")")
+			o.Listen + " can rerun, kill and pause workflows and step the scheduler (" + InsecureFlag + ")")
 		return "", nil
 	}
 	return "", fmt.Errorf("refusing to listen on %q without --auth-token-file: anyone who can reach it could rerun, kill and pause workflows; "+
 		"give --auth-token-file FILE (a random token, e.g. from openssl rand -hex 32), listen on 127.0.0.1, "+
-		"or accept the risk with %s", cfg.Listen, InsecureFlag)
+		"or accept the risk with %s", o.Listen, InsecureFlag)
 }
 
 // IsLoopback reports whether a listen address (a host name or IP, no
@@ -82,16 +90,16 @@ func IsLoopback(host string) bool {
 // UI are then the same origin, so the cross-origin check does not stop
 // it. Such a request carries the attacker's name in Host, so only these
 // are answered: localhost, a loopback address (127.0.0.0/8, [::1]), and
-// the --listen name itself (the operator's choice), with or without a
+// the --listen name itself (listenAddr, the operator's choice), with or without a
 // port; on a public address (InsecureFlag), also any IP address literal,
 // as a rebinding needs a name the attacker controls. A request without
 // Host (HTTP/1.0) is answered: browsers always send one.
-func hostPolicy(cfg Config, token string) func(host string) bool {
+func hostPolicy(listenAddr, token string) func(host string) bool {
 	if token != "" {
 		return nil
 	}
-	listen := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(cfg.Listen, "["), "]"))
-	public := !IsLoopback(cfg.Listen)
+	listen := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(listenAddr, "["), "]"))
+	public := !IsLoopback(listenAddr)
 	return func(hostport string) bool {
 		if hostport == "" {
 			return true

@@ -29,12 +29,12 @@ func TestIsLoopback(t *testing.T) {
 func TestAuthTokenPolicy(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	// Loopback without a token: fine.
-	if tok, err := authToken(Config{Listen: "127.0.0.1"}, log); err != nil || tok != "" {
+	if tok, err := authToken(authOptions{Listen: "127.0.0.1"}, log); err != nil || tok != "" {
 		t.Errorf("loopback: %q %v", tok, err)
 	}
 	// Every interface without a token: refused, naming the way out.
 	for _, addr := range []string{"0.0.0.0", "::", "10.1.2.3"} {
-		_, err := authToken(Config{Listen: addr}, log)
+		_, err := authToken(authOptions{Listen: addr}, log)
 		if err == nil || !strings.Contains(err.Error(), "refusing to listen") ||
 			!strings.Contains(err.Error(), "--auth-token-file") || !strings.Contains(err.Error(), InsecureFlag) {
 			t.Errorf("%s without a token: %v", addr, err)
@@ -43,7 +43,7 @@ func TestAuthTokenPolicy(t *testing.T) {
 	// ... unless the operator insists, which is logged as an error.
 	var buf strings.Builder
 	loud := slog.New(slog.NewTextHandler(&buf, nil))
-	if tok, err := authToken(Config{Listen: "0.0.0.0", InsecureNoAuthOnPublicAddress: true}, loud); err != nil || tok != "" {
+	if tok, err := authToken(authOptions{Listen: "0.0.0.0", InsecureNoAuth: true}, loud); err != nil || tok != "" {
 		t.Errorf("insecure flag: %q %v", tok, err)
 	}
 	if !strings.Contains(buf.String(), "level=ERROR") || !strings.Contains(buf.String(), "INSECURE") {
@@ -53,15 +53,15 @@ func TestAuthTokenPolicy(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "token")
 	os.WriteFile(good, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
-	if tok, err := authToken(Config{Listen: "0.0.0.0", AuthTokenFile: good}, log); err != nil || tok != "0123456789abcdef0123456789abcdef" {
+	if tok, err := authToken(authOptions{Listen: "0.0.0.0", TokenFile: good}, log); err != nil || tok != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("token file: %q %v", tok, err)
 	}
 	short := filepath.Join(dir, "short")
 	os.WriteFile(short, []byte("abc\n"), 0o600)
-	if _, err := authToken(Config{Listen: "127.0.0.1", AuthTokenFile: short}, log); err == nil {
+	if _, err := authToken(authOptions{Listen: "127.0.0.1", TokenFile: short}, log); err == nil {
 		t.Error("a short token was accepted")
 	}
-	if _, err := authToken(Config{Listen: "127.0.0.1", AuthTokenFile: filepath.Join(dir, "missing")}, log); err == nil {
+	if _, err := authToken(authOptions{Listen: "127.0.0.1", TokenFile: filepath.Join(dir, "missing")}, log); err == nil {
 		t.Error("a missing token file was accepted")
 	}
 }

@@ -38,7 +38,7 @@ func TestProtect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			changed = 0
-			h := protect(inner, tt.token, hostPolicy(Config{Listen: "127.0.0.1"}, tt.token), slog.New(slog.DiscardHandler))
+			h := protect(inner, tt.token, hostPolicy("127.0.0.1", tt.token), slog.New(slog.DiscardHandler))
 			req := httptest.NewRequest(tt.method, "http://127.0.0.1:8080/rerun?id=a&time=2015-09-13T13:00Z", nil)
 			for k, v := range tt.headers {
 				if k == "Host" {

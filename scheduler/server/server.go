@@ -21,6 +21,8 @@ import (
 	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/loop"
+	"github.com/celos-go/celos/scheduler/metrics"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -113,11 +115,12 @@ type opener func(cfg Config, d deps) (scheduler.Service, io.Closer, error)
 type deps struct {
 	services map[string]external.Service
 	fs       trigger.FileSystems
-	metrics  *api.Metrics
+	metrics  *metrics.Metrics
 	log      *slog.Logger
 }
 
-func run(ctx context.Context, cfg Config, open opener) (err error) {
+// withDefaults fills in the defaults of the fields left zero.
+func (cfg Config) withDefaults() Config {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
@@ -130,6 +133,13 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if cfg.Jobs == "" {
 		cfg.Jobs = filepath.Join(filepath.Dir(filepath.Clean(cfg.DB)), "jobs")
 	}
+	return cfg
+}
+
+// run is Run with the engine's constructor as a parameter (tests stub it).
+// Each part is given only the fields of cfg it needs.
+func run(ctx context.Context, cfg Config, open opener) (err error) {
+	cfg = cfg.withDefaults()
 	log, logCloser, err := NewLogger(cfg.Stderr, cfg.Logs, cfg.LogLevel)
 	if err != nil {
 		return err
@@ -143,7 +153,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if fi, err := os.Stat(cfg.Workflows); err != nil || !fi.IsDir() {
 		return fmt.Errorf("workflows directory %s: must exist and be a directory", cfg.Workflows)
 	}
-	token, err := authToken(cfg, log)
+	token, err := authToken(authOptions{TokenFile: cfg.AuthTokenFile, Listen: cfg.Listen, InsecureNoAuth: cfg.InsecureNoAuthOnPublicAddress}, log)
 	if err != nil {
 		return err
 	}
@@ -157,12 +167,12 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if err != nil {
 		return err
 	}
-	metrics := api.NewMetrics()
-	svcs, err := externalServices(cfg, inst, log)
+	m := metrics.New()
+	svcs, err := externalServices(cfg.Jobs, inst, log)
 	if err != nil {
 		return err
 	}
-	fsys, closeFS, err := fileSystems(cfg, inst, metrics)
+	fsys, closeFS, err := fileSystems(cfg, inst, m)
 	if err != nil {
 		return err
 	}
@@ -176,7 +186,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			closeFS()
 		}
 	}()
-	engine, engineCloser, err := open(cfg, deps{services: metrics.InstrumentServices(svcs), fs: fsys, metrics: metrics, log: log})
+	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(svcs), fs: fsys, metrics: m, log: log})
 	if err != nil {
 		return err
 	}
@@ -189,16 +199,73 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			log.Error("close state database", "error", cerr)
 		}
 	}()
-	h := api.New(engine, api.Options{Logger: log, Metrics: metrics, Version: cfg.Version, StepTimeout: cfg.StepTimeout})
-	mux, err := routes(cfg, engine, h, svcs, token != "")
+	// One stepper for the --autoSchedule timer and POST /scheduler.
+	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
+	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout})
+	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != ""})
 	if err != nil {
 		return err
 	}
-	handler := protect(mux, token, hostPolicy(cfg, token), log)
-
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)))
+	srv, serveErr, err := serve(protect(mux, token, hostPolicy(cfg.Listen, token), log),
+		listenOptions{host: cfg.Listen, port: cfg.Port, urlFile: cfg.URLFile}, log)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
+	}
+
+	// The automatic steps run until stop; a step in flight is not
+	// cancelled and the loop returns once it is done.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
+	jobs, _ := svcs[workflow.ServiceCommand].(jobPruner)
+	pruneDone, err := startPruning(loopCtx, engineCloser, loadedWorkflows(engine), jobs, cfg.PruneOlderThan, log)
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	defer func() { stopLoop(); <-pruneDone }()
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		if cfg.AutoSchedule > 0 {
+			stepper.Every(loopCtx, cfg.AutoSchedule)
+		}
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing the step and requests in flight", "timeout", cfg.ShutdownTimeout)
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+	stopLoop()
+	var serr error
+	inUse, serr = shutdown(srv, loopDone, cfg.ShutdownTimeout)
+	if runErr == nil {
+		runErr = serr
+	}
+	if runErr != nil {
+		return runErr
+	}
+	log.Info("celos server stopped")
+	return nil
+}
+
+// listenOptions are where the server listens: host (--listen) and port
+// (0 picks a free one), and the file that receives its URL once it does
+// (empty: none).
+type listenOptions struct {
+	host    string
+	port    int
+	urlFile string
+}
+
+// serve listens and serves handler in the background; Serve's error, if
+// it stops by itself, is sent on the channel.
+func serve(handler http.Handler, o listenOptions, log *slog.Logger) (*http.Server, <-chan error, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen: %w", err)
 	}
 	url := "http://" + ln.Addr().String()
 	srv := &http.Server{
@@ -213,47 +280,24 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "url", url)
-	if cfg.URLFile != "" {
-		if err := atomicfile.Write(cfg.URLFile, []byte(url+"\n"), 0o644, true); err != nil {
-			log.Error("write URL file", "file", cfg.URLFile, "error", err)
+	if o.urlFile != "" {
+		if err := atomicfile.Write(o.urlFile, []byte(url+"\n"), 0o644, true); err != nil {
+			log.Error("write URL file", "file", o.urlFile, "error", err)
 		}
 	}
+	return srv, serveErr, nil
+}
 
-	// The automatic steps run until stop; a step in flight is not
-	// cancelled (it runs under a context without cancellation) and the
-	// loop returns once it is done.
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	defer stopLoop()
-	jobs, _ := svcs[workflow.ServiceCommand].(jobPruner)
-	pruneDone, err := startPruning(loopCtx, engineCloser, loadedWorkflows(engine), jobs, cfg.PruneOlderThan, log)
-	if err != nil {
-		srv.Close()
-		return err
-	}
-	defer func() { stopLoop(); <-pruneDone }()
-	loopDone := make(chan struct{})
-	go func() {
-		defer close(loopDone)
-		if cfg.AutoSchedule > 0 {
-			autoSchedule(loopCtx, h, cfg.AutoSchedule)
-		}
-	}()
-
-	var runErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down: finishing the step and requests in flight", "timeout", cfg.ShutdownTimeout)
-	case err := <-serveErr:
-		runErr = fmt.Errorf("serve: %w", err)
-	}
-	stopLoop()
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+// shutdown stops srv, waiting for the requests in flight, and waits for
+// the step loop (loopDone), both within timeout. inUse is true when either
+// was still running at the timeout: the state database must then be left
+// open. err says which timed out first.
+func shutdown(srv *http.Server, loopDone <-chan struct{}, timeout time.Duration) (inUse bool, err error) {
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if serr := srv.Shutdown(sctx); serr != nil {
 		inUse = true
-		if runErr == nil {
-			runErr = fmt.Errorf("shutdown: requests still running after %v: %w", cfg.ShutdownTimeout, err)
-		}
+		err = fmt.Errorf("shutdown: requests still running after %v: %w", timeout, serr)
 	}
 	select {
 	case <-loopDone:
@@ -262,39 +306,19 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 		case <-loopDone: // finished just in time
 		default:
 			inUse = true
-			if runErr == nil {
-				runErr = fmt.Errorf("shutdown: the step in flight was still running after %v", cfg.ShutdownTimeout)
+			if err == nil {
+				err = fmt.Errorf("shutdown: the step in flight was still running after %v", timeout)
 			}
 		}
 	}
-	if runErr != nil {
-		return runErr
-	}
-	log.Info("celos server stopped")
-	return nil
-}
-
-// autoSchedule steps at once and then every interval after the previous
-// step finished (Celos's fixed delay), with the wall clock as now.
-func autoSchedule(ctx context.Context, h *api.Handler, interval time.Duration) {
-	for {
-		// Errors are logged by Step; the loop goes on.
-		_ = h.Step(context.WithoutCancel(ctx), time.Now(), nil)
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+	return inUse, err
 }
 
 // routes mounts the API, and the UI under /ui/ when it is built in.
-func routes(cfg Config, svc scheduler.Service, h *api.Handler, svcs map[string]external.Service, tokenRequired bool) (http.Handler, error) {
+func routes(h *api.Handler, svc scheduler.Service, svcs map[string]external.Service, o uiOptions) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
-	if err := mountUI(mux, cfg, svc, svcs, tokenRequired); err != nil {
+	if err := mountUI(mux, o, svc, svcs); err != nil {
 		return nil, err
 	}
 	return mux, nil

@@ -16,14 +16,15 @@ import (
 // workflow's service up in this map; a workflow whose type is missing
 // waits with an error on /trigger-status, it never fails.
 //
-//   - command: local processes, their records and output under cfg.Jobs;
+//   - command: local processes, their records and output under jobsDir
+//     (--jobs);
 //   - oozie: the Oozie Web Services API, with the installation's default
 //     Oozie URL and properties from d (nil: none; a workflow must then
 //     name its Oozie URL).
-func externalServices(cfg Config, d *defaults.Defaults, log *slog.Logger) (map[string]external.Service, error) {
-	cmd, err := command.New(cfg.Jobs, command.Options{Logger: log})
+func externalServices(jobsDir string, d *defaults.Defaults, log *slog.Logger) (map[string]external.Service, error) {
+	cmd, err := command.New(jobsDir, command.Options{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("jobs directory %s (--jobs; default: beside --db): %w", cfg.Jobs, err)
+		return nil, fmt.Errorf("jobs directory %s (--jobs; default: beside --db): %w", jobsDir, err)
 	}
 	return map[string]external.Service{
 		workflow.ServiceCommand: cmd,

@@ -17,11 +17,21 @@ import (
 	"github.com/celos-go/celos/schema/workflow"
 )
 
+// uiOptions are what the UI is given: its groups file (--ui-config, empty:
+// none), the Hue URL of Oozie jobs, the version shown, and whether its
+// actions need the API token.
+type uiOptions struct {
+	configFile    string
+	hueURL        string
+	version       string
+	tokenRequired bool
+}
+
 // mountUI serves the web UI at /ui and redirects / to it.
-func mountUI(mux *http.ServeMux, cfg Config, svc scheduler.Service, svcs map[string]external.Service, tokenRequired bool) error {
-	opts := ui.Options{HueURL: cfg.HueURL, Version: cfg.Version, TokenRequired: tokenRequired}
-	if cfg.UIConfig != "" {
-		c, err := ui.LoadConfig(cfg.UIConfig)
+func mountUI(mux *http.ServeMux, o uiOptions, svc scheduler.Service, svcs map[string]external.Service) error {
+	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired}
+	if o.configFile != "" {
+		c, err := ui.LoadConfig(o.configFile)
 		if err != nil {
 			return err
 		}

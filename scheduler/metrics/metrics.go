@@ -1,22 +1,21 @@
-package api
+// Package metrics holds the Prometheus metrics of `celos server` (all
+// named celos_*, served by the HTTP API at /metrics) and the decorator of
+// external services that counts their calls. It sits below the transports:
+// the API and the step loop record into a Metrics; it knows neither.
+package metrics
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/celos-go/celos/scheduler"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Metrics are the Prometheus metrics served at /metrics, all named celos_*:
@@ -64,19 +63,19 @@ type Metrics struct {
 	// clock) and its step time. clock and stepTimeout are set by observe.
 	stepMu      sync.Mutex
 	stepSeq     uint64
-	inFlight    map[uint64]stepRun
+	inFlight    map[uint64]StepRun
 	clock       func() time.Time
 	stepTimeout time.Duration
 }
 
-// stepRun is a step in flight.
-type stepRun struct {
-	started time.Time // by the handler's clock
-	at      time.Time // the step's time (simulated or now)
+// StepRun is a step in flight.
+type StepRun struct {
+	Started time.Time // by the clock given to Observe
+	At      time.Time // the step's time (simulated or now)
 }
 
-// NewMetrics returns a fresh registry with the celos metrics.
-func NewMetrics() *Metrics {
+// New returns a fresh registry with the celos metrics.
+func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.stepDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "celos_step_duration_seconds",
@@ -124,12 +123,12 @@ func NewMetrics() *Metrics {
 		Help:    "HTTP API request latency, by path.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"path"})
-	m.inFlight = make(map[uint64]stepRun)
+	m.inFlight = make(map[uint64]StepRun)
 	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "celos_step_running_seconds",
 		Help: "How long the oldest scheduler step in flight has been running, 0 when none is; /healthz fails once it exceeds celos_step_timeout_seconds.",
 	}, func() float64 {
-		_, d, ok := m.oldestStep()
+		_, d, ok := m.OldestStep()
 		if !ok {
 			return 0
 		}
@@ -155,7 +154,13 @@ func NewMetrics() *Metrics {
 // RPC counters, say).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-func (m *Metrics) stepDone(took time.Duration, err error) {
+// Handler serves the registry in the Prometheus text format (GET /metrics).
+func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// StepDone records a finished step: its duration, its result (ok or
+// error) and when it ended; the slot-state gauges are recounted at the
+// next scrape.
+func (m *Metrics) StepDone(took time.Duration, err error) {
 	m.stepDuration.Observe(took.Seconds())
 	result := "ok"
 	if err != nil {
@@ -163,7 +168,7 @@ func (m *Metrics) stepDone(took time.Duration, err error) {
 	}
 	m.steps.WithLabelValues(result).Inc()
 	m.lastStep.SetToCurrentTime()
-	m.changed()
+	m.Changed()
 }
 
 // RecordStep counts what a step did, from the engine's step report: the
@@ -181,7 +186,9 @@ func (m *Metrics) RecordStep(transitions map[slot.Status]int, errs map[string]in
 	}
 }
 
-func (m *Metrics) request(path, method string, code int, took time.Duration) {
+// Request counts an HTTP API request by path (the route, or "other"),
+// method and status code, and observes its latency.
+func (m *Metrics) Request(path, method string, code int, took time.Duration) {
 	switch method {
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodHead:
 	default:
@@ -191,17 +198,17 @@ func (m *Metrics) request(path, method string, code int, took time.Duration) {
 	m.requestTime.WithLabelValues(path).Observe(took.Seconds())
 }
 
-// changed tells the slot-state gauges that slots may have changed.
-func (m *Metrics) changed() {
+// Changed tells the slot-state gauges that slots may have changed.
+func (m *Metrics) Changed() {
 	if m.state != nil {
 		m.state.markDirty()
 	}
 }
 
-// observe registers the collector of per-status slot counts over svc, and
+// Observe registers the collector of per-status slot counts over svc, and
 // sets the clock and the bound of the steps in flight; a Metrics observes
-// one service.
-func (m *Metrics) observe(svc scheduler.Service, now func() time.Time, stepTimeout time.Duration) {
+// one service (later calls do nothing).
+func (m *Metrics) Observe(svc scheduler.Service, now func() time.Time, stepTimeout time.Duration) {
 	m.once.Do(func() {
 		m.state = &stateCollector{svc: svc, now: now, dirty: true}
 		m.reg.MustRegister(m.state)
@@ -211,9 +218,9 @@ func (m *Metrics) observe(svc scheduler.Service, now func() time.Time, stepTimeo
 	})
 }
 
-// stepStarted records a step (at step time at) in flight; stepEnded, given
-// what stepStarted returned, removes it.
-func (m *Metrics) stepStarted(at time.Time) uint64 {
+// StepStarted records a step (at step time at) in flight; StepEnded, given
+// what StepStarted returned, removes it.
+func (m *Metrics) StepStarted(at time.Time) uint64 {
 	m.stepMu.Lock()
 	defer m.stepMu.Unlock()
 	m.stepSeq++
@@ -221,196 +228,36 @@ func (m *Metrics) stepStarted(at time.Time) uint64 {
 	if m.clock != nil {
 		started = m.clock()
 	}
-	m.inFlight[m.stepSeq] = stepRun{started: started, at: at}
+	m.inFlight[m.stepSeq] = StepRun{Started: started, At: at}
 	return m.stepSeq
 }
 
-func (m *Metrics) stepEnded(key uint64) {
+func (m *Metrics) StepEnded(key uint64) {
 	m.stepMu.Lock()
 	defer m.stepMu.Unlock()
 	delete(m.inFlight, key)
 }
 
-// oldestStep returns the step in flight that started first and how long it
+// OldestStep returns the step in flight that started first and how long it
 // has been running; ok is false when none is.
-func (m *Metrics) oldestStep() (run stepRun, running time.Duration, ok bool) {
+func (m *Metrics) OldestStep() (run StepRun, running time.Duration, ok bool) {
 	m.stepMu.Lock()
 	defer m.stepMu.Unlock()
 	for _, r := range m.inFlight {
-		if !ok || r.started.Before(run.started) {
+		if !ok || r.Started.Before(run.Started) {
 			run, ok = r, true
 		}
 	}
 	if !ok {
-		return stepRun{}, 0, false
+		return StepRun{}, 0, false
 	}
 	now := time.Now()
 	if m.clock != nil {
 		now = m.clock()
 	}
-	running = now.Sub(run.started)
+	running = now.Sub(run.Started)
 	if running < 0 {
 		running = 0
 	}
 	return run, running, true
-}
-
-var (
-	slotsDesc      = prometheus.NewDesc("celos_slots", "Slots in the 7-day window, by status (recounted after a step, rerun, kill or pause, at most every 15 s).", []string{"status"}, nil)
-	workflowsDesc  = prometheus.NewDesc("celos_workflows", "Loaded workflows, by paused flag.", []string{"paused"}, nil)
-	loadErrorsDesc = prometheus.NewDesc("celos_workflow_load_errors", "Workflows files that did not load at the last reload.", nil, nil)
-)
-
-// recountEvery is the least time between two recounts of the slots per
-// status: a recount reads every workflow's window (about 15 ms of CPU for a
-// week of minutely slots), so with many workflows scrapes right after each
-// step must not each pay for it.
-const recountEvery = 15 * time.Second
-
-// stateCollector counts slots per status over every workflow's window. The
-// count is recomputed on a scrape only after something changed (a step, a
-// rerun, a kill, a pause), and at most every recountEvery, so scrapes
-// between steps cost nothing.
-type stateCollector struct {
-	svc scheduler.Service
-	now func() time.Time
-
-	mu       sync.Mutex
-	dirty    bool
-	counted  time.Time // wall clock of the last recount
-	counts   map[slot.Status]int
-	running  int
-	paused   int
-	loadErrs int
-}
-
-func (c *stateCollector) markDirty() {
-	c.mu.Lock()
-	c.dirty = true
-	c.mu.Unlock()
-}
-
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- slotsDesc
-	ch <- workflowsDesc
-	ch <- loadErrorsDesc
-}
-
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dirty && time.Since(c.counted) >= recountEvery {
-		c.recount()
-	}
-	for _, st := range slot.Statuses {
-		ch <- prometheus.MustNewConstMetric(slotsDesc, prometheus.GaugeValue, float64(c.counts[st]), string(st))
-	}
-	ch <- prometheus.MustNewConstMetric(workflowsDesc, prometheus.GaugeValue, float64(c.running), "false")
-	ch <- prometheus.MustNewConstMetric(workflowsDesc, prometheus.GaugeValue, float64(c.paused), "true")
-	ch <- prometheus.MustNewConstMetric(loadErrorsDesc, prometheus.GaugeValue, float64(c.loadErrs))
-}
-
-func (c *stateCollector) recount() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	now := c.now()
-	c.counts = make(map[slot.Status]int, len(slot.Statuses))
-	c.running, c.paused = 0, 0
-	for _, id := range c.svc.WorkflowIDs() {
-		if p, err := c.svc.Paused(id); err == nil && p {
-			c.paused++
-		} else {
-			c.running++
-		}
-		wf, err := c.svc.Workflow(id)
-		if err != nil {
-			continue
-		}
-		start := now.Add(-scheduler.Window)
-		if start.Before(wf.StartTime) {
-			start = wf.StartTime
-		}
-		states, err := c.svc.Slots(ctx, id, start, now)
-		if err != nil {
-			continue
-		}
-		for _, s := range states {
-			c.counts[s.Status]++
-		}
-	}
-	c.loadErrs = len(c.svc.LoadErrors())
-	c.dirty = false
-	c.counted = time.Now()
-}
-
-// InstrumentServices wraps each external service so that its submissions,
-// failed jobs and errors are counted under its type (the map's key).
-func (m *Metrics) InstrumentServices(svcs map[string]external.Service) map[string]external.Service {
-	out := make(map[string]external.Service, len(svcs))
-	for typ, s := range svcs {
-		out[typ] = m.instrument(typ, s)
-	}
-	return out
-}
-
-func (m *Metrics) instrument(typ string, s external.Service) external.Service {
-	in := &instrumented{Service: s, typ: typ, m: m}
-	if r, ok := s.(external.Recoverer); ok {
-		return &instrumentedRecoverer{instrumented: in, r: r}
-	}
-	return in
-}
-
-// instrumented counts calls to an external service.
-type instrumented struct {
-	external.Service
-	typ string
-	m   *Metrics
-}
-
-func (s *instrumented) fail(op string, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
-		s.m.serviceErrors.WithLabelValues(s.typ, op).Inc()
-	}
-}
-
-func (s *instrumented) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
-	x, err := s.Service.Submit(ctx, w, id)
-	s.fail("submit", err)
-	if err == nil {
-		s.m.submissions.WithLabelValues(s.typ).Inc()
-	}
-	return x, err
-}
-
-func (s *instrumented) Status(ctx context.Context, w *workflow.Workflow, externalID string) (external.Status, error) {
-	st, err := s.Service.Status(ctx, w, externalID)
-	s.fail("status", err)
-	if err == nil && !st.Running && !st.Success {
-		s.m.jobFailures.WithLabelValues(s.typ).Inc()
-	}
-	return st, err
-}
-
-func (s *instrumented) Kill(ctx context.Context, w *workflow.Workflow, externalID string) error {
-	err := s.Service.Kill(ctx, w, externalID)
-	s.fail("kill", err)
-	return err
-}
-
-// Unwrap returns the wrapped service (for optional interfaces a caller
-// looks for beyond the ones forwarded here).
-func (s *instrumented) Unwrap() external.Service { return s.Service }
-
-// instrumentedRecoverer also forwards external.Recoverer, which the engine
-// looks for after a crash between submit and record.
-type instrumentedRecoverer struct {
-	*instrumented
-	r external.Recoverer
-}
-
-func (s *instrumentedRecoverer) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
-	x, found, err := s.r.Recover(ctx, w, id, since)
-	s.fail("recover", err)
-	return x, found, err
 }

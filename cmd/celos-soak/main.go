@@ -1,4 +1,4 @@
-// Command soak is the load and soak harness of `make soak` (scripts/soak.sh,
+// Command celos-soak (built as soak by scripts/soak.sh) is the load and soak harness of `make soak` (scripts/soak.sh,
 // docs/reliability.md). It is not part of `make test`.
 //
 //	soak gen   -dir D [-workflows 1000] [-days 7]

@@ -1,4 +1,4 @@
-package api
+package metrics
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func (*recovering) Recover(context.Context, *workflow.Workflow, slot.ID, time.Ti
 }
 
 func TestInstrumentServices(t *testing.T) {
-	m := NewMetrics()
+	m := New()
 	plain, rec := &scripted{}, &recovering{}
 	svcs := m.InstrumentServices(map[string]external.Service{"command": plain, "oozie": rec})
 	if _, ok := svcs["command"].(external.Recoverer); ok {
@@ -79,7 +79,7 @@ func TestInstrumentServices(t *testing.T) {
 }
 
 func TestRecordStep(t *testing.T) {
-	m := NewMetrics()
+	m := New()
 	m.RecordStep(map[slot.Status]int{slot.Running: 3, slot.Success: 2}, map[string]int{"trigger": 1}, 5)
 	m.RecordStep(map[slot.Status]int{slot.Running: 1}, nil, 0)
 	if got := value(m.transitions.WithLabelValues("RUNNING")); got != 4 {
@@ -92,6 +92,8 @@ func TestRecordStep(t *testing.T) {
 		t.Errorf("writes %v", got)
 	}
 }
+
+var t0 = time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC)
 
 // value reads a counter.
 func value(c prometheus.Counter) float64 {
