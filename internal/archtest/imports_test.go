@@ -42,9 +42,14 @@ var rules = []rule{
 		forbidden: ours(func(rel string) bool { return !under(rel, "schema/workflow") && !under(rel, "schema/cron") }),
 	},
 	{
-		name:      "scheduler/engine does not depend on its transports scheduler/api and scheduler/ui",
+		name:      "scheduler/engine does not depend on its transports (api, ui, metrics, loop) or the server",
 		applies:   anyUnder("scheduler/engine"),
-		forbidden: ours(anyUnder("scheduler/api", "scheduler/ui")),
+		forbidden: ours(anyUnder("scheduler/api", "scheduler/ui", "scheduler/metrics", "scheduler/loop", "scheduler/server")),
+	},
+	{
+		name:      "the transports (api, ui, metrics, loop) do not depend on the engine or the server",
+		applies:   anyUnder("scheduler/api", "scheduler/ui", "scheduler/metrics", "scheduler/loop"),
+		forbidden: ours(anyUnder("scheduler/engine", "scheduler/server")),
 	},
 	{
 		name:      "scheduler/ui does not depend on scheduler/engine",
@@ -59,10 +64,7 @@ var rules = []rule{
 	{
 		name: "internal/ (but the test helpers of internal/testenv) does not depend on scheduler/",
 		applies: func(rel string) bool {
-			// internal/soak, the soak test's driver, still steps the
-			// engine: it must go (issue 12 moves it under cmd/ or
-			// internal/testenv). Delete this exception then.
-			return under(rel, "internal") && !under(rel, "internal/testenv") && !under(rel, "internal/soak")
+			return under(rel, "internal") && !under(rel, "internal/testenv")
 		},
 		forbidden: ours(anyUnder("scheduler")),
 	},
