@@ -147,8 +147,9 @@ type HDFS struct {
 type hdfsConn struct {
 	client *hdfs.Client
 
-	mu  sync.Mutex
-	net net.Conn
+	mu      sync.Mutex
+	net     net.Conn
+	dropped error // why the client was dropped, once it was
 
 	closeOnce sync.Once
 	closeErr  error
@@ -389,6 +390,13 @@ func (h *HDFS) run(ctx context.Context, op, name string, f func(*hdfsConn) error
 	go func() { done <- f(c) }()
 	select {
 	case err := <-done:
+		if err != nil && connFailure(err) {
+			if cause := c.cause(); cause != nil {
+				// Cut off because another call got no answer: say so
+				// rather than "use of closed network connection".
+				return ours(cause)
+			}
+		}
 		h.check(c, err)
 		return err
 	case <-ctx.Done():
@@ -435,16 +443,33 @@ func connFailure(err error) bool {
 }
 
 // drop forgets a client after a connection failure, cuts its connection
-// (which ends a call stuck on it) and closes it in the background.
+// (which ends the calls stuck on it) and closes it in the background. The
+// first failure of a client is the one the cool-down answers with: the
+// calls cut off after it fail because of it.
 func (h *HDFS) drop(c *hdfsConn, err error) {
+	c.mu.Lock()
+	first := c.dropped == nil
+	if first {
+		c.dropped = err
+	}
+	c.mu.Unlock()
 	h.mu.Lock()
 	if h.cur == c {
 		h.cur = nil
 	}
-	h.failed, h.failedAt = err, time.Now()
+	if first {
+		h.failed, h.failedAt = err, time.Now()
+	}
 	h.mu.Unlock()
 	c.closeNet()
 	go c.close()
+}
+
+// cause is the failure c was dropped for, nil while it is in use.
+func (c *hdfsConn) cause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dropped
 }
 
 // hdfsConnectError is a failed connection to a file system's NameNodes.
