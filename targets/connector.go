@@ -21,6 +21,9 @@ type Connector struct {
 	SSH SSHOptions
 	// HDFS configures HDFS connections (user, dial timeout, Kerberos).
 	HDFS hadoopconf.Options
+	// HDFSCallTimeout bounds each HDFS operation (default
+	// DefaultHDFSCallTimeout): see HDFSOptions.CallTimeout.
+	HDFSCallTimeout time.Duration
 	// Wrap, if set, wraps every file system opened (tests inject faults
 	// with it).
 	Wrap func(FS) FS
@@ -96,7 +99,8 @@ func (c *Connector) ReadFile(ctx context.Context, l Location, limit int64) ([]by
 // installation, the location of its workflows directory (the local disk
 // for a file: URL, the server's disk over SFTP for an sftp: URL).
 // Otherwise it connects to the cluster and checks that the NameNode
-// answers within the HDFS dial timeout.
+// answers within the HDFS dial timeout; every later operation on it has
+// the HDFSCallTimeout deadline.
 func (c *Connector) OpenHDFS(ctx context.Context, conf hadoopconf.Conf, installation Location) (FS, string, error) {
 	if conf.IsLocal("") {
 		fsys, err := c.Open(ctx, installation)
@@ -109,7 +113,8 @@ func (c *Connector) OpenHDFS(ctx context.Context, conf hadoopconf.Conf, installa
 		return fsys, uri, nil
 	}
 	c.mu.Unlock()
-	cl, err := conf.NewClient(c.HDFS)
+	pool := NewHDFSPool(conf, HDFSOptions{Client: c.HDFS, CallTimeout: c.HDFSCallTimeout})
+	h, err := pool.FS(uri)
 	if err != nil {
 		return nil, uri, err
 	}
@@ -119,14 +124,18 @@ func (c *Connector) OpenHDFS(ctx context.Context, conf hadoopconf.Conf, installa
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := hadoopconf.Ping(pctx, cl); err != nil {
-		cl.Close()
+	if err := h.Ping(pctx); err != nil {
+		h.Close()
+		var ce *hdfsConnectError
+		if errors.As(err, &ce) {
+			return nil, uri, fmt.Errorf("connect to HDFS %s: %w", ce.addrs, ce.err)
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", timeout)
 		}
 		return nil, uri, fmt.Errorf("HDFS %s: NameNode not reachable: %w", uri, err)
 	}
-	var fsys FS = NewHDFS(uri, cl)
+	var fsys FS = h
 	if c.Wrap != nil {
 		fsys = c.Wrap(fsys)
 	}

@@ -292,12 +292,12 @@ func TestOpenHDFSLocal(t *testing.T) {
 // -race).
 func TestHDFSConcurrentFirstWrites(t *testing.T) {
 	cl := hdfstest.Shared(t)
-	c, err := cl.NewClient(cl.User())
+	pool := NewHDFSPool(nil, HDFSOptions{Client: hadoopconf.Options{User: cl.User()}})
+	defer pool.Close()
+	fsys, err := pool.FS(cl.URL(""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys := NewHDFS(cl.URL(""), c)
-	defer fsys.Close()
 	dir := "/" + t.Name()
 	if err := fsys.MkdirAll(dir); err != nil {
 		t.Fatal(err)

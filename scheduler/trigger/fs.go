@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/celos-go/celos/targets"
 )
 
-// Local is the FileSystems of the local file system: fs URIs "file:",
-// "file:/" and "file:///" (a host other than localhost is refused). A
-// relative path is relative to the server's working directory.
+// Local is the FileSystems of the local file system, targets.Local (the
+// one deploy writes file: targets with): fs URIs "file:", "file:/" and
+// "file:///" (a host other than localhost is refused). A relative path is
+// relative to the server's working directory. A path below a regular
+// file does not exist.
 type Local struct{}
 
 // Exists reports whether path exists on the local file system.
@@ -34,7 +37,7 @@ func (Local) Exists(ctx context.Context, fsURI, path string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	_, err := os.Stat(path)
+	_, err := targets.Local{}.Stat(path)
 	switch {
 	case err == nil:
 		return true, nil

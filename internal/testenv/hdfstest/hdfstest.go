@@ -408,6 +408,25 @@ func (c *Cluster) control(ctx context.Context, cmd string) error {
 	return nil
 }
 
+// Freeze stops the JVM (NameNode and DataNodes at once) with SIGSTOP: its
+// ports still accept connections and the kernel still acknowledges what
+// is sent, but nothing answers, as with a NameNode stuck in a long garbage
+// collection. Thaw resumes it; Stop thaws a frozen cluster first.
+func (c *Cluster) Freeze() error { return c.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a JVM stopped by Freeze.
+func (c *Cluster) Thaw() error { return c.signal(syscall.SIGCONT) }
+
+func (c *Cluster) signal(sig syscall.Signal) error {
+	if c.cmd.Process == nil {
+		return errors.New("hdfstest: no JVM")
+	}
+	if err := syscall.Kill(-c.cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("hdfstest: %v: %w", sig, err)
+	}
+	return nil
+}
+
 // Kill kills the JVM (NameNode and DataNodes at once) with SIGKILL and waits
 // for it to exit. Stop is still needed to remove the directory.
 func (c *Cluster) Kill() error {
@@ -430,6 +449,9 @@ func (c *Cluster) Stop() error {
 			c.client = nil
 		}
 		c.mu.Unlock()
+		if c.cmd != nil && c.cmd.Process != nil {
+			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGCONT) // a frozen JVM cannot shut down
+		}
 		if c.stdin != nil {
 			c.stdin.Close() // EOF: the JVM shuts the cluster down and exits
 		}
