@@ -80,19 +80,6 @@ func (c *Connector) Open(ctx context.Context, l Location) (FS, error) {
 	return fsys, nil
 }
 
-// ReadFile reads a whole (small) file.
-func (c *Connector) ReadFile(ctx context.Context, l Location, limit int64) ([]byte, error) {
-	fsys, err := c.Open(ctx, l)
-	if err != nil {
-		return nil, err
-	}
-	data, err := ReadFile(fsys, l.Path, limit)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", l, err)
-	}
-	return data, nil
-}
-
 // OpenHDFS returns the file system Hadoop configuration conf names. When
 // fs.defaultFS is file:/// (Hadoop's convention for "no cluster"), the
 // "HDFS" side is the local disk of the installation: the file system of

@@ -134,9 +134,6 @@ func (s *SFTP) openPool() {
 	s.poolMu.Unlock()
 }
 
-// NewSFTPClient wraps an existing SFTP client (tests use in-process servers).
-func NewSFTPClient(name string, c *sftp.Client) (*SFTP, error) { return newSFTP(name, c) }
-
 func newSFTP(name string, c *sftp.Client) (*SFTP, error) {
 	s := &SFTP{name: name, c: c, packet: sftpPacket}
 	_, s.posixRename = c.HasExtension("posix-rename@openssh.com")

@@ -5,7 +5,6 @@ package slot
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -101,19 +100,6 @@ type ID struct {
 
 // String is Celos's slot id form, "wordcount@2015-09-13T13:40:00.000Z".
 func (id ID) String() string { return id.Workflow + "@" + FormatTime(id.Time) }
-
-// ParseID reads the String form.
-func ParseID(s string) (ID, error) {
-	i := strings.LastIndexByte(s, '@')
-	if i <= 0 {
-		return ID{}, fmt.Errorf("bad slot id %q: want workflow@time", s)
-	}
-	t, err := ParseTime(s[i+1:])
-	if err != nil {
-		return ID{}, fmt.Errorf("bad slot id %q: %w", s, err)
-	}
-	return ID{Workflow: s[:i], Time: t}, nil
-}
 
 // State is a slot's persisted state. ExternalID is empty when the slot has
 // no external job.

@@ -43,15 +43,6 @@ func TestIDRoundTrip(t *testing.T) {
 	if s != "word-count.nyc_1@2015-09-13T13:40:00.000Z" {
 		t.Fatalf("String() = %q", s)
 	}
-	back, err := ParseID(s)
-	if err != nil || back.Workflow != id.Workflow || !back.Time.Equal(id.Time) {
-		t.Fatalf("ParseID(%q) = %v, %v", s, back, err)
-	}
-	for _, bad := range []string{"", "@2015-09-13T13:40Z", "wf", "wf@", "wf@noon"} {
-		if _, err := ParseID(bad); err == nil {
-			t.Errorf("ParseID(%q) succeeded, want an error", bad)
-		}
-	}
 }
 
 func TestStatusClasses(t *testing.T) {

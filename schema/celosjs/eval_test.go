@@ -138,9 +138,9 @@ func TestIDParams(t *testing.T) {
 		{[]string{"pre-x", "pre-"}, nil}, // one id is all prefix
 	}
 	for _, tt := range tests {
-		got, _ := idParams(tt.ids)
+		_, _, got, _ := idSplit(tt.ids)
 		if d := cmp.Diff(tt.want, got); d != "" {
-			t.Errorf("idParams(%q) (-want +got):\n%s", tt.ids, d)
+			t.Errorf("idSplit(%q) params (-want +got):\n%s", tt.ids, d)
 		}
 	}
 }

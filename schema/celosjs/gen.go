@@ -492,14 +492,6 @@ func oneLiteral(texts [][]string, l int, interp string) (string, string, []strin
 
 var nonWord = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 
-// idParams finds the part of each id that differs: what is left between
-// the ids' common prefix and suffix, both cut back to a separator so that
-// a word is not split. The parts must be distinct and not empty.
-func idParams(ids []string) ([]string, bool) {
-	_, _, params, ok := idSplit(ids)
-	return params, ok
-}
-
 // idSplit is idParams with the common prefix and suffix.
 func idSplit(ids []string) (pre, suf string, params []string, ok bool) {
 	pre, suf = ids[0], ids[0]

@@ -7,7 +7,6 @@ package hadoopconf
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -499,18 +498,6 @@ func (c Conf) NewClient(o Options) (*hdfs.Client, error) {
 		return nil, fmt.Errorf("connect to HDFS %s: %w", strings.Join(co.Addresses, ","), err)
 	}
 	return cl, nil
-}
-
-// Ping checks that the NameNode answers (a Stat of "/"), bounded by ctx.
-func Ping(ctx context.Context, cl *hdfs.Client) error {
-	done := make(chan error, 1)
-	go func() { _, err := cl.Stat("/"); done <- err }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // maxKerberosFile bounds krb5.conf, a keytab and a credential cache.
