@@ -88,6 +88,25 @@ if [ "${CELOS_SKIP_HDFS:-}" != 1 ] && [ -f $mc/pom.xml ]; then
   fi
 fi
 
+# A real Apache Oozie 5.2.1 (internal/testenv/oozietest): Maven fetches
+# Oozie's jars and the Hadoop 2.6 client jars it is built against into
+# ~/.m2 once (about 60 MB), copies them to testdata/oozie/target/dependency/
+# and builds our small main (Oozie's services and REST servlets in Jetty)
+# into target/oozie.jar. Oozie needs HDFS: CELOS_SKIP_HDFS=1 skips it too.
+oz=testdata/oozie
+if [ "${CELOS_SKIP_HDFS:-}" != 1 ] && [ "${CELOS_SKIP_OOZIE:-}" != 1 ] && [ -f $oz/pom.xml ]; then
+  if [ ! -f $oz/target/.built ] || [ ! -f $oz/target/oozie.jar ] ||
+     [ -n "$(find $oz/pom.xml $oz/src -newer $oz/target/.built -print -quit)" ]; then
+    echo "test-deps: building the Oozie test server (Maven; the first time fetches ~60 MB)"
+    if ! out=$(cd $oz && rm -rf target/dependency && mvn -q -B -Dstyle.color=never package dependency:copy-dependencies -DskipTests 2>&1); then
+      printf '%s\n' "$out" >&2
+      echo "test-deps: the Maven build of $oz failed (output above); it needs Maven Central or a filled ~/.m2" >&2
+      exit 1
+    fi
+    touch $oz/target/.built
+  fi
+fi
+
 # sshd (internal/testenv/sshtest) refuses to start without this directory.
 if [ ! -d /run/sshd ] && [ "$(id -u)" = 0 ]; then
   install -d -m 0755 /run/sshd
