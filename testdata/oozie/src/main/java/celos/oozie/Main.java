@@ -35,7 +35,9 @@ import org.eclipse.jetty.servlet.ServletContextHandler;
  * servlets and filters, mapped as in Oozie's web.xml, in an embedded Jetty
  * on 127.0.0.1, with Derby as the database and the Hadoop mini cluster's
  * configuration (-hadoop-conf) for HDFS. No web UI, no JSP, no YARN:
- * workflows of control nodes and fs actions run inside the server.
+ * workflows of control nodes and fs actions run inside the server, and so
+ * does the test-only wait action (WaitActionExecutor), which stays RUNNING
+ * until a local file exists.
  *
  * <pre>
  * java @jvm.options -cp 'target/oozie.jar:target/dependency/*' celos.oozie.Main \
@@ -203,6 +205,11 @@ public final class Main {
     p.put("oozie.service.StatusTransitService.statusTransit.interval", "3600");
     p.put("oozie.service.PauseTransitService.PauseTransit.interval", "3600");
     p.put("oozie.service.PurgeService.purge.interval", "86400");
+    // The test-only wait action (WaitActionExecutor), polled every second.
+    p.put("oozie.service.ActionService.executor.ext.classes", WaitActionExecutor.class.getName());
+    p.put("oozie.service.SchemaService.wf.ext.schemas", "celos-wait-0.1.xsd");
+    p.put("oozie.service.ActionCheckerService.action.check.interval", "1");
+    p.put("oozie.service.ActionCheckerService.action.check.delay", "1");
     p.put("oozie.authentication.type", "simple");
     p.put("oozie.authentication.simple.anonymous.allowed", "true");
     p.putAll(extra);
