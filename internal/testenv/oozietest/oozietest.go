@@ -154,6 +154,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.console = filepath.Join(s.dir, "console.log")
+	// Oozie's share lib directory: without it Oozie logs a stack trace
+	// at every start (no action here needs a share lib).
+	if err := opts.HDFS.Client().MkdirAll("/user/"+opts.HDFS.User()+"/share/lib", 0o755); err != nil {
+		return nil, fmt.Errorf("oozietest: create the share lib directory in HDFS: %w", err)
+	}
 	if err := s.Restart(ctx); err != nil {
 		s.cleanupDir()
 		return nil, err

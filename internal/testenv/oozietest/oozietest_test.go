@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
@@ -53,8 +54,16 @@ func put(t *testing.T, c *hdfstest.Cluster, p string, data []byte) {
 	if _, err := w.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	// A close can race the DataNode's block report on a busy machine.
+	for i := 0; ; i++ {
+		err = w.Close()
+		if !hdfs.IsErrReplicating(err) || i == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("write %s: %v", p, err)
 	}
 }
 

@@ -124,6 +124,9 @@ public final class Main {
     System.setProperty("oozie.http.hostname", "127.0.0.1");
     System.setProperty("oozie.http.port", Integer.toString(port));
     System.setProperty("derby.stream.error.file", new File(logs, "derby.log").getPath());
+    // OpenJPA warns on every start about classes Oozie's persistence.xml
+    // lists and its jars do not have; only its errors are worth reading.
+    System.setProperty("openjpa.Log", "DefaultLevel=ERROR");
 
     writeSite(new File(conf, "oozie-site.xml"), base, extra);
     File log4j = new File(conf, "oozie-log4j.properties");
