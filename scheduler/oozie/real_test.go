@@ -72,7 +72,7 @@ var realApps = map[string]string{
 // and its real HDFS: the engine, the state database, the oozie service and
 // hdfsCheck.
 type real struct {
-	t          *testing.T
+	t          testing.TB
 	ctx        context.Context
 	hdfs       *hdfstest.Cluster
 	oozie      *oozietest.Server
@@ -83,16 +83,23 @@ type real struct {
 	releaseDir string
 }
 
-// newReal deploys testdata/real's applications under /real in HDFS (once
-// per cluster) and starts an engine on the project's compiled JSON.
+// newReal deploys testdata/real's applications under /real in HDFS and
+// starts an engine on the project's compiled JSON.
 func newReal(t *testing.T, env oozietest.Env) *real {
 	t.Helper()
-	ctx := context.Background()
-	c := env.HDFS
 	project, _, err := schema.Compile("testdata/real")
 	if err != nil {
 		t.Fatalf("compile testdata/real: %v", err)
 	}
+	return newRealProject(t, env, project)
+}
+
+// newRealProject is newReal for any project whose workflows use the
+// applications of realApps (${nameNode}/real/app/<name>).
+func newRealProject(t testing.TB, env oozietest.Env, project *schema.Project) *real {
+	t.Helper()
+	ctx := context.Background()
+	c := env.HDFS
 	for name, xml := range realApps {
 		putFile(t, c, "/real/app/"+name+"/workflow.xml", xml)
 	}
@@ -105,7 +112,7 @@ func newReal(t *testing.T, env oozietest.Env) *real {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(wfDir, "real.json"), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(wfDir, project.Project+".json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	releaseDir := filepath.Join(dir, "release")
@@ -161,7 +168,7 @@ func newReal(t *testing.T, env oozietest.Env) *real {
 	return &real{t: t, ctx: ctx, hdfs: c, oozie: env.Oozie, client: cl, engine: eng, db: db, defaults: d, releaseDir: releaseDir}
 }
 
-func putFile(t *testing.T, c *hdfstest.Cluster, p, data string) {
+func putFile(t testing.TB, c *hdfstest.Cluster, p, data string) {
 	t.Helper()
 	cl := c.Client()
 	if err := cl.MkdirAll(filepath.Dir(p), 0o755); err != nil {

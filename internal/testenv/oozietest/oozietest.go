@@ -105,7 +105,9 @@ type proc struct {
 
 // Paths returns the java binary and its arguments up to the main class:
 // the JVM options of testdata/oozie/jvm.options (Java 17 --add-opens flags,
-// a small heap, a quick-starting JIT) and the classpath. The error wraps
+// a small heap, a quick-starting JIT), the class-data-sharing archive
+// scripts/test-deps.sh records (if it is there and current) and the
+// classpath. The error wraps
 // ErrUnavailable and says what to install.
 func Paths() (java string, args []string, err error) {
 	java, err = exec.LookPath("java")
@@ -116,18 +118,29 @@ func Paths() (java string, args []string, err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r // the archive records the physical classpath (pwd -P)
+	}
 	od := filepath.Join(root, "testdata", "oozie")
 	target := filepath.Join(od, "target")
 	jar := filepath.Join(target, "oozie.jar")
-	if _, err := os.Stat(jar); err != nil {
+	jarInfo, err := os.Stat(jar)
+	if err != nil {
 		return "", nil, fmt.Errorf("%w: %s missing: run `make deps` (scripts/test-deps.sh builds it with Maven), or set %s=1", ErrUnavailable, jar, SkipEnv)
 	}
 	deps, _ := filepath.Glob(filepath.Join(target, "dependency", "oozie-core-*.jar"))
 	if len(deps) == 0 {
 		return "", nil, fmt.Errorf("%w: no Oozie jars in %s: run `make deps`, or set %s=1", ErrUnavailable, filepath.Join(target, "dependency"), SkipEnv)
 	}
+	args = []string{"@" + filepath.Join(od, "jvm.options")}
+	// The class-data-sharing archive scripts/test-deps.sh records, unless
+	// it is older than the jar (the JVM would also refuse one recorded for
+	// another classpath, with a warning on the console).
+	if jsa, err := os.Stat(filepath.Join(target, "oozie.jsa")); err == nil && !jsa.ModTime().Before(jarInfo.ModTime()) {
+		args = append(args, "-XX:SharedArchiveFile="+filepath.Join(target, "oozie.jsa"))
+	}
 	cp := jar + string(os.PathListSeparator) + filepath.Join(target, "dependency", "*")
-	return java, []string{"@" + filepath.Join(od, "jvm.options"), "-cp", cp, "celos.oozie.Main"}, nil
+	return java, append(args, "-cp", cp, "celos.oozie.Main"), nil
 }
 
 // Start starts Oozie over opts.HDFS and returns once its REST API answers.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,58 @@ func TestWaitAction(t *testing.T) {
 	waitStatus(t, base, id, u, "RUNNING")
 	call(t, http.MethodPut, base+"/v2/job/"+id+"?action=kill&user.name="+u, nil, http.StatusOK, nil)
 	waitStatus(t, base, id, u, "KILLED")
+}
+
+// BenchmarkStart measures Oozie's start-up over the shared mini cluster:
+// a first start (a new Derby database and its schema), a restart on the
+// same directory, and a clean stop.
+//
+//	go test -run '^$' -bench Start -benchtime 3x ./internal/testenv/oozietest/
+func BenchmarkStart(b *testing.B) {
+	env := oozietest.Shared(b)
+	var first, restart, stop time.Duration
+	for i := 0; i < b.N; i++ {
+		began := time.Now()
+		s, err := oozietest.Start(context.Background(), oozietest.Options{HDFS: env.HDFS, Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		first += time.Since(began)
+		began = time.Now()
+		if err := s.Shutdown(); err != nil {
+			b.Fatal(err)
+		}
+		stop += time.Since(began)
+		began = time.Now()
+		if err := s.Restart(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		restart += time.Since(began)
+		s.Stop()
+	}
+	b.ReportMetric(first.Seconds()/float64(b.N), "s-to-ready")
+	b.ReportMetric(restart.Seconds()/float64(b.N), "s-to-ready-again")
+	b.ReportMetric(stop.Seconds()/float64(b.N), "s-to-stop")
+}
+
+// TestStartFailure: an Oozie that cannot start yields an error carrying
+// the tails of its logs, and no JVM stays behind.
+func TestStartFailure(t *testing.T) {
+	env := oozietest.Shared(t)
+	dir := t.TempDir()
+	_, err := oozietest.Start(context.Background(), oozietest.Options{
+		HDFS: env.HDFS, Dir: dir,
+		Conf: map[string]string{"oozie.services.ext": "celos.NoSuchService"},
+	})
+	if err == nil {
+		t.Fatal("Start succeeded with a service that does not exist")
+	}
+	for _, want := range []string{"ERR start", "E0103", "celos.NoSuchService", "console.log"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "oozie.json")); err == nil {
+		t.Errorf("oozie.json written by a failed start: %s", b)
+	}
 }
