@@ -500,6 +500,7 @@ func TestRealOozieStoppedMidStep(t *testing.T) {
 	r.stepUntil(now, "produce", t20, slot.Success)
 	r.release("20")
 	r.stepUntil(now, "long", t20, slot.Success)
+	t.Logf("Oozie restart to both slots SUCCESS: %v", time.Since(began).Round(time.Millisecond))
 	for _, wf := range []string{"produce", "long"} {
 		if p := r.engine.Problems(wf); len(p) != 0 {
 			t.Errorf("%s: problems left after Oozie came back: %v", wf, p)

@@ -134,6 +134,7 @@ public final class Main {
 
     Services services = new Services();
     services.init();
+    checkActionsEarly();
 
     ServletContextHandler ctx = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
     ctx.setContextPath("/oozie");
@@ -181,6 +182,31 @@ public final class Main {
   }
 
   /**
+   * Oozie's ActionCheckerService first runs 10 s after start (a constant),
+   * so after a restart a running asynchronous action (the wait action)
+   * would not be looked at for 10 s. Until then, this runs the same check
+   * every second.
+   */
+  private static void checkActionsEarly() throws Exception {
+    Class<?> k = Class.forName("org.apache.oozie.service.ActionCheckerService$ActionCheckRunnable");
+    java.lang.reflect.Constructor<?> c = k.getDeclaredConstructor(int.class);
+    c.setAccessible(true);
+    Runnable check = (Runnable) c.newInstance(1);
+    Thread t = new Thread(() -> {
+      try {
+        for (int i = 0; i < 11; i++) {
+          Thread.sleep(1000);
+          check.run();
+        }
+      } catch (Exception e) {
+        System.err.println("early action check: " + e);
+      }
+    }, "celos-early-action-check");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  /**
    * The test server's oozie-site.xml: Derby, simple authentication with
    * anonymous requests allowed (Oozie's defaults), the services a server
    * running control nodes and fs actions needs, quick status transitions.
@@ -213,6 +239,10 @@ public final class Main {
     p.put("oozie.service.SchemaService.wf.ext.schemas", "celos-wait-0.1.xsd");
     p.put("oozie.service.ActionCheckerService.action.check.interval", "1");
     p.put("oozie.service.ActionCheckerService.action.check.delay", "1");
+    // Commands lost with a killed JVM (the in-memory queue) are queued
+    // again by the recovery service; in seconds, not minutes, here.
+    p.put("oozie.service.RecoveryService.interval", "5");
+    p.put("oozie.service.RecoveryService.wf.actions.older.than", "5");
     p.put("oozie.authentication.type", "simple");
     p.put("oozie.authentication.simple.anonymous.allowed", "true");
     p.putAll(extra);
