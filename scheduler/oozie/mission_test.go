@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/oozie"
+	"github.com/celos-go/celos/scheduler/slot"
 )
 
 // celosBinary builds cmd/celos once per test binary (the one test that
@@ -247,4 +249,171 @@ func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestRealOozieKill9MidSubmit kills `celos server` with SIGKILL while its
+// step submits 8 slots to the real Oozie, then starts it again: every
+// slot ends with exactly one Oozie job, the one it records. The jobs Oozie
+// accepted just before the kill are found by Recover (jobs?filter=name=
+// <celosWorkflowName>) from the submit intents left on disk. (The slots
+// whose intent has no job cost a scan of the user's recent jobs each, one
+// info call per job: kept small here, see docs/oozie.md.)
+func TestRealOozieKill9MidSubmit(t *testing.T) {
+	env := oozietest.Shared(t)
+	c := env.HDFS
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		if bin, err := celosBinary(); err == nil {
+			os.RemoveAll(filepath.Dir(bin))
+		}
+	})
+	for name, xml := range realApps {
+		putFile(t, c, "/real/app/"+name+"/workflow.xml", xml)
+	}
+	const n = 8
+	p := bulkProject("k9", "touch")
+	p.Workflows[0].StartTime = t20.Add(-(n - 1) * time.Hour)
+	p.Workflows[0].SchedulingStrategy.Concurrency = n
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wfDir := filepath.Join(dir, "wf")
+	if err := os.MkdirAll(wfDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wfDir, "k9.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "defaults.json"), []byte(fmt.Sprintf(
+		`{"CELOS_DEFAULT_OOZIE": %q, "CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": %q, "nameNode": %q}}`,
+		env.Oozie.URL(), c.User(), c.URL(""))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := oozie.NewClient(env.Oozie.URL(), oozie.WithAuth(oozie.SimpleAuth{User: c.User()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsByName := func() map[string][]string {
+		jobs, err := cl.Jobs(t.Context(), oozie.Filter{User: c.User()}, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]string{}
+		for _, j := range jobs {
+			if strings.HasPrefix(j.AppName, "k9@") {
+				out[j.AppName] = append(out[j.AppName], j.ID)
+			}
+		}
+		return out
+	}
+	now := url.Values{"time": {slot.FormatTime(t20.Add(30 * time.Minute))}}
+
+	s := startCelosServer(t, dir, wfDir)
+	s.step(t, now) // WAITING -> READY
+	go func() {    // READY -> RUNNING: 8 submissions, about 0.2 s each
+		if resp, err := http.Post(s.url+"/scheduler?"+now.Encode(), "", nil); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for len(jobsByName()) < n/3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Oozie has %d jobs 60 s into the submit step", len(jobsByName()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.kill9()
+	before := len(jobsByName())
+	t.Logf("killed the server with %d of %d jobs in Oozie", before, n)
+
+	s = startCelosServer(t, dir, wfDir)
+	began := time.Now()
+	s.step(t, now)
+	t.Logf("the first step after the restart (recovery of %d intents): %v", n, time.Since(began).Round(time.Millisecond))
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		s.step(t, now)
+		done := 0
+		for i := range n {
+			if st, _ := slotState(t, s.url, "k9", t20.Add(-time.Duration(i)*time.Hour)); st == "SUCCESS" {
+				done++
+			}
+		}
+		if done == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d slots SUCCESS 90 s after the restart\n%s", done, n, s.log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	byName := jobsByName()
+	for i := range n {
+		at := t20.Add(-time.Duration(i) * time.Hour)
+		_, ext := slotState(t, s.url, "k9", at)
+		ids := byName["k9@"+oozie.PrettyTime(at)]
+		if len(ids) != 1 || ids[0] != ext {
+			t.Errorf("k9@%s records %q; Oozie has %v for it", oozie.PrettyTime(at), ext, ids)
+		}
+	}
+	t.Logf("%d jobs recovered after the restart", strings.Count(s.log.String(), "recovered a job submitted before a crash"))
+}
+
+// celosServer is a `celos server` process stepped through POST /scheduler.
+type celosServer struct {
+	cmd  *exec.Cmd
+	url  string
+	log  *lockedLog
+	done chan struct{}
+}
+
+func startCelosServer(t *testing.T, dir, wfDir string) *celosServer {
+	t.Helper()
+	bin, err := celosBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	urlFile := filepath.Join(dir, "url")
+	os.Remove(urlFile)
+	s := &celosServer{log: &lockedLog{}, done: make(chan struct{})}
+	s.cmd = exec.Command(bin, "server", "--port", "0", "--workflows", wfDir, "--defaults", filepath.Join(dir, "defaults.json"),
+		"--db", filepath.Join(dir, "db"), "--logs", "", "--url-file", urlFile)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.done
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for s.url == "" {
+		if b, err := os.ReadFile(urlFile); err == nil && len(b) > 0 {
+			s.url = strings.TrimSpace(string(b))
+		} else if time.Now().After(deadline) {
+			t.Fatalf("celos server did not start in 30 s:\n%s", s.log.String())
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return s
+}
+
+func (s *celosServer) step(t *testing.T, now url.Values) {
+	t.Helper()
+	resp, err := http.Post(s.url+"/scheduler?"+now.Encode(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /scheduler: %s\n%s", resp.Status, s.log.String())
+	}
+}
+
+func (s *celosServer) kill9() {
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
 }
