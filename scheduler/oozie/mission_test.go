@@ -20,8 +20,8 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
-// celosBinary builds cmd/celos once per test binary (the one test that
-// uses it removes it).
+// celosBinary builds cmd/celos once per test binary;
+// TestRealOozieCelosBinary, whose subtests use it, removes it.
 var celosBinary = sync.OnceValues(func() (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -76,21 +76,27 @@ workflows: ingest: {
 }
 `
 
-// TestRealOozieMission is the whole mission path once, end to end, with
-// the celos binary: `celos init` a project, `celos deploy` it to a target
-// (workflows file on local disk, Oozie directory in the real HDFS), `celos
-// server --autoSchedule 1` schedules it, the slot's input lands, the real
-// Oozie runs the deployed workflow.xml, whose fs action writes the slot's
-// _SUCCESS, and the server's API shows the slot SUCCESS.
-func TestRealOozieMission(t *testing.T) {
-	env := oozietest.Shared(t)
-	c := env.HDFS
-	dir := t.TempDir()
+// TestRealOozieCelosBinary runs the tests that need the celos binary.
+func TestRealOozieCelosBinary(t *testing.T) {
 	t.Cleanup(func() {
 		if bin, err := celosBinary(); err == nil {
 			os.RemoveAll(filepath.Dir(bin))
 		}
 	})
+	t.Run("mission", testRealOozieMission)
+	t.Run("kill9 mid-submit", testRealOozieKill9MidSubmit)
+}
+
+// testRealOozieMission is the whole mission path once, end to end, with
+// the celos binary: `celos init` a project, `celos deploy` it to a target
+// (workflows file on local disk, Oozie directory in the real HDFS), `celos
+// server --autoSchedule 1` schedules it, the slot's input lands, the real
+// Oozie runs the deployed workflow.xml, whose fs action writes the slot's
+// _SUCCESS, and the server's API shows the slot SUCCESS.
+func testRealOozieMission(t *testing.T) {
+	env := oozietest.Shared(t)
+	c := env.HDFS
+	dir := t.TempDir()
 	proj := filepath.Join(dir, "mission")
 	celos(t, "init", proj)
 	hour := time.Now().UTC().Truncate(time.Hour)
@@ -251,22 +257,17 @@ func (l *lockedLog) String() string {
 	return l.b.String()
 }
 
-// TestRealOozieKill9MidSubmit kills `celos server` with SIGKILL while its
+// testRealOozieKill9MidSubmit kills `celos server` with SIGKILL while its
 // step submits 8 slots to the real Oozie, then starts it again: every
 // slot ends with exactly one Oozie job, the one it records. The jobs Oozie
 // accepted just before the kill are found by Recover (jobs?filter=name=
 // <celosWorkflowName>) from the submit intents left on disk. (The slots
 // whose intent has no job cost a scan of the user's recent jobs each, one
 // info call per job: kept small here, see docs/oozie.md.)
-func TestRealOozieKill9MidSubmit(t *testing.T) {
+func testRealOozieKill9MidSubmit(t *testing.T) {
 	env := oozietest.Shared(t)
 	c := env.HDFS
 	dir := t.TempDir()
-	t.Cleanup(func() {
-		if bin, err := celosBinary(); err == nil {
-			os.RemoveAll(filepath.Dir(bin))
-		}
-	})
 	for name, xml := range realApps {
 		putFile(t, c, "/real/app/"+name+"/workflow.xml", xml)
 	}
