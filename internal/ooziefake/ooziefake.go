@@ -21,6 +21,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -197,7 +198,8 @@ func (s *Server) SetPlan(f func(conf map[string]string) []string) {
 	s.mu.Unlock()
 }
 
-// SetCheckApp makes submissions fail with 400 E0505 when f returns an
+// SetCheckApp makes submissions fail with 400 E0307 ("XML file [...]
+// does not exist", as Oozie 5.2.1 answers) when f returns an
 // error for the application path (e.g. a test that looks in HDFS for the
 // deployed workflow.xml).
 func (s *Server) SetCheckApp(f func(appPath string) error) {
@@ -288,14 +290,17 @@ type oozieError struct {
 }
 
 // sendError is JsonRestServlet.sendErrorResponse: the two headers, then
-// the container's HTML error page (not JSON).
+// the container's HTML error page (not JSON). The message header starts
+// with the code, as the real server's does (an XException's message is
+// "E0604: Job does not exist [...]").
 func sendError(w http.ResponseWriter, e oozieError) {
+	msg := e.code + ": " + e.message
 	w.Header().Set("oozie-error-code", e.code)
-	w.Header().Set("oozie-error-message", e.message)
-	w.Header().Set("Content-Type", "text/html;charset=utf-8")
+	w.Header().Set("oozie-error-message", msg)
+	w.Header().Set("Content-Type", "text/html;charset=iso-8859-1")
 	w.WriteHeader(e.status)
-	fmt.Fprintf(w, "<html><head><title>Error %d %s</title></head><body><h2>HTTP ERROR %d</h2><p>%s</p></body></html>\n",
-		e.status, http.StatusText(e.status), e.status, html.EscapeString(e.code+": "+e.message))
+	fmt.Fprintf(w, "<html><head><title>Error %d </title></head><body><h2>HTTP ERROR: %d</h2><p>Reason:<pre>    %s</pre></p></body></html>\n",
+		e.status, e.status, html.EscapeString(msg))
 }
 
 func sendJSON(w http.ResponseWriter, status int, v any) {
@@ -437,14 +442,20 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 			sendError(w, oozieError{400, "E0307", "Runtime error [the fake only runs workflow jobs]"})
 			return
 		}
-		sendError(w, oozieError{400, "E0405", "Submission request doesn't have any application or lib path"})
+		// Oozie 5 takes a submission without an application path for one
+		// of its fluent job API, and finds no workflow.xml for it.
+		sendError(w, oozieError{400, "E0307", fmt.Sprintf("Runtime error [XML file [/user/%s/oozie-fluent-job-api-generated/gen_app_%d/workflow.xml] does not exist and app definition cannot be created because of missing config value [oozie.jobs.api.generated.xml]]", conf["user.name"], time.Now().UnixMilli())})
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.checkApp != nil {
 		if err := s.checkApp(appPath); err != nil {
-			sendError(w, oozieError{400, "E0505", fmt.Sprintf("App definition [%s] does not exist", appPath)})
+			xmlPath := appPath
+			if !strings.HasSuffix(xmlPath, ".xml") {
+				xmlPath = strings.TrimRight(xmlPath, "/") + "/workflow.xml"
+			}
+			sendError(w, oozieError{400, "E0307", fmt.Sprintf("Runtime error [XML file [%s] does not exist and app definition cannot be created because of missing config value [oozie.jobs.api.generated.xml]]", xmlPath)})
 			return
 		}
 	}
@@ -543,9 +554,6 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request, id string, v2 bool
 		out = map[string]any{"status": j.Status}
 	} else {
 		out = jobJSON(j, true)
-		if v2 {
-			out["jobType"] = "wf"
-		}
 	}
 	// Each info request sees one step of the plan (a suspended job waits).
 	if j.Status != Suspended && len(j.Plan) > 0 {
@@ -562,7 +570,9 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request, id string) {
 	defer s.mu.Unlock()
 	j, ok := s.jobs[id]
 	if !ok {
-		s.unknownJob(w, id)
+		// Oozie 5.2.1 answers a PUT on an unknown job with this E0605,
+		// naming the query that found nothing.
+		sendError(w, oozieError{400, "E0605", "Action does not exist [select w.id, w.user, w.group, w.appName, w.appPath, w.statusStr, w.parentId, w.startTimestamp, w.endTimestamp, w.logToken, w.wfInstance, w.slaXml, w.protoActionConf from WorkflowJobBean w where w.id = :id]"})
 		return
 	}
 	switch action {
@@ -677,7 +687,7 @@ func jobJSON(j *Job, full bool) map[string]any {
 		"toString":    fmt.Sprintf("Workflow id[%s] status[%s]", j.ID, j.Status),
 	}
 	if full {
-		m["conf"] = j.ConfXML
+		m["conf"] = confJSON(j)
 		if j.Status == Failed {
 			m["actions"] = []any{map[string]any{
 				"id": j.ID + "@main", "name": "main", "type": "map-reduce", "status": "ERROR",
@@ -690,3 +700,31 @@ func jobJSON(j *Job, full bool) map[string]any {
 	}
 	return m
 }
+
+// confJSON is the configuration Oozie shows for a job: not the body as
+// received but its own serialization of the job's configuration, with the
+// authenticated user.name, mapreduce.job.user.name added, and ${name}
+// references to other properties expanded (Hadoop's Configuration.get).
+func confJSON(j *Job) string {
+	conf := maps.Clone(j.Conf)
+	conf["mapreduce.job.user.name"] = j.User
+	var b strings.Builder
+	b.WriteString("<configuration>\r\n")
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		v := varRef.ReplaceAllStringFunc(conf[k], func(ref string) string {
+			if x, ok := conf[ref[2:len(ref)-1]]; ok {
+				return x
+			}
+			return ref
+		})
+		b.WriteString("  <property>\r\n    <name>")
+		xml.EscapeText(&b, []byte(k))
+		b.WriteString("</name>\r\n    <value>")
+		xml.EscapeText(&b, []byte(v))
+		b.WriteString("</value>\r\n  </property>\r\n")
+	}
+	b.WriteString("</configuration>")
+	return b.String()
+}
+
+var varRef = regexp.MustCompile(`\$\{[^}$ ]+\}`)

@@ -1,7 +1,8 @@
 // Package testenv holds what tests need to run against real services
-// started on this machine: a Hadoop mini cluster (package hdfstest) and an
-// OpenSSH sftp server (package sshtest). It also finds the repository root,
-// which both use to locate their fixtures. See docs/testing.md.
+// started on this machine: a Hadoop mini cluster (package hdfstest), an
+// Apache Oozie over it (package oozietest) and an OpenSSH sftp server
+// (package sshtest). It also finds the repository root, which they use to
+// locate their fixtures. See docs/testing.md.
 package testenv
 
 import (

@@ -385,6 +385,9 @@ func (c *Client) do(ctx context.Context, k call) error {
 			Message:     resp.Header.Get("oozie-error-message"),
 			Unavailable: resp.StatusCode >= 500,
 		}
+		// The real server's message repeats the code ("E0604: Job does
+		// not exist [...]"); Error() prints the code once.
+		e.Message = strings.TrimPrefix(e.Message, e.Code+": ")
 		if e.Message == "" {
 			// As OozieClient.handleError: fall back on the status text.
 			e.Message = http.StatusText(resp.StatusCode)

@@ -143,7 +143,7 @@ func TestErrors(t *testing.T) {
 	}
 
 	_, err = c.Submit(ctx, map[string]string{"user.name": "u"})
-	if !errors.As(err, &oe) || oe.Code != "E0405" || errors.Is(err, external.ErrUnavailable) {
+	if !errors.As(err, &oe) || oe.Code != "E0307" || errors.Is(err, external.ErrUnavailable) {
 		t.Errorf("submit without app path: %v", err)
 	}
 

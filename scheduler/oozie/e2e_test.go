@@ -17,6 +17,7 @@ import (
 	"github.com/celos-go/celos/internal/ooziefake"
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
+	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -28,7 +29,8 @@ import (
 	"github.com/celos-go/celos/schema/workflow"
 )
 
-func TestMain(m *testing.M) { hdfstest.Main(m) }
+// oozietest.Main also stops hdfstest's shared cluster.
+func TestMain(m *testing.M) { oozietest.Main(m) }
 
 // e2e is an installation as `celos server` wires it: the real engine and
 // state database, the oozie service against the fake Oozie, hdfsCheck on a

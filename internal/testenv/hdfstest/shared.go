@@ -37,10 +37,17 @@ func Shared(t testing.TB) *Cluster {
 //	func TestMain(m *testing.M) { hdfstest.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
+	StopShared()
+	os.Exit(code)
+}
+
+// StopShared stops the shared cluster, if one was started. It is for a
+// TestMain that cannot call Main (one that also stops other shared
+// servers, as oozietest.Main does).
+func StopShared() {
 	if shared.cluster != nil {
 		shared.cluster.Stop()
 	}
-	os.Exit(code)
 }
 
 // StartT starts a cluster of the test's own (for tests that stop its
