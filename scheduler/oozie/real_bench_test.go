@@ -8,24 +8,24 @@ import (
 
 	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // bulkProject is 50 hourly slots (startTime 49 hours before t20) of one
 // workflow running the application app, all submitted in one step
 // (concurrency 50).
-func bulkProject(id, app string) *schema.Project {
-	return &schema.Project{Format: schema.FormatVersion, Project: id, Workflows: []schema.Workflow{{
+func bulkProject(id, app string) *workflow.Project {
+	return &workflow.Project{Format: workflow.FormatVersion, Project: id, Workflows: []workflow.Workflow{{
 		ID:                 id,
-		Schedule:           schema.Schedule{Type: schema.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            schema.Trigger{Type: schema.TriggerAlways},
-		SchedulingStrategy: schema.Strategy{Type: schema.StrategySerial, Concurrency: 50},
-		ExternalService: schema.ExternalService{Type: schema.ServiceOozie, Properties: map[string]string{
+		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
+		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 50},
+		ExternalService: workflow.ExternalService{Type: workflow.ServiceOozie, Properties: map[string]string{
 			"oozie.wf.application.path": "${nameNode}/real/app/" + app,
 			"outputDir":                 "/real/output/" + id + "/${year}${month}${day}${hour}",
 		}},
 		StartTime:          t20.Add(-49 * time.Hour),
-		WaitTimeoutSeconds: schema.NeverTimeout,
+		WaitTimeoutSeconds: workflow.NeverTimeout,
 	}}}
 }
 

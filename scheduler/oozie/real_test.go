@@ -24,6 +24,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // The Oozie applications of testdata/real, as a project would deploy them
@@ -96,7 +97,7 @@ func newReal(t *testing.T, env oozietest.Env) *real {
 
 // newRealProject is newReal for any project whose workflows use the
 // applications of realApps (${nameNode}/real/app/<name>).
-func newRealProject(t testing.TB, env oozietest.Env, project *schema.Project) *real {
+func newRealProject(t testing.TB, env oozietest.Env, project *workflow.Project) *real {
 	t.Helper()
 	ctx := context.Background()
 	c := env.HDFS
@@ -145,7 +146,7 @@ func newRealProject(t testing.TB, env oozietest.Env, project *schema.Project) *r
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: wfDir,
 		DB:           db,
-		Services:     map[string]external.Service{schema.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(5*time.Second))},
+		Services:     map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(5*time.Second))},
 		FS:           mux,
 		CallTimeout:  5 * time.Second,
 	})
