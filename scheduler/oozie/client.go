@@ -149,10 +149,6 @@ func WithAuth(a Authenticator) Option { return func(c *Client) { c.auth = a } }
 // WithTimeout bounds each call (DefaultTimeout if not set, none if ≤ 0).
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
 
-// WithVersion pins the API version ("v1" or "v2") instead of asking
-// GET /versions on first use.
-func WithVersion(v string) Option { return func(c *Client) { c.version = v } }
-
 // NewClient returns a client for the Oozie at baseURL
 // (http://host:11000/oozie).
 func NewClient(baseURL string, opts ...Option) (*Client, error) {

@@ -51,16 +51,6 @@ var (
 // ServiceOption configures a Service.
 type ServiceOption func(*Service)
 
-// WithAuthenticator sets how requests are authenticated for the user a
-// workflow runs as (the user.name property, else the OS user). The default
-// is SimpleAuth; a Kerberos installation returns a SPNEGO Authenticator.
-func WithAuthenticator(f func(user string) Authenticator) ServiceOption {
-	return func(s *Service) { s.auth = f }
-}
-
-// WithCallTimeout bounds each Oozie call (default DefaultTimeout).
-func WithCallTimeout(d time.Duration) ServiceOption { return func(s *Service) { s.timeout = d } }
-
 // NewService returns the oozie service for an installation: d gives the
 // default Oozie URL and properties (nil means none), hc makes the HTTP
 // calls (nil means http.DefaultClient).
