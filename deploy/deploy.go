@@ -86,6 +86,10 @@ func compile(o *Options) (*compiled, error) {
 // On failure the returned error is a *StepError (or, before anything was
 // touched, a plain error) that says which step failed and whether the
 // previous deployment is intact.
+//
+// The steps run in this order, each in its own function; every step before
+// "swap HDFS directory" fails with the previous deployment intact, and
+// each later one says what it left.
 func Deploy(ctx context.Context, o Options) (*Result, error) {
 	start := time.Now()
 	if o.Step != nil {
@@ -101,26 +105,8 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Project: o.Project, Target: s.target.Source, WorkflowsFile: s.wfURL(), Workflows: len(c.project.Workflows)}
 
-	s.begin("check target")
-	if err := s.checkDirs(ctx, o.CreateDirs, false); err != nil {
-		return nil, s.fail(err, true)
-	}
-	if err := s.checkOverlap(ctx, s.hdfsDir()); err != nil {
-		return nil, s.fail(err, true)
-	}
-	problems, err := s.checkAppPaths(ctx, c.project)
-	if err != nil {
-		return nil, s.fail(err, true)
-	}
-	if len(problems) > 0 && !o.AllowForeignAppPath {
-		return nil, s.fail(fmt.Errorf("%w:\n  %s\nHDFS_ROOT is --hdfs-root, else the target's hdfs.root, else %s. Fix the paths, or deploy anyway with --allow-foreign-app-path",
-			ErrForeignAppPath, strings.Join(problems, "\n  "), DefaultHDFSRoot), true)
-	}
-	for _, p := range problems {
-		s.warn("%s (deployed anyway: --allow-foreign-app-path)", p)
-	}
-	if err := s.checkIDClash(c.project); err != nil {
-		return nil, s.fail(err, true)
+	if err := s.checkTargetForDeploy(ctx, c, o.CreateDirs, o.AllowForeignAppPath); err != nil {
+		return nil, err
 	}
 
 	s.begin("lock")
@@ -135,9 +121,74 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, s.fail(err, true)
 	}
-	// The HDFS side is needed to upload, or to remove an Oozie directory
-	// the project no longer has.
-	var hfs targets.FS
+	hfs, err := s.prepareHDFS(ctx, c, prev)
+	if err != nil {
+		return nil, err
+	}
+
+	var old string // the previous Oozie directory while the new one is tried
+	var hashes map[string]string
+	if c.tree != nil {
+		res.HDFSDir = s.hdfsURL(s.hdfsDir())
+		res.Files, res.Bytes = len(c.tree.files), c.tree.bytes
+		if old, hashes, err = s.uploadAndSwap(ctx, hfs, c.tree, o.Parallel, o.Progress); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := s.writeWorkflowsFile(ctx, hfs, c, old); err != nil {
+		return nil, err
+	}
+
+	s.begin("write manifest")
+	m := s.newManifest(hfs, c, hashes)
+	res.GitCommit = m.GitCommit
+	if err := s.writeManifest(ctx, m); err != nil {
+		return nil, &StepError{Step: s.step, Err: err, Note: "The new deployment is in place and running; only its manifest could not be written (undeploy and plan will miss it): rerun the deploy."}
+	}
+
+	s.cleanUp(hfs, old, prev, c.tree != nil)
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// checkTargetForDeploy is deploy's "check target" step: the target's
+// directories, the HDFS directory's overlap with others, the workflows'
+// app paths (refused outside HDFS_ROOT unless allowForeign) and workflow
+// ID clashes. Nothing has been touched yet, so every failure leaves the
+// previous deployment intact.
+func (s *session) checkTargetForDeploy(ctx context.Context, c *compiled, createDirs, allowForeign bool) error {
+	s.begin("check target")
+	if err := s.checkDirs(ctx, createDirs, false); err != nil {
+		return s.fail(err, true)
+	}
+	if err := s.checkOverlap(ctx, s.hdfsDir()); err != nil {
+		return s.fail(err, true)
+	}
+	problems, err := s.checkAppPaths(ctx, c.project)
+	if err != nil {
+		return s.fail(err, true)
+	}
+	if len(problems) > 0 && !allowForeign {
+		return s.fail(fmt.Errorf("%w:\n  %s\nHDFS_ROOT is --hdfs-root, else the target's hdfs.root, else %s. Fix the paths, or deploy anyway with --allow-foreign-app-path",
+			ErrForeignAppPath, strings.Join(problems, "\n  "), DefaultHDFSRoot), true)
+	}
+	for _, p := range problems {
+		s.warn("%s (deployed anyway: --allow-foreign-app-path)", p)
+	}
+	if err := s.checkIDClash(c.project); err != nil {
+		return s.fail(err, true)
+	}
+	return nil
+}
+
+// prepareHDFS connects to HDFS when the deploy needs it (to upload, or to
+// remove an Oozie directory the project no longer has), checks who owns
+// the live Oozie directory, and recovers what an interrupted deploy left.
+// It returns nil for hfs when HDFS is not needed. Nothing is changed but
+// recover's own repairs, so every failure leaves the previous deployment
+// intact.
+func (s *session) prepareHDFS(ctx context.Context, c *compiled, prev *Manifest) (hfs targets.FS, err error) {
 	if c.tree != nil || (prev != nil && prev.HDFS != nil) {
 		s.begin("connect to HDFS")
 		if hfs, err = s.openHDFS(ctx); err != nil {
@@ -162,68 +213,85 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 			return nil, s.fail(err, true)
 		}
 	}
+	return hfs, nil
+}
 
-	var old string // the previous Oozie directory while the new one is tried
-	var hashes map[string]string
-	if c.tree != nil {
-		res.HDFSDir = s.hdfsURL(live)
-		res.Files, res.Bytes = len(c.tree.files), c.tree.bytes
-		s.begin("upload HDFS directory")
-		if err := hfs.MkdirAll(s.hdfsRoot); err != nil {
-			return nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
-		}
-		tmp := targets.TempName(live, "tmp")
-		hashes, err = upload(ctx, hfs, c.tree, tmp, o.Parallel, o.Progress)
-		if err == nil {
-			owner := s.ownerData()
-			if werr := hfs.WriteNew(ctx, path.Join(tmp, OwnerFile), bytes.NewReader(owner), int64(len(owner)), true); werr != nil {
-				err = fmt.Errorf("write the owner record %s: %w", s.hdfsURL(path.Join(tmp, OwnerFile)), werr)
-			}
-		}
-		if err != nil {
-			if rerr := hfs.RemoveAll(tmp); rerr != nil {
-				s.warn("could not remove the partial upload %s (the next deploy will): %v", s.hdfsURL(tmp), rerr)
-			}
-			return nil, s.fail(err, true)
-		}
-		s.begin("swap HDFS directory")
-		if old, err = swapDir(hfs, tmp, live); err != nil {
-			_ = hfs.RemoveAll(tmp)
-			if errors.Is(err, errNotRestored) {
-				return nil, &StepError{Step: s.step, Err: err, Note: "The Oozie directory is missing until the next deploy restores it; rerun the deploy."}
-			}
-			return nil, s.fail(err, true)
+// uploadAndSwap uploads the project's hdfs/ tree beside the live Oozie
+// directory, with the owner record, and swaps it in. It returns the
+// previous directory (kept until the deploy is done, to swap back on
+// failure; "" when there was none) and the uploaded files' checksums. A
+// failed upload is removed; only a swap that could not put the previous
+// directory back leaves the deployment broken.
+func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *localTree, parallel int, progress func(Progress)) (old string, hashes map[string]string, err error) {
+	live := s.hdfsDir()
+	s.begin("upload HDFS directory")
+	if err := hfs.MkdirAll(s.hdfsRoot); err != nil {
+		return "", nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
+	}
+	tmp := targets.TempName(live, "tmp")
+	hashes, err = upload(ctx, hfs, tree, tmp, parallel, progress)
+	if err == nil {
+		owner := s.ownerData()
+		if werr := hfs.WriteNew(ctx, path.Join(tmp, OwnerFile), bytes.NewReader(owner), int64(len(owner)), true); werr != nil {
+			err = fmt.Errorf("write the owner record %s: %w", s.hdfsURL(path.Join(tmp, OwnerFile)), werr)
 		}
 	}
+	if err != nil {
+		if rerr := hfs.RemoveAll(tmp); rerr != nil {
+			s.warn("could not remove the partial upload %s (the next deploy will): %v", s.hdfsURL(tmp), rerr)
+		}
+		return "", nil, s.fail(err, true)
+	}
+	s.begin("swap HDFS directory")
+	if old, err = swapDir(hfs, tmp, live); err != nil {
+		_ = hfs.RemoveAll(tmp)
+		if errors.Is(err, errNotRestored) {
+			return "", nil, &StepError{Step: s.step, Err: err, Note: "The Oozie directory is missing until the next deploy restores it; rerun the deploy."}
+		}
+		return "", nil, s.fail(err, true)
+	}
+	return old, hashes, nil
+}
 
+// writeWorkflowsFile writes the compiled workflows file over the previous
+// one. On failure the previous Oozie directory old is swapped back, so the
+// old workflows file keeps running against the directory it was deployed
+// with; the error says whether that worked.
+func (s *session) writeWorkflowsFile(ctx context.Context, hfs targets.FS, c *compiled, old string) error {
 	s.begin("write workflows file")
 	if err := targets.WriteFileAtomic(ctx, s.wf, s.wfFile, c.json); err != nil {
 		se := &StepError{Step: s.step, Err: fmt.Errorf("%s: %w", s.wfURL(), err), Intact: true}
 		if c.tree != nil {
 			// Put the previous Oozie directory back, so the old workflows
 			// file keeps running against the directory it was deployed with.
-			if rerr := unswapDir(hfs, live, old); rerr != nil {
+			if rerr := unswapDir(hfs, s.hdfsDir(), old); rerr != nil {
 				se.Intact = false
-				se.Note = fmt.Sprintf("The new Oozie directory %s is in place but the workflows file is the previous one, and restoring the previous directory failed (%v); rerun the deploy.", s.hdfsURL(live), rerr)
+				se.Note = fmt.Sprintf("The new Oozie directory %s is in place but the workflows file is the previous one, and restoring the previous directory failed (%v); rerun the deploy.", s.hdfsURL(s.hdfsDir()), rerr)
 			}
 		}
-		return nil, se
+		return se
 	}
+	return nil
+}
 
-	s.begin("write manifest")
-	userName, host := who(o)
-	commit, dirty := gitCommit(o.DeployDir)
-	res.GitCommit = commit
+// newManifest records the deployment just made: who, from which commit,
+// the workflows file's checksum and workflow IDs, and the Oozie
+// directory's files with their checksums (hashes, from the upload) and
+// modification times as HDFS reports them.
+func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]string) *Manifest {
+	userName, host := who(s.o)
+	commit, dirty := gitCommit(s.o.DeployDir)
 	sum := sha256.Sum256(c.json)
 	m := &Manifest{
-		Format: ManifestFormat, Project: o.Project, DeployedAt: time.Now().UTC(),
-		User: userName, Host: host, GitCommit: commit, GitDirty: dirty, CelosVersion: o.Version,
+		Format: ManifestFormat, Project: s.o.Project, DeployedAt: time.Now().UTC(),
+		User: userName, Host: host, GitCommit: commit, GitDirty: dirty, CelosVersion: s.o.Version,
 		Target: s.target.Source, WorkflowsDir: s.wfKey(), WorkflowsFile: s.wfURL(), WorkflowsSHA256: hex.EncodeToString(sum[:]),
 	}
 	for _, w := range c.project.Workflows {
 		m.Workflows = append(m.Workflows, w.ID)
 	}
 	if c.tree != nil {
+		live := s.hdfsDir()
 		m.HDFS = &HDFSManifest{FS: s.hdfsName, Dir: live, Bytes: c.tree.bytes}
 		mtimes := map[string]time.Time{}
 		if files, _, err := targets.Walk(hfs, live); err == nil {
@@ -235,25 +303,27 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 			m.HDFS.Files = append(m.HDFS.Files, ManifestFile{Path: f.rel, Size: f.size, SHA256: hashes[f.rel], ModTime: mtimes[f.rel]})
 		}
 	}
-	if err := s.writeManifest(ctx, m); err != nil {
-		return nil, &StepError{Step: s.step, Err: err, Note: "The new deployment is in place and running; only its manifest could not be written (undeploy and plan will miss it): rerun the deploy."}
-	}
+	return m
+}
 
+// cleanUp is the deploy's last step, after the new deployment is in place:
+// it removes the previous Oozie directory old, and the one a previous
+// deploy wrote when the project no longer has an hdfs/ directory. A
+// failure there only warns.
+func (s *session) cleanUp(hfs targets.FS, old string, prev *Manifest, hasTree bool) {
 	s.begin("clean up")
 	if old != "" {
 		if err := hfs.RemoveAll(old); err != nil {
 			s.warn("deployed, but the previous Oozie directory %s could not be removed (the next deploy will): %v", s.hdfsURL(old), err)
 		}
 	}
-	if stale := s.staleHDFSDir(prev, c.tree != nil); stale != "" && s.staleOwned(hfs, stale, prev) {
+	if stale := s.staleHDFSDir(prev, hasTree); stale != "" && s.staleOwned(hfs, stale, prev) {
 		// The project no longer has an hdfs/ directory: remove the one the
 		// previous deploy wrote, now that no workflow refers to it.
 		if err := hfs.RemoveAll(stale); err != nil {
 			s.warn("deployed, but the previous Oozie directory %s could not be removed: %v", s.hdfsURL(stale), err)
 		}
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
 }
 
 // staleHDFSDir returns the Oozie directory the previous deploy wrote when

@@ -160,10 +160,21 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	if err := s.checkOwner(hfs, live, m); err != nil {
 		return nil, err
 	}
+	if err := diffHDFSDir(p, hfs, live, c.tree, m); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// diffHDFSDir compares the project's hdfs/ tree with the Oozie directory
+// live on the target, file by file, into p's Files* fields: sizes first,
+// then content (the manifest m's checksums while a file's size and time
+// are unchanged, else the remote file is read).
+func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manifest) error {
 	remote := map[string]targets.File{}
 	files, _, err := targets.Walk(hfs, live)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("list %s: %w", p.HDFSDir, err)
+		return fmt.Errorf("list %s: %w", p.HDFSDir, err)
 	}
 	for _, f := range files {
 		remote[f.Path] = f
@@ -175,7 +186,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 			known[f.Path] = f
 		}
 	}
-	for _, f := range c.tree.files {
+	for _, f := range tree.files {
 		r, ok := remote[f.rel]
 		if !ok {
 			p.FilesAdded = append(p.FilesAdded, FileChange{Path: f.rel, OldSize: -1, NewSize: f.size})
@@ -188,7 +199,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 		}
 		same, err := sameContent(hfs, path.Join(live, f.rel), r, known[f.rel], f.path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !same {
 			p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
@@ -198,7 +209,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 		p.FilesRemoved = append(p.FilesRemoved, FileChange{Path: r.Path, OldSize: r.Size, NewSize: -1})
 	}
 	sort.Slice(p.FilesRemoved, func(i, j int) bool { return p.FilesRemoved[i].Path < p.FilesRemoved[j].Path })
-	return p, nil
+	return nil
 }
 
 // sameContent compares a local file with a remote one of the same size.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 	cueembed "cuelang.org/go/cue/inject/embed"
@@ -76,33 +77,59 @@ type compiler struct {
 // cue.mod of its own, so that it can import the schema all the same.
 const syntheticModule = "module: \"celos.local/project\"\nlanguage: version: \"v0.17.0\"\n"
 
+// compile runs the phases in order: open the module, read the project,
+// load the CUE instance, evaluate it, extract the Project. Each phase
+// reports its diagnostics; compiling stops at the first that fails.
 func (c *compiler) compile(dir string) *workflow.Project {
 	if dir == "" {
 		dir = "."
 	}
+	abs, root, overlay, ok := c.openModule(dir)
+	if !ok {
+		return nil
+	}
+	if !c.readProject(dir, abs, root, overlay) {
+		return nil
+	}
+	inst := c.loadInstance(dir, abs, root)
+	if inst == nil {
+		return nil
+	}
+	pv := c.evaluate(inst, dir)
+	if c.failed() {
+		return nil
+	}
+	return c.extractProject(pv, inst.PkgName, dir)
+}
+
+// openModule checks that dir is a directory and finds its module root:
+// the nearest directory with a cue.mod, else dir itself with a module
+// file overlaid. The overlay returned also holds the embedded schema at
+// its vendored place (c.schemaDir), blanking vendored files it lacks.
+func (c *compiler) openModule(dir string) (abs, root string, overlay map[string][]byte, ok bool) {
 	c.absArg = filepath.IsAbs(dir)
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		c.errorf(dir, "%v", err)
-		return nil
+		return "", "", nil, false
 	}
 	c.dir = abs
 	fi, err := os.Stat(abs)
 	switch {
 	case os.IsNotExist(err):
 		c.errorf(dir, "no such directory")
-		return nil
+		return "", "", nil, false
 	case err != nil:
 		c.errorf(dir, "%v", unwrapPathError(err))
-		return nil
+		return "", "", nil, false
 	case !fi.IsDir():
 		c.errorf(dir, "not a directory")
-		return nil
+		return "", "", nil, false
 	}
 	// The module root: the nearest directory with a cue.mod, else dir
 	// itself with a module file overlaid.
-	overlay := map[string][]byte{}
-	root := findModuleRoot(abs)
+	overlay = map[string][]byte{}
+	root = findModuleRoot(abs)
 	if root == "" {
 		root = abs
 		overlay[filepath.Join(root, "cue.mod", "module.cue")] = []byte(syntheticModule)
@@ -120,6 +147,15 @@ func (c *compiler) compile(dir string) *workflow.Project {
 	for _, f := range SchemaFiles() {
 		overlay[filepath.Join(c.schemaDir, f.Name)] = f.Data
 	}
+	return abs, root, overlay, true
+}
+
+// readProject reads every file of the project through c.fsys (regular
+// files inside the module only, bounded) with overlay laid over them,
+// checks the module's shape, warns when the vendored schema differs from
+// the embedded one, and overlays the file that applies #Project to the
+// package. It reports whether compiling can go on.
+func (c *compiler) readProject(dir, abs, root string, overlay map[string][]byte) bool {
 	// Apply the schema inside the package itself, with a file overlaid
 	// into it: when the project already writes `workflows:
 	// celos.#Workflows`, CUE shares the two identical conjuncts, so the
@@ -139,15 +175,15 @@ func (c *compiler) compile(dir string) *workflow.Project {
 	fsys, err := newInputFS(root, overlay)
 	if err != nil {
 		c.errorf(dir, "%v", unwrapPathError(err))
-		return nil
+		return false
 	}
 	c.fsys = fsys
 	if !c.checkFiles(abs) {
-		return nil
+		return false
 	}
 	if fi, err := os.Stat(filepath.Join(abs, "cue.mod")); err == nil && !fi.IsDir() {
 		c.errorf(c.rel(filepath.Join(abs, "cue.mod")), "not a directory (a CUE module's cue.mod is a directory with a module.cue file; celos init creates one)")
-		return nil
+		return false
 	}
 	if differs, why := VendoredSchemaDiffers(c.schemaDir); differs {
 		rootName := c.rel(root)
@@ -162,23 +198,30 @@ func (c *compiler) compile(dir string) *workflow.Project {
 		fsys.dirs[abs] = append(fsys.dirs[abs], filepath.Base(checkFile))
 		c.checkFile = checkFile
 	}
+	// cue/load parses what was read and checked here, and never opens a
+	// file of the project itself.
+	c.gatherInputs(abs, root)
+	if c.reportRefused() || c.failed() {
+		return false
+	}
+	return true
+}
+
+// loadInstance has cue/load parse the files readProject read (it never
+// opens a file of the project itself), offline. It returns nil when the
+// package could not be loaded, with the diagnostics reported.
+func (c *compiler) loadInstance(dir, abs, root string) *build.Instance {
 	env := []string{"CUE_REGISTRY=none"}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CUE_REGISTRY=") {
 			env = append(env, kv)
 		}
 	}
-	// cue/load parses what was read and checked here, and never opens a
-	// file of the project itself.
-	c.gatherInputs(abs, root)
-	if c.reportRefused() || c.failed() {
-		return nil
-	}
-	overlay = map[string][]byte{}
-	for p, data := range fsys.overlay {
+	overlay := map[string][]byte{}
+	for p, data := range c.fsys.overlay {
 		overlay[p] = data
 	}
-	for p, data := range fsys.loaded() {
+	for p, data := range c.fsys.loaded() {
 		overlay[p] = data
 	}
 	sources := make(map[string]load.Source, len(overlay))
@@ -205,7 +248,13 @@ func (c *compiler) compile(dir string) *workflow.Project {
 		c.addCUEError(inst.Err, dir)
 		return nil
 	}
+	return inst
+}
 
+// evaluate builds the package, requires it to be concrete and closed as
+// #Project, and reports every error it can find in one run. The caller
+// checks c.failed() before using the value.
+func (c *compiler) evaluate(inst *build.Instance, dir string) cue.Value {
 	ctx := cuecontext.New()
 	pv := ctx.BuildInstance(inst)
 	c.root = &pv
@@ -248,14 +297,20 @@ func (c *compiler) compile(dir string) *workflow.Project {
 		// Check the cron expressions CUE has let through all the same,
 		// so that one run reports them with CUE's errors.
 		c.cronsOf(pv.LookupPath(cue.ParsePath("workflows")))
-		return nil
+		return pv
 	}
+	return pv
+}
 
+// extractProject converts the evaluated package into a Project, one
+// workflow at a time, validates it and checks its references. pkgName
+// names the project when it does not set project.
+func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.Project {
 	p := &workflow.Project{Format: workflow.FormatVersion, Workflows: []workflow.Workflow{}}
 	if pn := pv.LookupPath(cue.ParsePath("project")); pn.Exists() {
 		p.Project, _ = pn.String()
 	} else {
-		p.Project = inst.PkgName
+		p.Project = pkgName
 	}
 	wfs := pv.LookupPath(cue.ParsePath("workflows"))
 	it, err := wfs.Fields()

@@ -18,12 +18,15 @@ import (
 
 func init() { register(newImportJSCmd) }
 
+// importJSFlags are import-js's flags.
+type importJSFlags struct {
+	out, defaults, pkg, project string
+	check, force                bool
+	timeout                     time.Duration
+}
+
 func newImportJSCmd() *cobra.Command {
-	var (
-		out, defaults, pkg, project string
-		check, force                bool
-		timeout                     time.Duration
-	)
+	var f importJSFlags
 	c := &cobra.Command{
 		Use:   "import-js FILE.js|DIR... -o DIR [--defaults DIR] [--check]",
 		Short: "Convert Celos JavaScript workflow files to a CUE package, and prove it",
@@ -61,92 +64,109 @@ was not converted, left as TODO, or differs; 2 usage error.`,
   celos vet workflows`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if out == "" {
-				return usageError("import-js needs -o DIR, the directory of the CUE package")
-			}
-			files, err := jsFiles(args)
-			if err != nil {
-				return usageError("%v", err)
-			}
-			stderr := c.ErrOrStderr()
-			res := celosjs.Evaluate(files, celosjs.Options{DefaultsDir: defaults, Timeout: timeout})
-			failed := false
-			for _, p := range res.Problems {
-				fmt.Fprintln(stderr, p)
-				failed = true
-			}
-			for _, f := range res.Files {
-				if f.DefinesNothing() {
-					fmt.Fprintf(stderr, "%s: warning: defines no workflows\n", f.Path)
-				}
-			}
-			if check {
-				return checkImport(c, res, out, failed)
-			}
-			for _, t := range res.TODOs() {
-				fmt.Fprintln(stderr, t)
-				failed = true
-			}
-			if pkg == "" {
-				pkg = packageFor(out)
-			}
-			if project == "" && workflow.IDPattern.MatchString(filepath.Base(out)) {
-				if abs, err := filepath.Abs(out); err == nil {
-					project = filepath.Base(abs)
-				}
-			}
-			gen, err := celosjs.Generate(res, celosjs.GenOptions{Package: pkg, Project: project})
-			if err != nil {
-				return &ExitError{Code: ExitFailure, Err: err}
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("create the package directory: %w", err)}
-			}
-			names := make([]string, 0, len(gen))
-			for n := range gen {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			if !force {
-				var exist []string
-				for _, n := range names {
-					if _, err := os.Lstat(filepath.Join(out, n)); err == nil {
-						exist = append(exist, filepath.Join(out, n))
-					}
-				}
-				if len(exist) > 0 {
-					return &ExitError{Code: ExitFailure, Err: fmt.Errorf("not overwriting %s (it may hold edits): use --force, or another -o directory; nothing was written", strings.Join(exist, ", "))}
-				}
-			}
-			for _, n := range names {
-				path := filepath.Join(out, n)
-				if err := writeFileAtomic(path, gen[n]); err != nil {
-					return &ExitError{Code: ExitFailure, Err: err}
-				}
-				fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", path)
-			}
-			if others, _ := filepath.Glob(filepath.Join(out, "*.cue")); len(others) > len(names) {
-				for _, o := range others {
-					if gen[filepath.Base(o)] == nil {
-						fmt.Fprintf(stderr, "%s: warning: not written by this import; celos vet and --check read it too\n", o)
-					}
-				}
-			}
-			fmt.Fprintf(c.OutOrStdout(), "%d workflows from %d files; check them with: celos import-js --check\n", len(res.Workflows()), len(files))
-			if failed {
-				return silentExit(ExitFailure)
-			}
-			return nil
+			return runImportJS(c, args, &f)
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "", "the CUE package `DIR` to write (or, with --check, to compare)")
-	c.Flags().StringVar(&defaults, "defaults", "", "Celos's defaults `DIR`, read by celos.importDefaults")
-	c.Flags().BoolVar(&check, "check", false, "write nothing: compare the package in -o with the JavaScript")
-	c.Flags().BoolVar(&force, "force", false, "overwrite the files of an earlier import in -o")
-	c.Flags().StringVar(&pkg, "package", "", "the CUE package `NAME` (default: from the -o directory's name)")
-	c.Flags().StringVar(&project, "project", "", "the project `NAME` written in project.cue (default: the -o directory's name)")
-	c.Flags().DurationVar(&timeout, "timeout", celosjs.DefaultTimeout, "time limit for evaluating one file, and for each property function call")
+	c.Flags().StringVarP(&f.out, "output", "o", "", "the CUE package `DIR` to write (or, with --check, to compare)")
+	c.Flags().StringVar(&f.defaults, "defaults", "", "Celos's defaults `DIR`, read by celos.importDefaults")
+	c.Flags().BoolVar(&f.check, "check", false, "write nothing: compare the package in -o with the JavaScript")
+	c.Flags().BoolVar(&f.force, "force", false, "overwrite the files of an earlier import in -o")
+	c.Flags().StringVar(&f.pkg, "package", "", "the CUE package `NAME` (default: from the -o directory's name)")
+	c.Flags().StringVar(&f.project, "project", "", "the project `NAME` written in project.cue (default: the -o directory's name)")
+	c.Flags().DurationVar(&f.timeout, "timeout", celosjs.DefaultTimeout, "time limit for evaluating one file, and for each property function call")
 	return c
+}
+
+// runImportJS evaluates the JavaScript files args name and writes the CUE
+// package (or, with --check, compares it).
+func runImportJS(c *cobra.Command, args []string, f *importJSFlags) error {
+	if f.out == "" {
+		return usageError("import-js needs -o DIR, the directory of the CUE package")
+	}
+	files, err := jsFiles(args)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	stderr := c.ErrOrStderr()
+	res := celosjs.Evaluate(files, celosjs.Options{DefaultsDir: f.defaults, Timeout: f.timeout})
+	failed := false
+	for _, p := range res.Problems {
+		fmt.Fprintln(stderr, p)
+		failed = true
+	}
+	for _, file := range res.Files {
+		if file.DefinesNothing() {
+			fmt.Fprintf(stderr, "%s: warning: defines no workflows\n", file.Path)
+		}
+	}
+	if f.check {
+		return checkImport(c, res, f.out, failed)
+	}
+	for _, t := range res.TODOs() {
+		fmt.Fprintln(stderr, t)
+		failed = true
+	}
+	if f.pkg == "" {
+		f.pkg = packageFor(f.out)
+	}
+	if f.project == "" && workflow.IDPattern.MatchString(filepath.Base(f.out)) {
+		if abs, err := filepath.Abs(f.out); err == nil {
+			f.project = filepath.Base(abs)
+		}
+	}
+	gen, err := celosjs.Generate(res, celosjs.GenOptions{Package: f.pkg, Project: f.project})
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	if err := writeImport(c, f.out, gen, f.force); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.OutOrStdout(), "%d workflows from %d files; check them with: celos import-js --check\n", len(res.Workflows()), len(files))
+	if failed {
+		return silentExit(ExitFailure)
+	}
+	return nil
+}
+
+// writeImport writes the generated files into dir, in name order, and
+// warns about other .cue files there. Without force it writes no file when
+// one of them exists already.
+func writeImport(c *cobra.Command, dir string, gen map[string][]byte, force bool) error {
+	stderr := c.ErrOrStderr()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("create the package directory: %w", err)}
+	}
+	names := make([]string, 0, len(gen))
+	for n := range gen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if !force {
+		var exist []string
+		for _, n := range names {
+			if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+				exist = append(exist, filepath.Join(dir, n))
+			}
+		}
+		if len(exist) > 0 {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("not overwriting %s (it may hold edits): use --force, or another -o directory; nothing was written", strings.Join(exist, ", "))}
+		}
+	}
+	for _, n := range names {
+		path := filepath.Join(dir, n)
+		if err := writeFileAtomic(path, gen[n]); err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", path)
+	}
+	if others, _ := filepath.Glob(filepath.Join(dir, "*.cue")); len(others) > len(names) {
+		for _, o := range others {
+			if gen[filepath.Base(o)] == nil {
+				fmt.Fprintf(stderr, "%s: warning: not written by this import; celos vet and --check read it too\n", o)
+			}
+		}
+	}
+	return nil
 }
 
 // checkImport compiles the package in dir and compares it with res.
