@@ -232,9 +232,11 @@ func (s *session) hdfsURLOf(dir string) string {
 		return s.target.WorkflowsDir.Server() + dir
 	}
 	if s.conf != nil {
-		return strings.TrimSuffix(s.conf.DefaultFS(), "/") + dir
+		if def, err := s.conf.DefaultFS(); err == nil {
+			return strings.TrimSuffix(def, "/") + dir
+		}
 	}
-	return dir
+	return dir // a name for messages; connecting reports a bad fs.defaultFS
 }
 
 // readOwner reads the owner record of an Oozie directory: nil (and no
@@ -387,7 +389,11 @@ func (s *session) checkAppPaths(ctx context.Context, p *workflow.Project) ([]str
 				}
 				fsName = "file://"
 				if !local {
-					fsName = strings.TrimSuffix(s.conf.DefaultFS(), "/")
+					def, err := s.conf.DefaultFS()
+					if err != nil {
+						return nil, err
+					}
+					fsName = strings.TrimSuffix(def, "/")
 				}
 			}
 		}

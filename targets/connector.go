@@ -93,7 +93,11 @@ func (c *Connector) OpenHDFS(ctx context.Context, conf hadoopconf.Conf, installa
 		fsys, err := c.Open(ctx, installation)
 		return fsys, installation.Server(), err
 	}
-	uri := strings.TrimSuffix(conf.DefaultFS(), "/")
+	def, err := conf.DefaultFS()
+	if err != nil {
+		return nil, "", err
+	}
+	uri := strings.TrimSuffix(def, "/")
 	c.mu.Lock()
 	if fsys, ok := c.open[uri]; ok {
 		c.mu.Unlock()

@@ -92,7 +92,10 @@ func NewHDFSPool(conf hadoopconf.Conf, opts HDFSOptions) *HDFSPool {
 // of the same authority.
 func (p *HDFSPool) FS(uri string) (*HDFS, error) {
 	if uri == "" {
-		uri = p.conf.DefaultFS()
+		var err error
+		if uri, err = p.conf.DefaultFS(); err != nil {
+			return nil, err
+		}
 	}
 	u, err := url.Parse(uri)
 	if err != nil {

@@ -170,7 +170,8 @@ func TestLoadLocalTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !conf.IsLocal("") {
-		t.Errorf("fs.defaultFS %q, want file:///", conf.DefaultFS())
+		def, _ := conf.DefaultFS()
+		t.Errorf("fs.defaultFS %q, want file:///", def)
 	}
 	// A missing target file is an error naming it.
 	_, err = Load(context.Background(), c, "file:///nonexistent/target.json", ParseOptions{})

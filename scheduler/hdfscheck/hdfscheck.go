@@ -98,7 +98,7 @@ func New(conf hadoopconf.Conf, opts Options) *FS {
 // DefaultFS is the configuration's fs.defaultFS (file:/// when unset): the
 // file system of triggers that name none when the installation defaults
 // have no CELOS_DEFAULT_HDFS.
-func (f *FS) DefaultFS() string { return f.conf.DefaultFS() }
+func (f *FS) DefaultFS() (string, error) { return f.conf.DefaultFS() }
 
 // Stats returns the counters.
 func (f *FS) Stats() Stats {
@@ -149,7 +149,10 @@ func (f *FS) resolve(fsURI, p string) (string, string, error) {
 		p = u.Path
 	}
 	if fsURI == "" {
-		fsURI = f.conf.DefaultFS()
+		var err error
+		if fsURI, err = f.conf.DefaultFS(); err != nil {
+			return "", "", err
+		}
 	}
 	u, err := url.Parse(fsURI)
 	if err != nil {

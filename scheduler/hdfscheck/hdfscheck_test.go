@@ -72,8 +72,10 @@ func TestExists(t *testing.T) {
 	if st := f.Stats(); st.Connects != 1 || st.Calls != 7 || st.Errors != 0 {
 		t.Errorf("stats %+v: want one connection kept for every call, 7 calls", st)
 	}
-	if f.DefaultFS() != conf.DefaultFS() {
-		t.Errorf("DefaultFS %q", f.DefaultFS())
+	got, err := f.DefaultFS()
+	want, _ := conf.DefaultFS()
+	if err != nil || got != want {
+		t.Errorf("DefaultFS = %q, %v; want %q", got, err, want)
 	}
 
 	for _, tc := range []struct{ fs, path, want string }{

@@ -31,7 +31,10 @@ func Setup(d *defaults.Defaults, confDir string, opts Options) (*trigger.Mux, *F
 		def = d.HDFS
 	}
 	if def == "" && conf != nil {
-		def = conf.DefaultFS()
+		var err error
+		if def, err = conf.DefaultFS(); err != nil {
+			return nil, nil, err
+		}
 	}
 	fs := New(conf, opts)
 	mux := trigger.NewMux(def)

@@ -303,21 +303,11 @@ func (c Conf) lookup(ref string) (string, bool) {
 	return v, ok
 }
 
-// DefaultFS returns fs.defaultFS (or the deprecated fs.default.name), or
-// Hadoop's default "file:///" when neither is set.
-func (c Conf) DefaultFS() string {
-	if v := c.Get("fs.defaultFS"); v != "" {
-		return v
-	}
-	if v := c.Get("fs.default.name"); v != "" {
-		return v
-	}
-	return "file:///"
-}
-
-// defaultFS is DefaultFS with the error of a value that cannot be
-// expanded.
-func (c Conf) defaultFS() (string, error) {
+// DefaultFS returns fs.defaultFS (or the deprecated fs.default.name),
+// expanded, or Hadoop's default "file:///" when neither is set. A value
+// that cannot be expanded is an error naming the property (ErrExpansion),
+// not a file system URI full of ${...}.
+func (c Conf) DefaultFS() (string, error) {
 	for _, k := range []string{"fs.defaultFS", "fs.default.name"} {
 		v, err := c.Expand(k)
 		if err != nil {
@@ -334,7 +324,10 @@ func (c Conf) defaultFS() (string, error) {
 // meaning the configuration's default which is file:).
 func (c Conf) IsLocal(fs string) bool {
 	if fs == "" {
-		fs = c.DefaultFS()
+		var err error
+		if fs, err = c.DefaultFS(); err != nil {
+			return false // not a file: URI; opening it reports the error
+		}
 	}
 	u, err := url.Parse(fs)
 	return err == nil && (u.Scheme == "file" || u.Scheme == "")
@@ -359,7 +352,7 @@ func (c Conf) list(key string) []string {
 func (c Conf) Namenodes(fs string) ([]string, error) {
 	if fs == "" {
 		var err error
-		if fs, err = c.defaultFS(); err != nil {
+		if fs, err = c.DefaultFS(); err != nil {
 			return nil, err
 		}
 	}

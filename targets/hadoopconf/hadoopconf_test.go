@@ -29,7 +29,7 @@ func TestParseAndMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Merge(core, hdfs)
-	if c.DefaultFS() != "hdfs://nn1:9000" || c["a"] != "hdfs" {
+	if def, _ := c.DefaultFS(); def != "hdfs://nn1:9000" || c["a"] != "hdfs" {
 		t.Fatalf("merged conf %v", c)
 	}
 	if _, err := Parse("bad.xml", []byte("<configuration><property>")); err == nil || !strings.Contains(err.Error(), "bad.xml") {
@@ -41,10 +41,10 @@ func TestParseAndMerge(t *testing.T) {
 }
 
 func TestDefaultFSAndLocal(t *testing.T) {
-	if got := (Conf{}).DefaultFS(); got != "file:///" {
+	if got, _ := (Conf{}).DefaultFS(); got != "file:///" {
 		t.Fatalf("default fs %q", got)
 	}
-	if got := (Conf{"fs.default.name": "hdfs://old:8020"}).DefaultFS(); got != "hdfs://old:8020" {
+	if got, _ := (Conf{"fs.default.name": "hdfs://old:8020"}).DefaultFS(); got != "hdfs://old:8020" {
 		t.Fatalf("deprecated key: %q", got)
 	}
 	if !(Conf{"fs.defaultFS": "file:///"}).IsLocal("") {
@@ -115,7 +115,7 @@ func TestGetExpands(t *testing.T) {
 		"loop":         "${loop}",
 		"unknown":      "${nope}/x",
 	}
-	if got := c.DefaultFS(); got != "hdfs://n1.example:9000" {
+	if got, _ := c.DefaultFS(); got != "hdfs://n1.example:9000" {
 		t.Fatalf("DefaultFS %q", got)
 	}
 	if got := c.Get("e"); got != "envhost" {
@@ -144,7 +144,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.DefaultFS() != "hdfs://y:2" {
+	if def, _ := c.DefaultFS(); def != "hdfs://y:2" {
 		t.Fatalf("hdfs-site.xml should override core-site.xml: %v", c)
 	}
 	t.Setenv("HADOOP_CONF_DIR", dir)
