@@ -399,6 +399,15 @@ func (h *HDFS) run(ctx context.Context, op, name string, f func(*hdfsConn) error
 				// rather than "use of closed network connection".
 				return ours(cause)
 			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// The connection's own deadline (the same bound as the
+				// call's) fired before ctx did: the same stall, said the
+				// same way, whichever of the two timers won the race.
+				err = fmt.Errorf("no answer from the NameNode: %w", err)
+				h.drop(c, err)
+				return ours(err)
+			}
 		}
 		h.check(c, err)
 		return err
