@@ -1,12 +1,7 @@
 package oozie
 
-import "time"
-
 // Options only the tests set.
 
 // WithVersion pins the API version ("v1" or "v2") instead of asking
 // GET /versions on first use.
 func WithVersion(v string) Option { return func(c *Client) { c.version = v } }
-
-// WithCallTimeout bounds each Oozie call (default DefaultTimeout).
-func WithCallTimeout(d time.Duration) ServiceOption { return func(s *Service) { s.timeout = d } }

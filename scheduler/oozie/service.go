@@ -51,6 +51,10 @@ var (
 // ServiceOption configures a Service.
 type ServiceOption func(*Service)
 
+// WithCallTimeout bounds each Oozie call (default DefaultTimeout). The
+// server keeps the default; tests across packages shorten it.
+func WithCallTimeout(d time.Duration) ServiceOption { return func(s *Service) { s.timeout = d } }
+
 // NewService returns the oozie service for an installation: d gives the
 // default Oozie URL and properties (nil means none), hc makes the HTTP
 // calls (nil means http.DefaultClient).
