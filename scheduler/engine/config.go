@@ -54,7 +54,7 @@ var maxFileSize int64 = workflow.MaxDocumentSize
 // content changed since the last load.
 type loader struct {
 	dir   string
-	db    *statedb.DB  // holds the owner records
+	db    Store        // holds the owner records
 	log   *slog.Logger // nil: slog.Default()
 	files map[string]*fileEntry
 	owner map[string]string // workflow id → file that had it at the last load
