@@ -1,5 +1,7 @@
 package engine
 
+// The operations that change slots or workflows: pause, rerun, kill.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package engine
 
+// The read-only operations of scheduler.Service: workflows, slots,
+// trigger status, status counts.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,7 @@
 package engine
 
+// The register operations of scheduler.Service, over Options.Registers.
+
 import (
 	"context"
 	"encoding/json"

@@ -1,5 +1,7 @@
 package engine
 
+// A step: gather → observe → decide → apply (see Step).
+
 import (
 	"context"
 	"errors"

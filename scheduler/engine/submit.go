@@ -1,5 +1,8 @@
 package engine
 
+// Submission of the READY slots a step chose, with the submit-intent
+// protocol of the package documentation.
+
 import (
 	"context"
 	"errors"
@@ -11,6 +14,8 @@ import (
 	"github.com/celos-go/celos/schema/workflow"
 )
 
+// pendingSubmit is a READY slot the strategy chose, submitted at the end
+// of the step.
 type pendingSubmit struct {
 	w   *workflow.Workflow
 	svc external.Service
