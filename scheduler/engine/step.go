@@ -158,8 +158,18 @@ type wfStep struct {
 	rerun   map[int64]statedb.RerunMark
 	// slots are the slots the step looks at, as stored when it began
 	// (WAITING when a slot has no record), oldest first.
-	slots  []slot.State
-	failed map[int64]bool // slots that met an error in the step
+	slots []slot.State
+	// intents are the submit intents of the READY slots (the only ones a
+	// step submits), by index in slots; nil when there is none.
+	intents map[int]intentRead
+	failed  map[int64]bool // slots that met an error in the step
+}
+
+// intentRead is a slot's submit intent as gathered.
+type intentRead struct {
+	in   statedb.Intent
+	left bool  // there is one
+	err  error // it could not be read
 }
 
 // ErrPersist: a step could not write to the state database.
@@ -192,7 +202,8 @@ func (s *stepper) workflowFailed(id string, err error) {
 	s.e.log.Error("workflow not stepped", "workflow", id, "error", err)
 }
 
-// gather reads the state of every workflow of todo that is not paused:
+// gather reads the state of every workflow of todo that is not paused
+// (slots, rerun markers, the submit intents of READY and RUNNING slots):
 // the step's one read.
 func (s *stepper) gather(c *config, todo []string) []*wfStep {
 	out := make([]*wfStep, 0, len(todo))
@@ -212,16 +223,25 @@ func (s *stepper) gather(c *config, todo []string) []*wfStep {
 			continue
 		}
 		out = append(out, ws)
-		// A RUNNING slot's intent is left over from a crash (or a failed
+		// A READY slot's intent is what submitAll recovers from. A
+		// RUNNING slot's intent is left over from a crash (or a failed
 		// sync) between the RUNNING write and the intent's removal: drop
 		// it before anything is submitted, or a retry would "recover" the
 		// job that already ran.
-		for _, st := range ws.slots {
-			if st.Status != slot.Running {
-				continue
-			}
-			if _, left, err := s.e.db.GetIntent(st.ID); err == nil && left {
-				leftover = append(leftover, st.ID)
+		for i, st := range ws.slots {
+			switch st.Status {
+			case slot.Ready:
+				in, left, err := s.e.db.GetIntent(st.ID)
+				if left || err != nil {
+					if ws.intents == nil {
+						ws.intents = make(map[int]intentRead)
+					}
+					ws.intents[i] = intentRead{in: in, left: left, err: err}
+				}
+			case slot.Running:
+				if _, left, err := s.e.db.GetIntent(st.ID); err == nil && left {
+					leftover = append(leftover, st.ID)
+				}
 			}
 		}
 	}
@@ -350,7 +370,7 @@ func (s *stepper) observe(ctx context.Context, ws *wfStep) []Observation {
 func (s *stepper) record(ws *wfStep, d Decision, obs []Observation) {
 	e := s.e
 	for _, i := range d.Submit { // submitted for every workflow at once, at the end of the step
-		s.pending = append(s.pending, pendingSubmit{w: ws.w, svc: ws.svc, st: ws.slots[i]})
+		s.pending = append(s.pending, pendingSubmit{w: ws.w, svc: ws.svc, st: ws.slots[i], intent: ws.intents[i]})
 	}
 	// Transitions are written together at the end of the step (apply);
 	// submissions are made durable in bulk before that (the submit-intent

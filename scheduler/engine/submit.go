@@ -20,6 +20,9 @@ type pendingSubmit struct {
 	w   *workflow.Workflow
 	svc external.Service
 	st  slot.State
+	// intent is the slot's submit intent as gathered (left: there is one;
+	// err: it could not be read).
+	intent intentRead
 }
 
 // submitAll submits the step's chosen READY slots with the submit-intent
@@ -40,7 +43,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 			s.fail(id, "submit", fmt.Errorf("no external service of type %q is configured", p.w.ExternalService.Type))
 			continue
 		}
-		in, left, err := e.db.GetIntent(id)
+		in, left, err := p.intent.in, p.intent.left, p.intent.err
 		if err != nil {
 			s.fail(id, "submit", err)
 			continue
