@@ -95,7 +95,8 @@ type Engine struct {
 	log    *slog.Logger
 	stepMu sync.Mutex // held by Step, Rerun, Kill, ClearCache
 
-	loader *loader // guarded by stepMu
+	loader *loader  // guarded by stepMu
+	wfBuf  []wfStep // the workflows of a step (gather); guarded by stepMu
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config

@@ -53,11 +53,13 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 		// of the step's beginning (see above).
 		env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}}
 	defer st.apply() // also when ctx ends the step early
-	for _, ws := range st.gather(c, todo) {
+	wfs := st.gather(c, todo)
+	for i := range wfs {
+		ws := &wfs[i]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := st.safe(ws.id, func() error { return st.workflow(ctx, ws) }); err != nil {
+		if err := st.workflow(ctx, ws); err != nil {
 			st.workflowFailed(ws.id, err)
 			continue
 		}
@@ -183,16 +185,14 @@ func (s *stepper) persistFailed(err error) {
 	}
 }
 
-// safe runs a phase of workflow id's step; a panic in it (a trigger's file
-// system or an external service gone wrong) becomes that workflow's error.
-func (s *stepper) safe(id string, f func() error) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.e.log.Error("panic while stepping a workflow", "workflow", id, "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("internal error: %v", p)
-		}
-	}()
-	return f()
+// recovered turns a panic in a phase of workflow id's step (a trigger's
+// file system or an external service gone wrong) into that workflow's
+// error; deferred by the phases.
+func (s *stepper) recovered(id string, err *error) {
+	if p := recover(); p != nil {
+		s.e.log.Error("panic while stepping a workflow", "workflow", id, "panic", p, "stack", string(debug.Stack()))
+		*err = fmt.Errorf("internal error: %v", p)
+	}
 }
 
 // workflowFailed records that workflow id was not stepped.
@@ -205,24 +205,27 @@ func (s *stepper) workflowFailed(id string, err error) {
 // gather reads the state of every workflow of todo that is not paused
 // (slots, rerun markers, the submit intents of READY and RUNNING slots):
 // the step's one read.
-func (s *stepper) gather(c *config, todo []string) []*wfStep {
-	out := make([]*wfStep, 0, len(todo))
+func (s *stepper) gather(c *config, todo []string) []wfStep {
+	// The step's wfSteps live in one buffer, kept from step to step (a
+	// steady step allocates nothing per workflow for them).
+	out := s.e.wfBuf[:0]
+	if cap(out) < len(todo) {
+		out = make([]wfStep, 0, len(todo))
+	}
+	defer func() { s.e.wfBuf = out }()
 	var leftover []slot.ID
 	for _, id := range todo {
 		if s.e.db.Paused(id) {
 			s.rep.Paused++
 			continue
 		}
-		var ws *wfStep
-		err := s.safe(id, func() (err error) {
-			ws, err = s.gatherWorkflow(c, id)
-			return err
-		})
-		if err != nil {
+		out = append(out, wfStep{})
+		ws := &out[len(out)-1]
+		if err := s.gatherWorkflow(c, id, ws); err != nil {
+			out = out[:len(out)-1]
 			s.workflowFailed(id, err)
 			continue
 		}
-		out = append(out, ws)
 		// A READY slot's intent is what submitAll recovers from. A
 		// RUNNING slot's intent is left over from a crash (or a failed
 		// sync) between the RUNNING write and the intent's removal: drop
@@ -256,14 +259,15 @@ func (s *stepper) gather(c *config, todo []string) []*wfStep {
 // gatherWorkflow reads what the step looks at of workflow id: the schedule
 // times from its done mark on, its stored slots that are not final, and the
 // slots marked for rerun.
-func (s *stepper) gatherWorkflow(c *config, id string) (*wfStep, error) {
+func (s *stepper) gatherWorkflow(c *config, id string, ws *wfStep) (err error) {
+	defer s.recovered(id, &err)
 	e := s.e
 	w := c.workflows[id]
 	sched := c.scheds[id]
 	if sched == nil {
-		return nil, fmt.Errorf("schedule: %w", c.schedErrs[id])
+		return fmt.Errorf("schedule: %w", c.schedErrs[id])
 	}
-	ws := &wfStep{id: id, w: w, sched: sched, svc: e.opts.Services[w.ExternalService.Type],
+	*ws = wfStep{id: id, w: w, sched: sched, svc: e.opts.Services[w.ExternalService.Type],
 		start: windowStart(w, s.now), markKey: sched.Key() + "\x00" + w.StartTime.String()}
 	e.mu.RLock()
 	mark := e.done[id]
@@ -278,13 +282,15 @@ func (s *stepper) gatherWorkflow(c *config, id string) (*wfStep, error) {
 	ws.enum = s.times[n:len(s.times):len(s.times)]
 	active, err := e.db.Active(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	marks, err := e.db.RerunMarks(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ws.rerun = make(map[int64]statedb.RerunMark, len(marks))
+	if len(marks) > 0 { // (nil otherwise: a steady step allocates no map)
+		ws.rerun = make(map[int64]statedb.RerunMark, len(marks))
+	}
 	for _, m := range marks {
 		ws.rerun[m.Slot.UnixMilli()] = m
 	}
@@ -322,11 +328,12 @@ func (s *stepper) gatherWorkflow(c *config, id string) (*wfStep, error) {
 		ws.slots = append(ws.slots, st)
 	}
 	s.rep.Slots += len(ws.slots)
-	return ws, nil
+	return nil
 }
 
 // workflow observes, decides and records one gathered workflow.
-func (s *stepper) workflow(ctx context.Context, ws *wfStep) error {
+func (s *stepper) workflow(ctx context.Context, ws *wfStep) (err error) {
+	defer s.recovered(ws.id, &err)
 	obs := s.observe(ctx, ws)
 	d := Decide(PolicyOf(ws.w), ws.slots, s.now, obs)
 	s.record(ws, d, obs)
