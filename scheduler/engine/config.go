@@ -54,7 +54,7 @@ var maxFileSize int64 = workflow.MaxDocumentSize
 // content changed since the last load.
 type loader struct {
 	dir   string
-	db    *statedb.DB  // holds the owner records
+	db    Store        // holds the owner records
 	log   *slog.Logger // nil: slog.Default()
 	files map[string]*fileEntry
 	owner map[string]string // workflow id → file that had it at the last load
@@ -109,10 +109,50 @@ func (l *loader) load() *config {
 		l.note(c)
 		return c
 	}
+	names, entryErrs, changed := l.readFiles(entries)
+	if !maps.Equal(entryErrs, l.entryErrs) {
+		changed = true
+	}
+	if l.owners == nil {
+		changed = true
+		l.readOwners()
+	}
+	if !changed && l.last != nil {
+		return l.last
+	}
+	l.entryErrs = entryErrs
+	sort.Strings(names)
+	l.defs = make(map[string][]string)
+	for _, name := range names {
+		if p := l.files[name].proj; p != nil {
+			for i := range p.Workflows {
+				l.defs[p.Workflows[i].ID] = append(l.defs[p.Workflows[i].ID], name)
+			}
+		}
+	}
+	for name, msg := range entryErrs {
+		c.loadErrs = append(c.loadErrs, scheduler.LoadError{File: name, Error: msg})
+	}
+	l.owner = l.assign(c, names)
+	l.recordOwners(c)
+	for id := range c.workflows {
+		c.ids = append(c.ids, id)
+	}
+	sort.Strings(c.ids)
+	sort.Slice(c.loadErrs, func(i, j int) bool { return c.loadErrs[i].File < c.loadErrs[j].File })
+	c.scheds, c.schedErrs = schedule.Resolve(c.workflows)
+	l.note(c)
+	l.last = c
+	return c
+}
+
+// readFiles reads the workflows files of the directory listing entries
+// that changed since the last load (by content hash) and forgets those
+// that are gone. It returns the names of the files present, the entries
+// that are not regular files (by name), and whether anything changed.
+func (l *loader) readFiles(entries []fs.DirEntry) (names []string, entryErrs map[string]string, changed bool) {
 	seen := make(map[string]bool)
-	entryErrs := make(map[string]string)
-	changed := false
-	var names []string
+	entryErrs = make(map[string]string)
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
@@ -169,29 +209,13 @@ func (l *loader) load() *config {
 			changed = true
 		}
 	}
-	if !maps.Equal(entryErrs, l.entryErrs) {
-		changed = true
-	}
-	if l.owners == nil {
-		changed = true
-		l.readOwners()
-	}
-	if !changed && l.last != nil {
-		return l.last
-	}
-	l.entryErrs = entryErrs
-	sort.Strings(names)
-	l.defs = make(map[string][]string)
-	for _, name := range names {
-		if p := l.files[name].proj; p != nil {
-			for i := range p.Workflows {
-				l.defs[p.Workflows[i].ID] = append(l.defs[p.Workflows[i].ID], name)
-			}
-		}
-	}
-	for name, msg := range entryErrs {
-		c.loadErrs = append(c.loadErrs, scheduler.LoadError{File: name, Error: msg})
-	}
+	return names, entryErrs, changed
+}
+
+// assign gives each workflow id of the files names to the file that owns
+// it, into c (a file that clashes with an owner or another file is
+// skipped, with a load error), and returns the owners.
+func (l *loader) assign(c *config, names []string) map[string]string {
 	// Files that owned ids before go first, so a newly deployed file that
 	// repeats an id cannot take it (or its file's other workflows) away;
 	// then files named by owner records.
@@ -248,17 +272,7 @@ func (l *loader) load() *config {
 			owner[w.ID] = name
 		}
 	}
-	l.owner = owner
-	l.recordOwners(c)
-	for id := range c.workflows {
-		c.ids = append(c.ids, id)
-	}
-	sort.Strings(c.ids)
-	sort.Slice(c.loadErrs, func(i, j int) bool { return c.loadErrs[i].File < c.loadErrs[j].File })
-	c.scheds, c.schedErrs = schedule.Resolve(c.workflows)
-	l.note(c)
-	l.last = c
-	return c
+	return owner
 }
 
 // note sets c.newLoadErrs to the load errors that the previous config did

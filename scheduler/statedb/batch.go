@@ -147,6 +147,29 @@ func (b *Batch) Commit() map[slot.ID]error {
 	return failed
 }
 
+// PutStates writes sts as one batch (see Batch) and returns the states
+// that could not be written, with the reason; each of them is left as it
+// was. It is the engine's one write per step.
+func (db *DB) PutStates(sts []slot.State) map[slot.ID]error {
+	b := db.Batch()
+	var failed map[slot.ID]error
+	for _, st := range sts {
+		if err := b.Put(st); err != nil {
+			if failed == nil {
+				failed = make(map[slot.ID]error)
+			}
+			failed[st.ID] = err
+		}
+	}
+	for id, err := range b.Commit() {
+		if failed == nil {
+			failed = make(map[slot.ID]error)
+		}
+		failed[id] = err
+	}
+	return failed
+}
+
 // fileWrite is one file of writeMany.
 type fileWrite struct {
 	dir, name string

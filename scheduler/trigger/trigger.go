@@ -24,7 +24,10 @@ const (
 )
 
 // States reads the stored state of a slot of any workflow (the success
-// trigger). found is false when the slot has no record.
+// trigger). found is false when the slot has no record. In a step, the
+// engine's States is its store, which the step does not write before it
+// has observed every trigger: a trigger reads the state as it was when the
+// step began, whatever the order in which workflows are stepped.
 type States interface {
 	Get(id slot.ID) (st slot.State, found bool, err error)
 }

@@ -1,0 +1,204 @@
+package engine
+
+// The operations that change slots or workflows: pause, rerun, kill.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// Paused reports whether a workflow is paused.
+func (e *Engine) Paused(id string) (bool, error) {
+	if _, err := e.Workflow(id); err != nil {
+		return false, err
+	}
+	return e.db.Paused(id), nil
+}
+
+// SetPaused pauses or unpauses a workflow.
+func (e *Engine) SetPaused(ctx context.Context, id string, paused bool) error {
+	if _, err := e.Workflow(id); err != nil {
+		return err
+	}
+	return e.db.SetPaused(id, paused)
+}
+
+// odd time) so that it can still be killed or rerun.
+func (e *Engine) inSchedule(id slot.ID) (*workflow.Workflow, slot.State, bool, error) {
+	c := e.config()
+	w, err := e.workflow(c, id.Workflow)
+	if err != nil {
+		return nil, slot.State{}, false, err
+	}
+	st, found, err := e.db.Get(id)
+	if errors.Is(err, statedb.ErrCorrupt) {
+		// Unreadable: the operator's rerun or kill repairs it (Status "").
+		e.log.Warn("slot file unreadable; rerun or kill rewrites it", "slot", id.String(), "error", err)
+		return w, slot.State{ID: id}, true, nil
+	}
+	if err != nil {
+		return nil, slot.State{}, false, err
+	}
+	if found {
+		return w, st, true, nil
+	}
+	sched, err := e.schedule(c, id.Workflow)
+	if err != nil {
+		return nil, slot.State{}, false, err
+	}
+	if !sched.InSchedule(id.Time) {
+		return nil, slot.State{}, false, fmt.Errorf("%w: %s", slot.ErrNotInSchedule, id)
+	}
+	return w, slot.NewWaiting(id), false, nil
+}
+
+// checkRerun is what Rerun checks before it changes anything: the slot
+// (as inSchedule finds it), that it is due (not after now: a rerun marker
+// makes the next step take the slot at once, so a slot the schedule has
+// not reached would run early and then never at its time) and not before
+// the workflow's startTime (the workflow has no slots there), and that it
+// is final or has never run.
+func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error) {
+	w, st, found, err := e.inSchedule(id)
+	if err != nil {
+		return slot.State{}, false, err
+	}
+	if id.Time.Before(w.StartTime) {
+		return slot.State{}, false, fmt.Errorf("%w: %s is before the workflow's startTime %s, where the workflow has no slots",
+			scheduler.ErrRerunRefused, id, slot.FormatTime(w.StartTime))
+	}
+	if id.Time.After(now) {
+		return slot.State{}, false, fmt.Errorf("%w: %s is not due yet (the server's time is %s); it runs at its time",
+			scheduler.ErrRerunRefused, id, slot.FormatTime(now))
+	}
+	if found && st.Status != "" && !st.Status.Final() {
+		return slot.State{}, false, fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
+	}
+	return st, found, nil
+}
+
+// CheckRerun returns the state of slot id (WAITING if it has no readable
+// record) when Rerun at now would accept it, else Rerun's error; it
+// changes nothing (scheduler.RerunChecker: GET /rerun).
+func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, error) {
+	st, found, err := e.checkRerun(id, now)
+	if err == nil && (!found || st.Status == "") {
+		st = slot.NewWaiting(id)
+	}
+	return st, err
+}
+
+// Rerun marks slot id for rerun (stamped with now) and, if it has a final
+// state, resets it to WAITING with retryCount 0. A slot that is not final
+// gives ErrIllegalTransition; a time that is neither in the schedule nor
+// stored gives ErrNotInSchedule; a time after now or before the workflow's
+// startTime gives scheduler.ErrRerunRefused.
+func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	st, found, err := e.checkRerun(id, now)
+	if err != nil {
+		return err
+	}
+	// Marker first: a crash after it leaves a final slot that can be rerun
+	// again, never a WAITING slot outside the window that nothing steps.
+	if err := e.db.MarkRerun(id, now); err != nil {
+		return fmt.Errorf("rerun %s: mark: %w", id, err)
+	}
+	// A leftover submit intent belongs to a job that already ran: a rerun
+	// must submit a new one, not recover that one.
+	if err := e.db.DeleteIntent(id); err != nil {
+		return fmt.Errorf("rerun %s: delete submit intent: %w", id, err)
+	}
+	if found {
+		to := slot.State{ID: st.ID, Status: slot.Waiting}
+		if err := e.db.Put(to); err != nil {
+			return fmt.Errorf("rerun %s: %w", id, err)
+		}
+		e.log.Info("slot transition", "slot", id.String(), "from", string(st.Status), "to", string(to.Status), "reason", "rerun")
+	}
+	e.clearProblem(id.Workflow, id.Time)
+	e.lowerDone(id)
+	return nil
+}
+
+func (e *Engine) lowerDone(id slot.ID) {
+	e.mu.Lock()
+	if m, ok := e.done[id.Workflow]; ok && !id.Time.After(m.until) {
+		m.until = id.Time
+		e.done[id.Workflow] = m
+	}
+	e.mu.Unlock()
+}
+
+// Kill marks slot id KILLED. If it has an external job, the service's Kill
+// is called first, and an error there leaves the state unchanged. A slot
+// with a leftover submit intent is looked up on the service (Recoverer)
+// so that a job submitted just before a crash is killed too. A final slot
+// gives ErrIllegalTransition.
+func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	w, st, _, err := e.inSchedule(id)
+	if err != nil {
+		return err
+	}
+	if st.Status.Final() { // (an unreadable slot, Status "", may be killed)
+		return fmt.Errorf("%w: cannot kill %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
+	}
+	svc := e.opts.Services[w.ExternalService.Type]
+	ext := st.ExternalID
+	in, left, err := e.db.GetIntent(id)
+	if err != nil {
+		return fmt.Errorf("kill %s: read submit intent: %w", id, err)
+	}
+	if left && ext == "" && st.Status == slot.Ready && intentOf(in, st) {
+		if rec, ok := svc.(external.Recoverer); ok {
+			var x string
+			var found bool
+			err := guard(func() (err error) {
+				cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+				defer cancel()
+				x, found, err = rec.Recover(cctx, w, id, in.Time)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("kill %s: look for a job submitted before a crash: %w", id, err)
+			}
+			if found {
+				ext = x
+			}
+		}
+	}
+	if ext != "" {
+		if svc == nil {
+			return fmt.Errorf("kill %s: no external service of type %q is configured", id, w.ExternalService.Type)
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+		err := svc.Kill(cctx, w, ext)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kill %s (external ID %s): %w", id, ext, err)
+		}
+	}
+	// The intent goes first: its job (if any) is killed, and a KILLED slot
+	// that is later rerun must not recover it.
+	if err := e.db.DeleteIntent(id); err != nil {
+		return fmt.Errorf("kill %s: delete submit intent: %w", id, err)
+	}
+	to := slot.State{ID: id, Status: slot.Killed, ExternalID: ext}
+	if err := e.db.Put(to); err != nil {
+		return fmt.Errorf("kill %s: %w", id, err)
+	}
+	e.clearProblem(id.Workflow, id.Time)
+	e.log.Info("slot transition", "slot", id.String(), "from", string(st.Status), "to", string(slot.Killed), "externalID", ext, "reason", "kill")
+	return nil
+}

@@ -1,0 +1,69 @@
+package engine
+
+// The register operations of scheduler.Service, over Options.Registers.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+)
+
+// errNoRegisters: the engine's store has no registers.
+var errNoRegisters = errors.New("the state store keeps no registers")
+
+func registerErr(err error) error {
+	switch {
+	case errors.Is(err, statedb.ErrBadName):
+		return fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
+	case errors.Is(err, statedb.ErrNotFound):
+		// statedb says "not found: register b/k"; keep only what it names.
+		return fmt.Errorf("%w: %s", scheduler.ErrRegisterNotFound, strings.TrimPrefix(err.Error(), statedb.ErrNotFound.Error()+": "))
+	}
+	return err
+}
+
+// GetRegister returns the JSON under bucket/key (scheduler.ErrRegisterNotFound if none).
+func (e *Engine) GetRegister(ctx context.Context, bucket, key string) (json.RawMessage, error) {
+	v, err := e.regs.GetRegister(bucket, key)
+	return v, registerErr(err)
+}
+
+// PutRegister stores a JSON value under bucket/key.
+func (e *Engine) PutRegister(ctx context.Context, bucket, key string, value json.RawMessage) error {
+	return registerErr(e.regs.PutRegister(bucket, key, value))
+}
+
+// DeleteRegister removes bucket/key.
+func (e *Engine) DeleteRegister(ctx context.Context, bucket, key string) error {
+	return registerErr(e.regs.DeleteRegister(bucket, key))
+}
+
+// DeleteRegistersWithPrefix removes every key of bucket that starts with prefix.
+func (e *Engine) DeleteRegistersWithPrefix(ctx context.Context, bucket, prefix string) error {
+	return registerErr(e.regs.DeleteRegistersWithPrefix(bucket, prefix))
+}
+
+// RegisterKeys lists the keys of bucket starting with prefix, sorted.
+func (e *Engine) RegisterKeys(ctx context.Context, bucket, prefix string) ([]string, error) {
+	k, err := e.regs.RegisterKeys(bucket, prefix)
+	return k, registerErr(err)
+}
+
+// noRegisters stands for the registers of a store that keeps none.
+type noRegisters struct{}
+
+func (noRegisters) GetRegister(bucket, key string) (json.RawMessage, error) {
+	return nil, errNoRegisters
+}
+func (noRegisters) PutRegister(bucket, key string, value json.RawMessage) error {
+	return errNoRegisters
+}
+func (noRegisters) DeleteRegister(bucket, key string) error               { return errNoRegisters }
+func (noRegisters) DeleteRegistersWithPrefix(bucket, prefix string) error { return errNoRegisters }
+func (noRegisters) RegisterKeys(bucket, prefix string) ([]string, error)  { return nil, errNoRegisters }

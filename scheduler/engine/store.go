@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+)
+
+// Store is the state the engine keeps: slot states, rerun markers, submit
+// intents, paused flags and workflow owners. statedb.DB (Celos's on-disk
+// layout) implements it; a second store (a database server) plugs in here
+// with no change to the engine. Opening a store, its lock against a second
+// scheduler and closing it belong to the store and its caller, not to the
+// engine. Its record types (statedb.RerunMark, statedb.Intent,
+// statedb.Owner) and its errors (statedb.ErrBadName, ErrNotFound,
+// ErrCorrupt, wrapped) are statedb's.
+//
+// Every write the engine makes must be durable when the call returns: the
+// crash-safety of submission (package documentation) depends on it.
+// Methods are called from one step at a time, with reads (queries of the
+// HTTP API) beside it.
+type Store interface {
+	// Get returns the stored state of a slot; found is false when it has
+	// no record, and the error wraps statedb.ErrCorrupt when the record is
+	// unreadable (the trigger package reads slots through it too).
+	Get(id slot.ID) (st slot.State, found bool, err error)
+	// Active lists the stored slots of wf whose status is not final.
+	Active(wf string) ([]slot.State, error)
+	// Count returns how many stored slots of wf are in each status.
+	Count(wf string) (map[slot.Status]int, error)
+	// Put writes one state (rerun, kill).
+	Put(st slot.State) error
+	// PutStates writes a step's states together (the step's one batched
+	// write) and returns those that could not be written; each of them is
+	// left as it was.
+	PutStates(sts []slot.State) map[slot.ID]error
+
+	// RerunMarks lists the rerun markers of wf, oldest slot first.
+	RerunMarks(wf string) ([]statedb.RerunMark, error)
+	MarkRerun(id slot.ID, at time.Time) error
+	UnmarkRerun(id slot.ID) error
+
+	// GetIntent returns a slot's submit intent, if one was left.
+	GetIntent(id slot.ID) (statedb.Intent, bool, error)
+	// PutIntents records submit intents together, durable before it
+	// returns; it returns those that could not be recorded.
+	PutIntents(ins map[slot.ID]statedb.Intent) map[slot.ID]error
+	DeleteIntent(id slot.ID) error
+	DeleteIntents(ids []slot.ID) error
+
+	Paused(wf string) bool
+	SetPaused(wf string, paused bool) error
+
+	// Owners returns which workflows file owns each workflow id (see the
+	// loader); SetOwner and DeleteOwner change one record.
+	Owners() (map[string]statedb.Owner, error)
+	SetOwner(wf string, o statedb.Owner) error
+	DeleteOwner(wf string) error
+}
+
+// Registers is the key-value store behind the register operations of the
+// API. statedb.DB implements it.
+type Registers interface {
+	GetRegister(bucket, key string) (json.RawMessage, error)
+	PutRegister(bucket, key string, value json.RawMessage) error
+	DeleteRegister(bucket, key string) error
+	DeleteRegistersWithPrefix(bucket, prefix string) error
+	RegisterKeys(bucket, prefix string) ([]string, error)
+}
+
+// What a store may offer besides Store; the engine uses it when it does.
+type (
+	// preloader reads the state of many workflows in parallel (start-up).
+	preloader interface {
+		Preload(wfs []string, workers int)
+	}
+	// reloader drops the store's cache (ClearCache).
+	reloader interface{ Reload() error }
+	// writeCounter counts the files the store wrote (StepReport.Writes).
+	writeCounter interface{ Stats() statedb.Stats }
+)

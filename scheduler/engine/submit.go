@@ -1,0 +1,146 @@
+package engine
+
+// Submission of the READY slots a step chose, with the submit-intent
+// protocol of the package documentation.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// pendingSubmit is a READY slot the strategy chose, submitted at the end
+// of the step.
+type pendingSubmit struct {
+	w   *workflow.Workflow
+	svc external.Service
+	st  slot.State
+	// intent is the slot's submit intent as gathered (left: there is one;
+	// err: it could not be read).
+	intent intentRead
+}
+
+// submitAll submits the step's chosen READY slots with the submit-intent
+// protocol of the package documentation, in bulk so that its durable writes
+// cost a few file-system syncs per step rather than a few per slot: the
+// intents of all slots (durable before any Submit), the submissions, the
+// RUNNING states (in the step's write), then, once those are durable, the
+// removal of the intents (apply).
+func (s *stepper) submitAll(ctx context.Context) {
+	e := s.e
+	pending := s.pending
+	s.pending = nil
+	intents := make(map[slot.ID]statedb.Intent)
+	var todo []pendingSubmit
+	for _, p := range pending {
+		id := p.st.ID
+		if p.svc == nil {
+			s.fail(id, "submit", fmt.Errorf("no external service of type %q is configured", p.w.ExternalService.Type))
+			continue
+		}
+		in, left, err := p.intent.in, p.intent.left, p.intent.err
+		if err != nil {
+			s.fail(id, "submit", err)
+			continue
+		}
+		if left && !intentOf(in, p.st) {
+			// An intent of an earlier attempt (a crash between a RUNNING
+			// write and the intent's removal): that job already ran; the
+			// new intent below replaces it.
+			e.log.Info("dropping the submit intent of an earlier attempt", "slot", id.String(),
+				"intentAttempt", in.Attempt, "retryCount", p.st.RetryCount)
+			left = false
+		}
+		if left {
+			if rec, ok := p.svc.(external.Recoverer); ok {
+				var ext string
+				var found bool
+				err := guard(func() (err error) {
+					cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+					defer cancel()
+					ext, found, err = rec.Recover(cctx, p.w, id, in.Time)
+					return err
+				})
+				if err != nil {
+					s.fail(id, "recover", err)
+					continue
+				}
+				if found {
+					e.log.Info("recovered a job submitted before a crash", "slot", id.String(), "externalID", ext)
+					s.running(p, ext)
+					continue
+				}
+			} else {
+				e.log.Warn("a previous submission of this slot may have reached the service, which cannot be asked; submitting again",
+					"slot", id.String(), "service", p.w.ExternalService.Type, "intent", slot.FormatTime(in.Time))
+			}
+		}
+		intents[id] = statedb.Intent{Attempt: p.st.RetryCount, Time: e.clock()}
+		todo = append(todo, p)
+	}
+	if len(todo) == 0 {
+		return
+	}
+	failed := e.db.PutIntents(intents)
+	for _, p := range todo {
+		id := p.st.ID
+		if err := failed[id]; err != nil {
+			s.fail(id, "submit", fmt.Errorf("record submit intent: %w", err))
+			s.persistFailed(err)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			s.fail(id, "submit", err) // the intent stays; harmless
+			continue
+		}
+		var ext string
+		err := guard(func() (err error) {
+			cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+			defer cancel()
+			ext, err = p.svc.Submit(cctx, p.w, id)
+			return err
+		})
+		if err != nil {
+			if !errors.Is(err, external.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				// A definite refusal: no job exists, forget the intent.
+				s.dropIntents = append(s.dropIntents, id)
+			}
+			s.fail(id, "submit", err)
+			continue
+		}
+		s.running(p, ext)
+	}
+}
+
+// intentOf reports whether submit intent in belongs to the current attempt
+// of st (an intent of unknown attempt, < 0, is taken to).
+func intentOf(in statedb.Intent, st slot.State) bool {
+	return in.Attempt < 0 || in.Attempt == st.RetryCount
+}
+
+// guard runs f, turning a panic into an error (an external service gone
+// wrong must not take the server down).
+func guard(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: internal error: %v", external.ErrUnavailable, p)
+		}
+	}()
+	return f()
+}
+
+// running records a submitted (or recovered) slot as RUNNING in the
+// step's write; its intent is removed once that is durable (apply), and
+// stays if it fails: the next step recovers the job.
+func (s *stepper) running(p pendingSubmit, ext string) {
+	to := slot.State{ID: p.st.ID, Status: slot.Running, ExternalID: ext, RetryCount: p.st.RetryCount}
+	s.writes = append(s.writes, to)
+	s.e.clearProblem(to.ID.Workflow, to.ID.Time)
+	s.transition(p.st, to)
+	s.submitted = append(s.submitted, to.ID)
+}

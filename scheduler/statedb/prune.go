@@ -1,0 +1,209 @@
+package statedb
+
+// Pruning old final slots, intents and expired markers.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/celos-go/celos/scheduler"
+
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// Workflows lists the workflows that have a state directory, sorted.
+func (db *DB) Workflows() ([]string, error) {
+	entries, err := db.readDir("state")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && validWorkflow(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// MinRetention is the shortest history Prune keeps: the engine's window
+// (scheduler.Window, 7 days) and a day more, so that a pruned final slot
+// can never reappear as WAITING.
+const MinRetention = scheduler.Window + 24*time.Hour
+
+// Prune deletes the files of final slots (SUCCESS, FAILURE, WAIT_TIMEOUT,
+// KILLED) older than before, submit intents older than before and expired
+// rerun markers of final slots, in every workflow, and removes day directories left empty.
+// before must be at least MinRetention before now. Slots that are not final are
+// kept whatever their age. It returns the number of slot files deleted.
+func (db *DB) Prune(before, now time.Time) (int, error) {
+	if before.After(now.Add(-MinRetention)) {
+		return 0, fmt.Errorf("prune: %s is inside the last %v: slots there may still be stepped", slot.FormatTime(before), MinRetention)
+	}
+	return db.PruneBefore(now, func(string) time.Time { return before })
+}
+
+// PruneBefore is Prune with a limit per workflow: the files of workflow wf
+// older than before(wf) (for a workflow whose states a trigger reads far
+// back: see trigger.LookBacks). Every limit must be at least MinRetention
+// before now; a workflow whose limit is not is left alone and reported.
+func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int, error) {
+	wfs, err := db.Workflows()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, wf := range wfs {
+		b := before(wf)
+		if b.After(now.Add(-MinRetention)) {
+			errs = append(errs, fmt.Errorf("prune %s: %s is inside the last %v: slots there may still be stepped", wf, slot.FormatTime(b), MinRetention))
+			continue
+		}
+		m, err := db.pruneWorkflow(wf, b, now)
+		n += m
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// pruneChunk is how many files pruneWorkflow removes per hold of db.mu:
+// steps and API reads wait for at most one chunk, not a whole workflow's
+// history.
+const pruneChunk = 256
+
+// pruneFile is one file pruneWorkflow may remove.
+type pruneFile struct {
+	kind string // "state", "intent" or "rerun"
+	k    int64
+}
+
+func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
+	lim := key(before)
+	// The candidates, picked under the lock; each is checked again when it
+	// is removed (the lock is released between chunks).
+	db.mu.Lock()
+	ix, err := db.index(wf)
+	if err != nil {
+		db.mu.Unlock()
+		return 0, err
+	}
+	var cands []pruneFile
+	for k, at := range ix.reruns {
+		if r, ok := ix.recs[k]; (!ok || r.status.Final()) && (RerunMark{At: at}).Expired(now) {
+			cands = append(cands, pruneFile{"rerun", k})
+		}
+	}
+	for k, r := range ix.recs {
+		if k < lim && r.status.Final() {
+			cands = append(cands, pruneFile{"state", k})
+		}
+	}
+	for k := range ix.intents {
+		if k < lim {
+			cands = append(cands, pruneFile{"intent", k})
+		}
+	}
+	db.mu.Unlock()
+
+	// The removals, without a directory sync each: every touched
+	// directory is synced once at the end.
+	touched := make(map[string]bool)
+	n := 0
+	var firstErr error
+	for start := 0; start < len(cands) && firstErr == nil; start += pruneChunk {
+		db.mu.Lock()
+		ix, err := db.index(wf)
+		if err != nil {
+			db.mu.Unlock()
+			firstErr = err
+			break
+		}
+		for _, c := range cands[start:min(start+pruneChunk, len(cands))] {
+			switch c.kind {
+			case "rerun":
+				at, ok := ix.reruns[c.k]
+				r, live := ix.recs[c.k]
+				if !ok || (live && !r.status.Final()) || !(RerunMark{At: at}).Expired(now) {
+					continue
+				}
+			case "state":
+				if r, ok := ix.recs[c.k]; !ok || !r.status.Final() {
+					continue
+				}
+			case "intent":
+				if _, ok := ix.intents[c.k]; !ok {
+					continue
+				}
+			}
+			day, file := slotPath(keyTime(c.k))
+			dir := filepath.Join(db.dir, c.kind, wf, day)
+			if err := db.removeFileNoSync(dir, file); err != nil {
+				firstErr = err
+				break
+			}
+			touched[dir] = true
+			switch c.kind {
+			case "rerun":
+				delete(ix.reruns, c.k)
+			case "state":
+				delete(ix.recs, c.k)
+				n++
+			case "intent":
+				delete(ix.intents, c.k)
+			}
+		}
+		db.mu.Unlock()
+	}
+	// A directory syncs on its own (no lock needed); one removed since
+	// (left empty below, or by another prune) is skipped.
+	for dir := range touched {
+		if err := db.syncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
+			firstErr = fmt.Errorf("state database: sync %s: %w", dir, err)
+		}
+	}
+	if firstErr != nil {
+		return n, firstErr
+	}
+
+	// Day directories left empty are removed: those of the state files
+	// just pruned, and, since submit intents and rerun markers are
+	// transient and leave their day directories empty once the files are
+	// gone, every empty one of a day before the limit (on disk and from
+	// the directory cache), so that neither grows with the history.
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for dir := range touched {
+		if strings.HasPrefix(dir, filepath.Join(db.dir, "state")+string(filepath.Separator)) && os.Remove(dir) == nil { // only succeeds when empty
+			delete(db.dirs, dir)
+		}
+	}
+	limDay, _ := slotPath(before)
+	for _, kind := range []string{"intent", "rerun"} {
+		base := filepath.Join(db.dir, kind, wf)
+		entries, err := db.readDir(filepath.Join(kind, wf))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if _, perr := time.Parse(dayLayout, e.Name()); perr != nil || !e.IsDir() || e.Name() >= limDay {
+				continue
+			}
+			dir := filepath.Join(base, e.Name())
+			if os.Remove(dir) == nil { // only succeeds when empty
+				delete(db.dirs, dir)
+			}
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,121 @@
+package statedb
+
+// Registers: register/<bucket>/<key>, any JSON.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+)
+
+func (db *DB) registerPath(bucket, key string) (string, error) {
+	if err := validName("bucket", bucket); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	if err := validName("key", key); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	return filepath.Join(db.dir, "register", bucket, key), nil
+}
+
+// GetRegister returns the JSON stored under bucket/key (ErrNotFound if none).
+func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
+	p, err := db.registerPath(bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, errClosed
+	}
+	data, err := db.readFile(filepath.Join("register", bucket, key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: register %s/%s", ErrNotFound, bucket, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: register %s: %w", p, err)
+	}
+	db.reads.Add(1)
+	return json.RawMessage(data), nil
+}
+
+// PutRegister stores value (which must be valid JSON) under bucket/key.
+func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
+	p, err := db.registerPath(bucket, key)
+	if err != nil {
+		return err
+	}
+	if !json.Valid(value) {
+		return fmt.Errorf("%w: register value is not valid JSON", ErrBadName)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return errClosed
+	}
+	return db.writeFileAtomic(filepath.Dir(p), key, value)
+}
+
+// DeleteRegister removes bucket/key (a missing one is not an error).
+func (db *DB) DeleteRegister(bucket, key string) error {
+	p, err := db.registerPath(bucket, key)
+	if err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return errClosed
+	}
+	return db.removeFile(filepath.Dir(p), key)
+}
+
+// DeleteRegistersWithPrefix removes every key of bucket starting with prefix.
+func (db *DB) DeleteRegistersWithPrefix(bucket, prefix string) error {
+	keys, err := db.RegisterKeys(bucket, prefix)
+	if err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return errClosed
+	}
+	dir := filepath.Join(db.dir, "register", bucket)
+	for _, k := range keys {
+		if err := db.removeFile(dir, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RegisterKeys lists the keys of bucket starting with prefix, sorted. An
+// unknown bucket has no keys.
+func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
+	if err := validName("bucket", bucket); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadName, err)
+	}
+	if prefix != "" && strings.ContainsAny(prefix, "/\\.") {
+		return nil, fmt.Errorf("%w: prefix %q may not contain '/', '\\' or '.'", ErrBadName, prefix)
+	}
+	entries, err := db.readDir(filepath.Join("register", bucket))
+	if errors.Is(err, fs.ErrNotExist) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: %w", err)
+	}
+	out := []string{}
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() && validName("key", n) == nil && strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
