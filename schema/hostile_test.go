@@ -1,60 +1,22 @@
 package schema
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/internal/testenv/child"
 )
 
-// childDone is what a child process of inChild prints when its body has
-// run and passed (so that a -test.run pattern that matches nothing does
-// not pass for a success).
-const childDone = "inChild: body passed"
-
-// childEnv names the test a child process of inChild runs the body of.
-const childEnv = "CELOS_SCHEMA_CHILD"
-
-// inChild runs body in a child process (this test binary, running only
-// the calling test) whose address space is limited to 4 GiB, and fails
-// the test unless body returns nil within deadline: a defect that hangs
-// or eats memory fails the test instead of the machine.
+// inChild runs body in a child process limited to 4 GiB and deadline
+// (package child).
 func inChild(t *testing.T, deadline time.Duration, body func() error) {
 	t.Helper()
-	if os.Getenv(childEnv) == t.Name() {
-		lim := &syscall.Rlimit{Cur: 4 << 30, Max: 4 << 30}
-		if err := syscall.Setrlimit(syscall.RLIMIT_AS, lim); err != nil {
-			t.Fatal(err)
-		}
-		if err := body(); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Println(childDone)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("not finished within %s (killed):\n%s", deadline, out)
-	}
-	if err != nil {
-		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-		if len(lines) > 20 {
-			lines = lines[len(lines)-20:]
-		}
-		t.Fatalf("child: %v\n%s", err, strings.Join(lines, "\n"))
-	}
-	if !strings.Contains(string(out), childDone) {
-		t.Fatalf("the child did not run the test:\n%s", out)
-	}
+	child.Run(t, deadline, 4<<30, body)
 }
 
 // writeProject writes files (name → content) under dir.
