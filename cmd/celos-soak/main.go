@@ -212,7 +212,7 @@ func steps(args []string) error {
 	now := t0.Add(30 * time.Second)
 	svc := &fakeService{}
 	eng, err := engine.New(engine.Options{
-		WorkflowsDir: filepath.Join(*dir, "wf"), DB: db,
+		WorkflowsDir: filepath.Join(*dir, "wf"), Store: db,
 		Services: map[string]external.Service{workflow.ServiceCommand: svc},
 		Clock:    func() time.Time { return now },
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),

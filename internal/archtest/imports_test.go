@@ -47,6 +47,16 @@ var rules = []rule{
 		forbidden: ours(anyUnder("scheduler/api", "scheduler/ui", "scheduler/metrics", "scheduler/loop", "scheduler/server")),
 	},
 	{
+		name:      "scheduler/engine does not depend on a store implementation (statedb): a second store plugs in behind engine.Store",
+		applies:   anyUnder("scheduler/engine"),
+		forbidden: ours(anyUnder("scheduler/statedb")),
+	},
+	{
+		name:      "scheduler/store (the records every store shares) depends on nothing of ours but slot",
+		applies:   anyUnder("scheduler/store"),
+		forbidden: ours(func(rel string) bool { return !under(rel, "scheduler/store") && !under(rel, "scheduler/slot") }),
+	},
+	{
 		name:      "the transports (api, ui, metrics, loop) do not depend on the engine or the server",
 		applies:   anyUnder("scheduler/api", "scheduler/ui", "scheduler/metrics", "scheduler/loop"),
 		forbidden: ours(anyUnder("scheduler/engine", "scheduler/server")),

@@ -106,7 +106,7 @@ func newRealServer(t testing.TB, now time.Time, states ...slot.State) *realServe
 	t.Cleanup(func() { db.Close() })
 	j := &jobs{}
 	eng, err := engine.New(engine.Options{
-		WorkflowsDir: wf, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: j},
+		WorkflowsDir: wf, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: j},
 		Logger: slogDiscard(),
 	})
 	if err != nil {

@@ -70,7 +70,7 @@ func TestHealthzFailsWhileStepHangs(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	fs := &blockingFS{entered: make(chan struct{}), release: make(chan struct{})}
-	eng, err := engine.New(engine.Options{WorkflowsDir: wf, DB: db, FS: fs, Logger: slogDiscard(),
+	eng, err := engine.New(engine.Options{WorkflowsDir: wf, Store: db, FS: fs, Logger: slogDiscard(),
 		Services: map[string]external.Service{workflow.ServiceCommand: &jobs{}}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -39,7 +39,7 @@ func (e *Engine) inSchedule(id slot.ID) (*workflow.Workflow, slot.State, bool, e
 		return nil, slot.State{}, false, err
 	}
 	st, found, err := e.db.Get(id)
-	if errors.Is(err, statedb.ErrCorrupt) {
+	if errors.Is(err, store.ErrCorrupt) {
 		// Unreadable: the operator's rerun or kill repairs it (Status "").
 		e.log.Warn("slot file unreadable; rerun or kill rewrites it", "slot", id.String(), "error", err)
 		return w, slot.State{ID: id}, true, nil

@@ -89,7 +89,7 @@ func benchSetup(b *testing.B, n int, expr string) (*Engine, *statedb.DB, int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: discard})
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: discard})
 	if err != nil {
 		b.Fatal(err)
 	}

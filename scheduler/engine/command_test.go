@@ -45,7 +45,7 @@ func TestEndToEndWithCommandService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

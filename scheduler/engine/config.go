@@ -17,7 +17,7 @@ import (
 
 	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/scheduler/schedule"
-	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -60,7 +60,7 @@ type loader struct {
 	owner map[string]string // workflow id → file that had it at the last load
 	// owners are the owner records of the state database (read on the
 	// first load, then kept in step with it); nil until read.
-	owners map[string]statedb.Owner
+	owners map[string]store.Owner
 	// ownersUnread: the records could not be read; they are not written
 	// either until a reload (POST /clear-cache) reads them.
 	ownersUnread bool
@@ -297,7 +297,7 @@ func (l *loader) logger() *slog.Logger {
 
 // readOwners reads the owner records of the state database.
 func (l *loader) readOwners() {
-	l.owners = make(map[string]statedb.Owner)
+	l.owners = make(map[string]store.Owner)
 	if l.db == nil {
 		return
 	}
@@ -317,7 +317,7 @@ func (l *loader) readOwners() {
 // defines id (the recorded file if it is one, else the first by name), or
 // the recorded file if it is in the directory but has never loaded or
 // cannot be read (broken). l.defs and l.entryErrs are current.
-func (l *loader) recordHolds(id string) (o statedb.Owner, file string, broken, ok bool) {
+func (l *loader) recordHolds(id string) (o store.Owner, file string, broken, ok bool) {
 	o, ok = l.owners[id]
 	if !ok {
 		return o, "", false, false
@@ -348,7 +348,7 @@ func (l *loader) recordHolds(id string) (o statedb.Owner, file string, broken, o
 // made stands for this process.
 func (l *loader) recordOwners(c *config) {
 	for id, name := range c.file {
-		o := statedb.Owner{Project: l.files[name].proj.Project, File: name}
+		o := store.Owner{Project: l.files[name].proj.Project, File: name}
 		if l.owners[id] == o {
 			continue
 		}

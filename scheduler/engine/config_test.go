@@ -176,7 +176,7 @@ func openEngine(t *testing.T, wdir, ddir string, log *slog.Logger) (e *Engine, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err = New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: log})
+	e, err = New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: log})
 	if err != nil {
 		db.Close()
 		t.Fatal(err)

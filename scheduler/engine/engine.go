@@ -62,9 +62,9 @@ import (
 type Options struct {
 	// WorkflowsDir holds the compiled workflow files (*.json).
 	WorkflowsDir string
-	// DB is the open state store (a *statedb.DB, or another Store).
-	DB Store
-	// Registers holds the registers of the API; nil means DB, if it
+	// Store is the open state store (a *statedb.DB, or another Store).
+	Store Store
+	// Registers holds the registers of the API; nil means Store, if it
 	// implements Registers (statedb.DB does).
 	Registers Registers
 	// Services run slots, by workflow.ExternalService.Type ("command", "oozie").
@@ -137,7 +137,7 @@ type StepReport struct {
 
 // New loads the workflows directory and returns an engine.
 func New(opts Options) (*Engine, error) {
-	if opts.DB == nil {
+	if opts.Store == nil {
 		return nil, errors.New("engine: no state database")
 	}
 	if opts.WorkflowsDir == "" {
@@ -145,17 +145,17 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		opts:     opts,
-		db:       opts.DB,
+		db:       opts.Store,
 		regs:     opts.Registers,
 		fs:       opts.FS,
 		clock:    opts.Clock,
 		log:      opts.Logger,
-		loader:   &loader{dir: opts.WorkflowsDir, db: opts.DB, files: make(map[string]*fileEntry)},
+		loader:   &loader{dir: opts.WorkflowsDir, db: opts.Store, files: make(map[string]*fileEntry)},
 		done:     make(map[string]doneMark),
 		problems: make(map[problemKey]scheduler.Problem),
 	}
 	if e.regs == nil {
-		if r, ok := opts.DB.(Registers); ok {
+		if r, ok := opts.Store.(Registers); ok {
 			e.regs = r
 		} else {
 			e.regs = noRegisters{}

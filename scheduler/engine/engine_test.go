@@ -17,6 +17,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -425,7 +426,7 @@ func TestCorruptStateFileSkipsOnlyThatSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e, err := New(Options{WorkflowsDir: wdir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: discard})
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +523,7 @@ func TestLeftoverIntentOfEarlierAttempt(t *testing.T) {
 		plant func(t *testing.T, r *rig, f *fakeService)
 	}{
 		{"intent on RUNNING slot, then retry", func(t *testing.T, r *rig, f *fakeService) {
-			if err := r.db.PutIntent(id, statedb.Intent{Attempt: 0, Time: since}); err != nil {
+			if err := r.db.PutIntent(id, store.Intent{Attempt: 0, Time: since}); err != nil {
 				t.Fatal(err)
 			}
 			f.finish(id, false)
@@ -530,14 +531,14 @@ func TestLeftoverIntentOfEarlierAttempt(t *testing.T) {
 		{"intent of attempt 0 seen at retry 1", func(t *testing.T, r *rig, f *fakeService) {
 			f.finish(id, false)
 			stepUntil(t, r, slot.Waiting)
-			if err := r.db.PutIntent(id, statedb.Intent{Attempt: 0, Time: since}); err != nil {
+			if err := r.db.PutIntent(id, store.Intent{Attempt: 0, Time: since}); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"intent left on a rerun slot", func(t *testing.T, r *rig, f *fakeService) {
 			f.finish(id, true)
 			stepUntil(t, r, slot.Success)
-			if err := r.db.PutIntent(id, statedb.Intent{Attempt: 0, Time: since}); err != nil {
+			if err := r.db.PutIntent(id, store.Intent{Attempt: 0, Time: since}); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.e.Rerun(context.Background(), id, now); err != nil {

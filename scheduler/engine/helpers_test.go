@@ -12,6 +12,7 @@ import (
 	"github.com/celos-go/celos/scheduler/schedule"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -191,7 +192,7 @@ func newRig(t tlike, svc external.Service, ws ...workflow.Workflow) *rig {
 	} else if rc, ok := svc.(recoverer); ok {
 		r.svc = rc.fakeService
 	}
-	r.e, err = New(Options{WorkflowsDir: r.wdir, DB: r.db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	r.e, err = New(Options{WorkflowsDir: r.wdir, Store: r.db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +227,6 @@ func ts(s string) time.Time {
 	return t
 }
 
-func intentAt(t time.Time) statedb.Intent { return statedb.Intent{Time: t} }
+func intentAt(t time.Time) store.Intent { return store.Intent{Time: t} }
 
 func newCron(expr string) (*schedule.Schedule, error) { return schedule.NewCron(expr, "UTC") }

@@ -13,7 +13,7 @@ import (
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/schedule"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -126,7 +126,7 @@ func (e *Engine) Slots(ctx context.Context, id string, start, end time.Time) ([]
 // As in Celos, the workflow need not be loaded.
 func (e *Engine) SlotState(ctx context.Context, id slot.ID) (slot.State, error) {
 	st, found, err := e.db.Get(id)
-	if errors.Is(err, statedb.ErrBadName) {
+	if errors.Is(err, store.ErrBadName) {
 		return slot.State{}, fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
 	}
 	if err != nil {

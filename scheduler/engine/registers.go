@@ -11,7 +11,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 // errNoRegisters: the engine's store has no registers.
@@ -19,11 +19,11 @@ var errNoRegisters = errors.New("the state store keeps no registers")
 
 func registerErr(err error) error {
 	switch {
-	case errors.Is(err, statedb.ErrBadName):
+	case errors.Is(err, store.ErrBadName):
 		return fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
-	case errors.Is(err, statedb.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		// statedb says "not found: register b/k"; keep only what it names.
-		return fmt.Errorf("%w: %s", scheduler.ErrRegisterNotFound, strings.TrimPrefix(err.Error(), statedb.ErrNotFound.Error()+": "))
+		return fmt.Errorf("%w: %s", scheduler.ErrRegisterNotFound, strings.TrimPrefix(err.Error(), store.ErrNotFound.Error()+": "))
 	}
 	return err
 }

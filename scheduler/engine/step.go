@@ -14,7 +14,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/schedule"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -157,7 +157,7 @@ type wfStep struct {
 	start   time.Time   // the window's start
 	markKey string      // the done mark's key
 	enum    []time.Time // the schedule times not yet known to be final
-	rerun   map[int64]statedb.RerunMark
+	rerun   map[int64]store.RerunMark
 	// slots are the slots the step looks at, as stored when it began
 	// (WAITING when a slot has no record), oldest first.
 	slots []slot.State
@@ -169,7 +169,7 @@ type wfStep struct {
 
 // intentRead is a slot's submit intent as gathered.
 type intentRead struct {
-	in   statedb.Intent
+	in   store.Intent
 	left bool  // there is one
 	err  error // it could not be read
 }
@@ -289,7 +289,7 @@ func (s *stepper) gatherWorkflow(c *config, id string, ws *wfStep) (err error) {
 		return err
 	}
 	if len(marks) > 0 { // (nil otherwise: a steady step allocates no map)
-		ws.rerun = make(map[int64]statedb.RerunMark, len(marks))
+		ws.rerun = make(map[int64]store.RerunMark, len(marks))
 	}
 	for _, m := range marks {
 		ws.rerun[m.Slot.UnixMilli()] = m
@@ -398,7 +398,7 @@ func (s *stepper) record(ws *wfStep, d Decision, obs []Observation) {
 
 	// Clear the problems of slots that were observed without error; drop
 	// the rerun markers of final slots outside the window (Celos #590) or
-	// older than statedb.RerunExpiry. A marker of a slot that is not final
+	// older than store.RerunExpiry. A marker of a slot that is not final
 	// is kept however old: a rerun slot is stepped until it is final.
 	for i, st := range after {
 		if trig, stat := Needs(ws.slots[i]); (trig || stat) && !ws.failed[st.ID.Time.UnixMilli()] {

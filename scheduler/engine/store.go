@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 // Store is the state the engine keeps: slot states, rerun markers, submit
@@ -13,9 +13,10 @@ import (
 // layout) implements it; a second store (a database server) plugs in here
 // with no change to the engine. Opening a store, its lock against a second
 // scheduler and closing it belong to the store and its caller, not to the
-// engine. Its record types (statedb.RerunMark, statedb.Intent,
-// statedb.Owner) and its errors (statedb.ErrBadName, ErrNotFound,
-// ErrCorrupt, wrapped) are statedb's.
+// engine. Its record types (store.RerunMark, store.Intent,
+// store.Owner) and its errors (store.ErrBadName, ErrNotFound,
+// ErrCorrupt, wrapped) are package store's, so a second store imports
+// store and slot, never statedb.
 //
 // Every write the engine makes must be durable when the call returns: the
 // crash-safety of submission (package documentation) depends on it.
@@ -23,7 +24,7 @@ import (
 // HTTP API) beside it.
 type Store interface {
 	// Get returns the stored state of a slot; found is false when it has
-	// no record, and the error wraps statedb.ErrCorrupt when the record is
+	// no record, and the error wraps store.ErrCorrupt when the record is
 	// unreadable (the trigger package reads slots through it too).
 	Get(id slot.ID) (st slot.State, found bool, err error)
 	// Active lists the stored slots of wf whose status is not final.
@@ -38,15 +39,15 @@ type Store interface {
 	PutStates(sts []slot.State) map[slot.ID]error
 
 	// RerunMarks lists the rerun markers of wf, oldest slot first.
-	RerunMarks(wf string) ([]statedb.RerunMark, error)
+	RerunMarks(wf string) ([]store.RerunMark, error)
 	MarkRerun(id slot.ID, at time.Time) error
 	UnmarkRerun(id slot.ID) error
 
 	// GetIntent returns a slot's submit intent, if one was left.
-	GetIntent(id slot.ID) (statedb.Intent, bool, error)
+	GetIntent(id slot.ID) (store.Intent, bool, error)
 	// PutIntents records submit intents together, durable before it
 	// returns; it returns those that could not be recorded.
-	PutIntents(ins map[slot.ID]statedb.Intent) map[slot.ID]error
+	PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error
 	DeleteIntent(id slot.ID) error
 	DeleteIntents(ids []slot.ID) error
 
@@ -55,8 +56,8 @@ type Store interface {
 
 	// Owners returns which workflows file owns each workflow id (see the
 	// loader); SetOwner and DeleteOwner change one record.
-	Owners() (map[string]statedb.Owner, error)
-	SetOwner(wf string, o statedb.Owner) error
+	Owners() (map[string]store.Owner, error)
+	SetOwner(wf string, o store.Owner) error
 	DeleteOwner(wf string) error
 }
 
@@ -79,5 +80,5 @@ type (
 	// reloader drops the store's cache (ClearCache).
 	reloader interface{ Reload() error }
 	// writeCounter counts the files the store wrote (StepReport.Writes).
-	writeCounter interface{ Stats() statedb.Stats }
+	writeCounter interface{ Stats() store.Stats }
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -30,16 +31,16 @@ type memStore struct {
 	mu      sync.Mutex
 	states  map[slot.ID]slot.State
 	marks   map[slot.ID]time.Time
-	intents map[slot.ID]statedb.Intent
+	intents map[slot.ID]store.Intent
 	paused  map[string]bool
-	owners  map[string]statedb.Owner
+	owners  map[string]store.Owner
 }
 
 var _ Store = (*memStore)(nil)
 
 func newMemStore() *memStore {
 	return &memStore{states: map[slot.ID]slot.State{}, marks: map[slot.ID]time.Time{},
-		intents: map[slot.ID]statedb.Intent{}, paused: map[string]bool{}, owners: map[string]statedb.Owner{}}
+		intents: map[slot.ID]store.Intent{}, paused: map[string]bool{}, owners: map[string]store.Owner{}}
 }
 
 // norm makes a slot ID a map key (UTC, millisecond precision as stored).
@@ -103,13 +104,13 @@ func (m *memStore) PutStates(sts []slot.State) map[slot.ID]error {
 	return failed
 }
 
-func (m *memStore) RerunMarks(wf string) ([]statedb.RerunMark, error) {
+func (m *memStore) RerunMarks(wf string) ([]store.RerunMark, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []statedb.RerunMark
+	var out []store.RerunMark
 	for id, at := range m.marks {
 		if id.Workflow == wf {
-			out = append(out, statedb.RerunMark{Slot: id.Time, At: at})
+			out = append(out, store.RerunMark{Slot: id.Time, At: at})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Slot.Before(out[j].Slot) })
@@ -130,14 +131,14 @@ func (m *memStore) UnmarkRerun(id slot.ID) error {
 	return nil
 }
 
-func (m *memStore) GetIntent(id slot.ID) (statedb.Intent, bool, error) {
+func (m *memStore) GetIntent(id slot.ID) (store.Intent, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	in, ok := m.intents[norm(id)]
 	return in, ok, nil
 }
 
-func (m *memStore) PutIntents(ins map[slot.ID]statedb.Intent) map[slot.ID]error {
+func (m *memStore) PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, in := range ins {
@@ -170,17 +171,17 @@ func (m *memStore) SetPaused(wf string, paused bool) error {
 	return nil
 }
 
-func (m *memStore) Owners() (map[string]statedb.Owner, error) {
+func (m *memStore) Owners() (map[string]store.Owner, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]statedb.Owner, len(m.owners))
+	out := make(map[string]store.Owner, len(m.owners))
 	for k, v := range m.owners {
 		out[k] = v
 	}
 	return out, nil
 }
 
-func (m *memStore) SetOwner(wf string, o statedb.Owner) error {
+func (m *memStore) SetOwner(wf string, o store.Owner) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.owners[wf] = o
@@ -229,7 +230,7 @@ func storeLife(t *testing.T, store Store) []string {
 	wdir := t.TempDir()
 	writeProject(t, wdir, "p", a, b)
 	svc := newFake()
-	e, err := New(Options{WorkflowsDir: wdir, DB: store, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	e, err := New(Options{WorkflowsDir: wdir, Store: store, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

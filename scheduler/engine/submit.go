@@ -10,7 +10,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -35,7 +35,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 	e := s.e
 	pending := s.pending
 	s.pending = nil
-	intents := make(map[slot.ID]statedb.Intent)
+	intents := make(map[slot.ID]store.Intent)
 	var todo []pendingSubmit
 	for _, p := range pending {
 		id := p.st.ID
@@ -80,7 +80,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 					"slot", id.String(), "service", p.w.ExternalService.Type, "intent", slot.FormatTime(in.Time))
 			}
 		}
-		intents[id] = statedb.Intent{Attempt: p.st.RetryCount, Time: e.clock()}
+		intents[id] = store.Intent{Attempt: p.st.RetryCount, Time: e.clock()}
 		todo = append(todo, p)
 	}
 	if len(todo) == 0 {
@@ -119,7 +119,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 
 // intentOf reports whether submit intent in belongs to the current attempt
 // of st (an intent of unknown attempt, < 0, is taken to).
-func intentOf(in statedb.Intent, st slot.State) bool {
+func intentOf(in store.Intent, st slot.State) bool {
 	return in.Attempt < 0 || in.Attempt == st.RetryCount
 }
 

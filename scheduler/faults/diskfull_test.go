@@ -84,7 +84,7 @@ func diskFullHelper(t *testing.T) {
 	}
 	defer db.Close()
 	svc := &countingService{}
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: svc},
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc},
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

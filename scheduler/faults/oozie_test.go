@@ -142,7 +142,7 @@ func newOozieRig(t *testing.T) *oozieRig {
 	t.Cleanup(func() { db.Close() })
 	svc := oozie.NewService(&defaults.Defaults{Oozie: proxy.srv.URL + "/oozie"}, nil, oozie.WithCallTimeout(timeout))
 	eng, err := engine.New(engine.Options{
-		WorkflowsDir: filepath.Join(dir, "wf"), DB: db,
+		WorkflowsDir: filepath.Join(dir, "wf"), Store: db,
 		Services:    map[string]external.Service{workflow.ServiceOozie: svc},
 		Logger:      slog.New(slog.DiscardHandler),
 		CallTimeout: 2 * timeout,

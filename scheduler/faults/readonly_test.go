@@ -135,7 +135,7 @@ func TestReadOnlyStateDB(t *testing.T) {
 	svc := &countingService{}
 	var logBuf lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logBuf, nil))
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: log})
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func newStepFixtureAt(tb testing.TB, c *hdfstest.Cluster, fsURI string, proxy *r
 	mux := trigger.NewMux("")
 	mux.Handle("hdfs", fs)
 	eng, err := engine.New(engine.Options{
-		WorkflowsDir: dir, DB: db, FS: mux,
+		WorkflowsDir: dir, Store: db, FS: mux,
 		Services: map[string]external.Service{workflow.ServiceOozie: oozie.NewService(nil, nil)},
 	})
 	if err != nil {

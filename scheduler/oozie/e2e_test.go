@@ -25,6 +25,7 @@ import (
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -87,7 +88,7 @@ func newE2E(t *testing.T, c *hdfstest.Cluster, project *workflow.Project, only .
 	t.Cleanup(func() { db.Close() })
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: wfDir,
-		DB:           db,
+		Store:        db,
 		Services:     map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(2*time.Second))},
 		FS:           mux,
 		CallTimeout:  5 * time.Second,
@@ -385,7 +386,7 @@ func recoverAfterCrash(t *testing.T, c *hdfstest.Cluster, project *workflow.Proj
 
 	// What the crashed process did: recorded its intent, and Oozie took the job.
 	id := slot.ID{Workflow: "recover", Time: t0}
-	if err := e.db.PutIntent(id, statedb.Intent{Time: time.Now()}); err != nil {
+	if err := e.db.PutIntent(id, store.Intent{Time: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := defaults.Load(filepath.Join(e.workDir, "defaults.json"))

@@ -23,6 +23,7 @@ import (
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -145,7 +146,7 @@ func newRealProject(t testing.TB, env oozietest.Env, project *workflow.Project) 
 	t.Cleanup(func() { db.Close() })
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: wfDir,
-		DB:           db,
+		Store:        db,
 		Services:     map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(5*time.Second))},
 		FS:           mux,
 		CallTimeout:  5 * time.Second,
@@ -428,7 +429,7 @@ func TestRealOozieRecoverAfterCrash(t *testing.T) {
 
 	// What the crashed process did: recorded its intent, and Oozie took the job.
 	id := slot.ID{Workflow: "produce", Time: t20}
-	if err := r.db.PutIntent(id, statedb.Intent{Time: time.Now()}); err != nil {
+	if err := r.db.PutIntent(id, store.Intent{Time: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := r.engine.Workflow("produce")

@@ -25,7 +25,7 @@ func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
 	}
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: cfg.Workflows,
-		DB:           db,
+		Store:        db,
 		Services:     d.services,
 		FS:           d.fs,
 		Logger:       d.log,

@@ -3,6 +3,7 @@ package statedb
 import (
 	"errors"
 	"fmt"
+	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"path/filepath"
 
@@ -242,7 +243,7 @@ func (db *DB) writeMany(ws []fileWrite) error {
 // PutIntents records several submit intents durably (see PutIntent), with
 // two file-system syncs in all. It returns the slots whose intent could not
 // be recorded.
-func (db *DB) PutIntents(ins map[slot.ID]Intent) map[slot.ID]error {
+func (db *DB) PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error {
 	failed := make(map[slot.ID]error)
 	ids := make([]slot.ID, 0, len(ins))
 	ws := make([]fileWrite, 0, len(ins))
@@ -255,7 +256,7 @@ func (db *DB) PutIntents(ins map[slot.ID]Intent) map[slot.ID]error {
 			continue
 		}
 		day, file := slotPath(keyTime(key(id.Time)))
-		ws = append(ws, fileWrite{dir: filepath.Join(db.dir, "intent", id.Workflow, day), name: file, data: encodeIntent(Intent{Attempt: in.Attempt, Time: in.Time.UTC()})})
+		ws = append(ws, fileWrite{dir: filepath.Join(db.dir, "intent", id.Workflow, day), name: file, data: encodeIntent(store.Intent{Attempt: in.Attempt, Time: in.Time.UTC()})})
 		ids = append(ids, id)
 	}
 	syncErr := db.writeMany(ws)

@@ -24,6 +24,7 @@ package statedb
 import (
 	"errors"
 	"fmt"
+	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -38,17 +39,9 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
-// Errors of the database, wrapped with details.
-var (
-	// ErrLocked: another process holds the database.
-	ErrLocked = errors.New("state database is locked")
-	// ErrNotFound: no such register.
-	ErrNotFound = errors.New("not found")
-	// ErrBadName: a workflow id, bucket or key that cannot be a path component.
-	ErrBadName = errors.New("bad name")
-	// ErrCorrupt: a slot file that does not parse.
-	ErrCorrupt = errors.New("corrupt state file")
-)
+// ErrLocked: another process holds the database. The errors every store
+// shares (ErrNotFound, ErrBadName, ErrCorrupt) are package store's.
+var ErrLocked = errors.New("state database is locked")
 
 // DB is an open state database. Its methods are safe for concurrent use.
 type DB struct {
@@ -84,7 +77,7 @@ type wfIndex struct {
 	active  map[int64]struct{} // recs whose status is not final
 	corrupt map[int64]error
 	reruns  map[int64]time.Time // slot time → rerunTime
-	intents map[int64]Intent
+	intents map[int64]store.Intent
 }
 
 type rec struct {
@@ -167,15 +160,10 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 // Dir is the database's directory (absolute).
 func (db *DB) Dir() string { return db.dir }
 
-// Stats counts file operations since Open: Writes are files written,
-// renamed or removed; Reads are files read.
-type Stats struct {
-	Writes int64
-	Reads  int64
-}
-
 // Stats returns the file operation counters.
-func (db *DB) Stats() Stats { return Stats{Writes: db.writes.Load(), Reads: db.reads.Load()} }
+func (db *DB) Stats() store.Stats {
+	return store.Stats{Writes: db.writes.Load(), Reads: db.reads.Load()}
+}
 
 // Problems lists the files that could not be read or parsed, with the
 // reason, sorted: "state/wf/2015-09-13/13:00:00.000Z: unknown status "X"".
@@ -213,7 +201,7 @@ func (db *DB) index(wf string) (*wfIndex, error) {
 		return nil, errClosed
 	}
 	if err := validWorkflow(wf); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadName, err)
+		return nil, fmt.Errorf("%w: %v", store.ErrBadName, err)
 	}
 	if ix := db.wfs[wf]; ix != nil {
 		return ix, nil
@@ -300,7 +288,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 			active:  make(map[int64]struct{}),
 			corrupt: make(map[int64]error),
 			reruns:  make(map[int64]time.Time),
-			intents: make(map[int64]Intent),
+			intents: make(map[int64]store.Intent),
 		},
 		problems: make(map[string]string),
 	}
@@ -319,7 +307,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 			}
 			rerr = perr
 		}
-		ix.corrupt[k] = fmt.Errorf("%w %s: %v", ErrCorrupt, filepath.Join(db.dir, rel), rerr)
+		ix.corrupt[k] = fmt.Errorf("%w %s: %v", store.ErrCorrupt, filepath.Join(db.dir, rel), rerr)
 		problem(rel, rerr)
 	})
 	if err == nil {
@@ -340,13 +328,13 @@ func (db *DB) load(wf string) (*loaded, error) {
 	if err == nil {
 		err = db.walkSlots(l, "intent", wf, func(t time.Time, rel string, data []byte, rerr error) {
 			if rerr == nil {
-				var in Intent
+				var in store.Intent
 				if in, rerr = parseIntent(data); rerr == nil {
 					ix.intents[key(t)] = in
 					return
 				}
 			}
-			ix.intents[key(t)] = Intent{Attempt: -1}
+			ix.intents[key(t)] = store.Intent{Attempt: -1}
 			problem(rel, rerr)
 		})
 	}

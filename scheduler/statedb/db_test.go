@@ -3,6 +3,7 @@ package statedb
 import (
 	"encoding/json"
 	"errors"
+	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,7 +137,7 @@ func TestCorruptFilesAreReportedNotFatal(t *testing.T) {
 		t.Fatalf("good slot: %+v %v %v", st, found, err)
 	}
 	_, _, err := db.Get(slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")})
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(day, "01:00:00.000Z")) {
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(day, "01:00:00.000Z")) {
 		t.Fatalf("corrupt slot: %v", err)
 	}
 	probs := strings.Join(db.Problems(), "\n")
@@ -199,21 +200,21 @@ func TestNamesCannotEscape(t *testing.T) {
 	dir := t.TempDir()
 	db := open(t, dir)
 	for _, wf := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "a\x00b", strings.Repeat("x", 256)} {
-		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: ts("2024-01-01T00:00Z")}, Status: slot.Waiting}); !errors.Is(err, ErrBadName) {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: ts("2024-01-01T00:00Z")}, Status: slot.Waiting}); !errors.Is(err, store.ErrBadName) {
 			t.Errorf("workflow %q: %v", wf, err)
 		}
-		if err := db.SetPaused(wf, true); !errors.Is(err, ErrBadName) {
+		if err := db.SetPaused(wf, true); !errors.Is(err, store.ErrBadName) {
 			t.Errorf("pause %q: %v", wf, err)
 		}
 	}
 	for _, name := range []string{"", ".", "..", "../x", "a/b", "a.b", "x\n"} {
-		if err := db.PutRegister(name, "k", json.RawMessage(`1`)); !errors.Is(err, ErrBadName) {
+		if err := db.PutRegister(name, "k", json.RawMessage(`1`)); !errors.Is(err, store.ErrBadName) {
 			t.Errorf("bucket %q: %v", name, err)
 		}
-		if err := db.PutRegister("b", name, json.RawMessage(`1`)); !errors.Is(err, ErrBadName) {
+		if err := db.PutRegister("b", name, json.RawMessage(`1`)); !errors.Is(err, store.ErrBadName) {
 			t.Errorf("key %q: %v", name, err)
 		}
-		if _, err := db.GetRegister("b", name); !errors.Is(err, ErrBadName) {
+		if _, err := db.GetRegister("b", name); !errors.Is(err, store.ErrBadName) {
 			t.Errorf("get key %q: %v", name, err)
 		}
 	}
@@ -227,7 +228,7 @@ func TestNamesCannotEscape(t *testing.T) {
 
 func TestRegisters(t *testing.T) {
 	db := open(t, t.TempDir())
-	if _, err := db.GetRegister("b", "k"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.GetRegister("b", "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if keys, err := db.RegisterKeys("nobucket", ""); err != nil || len(keys) != 0 {
@@ -288,7 +289,7 @@ func TestRerunPausedIntents(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "paused", "wf")); !os.IsNotExist(err) {
 		t.Fatal("paused file not removed")
 	}
-	in := Intent{Attempt: 2, Time: ts("2024-02-01T00:00:01.5Z")}
+	in := store.Intent{Attempt: 2, Time: ts("2024-02-01T00:00:01.5Z")}
 	if err := db.PutIntent(id, in); err != nil {
 		t.Fatal(err)
 	}
@@ -434,8 +435,8 @@ func TestIntentsInBulk(t *testing.T) {
 	b := slot.ID{Workflow: "b", Time: ts("2024-01-01T00:00Z")}
 	bad := slot.ID{Workflow: "../x", Time: ts("2024-01-01T00:00Z")}
 	at := ts("2024-02-01T00:00Z")
-	failed := db.PutIntents(map[slot.ID]Intent{a: {Attempt: 1, Time: at}, b: {Time: at}, bad: {Time: at}})
-	if len(failed) != 1 || !errors.Is(failed[bad], ErrBadName) {
+	failed := db.PutIntents(map[slot.ID]store.Intent{a: {Attempt: 1, Time: at}, b: {Time: at}, bad: {Time: at}})
+	if len(failed) != 1 || !errors.Is(failed[bad], store.ErrBadName) {
 		t.Fatalf("failed %v", failed)
 	}
 	db.Close()
@@ -470,7 +471,7 @@ func TestFailedBatchKeepsCorruptSlotCorrupt(t *testing.T) {
 	os.WriteFile(file, []byte(`{"status":"SUCC`), 0o644) // truncated
 	db := open(t, dir)
 	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
-	if _, _, err := db.Get(id); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := db.Get(id); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("corrupt slot before the batch: %v", err)
 	}
 	// The rename onto the slot's path fails: a directory is there now.
@@ -487,7 +488,7 @@ func TestFailedBatchKeepsCorruptSlotCorrupt(t *testing.T) {
 	if failed := bt.Commit(); failed[id] == nil {
 		t.Fatalf("failed %v", failed)
 	}
-	if st, found, err := db.Get(id); !errors.Is(err, ErrCorrupt) {
+	if st, found, err := db.Get(id); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("after the failed write: %+v %v %v, want the corrupt error back", st, found, err)
 	}
 }
@@ -539,7 +540,7 @@ func TestIntentFailingAfterRenameKeepsIndexWithDisk(t *testing.T) {
 		return errors.New("injected: sync of the directory failed")
 	}
 	t.Cleanup(func() { atomicWrite = atomicfile.Write })
-	if err := db.PutIntent(id, Intent{Attempt: 1, Time: ts("2024-01-01T02:00Z")}); err == nil {
+	if err := db.PutIntent(id, store.Intent{Attempt: 1, Time: ts("2024-01-01T02:00Z")}); err == nil {
 		t.Fatal("PutIntent: no error from the failed sync")
 	}
 	atomicWrite = atomicfile.Write
@@ -575,7 +576,7 @@ func TestIntentsFailingAfterRenameKeepIndexWithDisk(t *testing.T) {
 		return nil
 	}
 	t.Cleanup(func() { syncFS = unix.Syncfs })
-	if failed := db.PutIntents(map[slot.ID]Intent{id: {Attempt: 1, Time: ts("2024-01-01T02:00Z")}}); failed[id] == nil {
+	if failed := db.PutIntents(map[slot.ID]store.Intent{id: {Attempt: 1, Time: ts("2024-01-01T02:00Z")}}); failed[id] == nil {
 		t.Fatalf("failed %v", failed)
 	}
 	syncFS = unix.Syncfs

@@ -64,7 +64,7 @@ func TestStepAndReadsFinishWithAFIFOSlotFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/celos-go/celos/scheduler/store"
 	"io"
 	"strconv"
 	"time"
@@ -130,31 +131,21 @@ func parseRerun(data []byte) (time.Time, error) {
 	return t, nil
 }
 
-// Intent is a submission the engine was about to make: written before
-// Submit is called and removed once the slot is recorded RUNNING. See
-// external.Recoverer.
-type Intent struct {
-	// Attempt is the slot's retry count at submission.
-	Attempt int `json:"attempt"`
-	// Time is the wall-clock time of the submission.
-	Time time.Time `json:"time"`
-}
-
-func encodeIntent(in Intent) []byte {
+func encodeIntent(in store.Intent) []byte {
 	return []byte(`{"attempt":` + strconv.Itoa(in.Attempt) + `,"time":"` + slot.FormatTime(in.Time) + `"}`)
 }
 
-func parseIntent(data []byte) (Intent, error) {
+func parseIntent(data []byte) (store.Intent, error) {
 	var raw struct {
 		Attempt int    `json:"attempt"`
 		Time    string `json:"time"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return Intent{}, fmt.Errorf("bad JSON: %v", err)
+		return store.Intent{}, fmt.Errorf("bad JSON: %v", err)
 	}
 	t, err := slot.ParseTime(raw.Time)
 	if err != nil {
-		return Intent{}, fmt.Errorf("time: %v", err)
+		return store.Intent{}, fmt.Errorf("time: %v", err)
 	}
-	return Intent{Attempt: raw.Attempt, Time: t}, nil
+	return store.Intent{Attempt: raw.Attempt, Time: t}, nil
 }

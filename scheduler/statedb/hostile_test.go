@@ -2,6 +2,7 @@ package statedb
 
 import (
 	"errors"
+	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,11 +71,11 @@ func TestFIFOsInTheDatabaseAreReportedNotRead(t *testing.T) {
 			t.Errorf("good slot beside the FIFOs: %+v %v %v", got, found, err)
 		}
 		_, _, err = db.Get(slot.ID{Workflow: "wf", Time: ts("2015-09-13T13:00Z")})
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "state", "wf", "2015-09-13", "13:00:00.000Z")) || !strings.Contains(err.Error(), "not a regular file") {
+		if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "state", "wf", "2015-09-13", "13:00:00.000Z")) || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("FIFO slot: %v", err)
 		}
 		_, _, err = db.Get(slot.ID{Workflow: "wf", Time: ts("2015-09-13T16:00Z")})
-		if !errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), "leaked") {
+		if !errors.Is(err, store.ErrCorrupt) || strings.Contains(err.Error(), "leaked") {
 			t.Errorf("symlinked slot: %v", err)
 		}
 		if r, err := db.Range("wf", ts("2015-09-13T00:00Z"), ts("2015-09-14T00:00Z")); err != nil || len(r) != 1 {

@@ -3,13 +3,14 @@ package statedb
 // Submit intents, one at a time (batch.go writes and removes many).
 
 import (
+	"github.com/celos-go/celos/scheduler/store"
 	"path/filepath"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
 // PutIntent records that the engine is about to submit the slot.
-func (db *DB) PutIntent(id slot.ID, in Intent) error {
+func (db *DB) PutIntent(id slot.ID, in store.Intent) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	ix, err := db.index(id.Workflow)
@@ -32,12 +33,12 @@ func (db *DB) PutIntent(id slot.ID, in Intent) error {
 
 // GetIntent returns a slot's submit intent, if one was left. An unreadable
 // intent file is returned with Attempt -1 and a zero Time.
-func (db *DB) GetIntent(id slot.ID) (Intent, bool, error) {
+func (db *DB) GetIntent(id slot.ID) (store.Intent, bool, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	ix, err := db.index(id.Workflow)
 	if err != nil {
-		return Intent{}, false, err
+		return store.Intent{}, false, err
 	}
 	in, ok := ix.intents[key(id.Time)]
 	return in, ok, nil

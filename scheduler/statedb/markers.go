@@ -3,17 +3,13 @@ package statedb
 // Rerun markers: rerun/<workflow>/<day>/<time>.
 
 import (
+	"github.com/celos-go/celos/scheduler/store"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )
-
-// RerunExpiry is how long a rerun marker lives after it was written (Celos's
-// RerunState.EXPIRATION_DAYS); celos keeps a marker past it until its slot
-// is final.
-const RerunExpiry = 14 * 24 * time.Hour
 
 // MarkRerun writes a rerun marker for the slot, stamped with now.
 func (db *DB) MarkRerun(id slot.ID, now time.Time) error {
@@ -63,19 +59,10 @@ func removeMarker[V any](db *DB, m map[int64]V, area string, id slot.ID) error {
 	return nil
 }
 
-// RerunMark is a slot marked for rerun and when it was marked.
-type RerunMark struct {
-	Slot time.Time
-	At   time.Time
-}
-
-// Expired reports whether the mark is older than RerunExpiry at now.
-func (m RerunMark) Expired(now time.Time) bool { return m.At.Add(RerunExpiry).Before(now) }
-
 // RerunMarks returns the rerun markers of workflow wf, oldest slot first.
 // Expiry is the caller's decision (the engine drops a marker once its slot
 // is final and either outside the window or expired; see UnmarkRerun).
-func (db *DB) RerunMarks(wf string) ([]RerunMark, error) {
+func (db *DB) RerunMarks(wf string) ([]store.RerunMark, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	ix, err := db.index(wf)
@@ -85,9 +72,9 @@ func (db *DB) RerunMarks(wf string) ([]RerunMark, error) {
 	if len(ix.reruns) == 0 {
 		return nil, nil
 	}
-	out := make([]RerunMark, 0, len(ix.reruns))
+	out := make([]store.RerunMark, 0, len(ix.reruns))
 	for k, at := range ix.reruns {
-		out = append(out, RerunMark{Slot: keyTime(k), At: at})
+		out = append(out, store.RerunMark{Slot: keyTime(k), At: at})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Slot.Before(out[j].Slot) })
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,19 +12,9 @@ import (
 	"github.com/celos-go/celos/internal/regfile"
 )
 
-// Owner records which project owns a workflow id (celos only):
+// Workflow owners (store.Owner, celos only) are files:
 //
 //	<dir>/owner/<workflow>   {"project":"wordcount","file":"wordcount.json"}
-//
-// Two projects may both define an id; the server runs the one that had it
-// first, and the record makes that choice survive restarts (the order of
-// the files in the workflows directory does not decide it).
-type Owner struct {
-	// Project is the project name of the workflows document.
-	Project string `json:"project"`
-	// File is the name of the workflows file it was last loaded from.
-	File string `json:"file"`
-}
 
 // maxOwnerFile bounds an owner record.
 const maxOwnerFile = 4 << 10
@@ -32,7 +23,7 @@ const maxOwnerFile = 4 << 10
 // parsed is left out and reported in Problems (its id is then unowned, and
 // the next owner overwrites it); only an unreadable owner directory is an
 // error.
-func (db *DB) Owners() (map[string]Owner, error) {
+func (db *DB) Owners() (map[string]store.Owner, error) {
 	dir := filepath.Join(db.dir, "owner")
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -40,7 +31,7 @@ func (db *DB) Owners() (map[string]Owner, error) {
 		return nil, errClosed
 	}
 	entries, err := os.ReadDir(dir)
-	out := make(map[string]Owner, len(entries))
+	out := make(map[string]store.Owner, len(entries))
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}
@@ -59,7 +50,7 @@ func (db *DB) Owners() (map[string]Owner, error) {
 			continue
 		}
 		db.reads.Add(1)
-		var o Owner
+		var o store.Owner
 		if err := json.Unmarshal(data, &o); err != nil || o.Project == "" || o.File == "" {
 			db.problems[rel] = "not an owner record (want {\"project\":...,\"file\":...})"
 			continue
@@ -71,9 +62,9 @@ func (db *DB) Owners() (map[string]Owner, error) {
 }
 
 // SetOwner records o as the owner of workflow wf.
-func (db *DB) SetOwner(wf string, o Owner) error {
+func (db *DB) SetOwner(wf string, o store.Owner) error {
 	if err := validWorkflow(wf); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadName, err)
+		return fmt.Errorf("%w: %v", store.ErrBadName, err)
 	}
 	data, err := json.Marshal(o)
 	if err != nil {
@@ -95,7 +86,7 @@ func (db *DB) SetOwner(wf string, o Owner) error {
 // not an error).
 func (db *DB) DeleteOwner(wf string) error {
 	if err := validWorkflow(wf); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadName, err)
+		return fmt.Errorf("%w: %v", store.ErrBadName, err)
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()

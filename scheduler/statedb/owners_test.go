@@ -1,6 +1,7 @@
 package statedb
 
 import (
+	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ func TestOwners(t *testing.T) {
 	if got, err := db.Owners(); err != nil || len(got) != 0 {
 		t.Fatalf("Owners of a new database: %v, %v", got, err)
 	}
-	want := map[string]Owner{
+	want := map[string]store.Owner{
 		"wordcount-nyc": {Project: "wordcount", File: "wordcount.json"},
 		"a.b":           {Project: "p", File: "p.json"},
 	}
@@ -29,7 +30,7 @@ func TestOwners(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.SetOwner("../x", Owner{Project: "p", File: "p.json"}); err == nil {
+	if err := db.SetOwner("../x", store.Owner{Project: "p", File: "p.json"}); err == nil {
 		t.Fatal("SetOwner accepted a bad name")
 	}
 	db.Close()
@@ -42,7 +43,7 @@ func TestOwners(t *testing.T) {
 	os.Symlink("/dev/zero", filepath.Join(ownerDir, "zero"))
 	db = open(t, dir)
 	done := make(chan struct{})
-	var got map[string]Owner
+	var got map[string]store.Owner
 	var err error
 	go func() {
 		got, err = db.Owners()
@@ -65,7 +66,7 @@ func TestOwners(t *testing.T) {
 			t.Errorf("problems %q do not say %q", problems, p)
 		}
 	}
-	if err := db.SetOwner("corrupt", Owner{Project: "q", File: "q.json"}); err != nil {
+	if err := db.SetOwner("corrupt", store.Owner{Project: "q", File: "q.json"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.DeleteOwner("a.b"); err != nil {

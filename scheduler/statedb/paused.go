@@ -5,6 +5,7 @@ package statedb
 import (
 	"errors"
 	"fmt"
+	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"path/filepath"
 )
@@ -35,7 +36,7 @@ func (db *DB) Paused(wf string) bool {
 // SetPaused pauses (an empty file paused/<wf>) or unpauses a workflow.
 func (db *DB) SetPaused(wf string, paused bool) error {
 	if err := validWorkflow(wf); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadName, err)
+		return fmt.Errorf("%w: %v", store.ErrBadName, err)
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -2,6 +2,7 @@ package statedb
 
 import (
 	"fmt"
+	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"testing"
 	"time"
@@ -65,9 +66,9 @@ func TestIndexMatchesDisk(t *testing.T) {
 					rt.Fatal(err)
 				}
 			case 4:
-				ins := map[slot.ID]Intent{}
+				ins := map[slot.ID]store.Intent{}
 				for range rapid.IntRange(0, 3).Draw(rt, "n") {
-					ins[genID.Draw(rt, "intent")] = Intent{Attempt: 1, Time: now}
+					ins[genID.Draw(rt, "intent")] = store.Intent{Attempt: 1, Time: now}
 				}
 				if failed := db.PutIntents(ins); failed != nil {
 					rt.Fatal(failed)
@@ -77,7 +78,7 @@ func TestIndexMatchesDisk(t *testing.T) {
 					rt.Fatal(err)
 				}
 			case 6:
-				if err := db.PutIntent(genID.Draw(rt, "intent1"), Intent{Attempt: 2, Time: now}); err != nil {
+				if err := db.PutIntent(genID.Draw(rt, "intent1"), store.Intent{Attempt: 2, Time: now}); err != nil {
 					rt.Fatal(err)
 				}
 			}

@@ -5,6 +5,7 @@ package statedb
 import (
 	"errors"
 	"fmt"
+	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -100,7 +101,7 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 	}
 	var cands []pruneFile
 	for k, at := range ix.reruns {
-		if r, ok := ix.recs[k]; (!ok || r.status.Final()) && (RerunMark{At: at}).Expired(now) {
+		if r, ok := ix.recs[k]; (!ok || r.status.Final()) && (store.RerunMark{At: at}).Expired(now) {
 			cands = append(cands, pruneFile{"rerun", k})
 		}
 	}
@@ -134,7 +135,7 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 			case "rerun":
 				at, ok := ix.reruns[c.k]
 				r, live := ix.recs[c.k]
-				if !ok || (live && !r.status.Final()) || !(RerunMark{At: at}).Expired(now) {
+				if !ok || (live && !r.status.Final()) || !(store.RerunMark{At: at}).Expired(now) {
 					continue
 				}
 			case "state":

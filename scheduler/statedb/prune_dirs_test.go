@@ -1,6 +1,7 @@
 package statedb
 
 import (
+	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func TestPruneRemovesEmptyTransientDirs(t *testing.T) {
 	now := ts("2024-03-01T00:00Z")
 	for d := 0; d < 20; d++ {
 		id := slot.ID{Workflow: "wf", Time: ts("2024-02-01T00:00Z").Add(time.Duration(d) * 24 * time.Hour)}
-		if err := db.PutIntent(id, Intent{Time: id.Time}); err != nil {
+		if err := db.PutIntent(id, store.Intent{Time: id.Time}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Put(slot.State{ID: id, Status: slot.Running, ExternalID: "x"}); err != nil {
@@ -63,7 +64,7 @@ func TestPruneRemovesEmptyTransientDirs(t *testing.T) {
 	}
 	// The cache forgot the removed directories: writing there again works.
 	id := slot.ID{Workflow: "wf", Time: ts("2024-02-03T00:00Z")}
-	if err := db.PutIntent(id, Intent{Time: now}); err != nil {
+	if err := db.PutIntent(id, store.Intent{Time: now}); err != nil {
 		t.Fatalf("intent on a pruned day: %v", err)
 	}
 }
@@ -80,7 +81,7 @@ func TestPruneSyncsEachDirectoryOnce(t *testing.T) {
 	start := ts("2024-01-01T00:00Z")
 	const days, perDay = 3, 2 * pruneChunk / 3 // 3 days, more than 2 chunks of state files in all
 	bt := db.Batch()
-	intents := map[slot.ID]Intent{}
+	intents := map[slot.ID]store.Intent{}
 	for d := 0; d < days; d++ {
 		for i := 0; i < perDay; i++ {
 			id := slot.ID{Workflow: "wf", Time: start.Add(time.Duration(d)*24*time.Hour + time.Duration(i)*time.Minute)}
@@ -88,7 +89,7 @@ func TestPruneSyncsEachDirectoryOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i%10 == 0 {
-				intents[id] = Intent{Time: id.Time}
+				intents[id] = store.Intent{Time: id.Time}
 			}
 		}
 	}

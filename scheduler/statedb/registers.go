@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -13,10 +14,10 @@ import (
 
 func (db *DB) registerPath(bucket, key string) (string, error) {
 	if err := validName("bucket", bucket); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadName, err)
+		return "", fmt.Errorf("%w: %v", store.ErrBadName, err)
 	}
 	if err := validName("key", key); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadName, err)
+		return "", fmt.Errorf("%w: %v", store.ErrBadName, err)
 	}
 	return filepath.Join(db.dir, "register", bucket, key), nil
 }
@@ -34,7 +35,7 @@ func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
 	}
 	data, err := db.readFile(filepath.Join("register", bucket, key))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: register %s/%s", ErrNotFound, bucket, key)
+		return nil, fmt.Errorf("%w: register %s/%s", store.ErrNotFound, bucket, key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state database: register %s: %w", p, err)
@@ -50,7 +51,7 @@ func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
 		return err
 	}
 	if !json.Valid(value) {
-		return fmt.Errorf("%w: register value is not valid JSON", ErrBadName)
+		return fmt.Errorf("%w: register value is not valid JSON", store.ErrBadName)
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -98,10 +99,10 @@ func (db *DB) DeleteRegistersWithPrefix(bucket, prefix string) error {
 // unknown bucket has no keys.
 func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
 	if err := validName("bucket", bucket); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadName, err)
+		return nil, fmt.Errorf("%w: %v", store.ErrBadName, err)
 	}
 	if prefix != "" && strings.ContainsAny(prefix, "/\\.") {
-		return nil, fmt.Errorf("%w: prefix %q may not contain '/', '\\' or '.'", ErrBadName, prefix)
+		return nil, fmt.Errorf("%w: prefix %q may not contain '/', '\\' or '.'", store.ErrBadName, prefix)
 	}
 	entries, err := db.readDir(filepath.Join("register", bucket))
 	if errors.Is(err, fs.ErrNotExist) {

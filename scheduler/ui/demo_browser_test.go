@@ -67,7 +67,7 @@ func TestBrowserDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Options{WorkflowsDir: "var/workflows", DB: db,
+	eng, err := engine.New(engine.Options{WorkflowsDir: "var/workflows", Store: db,
 		Services: map[string]external.Service{workflow.ServiceCommand: cmd}, FS: trigger.NewMux("")})
 	if err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ func newEngineFixture(t *testing.T) *engineFixture {
 	}
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: filepath.Join(dir, "workflows"),
-		DB:           db,
+		Store:        db,
 		Services:     map[string]external.Service{workflow.ServiceCommand: cmd},
 		FS:           trigger.NewMux(""),
 	})

@@ -187,7 +187,7 @@ func checkLookBacks(db *statedb.DB, wfDir, olderThan string, keep time.Duration)
 	if fi, err := os.Stat(wfDir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("workflows directory %s (--workflows-dir): must exist and be a directory", wfDir)
 	}
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, DB: db, Logger: slog.New(slog.DiscardHandler)})
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: db, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fmt.Errorf("workflows directory %s: %w", wfDir, err)
 	}

@@ -1,0 +1,66 @@
+// Package store holds what every scheduler state store shares: the records
+// it keeps beside slot states (submit intents, rerun markers, workflow
+// owners), its operation counters and the errors it reports. The engine's
+// Store interface (scheduler/engine) is written in these types, so a store —
+// the Celos file layout in scheduler/statedb, or a database server — needs
+// this package and slot, not another store's package.
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors a store returns, wrapped with details.
+var (
+	// ErrNotFound: no such register.
+	ErrNotFound = errors.New("not found")
+	// ErrBadName: a workflow id, bucket or key that cannot be stored
+	// (in the file store: that cannot be a path component).
+	ErrBadName = errors.New("bad name")
+	// ErrCorrupt: a stored record that does not parse.
+	ErrCorrupt = errors.New("corrupt state file")
+)
+
+// Intent is a submission the engine was about to make: written before
+// Submit is called and removed once the slot is recorded RUNNING. See
+// external.Recoverer.
+type Intent struct {
+	// Attempt is the slot's retry count at submission.
+	Attempt int `json:"attempt"`
+	// Time is the wall-clock time of the submission.
+	Time time.Time `json:"time"`
+}
+
+// RerunExpiry is how long a rerun marker lives after it was written (Celos's
+// RerunState.EXPIRATION_DAYS); celos keeps a marker past it until its slot
+// is final.
+const RerunExpiry = 14 * 24 * time.Hour
+
+// RerunMark is a slot marked for rerun and when it was marked.
+type RerunMark struct {
+	Slot time.Time
+	At   time.Time
+}
+
+// Expired reports whether the mark is older than RerunExpiry at now.
+func (m RerunMark) Expired(now time.Time) bool { return m.At.Add(RerunExpiry).Before(now) }
+
+// Owner records which workflows file owns a workflow id. Two projects may
+// both define an id; the server runs the one that had it first, and the
+// record makes that choice survive restarts (the order of the files in the
+// workflows directory does not decide it).
+type Owner struct {
+	// Project is the project name of the workflows document.
+	Project string `json:"project"`
+	// File is the name of the workflows file it was last loaded from.
+	File string `json:"file"`
+}
+
+// Stats counts a store's operations since it was opened: Writes are
+// records written or removed (files written, renamed or removed in the
+// file store); Reads are records read.
+type Stats struct {
+	Writes int64
+	Reads  int64
+}
