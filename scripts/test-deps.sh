@@ -24,6 +24,11 @@ command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-s
 if [ "${CELOS_SKIP_BROWSER:-}" != 1 ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
+if [ "${CELOS_SKIP_POSTGRES:-}" != 1 ]; then
+  # Debian's PostgreSQL server (internal/testenv/pgtest runs it from a
+  # temporary data directory; the package's own cluster is not used).
+  compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need_apt+=(postgresql)
+fi
 if [ "${CELOS_SKIP_HDFS:-}" != 1 ]; then
   # A JDK (javac) to build the mini cluster's main; java to run it.
   { command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; } || need_apt+=(openjdk-17-jdk-headless)
