@@ -655,6 +655,9 @@ func TestDeployFailuresKeepPrevious(t *testing.T) {
 		step     string
 		onWrite  func(name string) error
 		onRename func(from, to string) error
+		// notAtRisk: the step fails before the deploy may change anything,
+		// so the message does not reassure about the previous deployment.
+		notAtRisk bool
 	}{
 		{step: "upload HDFS directory", onWrite: func(name string) error {
 			if strings.HasSuffix(name, "/lib/wc.jar") {
@@ -680,7 +683,7 @@ func TestDeployFailuresKeepPrevious(t *testing.T) {
 			}
 			return nil
 		}},
-		{step: "lock", onWrite: func(name string) error {
+		{step: "lock", notAtRisk: true, onWrite: func(name string) error {
 			if strings.HasSuffix(name, ".lock") {
 				return boom
 			}
@@ -720,8 +723,8 @@ func TestDeployFailuresKeepPrevious(t *testing.T) {
 			if !errors.As(err, &se) || se.Step != tc.step || !se.Intact || !errors.Is(err, boom) {
 				t.Fatalf("want a StepError at %q, intact, got %#v", tc.step, err)
 			}
-			if !strings.Contains(err.Error(), "previous deployment is intact") {
-				t.Errorf("message: %v", err)
+			if got := strings.Contains(err.Error(), "previous deployment is intact"); got == tc.notAtRisk {
+				t.Errorf("message says the previous deployment is intact: %v, want %v: %v", got, !tc.notAtRisk, err)
 			}
 			if d := cmp.Diff(before, tree(t, filepath.Join(f.root, "installation"))); d != "" {
 				t.Fatalf("previous deployment changed (-before +after):\n%s", d)

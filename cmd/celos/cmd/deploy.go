@@ -69,16 +69,17 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 	}
 	conn := targets.NewConnector(sshOpts, hadoopconf.Options{})
 	o := deploy.Options{
-		Target:    f.target,
-		Project:   f.project,
-		DeployDir: f.deployDir,
-		HDFSRoot:  f.hdfsRoot,
-		User:      os.Getenv("CELOS_CI_USERNAME"),
-		Connector: conn,
-		Compile:   compileProject,
-		BreakLock: f.breakLock,
-		Parallel:  f.parallel,
-		Version:   version(),
+		Target:     f.target,
+		Project:    f.project,
+		DeployDir:  f.deployDir,
+		HDFSRoot:   f.hdfsRoot,
+		User:       os.Getenv("CELOS_CI_USERNAME"),
+		Connector:  conn,
+		Compile:    compileProject,
+		NameSource: schema.NameSource,
+		BreakLock:  f.breakLock,
+		Parallel:   f.parallel,
+		Version:    version(),
 
 		CreateDirs:          f.createDirs,
 		AllowForeignAppPath: f.allowForeignApp,
@@ -222,7 +223,11 @@ func report(c *cobra.Command, f *deployFlags, verb string, res *deploy.Result, e
 			out := map[string]any{"ok": false, "error": err.Error()}
 			var se *deploy.StepError
 			if errors.As(err, &se) {
-				out["step"], out["intact"] = se.Step, se.Intact
+				// "intact" says what the text's last sentence says.
+				out["error"], out["step"], out["intact"] = se.Short(), se.Step, se.Intact
+				if se.Note != "" {
+					out["note"] = se.Note
+				}
 			}
 			writeJSON(stdout, out)
 		}
