@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -64,7 +65,7 @@ func pruneLimits(now time.Time, keep time.Duration, ws []*workflow.Workflow, log
 // checkPruneRetention refuses a retention shorter than statedb.MinRetention.
 func checkPruneRetention(keep time.Duration) error {
 	if keep > 0 && keep < statedb.MinRetention {
-		return fmt.Errorf("--prune-older-than %v: must be at least %v (the 7-day window and a day)", keep, statedb.MinRetention)
+		return fmt.Errorf("--prune-older-than %s: must be at least %s (the 7-day window and a day)", humandur.Format(keep), humandur.Format(statedb.MinRetention))
 	}
 	return nil
 }
