@@ -270,9 +270,13 @@ func summary(verb string, r *deploy.Result) string {
 	return b.String()
 }
 
+// writeJSON prints v indented, without encoding/json's HTML escaping (an
+// error's <token> stays <token>, not \u003ctoken\u003e).
 func writeJSON(w io.Writer, v any) {
-	data, _ := json.MarshalIndent(v, "", "  ")
-	fmt.Fprintln(w, string(data))
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 func isTerminal(w io.Writer) bool {
