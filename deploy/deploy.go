@@ -29,6 +29,8 @@ type Result struct {
 	Bytes         int64   `json:"bytes"`
 	Seconds       float64 `json:"seconds"`
 	GitCommit     string  `json:"gitCommit,omitempty"`
+	// GitDirty: the tree had uncommitted changes (as the manifest records).
+	GitDirty bool `json:"gitDirty,omitempty"`
 	// Removed lists what an undeploy removed (URLs).
 	Removed []string `json:"removed,omitempty"`
 }
@@ -147,7 +149,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 
 	s.begin("write manifest")
 	m := s.newManifest(hfs, c, hashes)
-	res.GitCommit = m.GitCommit
+	res.GitCommit, res.GitDirty = m.GitCommit, m.GitDirty
 	if err := s.writeManifest(ctx, m); err != nil {
 		return nil, &StepError{Step: s.step, Err: err, Note: "The new deployment is in place and running; only its manifest could not be written (undeploy and plan will miss it): rerun the deploy."}
 	}

@@ -195,11 +195,16 @@ func (s *session) deployed(m *Manifest) bool {
 
 // openSession reads the target file and opens its workflows directory.
 func openSession(ctx context.Context, o Options) (*session, error) {
-	if o.Connector == nil {
-		return nil, errors.New("deploy: no Connector")
-	}
 	if err := ValidateProjectName(o.Project); err != nil {
 		return nil, err
+	}
+	return openTarget(ctx, o)
+}
+
+// openTarget is openSession for any project or none (Deployments).
+func openTarget(ctx context.Context, o Options) (*session, error) {
+	if o.Connector == nil {
+		return nil, errors.New("deploy: no Connector")
 	}
 	s := &session{o: o}
 	s.begin("read target")

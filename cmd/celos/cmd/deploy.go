@@ -264,7 +264,10 @@ func summary(verb string, r *deploy.Result) string {
 		fmt.Fprintf(&b, ", %d file(s), %s", r.Files, deploy.HumanBytes(r.Bytes))
 	}
 	fmt.Fprintf(&b, " in %.1fs", r.Seconds)
-	if r.GitCommit != "" {
+	switch {
+	case r.GitCommit != "" && r.GitDirty:
+		fmt.Fprintf(&b, " (commit %.12s + uncommitted changes: dirty)", r.GitCommit)
+	case r.GitCommit != "":
 		fmt.Fprintf(&b, " (commit %.12s)", r.GitCommit)
 	}
 	return b.String()
