@@ -275,7 +275,8 @@ func TestDeployPlanUndeployLocal(t *testing.T) {
 		}}},
 		FilesAdded:   []FileChange{{Path: "lib/new.jar", OldSize: -1, NewSize: 3}},
 		FilesRemoved: []FileChange{{Path: "lib/deps/x.jar", OldSize: 1, NewSize: -1}},
-		FilesChanged: []FileChange{{Path: "workflow.xml", OldSize: 33, NewSize: 33}},
+		FilesChanged: []FileChange{{Path: "workflow.xml", OldSize: 33, NewSize: 33,
+			Diff: "--- deployed/workflow.xml\n+++ new/workflow.xml\n@@ -1 +1 @@\n-<workflow-app name='wordcount'/>\n+<workflow-app name='WORDCOUNT'/>\n"}},
 	}
 	if d := cmp.Diff(want, p); d != "" {
 		t.Fatalf("plan (-want +got):\n%s", d)

@@ -31,6 +31,7 @@ type deployFlags struct {
 	knownHosts, identities               []string
 	insecure, quiet, asJSON, breakLock   bool
 	dryRun, createDirs, allowForeignApp  bool
+	diffAll                              bool // plan: every line of each file's diff
 	parallel                             int
 	line                                 *progressLine // on a terminal
 }
@@ -201,6 +202,7 @@ celos plan): 0 no change, 2 changes, 1 error.`,
 	}
 	f.register(c.Flags(), true, true)
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change and change nothing (as celos plan)")
+	c.Flags().BoolVar(&f.diffAll, "diff", false, "with --dry-run: show all of each changed text file's diff (default: the first 40 lines)")
 	c.Flags().IntVar(&f.parallel, "parallel", deploy.DefaultParallel, "files uploaded at once")
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		code := ExitUsage
