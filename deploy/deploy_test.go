@@ -550,7 +550,7 @@ func TestDeployLock(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("want LockedError, got %v", err)
 	}
-	for _, want := range []string{"alice@ci-7.example (pid 4242, deploy)", since.Format(time.RFC3339), "2h0m", "stale", "--break-lock", lockPath} {
+	for _, want := range []string{"alice@ci-7.example (pid 4242, deploy)", since.Format(time.RFC3339), "(2h", "stale", "--break-lock", lockPath} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("lock error lacks %q: %v", want, err)
 		}

@@ -52,7 +52,7 @@ func pruneLimits(now time.Time, keep time.Duration, ws []*workflow.Workflow, log
 		}
 		longer[lb.Workflow] = now.Add(-need)
 		log.Info("keeping a workflow's final slots longer than --prune-older-than: a trigger reads them",
-			"workflow", lb.Workflow, "readBy", lb.By, "lookBack", lb.Back, "olderThan", keep, "keptFor", need)
+			"workflow", lb.Workflow, "readBy", lb.By, "lookBack", humandur.Format(lb.Back), "olderThan", humandur.Format(keep), "keptFor", humandur.Format(need))
 	}
 	return func(wf string) time.Time {
 		if b, ok := longer[wf]; ok {
@@ -109,15 +109,15 @@ func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*workfl
 			}
 			n, err := p.PruneBefore(now, pruneLimits(now, keep, ws, log))
 			if err != nil {
-				log.Error("prune state database", "olderThan", keep, "deleted", n, "error", err)
+				log.Error("prune state database", "olderThan", humandur.Format(keep), "deleted", n, "error", err)
 			} else {
-				log.Info("pruned state database", "olderThan", keep, "deleted", n, "took", time.Since(start).Round(time.Millisecond))
+				log.Info("pruned state database", "olderThan", humandur.Format(keep), "deleted", n, "took", time.Since(start).Round(time.Millisecond))
 			}
 			if jobs != nil {
 				if m, err := jobs.Prune(now.Add(-keep)); err != nil {
-					log.Error("prune command jobs", "olderThan", keep, "deleted", m, "error", err)
+					log.Error("prune command jobs", "olderThan", humandur.Format(keep), "deleted", m, "error", err)
 				} else {
-					log.Info("pruned command jobs", "olderThan", keep, "deleted", m)
+					log.Info("pruned command jobs", "olderThan", humandur.Format(keep), "deleted", m)
 				}
 			}
 			t := time.NewTimer(pruneInterval)

@@ -238,7 +238,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down: finishing the step and requests in flight", "timeout", cfg.ShutdownTimeout)
+		log.Info("shutting down: finishing the step and requests in flight", "timeout", humandur.Format(cfg.ShutdownTimeout))
 	case err := <-serveErr:
 		runErr = fmt.Errorf("serve: %w", err)
 	}
