@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"time"
 	_ "time/tzdata" // --tz and cron time zones work on machines without a zoneinfo database
 
@@ -116,18 +117,8 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
 			if more {
 				times = times[:limit]
 			}
-			w := bufio.NewWriter(c.OutOrStdout())
-			for _, t := range times {
-				w.WriteString(t.Format(time.RFC3339))
-				if loc != time.UTC {
-					// The wall time the expression was read in, too.
-					w.WriteString("  ")
-					w.WriteString(t.In(loc).Format("2006-01-02T15:04:05-07:00 MST"))
-				}
-				w.WriteByte('\n')
-			}
-			if err := w.Flush(); err != nil {
-				return fmt.Errorf("write slot times: %w", err)
+			if err := writeCronTimes(c.OutOrStdout(), times, loc); err != nil {
+				return err
 			}
 			if more {
 				fmt.Fprintf(c.ErrOrStderr(), "celos: stopped after %d times (--limit); more follow before %s\n", limit, to.Format(time.RFC3339))
@@ -155,4 +146,22 @@ func parseCronTime(s string, loc *time.Location) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%v, or a date such as 2015-09-13 (midnight in --tz)", err)
 	}
 	return t, nil
+}
+
+// writeCronTimes prints one time a line: the UTC instant and, for a zone
+// other than UTC, the wall time in loc that the expression was read in.
+func writeCronTimes(out io.Writer, times []time.Time, loc *time.Location) error {
+	w := bufio.NewWriter(out)
+	for _, t := range times {
+		w.WriteString(t.Format(time.RFC3339))
+		if loc != time.UTC {
+			w.WriteString("  ")
+			w.WriteString(t.In(loc).Format("2006-01-02T15:04:05-07:00 MST"))
+		}
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write slot times: %w", err)
+	}
+	return nil
 }
