@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sort"
 	"time"
@@ -559,6 +560,22 @@ func (s *stepper) fail(id slot.ID, op string, err error) {
 func (s *stepper) transition(from, to slot.State, attrs ...any) {
 	s.rep.Transitions[to.Status]++
 	s.to[to.ID] = to.Status
-	s.e.log.Info("slot transition", append([]any{"slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
+	level := slog.LevelInfo
+	if isFailure(from, to) {
+		level = slog.LevelWarn // what an operator looks for: with the reason
+	}
+	s.e.log.Log(context.Background(), level, "slot transition", append([]any{"slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
 		"externalID", to.ExternalID, "retryCount", to.RetryCount}, attrs...)...)
+}
+
+// isFailure reports whether a transition is a failure: a job that failed
+// (retried or not) or a slot that gave up waiting.
+func isFailure(from, to slot.State) bool {
+	switch {
+	case to.Status == slot.Failure || to.Status == slot.WaitTimeout:
+		return true
+	case from.Status == slot.Running && to.Status == slot.Waiting: // retry after a failure
+		return true
+	}
+	return false
 }
