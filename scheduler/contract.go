@@ -24,6 +24,12 @@ var ErrRegisterNotFound = errors.New("register not found")
 // configuration, not of the request or the server. The HTTP API answers 409.
 var ErrUnschedulable = errors.New("workflow has no usable schedule")
 
+// ErrSlotUnreadable is wrapped by the reads of a slot whose stored record
+// cannot be read (a corrupt state file); the error names the record and
+// why, never its content. A rerun or kill rewrites the record. The HTTP
+// API answers 409.
+var ErrSlotUnreadable = errors.New("slot state unreadable")
+
 // ErrRerunRefused is wrapped by Rerun (and CheckRerun) for a slot the
 // workflow does not have yet or at all: a time after the server's clock
 // (not due: it runs at its time, a rerun must not run it early) or before

@@ -244,7 +244,7 @@ func errorStatus(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter), errors.Is(err, scheduler.ErrRerunRefused):
 		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, scheduler.ErrUnschedulable):
+	case errors.Is(err, scheduler.ErrUnschedulable), errors.Is(err, scheduler.ErrSlotUnreadable):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, external.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()

@@ -129,6 +129,9 @@ func (e *Engine) SlotState(ctx context.Context, id slot.ID) (slot.State, error) 
 	if errors.Is(err, store.ErrBadName) {
 		return slot.State{}, fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
 	}
+	if errors.Is(err, store.ErrCorrupt) {
+		return slot.State{}, fmt.Errorf("%w: %s: %v (a rerun or kill of the slot rewrites it)", scheduler.ErrSlotUnreadable, id, err)
+	}
 	if err != nil {
 		return slot.State{}, err
 	}
