@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,179 +34,6 @@ func (h *handler) problems(workflow string) []scheduler.Problem {
 		return pl.Problems(workflow)
 	}
 	return nil
-}
-
-// Zooms are the bucket sizes the grid offers, in minutes. Each divides a
-// day, so buckets are aligned on UTC midnight as in Celos.
-var Zooms = []int{1, 5, 15, 30, 60, 1440}
-
-// DefaultZoom is the bucket size without a zoom parameter (Celos's).
-const DefaultZoom = 60
-
-// DefaultColumns is the number of buckets shown without a cols parameter
-// (Celos showed min(7 days / zoom, 48)).
-const DefaultColumns = 48
-
-// MaxColumns bounds the cols parameter.
-const MaxColumns = 168
-
-// columnChoices are the widths the toolbar offers.
-var columnChoices = []int{24, 48, 96, 168}
-
-// status presentation: CSS class (one letter, to keep a 1,000-row page
-// small), the glyph the stylesheet draws, the name, and the rank that picks a
-// bucket's worst state (higher is worse).
-type statusStyle struct {
-	Status slot.Status
-	Class  string
-	Glyph  string
-	Name   string
-	rank   uint8
-}
-
-var styles = []statusStyle{
-	{slot.Success, "s", "✓", "success", 1},
-	{slot.Waiting, "w", "·", "waiting", 2},
-	{slot.Ready, "r", "R", "ready", 3},
-	{slot.Running, "u", "▶", "running", 4},
-	{slot.Killed, "k", "K", "killed", 5},
-	{slot.WaitTimeout, "t", "T", "wait timeout", 6},
-	{slot.Failure, "f", "✕", "failure", 7},
-}
-
-// styleByRank is indexed by rank; styleOf maps a status to its style.
-var (
-	styleByRank [8]*statusStyle
-	styleIndex  = map[slot.Status]*statusStyle{}
-)
-
-func init() {
-	for i := range styles {
-		styleByRank[styles[i].rank] = &styles[i]
-		styleIndex[styles[i].Status] = &styles[i]
-	}
-}
-
-func styleOf(s slot.Status) *statusStyle {
-	if st, ok := styleIndex[s]; ok {
-		return st
-	}
-	return styleIndex[slot.Waiting]
-}
-
-// window is the time range the grid shows: Cols buckets of Zoom, the
-// newest (starting at First) on the left, ending at End (exclusive).
-type window struct {
-	End   time.Time
-	Zoom  time.Duration
-	Cols  int
-	First time.Time // start of the newest bucket
-}
-
-// Start is the start of the oldest bucket: the window is [Start, End).
-func (w window) Start() time.Time { return w.First.Add(-time.Duration(w.Cols-1) * w.Zoom) }
-
-// bucketStart returns the start of the i-th bucket (0 = newest).
-func (w window) bucketStart(i int) time.Time { return w.First.Add(-time.Duration(i) * w.Zoom) }
-
-// newWindow aligns buckets on UTC midnight: the newest bucket is the one
-// holding end-1ns... i.e. the last bucket that starts before end.
-func newWindow(end time.Time, zoomMin, cols int) window {
-	z := time.Duration(zoomMin) * time.Minute
-	end = end.UTC()
-	// The newest bucket is the one that contains the last instant before end.
-	last := end.Add(-time.Nanosecond)
-	first := floorTo(last, z)
-	return window{End: end, Zoom: z, Cols: cols, First: first}
-}
-
-// floorTo truncates t to a multiple of d counted from the Unix epoch (a UTC
-// midnight), valid for any d that divides a day.
-func floorTo(t time.Time, d time.Duration) time.Time {
-	s := t.Unix()
-	ds := int64(d / time.Second)
-	m := s % ds
-	if m < 0 {
-		m += ds
-	}
-	return time.Unix(s-m, 0).UTC()
-}
-
-// gridParams are the query parameters of the grid.
-type gridParams struct {
-	End      time.Time
-	Explicit bool // time was given (else it follows now)
-	Zoom     int
-	Cols     int
-}
-
-func parseGridParams(q url.Values, now time.Time) (gridParams, error) {
-	p := gridParams{End: now.UTC(), Zoom: DefaultZoom, Cols: DefaultColumns}
-	for k, v := range q {
-		if len(v) > 1 {
-			return p, fmt.Errorf("parameter %s given %d times", k, len(v))
-		}
-	}
-	if s := q.Get("time"); s != "" {
-		t, err := parseUITime(s)
-		if err != nil {
-			return p, fmt.Errorf("time: %v", err)
-		}
-		p.End, p.Explicit = t, true
-	}
-	if s := q.Get("zoom"); s != "" {
-		z, err := strconv.Atoi(s)
-		if err != nil || z <= 0 {
-			return p, fmt.Errorf("zoom: want minutes, one of %v", Zooms)
-		}
-		p.Zoom = nearestZoom(z)
-	}
-	if s := q.Get("cols"); s != "" {
-		c, err := strconv.Atoi(s)
-		if err != nil || c <= 0 {
-			return p, fmt.Errorf("cols: want a positive number of columns")
-		}
-		p.Cols = c
-	}
-	p.Cols = maxColumns(p.Zoom, p.Cols)
-	return p, nil
-}
-
-// maxColumns clamps a number of columns to MaxColumns and to scheduler.Window at
-// the given zoom.
-func maxColumns(zoom, cols int) int {
-	return max(1, min(cols, MaxColumns, int(scheduler.Window/(time.Duration(zoom)*time.Minute))))
-}
-
-// parseUITime reads the time parameter: ISO 8601 as the API takes it, or
-// the zone-less form of the toolbar's date field (2026-11-22T14:37, read
-// as UTC).
-func parseUITime(s string) (time.Time, error) {
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return slot.ParseTime(s)
-}
-
-// nearestZoom snaps any number of minutes to the closest offered zoom
-// (Celos accepted any integer; buckets must divide a day here).
-func nearestZoom(z int) int {
-	best := Zooms[0]
-	for _, c := range Zooms {
-		if abs(c-z) < abs(best-z) {
-			best = c
-		}
-	}
-	return best
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // gridPage is what templates/grid.html renders.
@@ -305,7 +133,9 @@ type cell struct {
 
 func (h *handler) serveGrid(w http.ResponseWriter, r *http.Request) {
 	now := h.opts.Now().UTC()
-	p, err := parseGridParams(r.URL.Query(), now)
+	p, err := parseGridParams(r.URL.Query(), now, func() int {
+		return h.zoom.choose(h.svc, h.svc.WorkflowIDs(), now)
+	})
 	if err != nil {
 		h.httpError(w, r, http.StatusBadRequest, err.Error())
 		return
@@ -415,16 +245,9 @@ func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells [
 		return buf
 	}
 	clear(cells)
-	zs := int64(win.Zoom / time.Second)
-	first := win.First.Unix()
 	for i := range slots {
 		s := &slots[i]
-		ts := s.ID.Time.Unix()
-		m := ts % zs
-		if m < 0 {
-			m += zs
-		}
-		b := (first - (ts - m)) / zs
+		b := win.bucketOf(s.ID.Time)
 		if b < 0 || b >= int64(len(cells)) {
 			continue
 		}
@@ -596,37 +419,23 @@ func (h *handler) headers(page *gridPage, win window, now time.Time) {
 }
 
 // navigation builds the toolbar links: zoom levels, widths, newer/older.
+// Every link keeps the page of rows and the filters.
 func (h *handler) navigation(page *gridPage, p gridParams, now time.Time) {
 	link := func(end time.Time, explicit bool, zoom, cols int) string {
-		q := url.Values{}
-		if explicit {
-			q.Set("time", end.UTC().Format("2006-01-02T15:04Z"))
-		}
-		if zoom != DefaultZoom {
-			q.Set("zoom", strconv.Itoa(zoom))
-		}
-		if cols != DefaultColumns {
-			q.Set("cols", strconv.Itoa(cols))
-		}
-		if len(q) == 0 {
-			return h.opts.BasePath
-		}
-		return h.opts.BasePath + "?" + q.Encode()
+		return h.gridURL(p, end, explicit, zoom, cols, p.Page)
 	}
-	for _, z := range Zooms {
-		label := fmt.Sprintf("%dm", z)
-		switch {
-		case z == 1440:
-			label = "1d"
-		case z == 60:
-			label = "1h"
-		}
+	zooms := Zooms
+	if !slices.Contains(zooms, p.Zoom) {
+		zooms = append(slices.Clone(zooms), p.Zoom)
+		slices.Sort(zooms)
+	}
+	for _, z := range zooms {
 		// Keep a width the operator chose; the default stays the default.
 		cols := p.Cols
 		if p.Cols == maxColumns(p.Zoom, DefaultColumns) {
 			cols = DefaultColumns
 		}
-		page.Zooms = append(page.Zooms, navLink{Label: label, URL: link(p.End, p.Explicit, z, cols), Active: z == p.Zoom})
+		page.Zooms = append(page.Zooms, navLink{Label: zoomLabel(z), URL: link(p.End, p.Explicit, z, cols), Active: z == p.Zoom})
 	}
 	for _, c := range columnChoices {
 		if c > maxColumns(p.Zoom, MaxColumns) {
@@ -643,4 +452,43 @@ func (h *handler) navigation(page *gridPage, p gridParams, now time.Time) {
 		page.Newer = link(newer, true, p.Zoom, p.Cols)
 	}
 	page.NowURL = link(now, false, p.Zoom, p.Cols)
+}
+
+// gridURL is the URL of a view of the grid: parameters equal to their
+// defaults are left out, the filters are kept.
+func (h *handler) gridURL(p gridParams, end time.Time, explicit bool, zoom, cols, pg int) string {
+	q := url.Values{}
+	if explicit {
+		q.Set("time", end.UTC().Format("2006-01-02T15:04Z"))
+	}
+	if zoom != p.DefaultZoom {
+		q.Set("zoom", strconv.Itoa(zoom))
+	}
+	if cols != DefaultColumns {
+		q.Set("cols", strconv.Itoa(cols))
+	}
+	if p.Query != "" {
+		q.Set("q", p.Query)
+	}
+	if p.Problems {
+		q.Set("problems", "1")
+	}
+	if pg > 0 {
+		q.Set("page", strconv.Itoa(pg+1))
+	}
+	if len(q) == 0 {
+		return h.opts.BasePath
+	}
+	return h.opts.BasePath + "?" + q.Encode()
+}
+
+// zoomLabel names a zoom: 1d, 2h, 45m.
+func zoomLabel(z int) string {
+	switch {
+	case z%1440 == 0:
+		return fmt.Sprintf("%dd", z/1440)
+	case z%60 == 0:
+		return fmt.Sprintf("%dh", z/60)
+	}
+	return fmt.Sprintf("%dm", z)
 }

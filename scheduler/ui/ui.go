@@ -85,6 +85,7 @@ type handler struct {
 	// assetVersion changes whenever an embedded asset does (cache busting).
 	assetVersion string
 	gzPool       sync.Pool
+	zoom         zoomChooser
 }
 
 type staticFile struct {
