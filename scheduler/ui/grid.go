@@ -260,8 +260,10 @@ func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells [
 			row.Running++
 		}
 	}
+	// A killed slot was stopped on purpose (celos kill): only failures
+	// and wait timeouts make a row one "with failures".
 	for i := range cells {
-		if cells[i].rank >= styleIndex[slot.Killed].rank {
+		if cells[i].rank >= styleIndex[slot.WaitTimeout].rank {
 			row.Fail++
 		}
 	}
@@ -341,32 +343,36 @@ func (h *handler) group(ids []string) []*groupView {
 // marker, boundaries between days, future buckets).
 func (h *handler) headers(page *gridPage, win window, now time.Time) {
 	zoomMin := int(win.Zoom / time.Minute)
-	spanKey := func(t time.Time) (key, label, title string) {
+	// spanKey names the span of a bucket: its key, its labels from the
+	// longest to the shortest, and its title.
+	spanKey := func(t time.Time) (key string, labels []string, title string) {
 		switch {
 		case zoomMin >= 1440:
-			return t.Format("2006-01"), t.Format("Jan 2006"), t.Format("January 2006")
+			return t.Format("2006-01"), []string{t.Format("Jan 2006"), t.Format("Jan")}, t.Format("January 2006")
 		case zoomMin >= 60:
-			return t.Format("2006-01-02"), t.Format("Mon 2 Jan"), t.Format("Monday 2 January 2006")
+			return t.Format("2006-01-02"), []string{t.Format("Mon 2 Jan"), t.Format("Mon 2"), t.Format("2")}, t.Format("Monday 2 January 2006")
 		default:
 			k := t.Format("2006-01-02 15")
 			if t.Hour() == 0 {
-				return k, t.Format("2 Jan"), t.Format("Monday 2 January 2006, 15:00")
+				return k, []string{t.Format("Mon 2 Jan"), t.Format("2 Jan"), t.Format("2")}, t.Format("Monday 2 January 2006, 15:00")
 			}
-			return k, t.Format("15:00"), t.Format("Monday 2 January 2006, 15:00")
+			return k, []string{t.Format("15:00"), t.Format("15")}, t.Format("Monday 2 January 2006, 15:00")
 		}
 	}
 	var css strings.Builder
 	var boundaries []int
+	var labels [][]string
 	nowCol := -1
 	lastKey := ""
 	for i := 0; i < win.Cols; i++ {
 		t := win.bucketStart(i)
-		key, label, title := spanKey(t)
+		key, ls, title := spanKey(t)
 		if key != lastKey {
 			if i > 0 {
 				boundaries = append(boundaries, i)
 			}
-			page.Spans = append(page.Spans, span{Label: label, Title: title})
+			page.Spans = append(page.Spans, span{Title: title})
+			labels = append(labels, ls)
 			lastKey = key
 		}
 		page.Spans[len(page.Spans)-1].N++
@@ -396,6 +402,15 @@ func (h *handler) headers(page *gridPage, win window, now time.Time) {
 		}
 		page.Ticks = append(page.Ticks, tk)
 	}
+	// A span's label is the longest that fits its columns at their
+	// narrowest, so that none is cut off (a day of two columns is "24").
+	minCell := 22
+	if zoomMin >= 1440 {
+		minCell = 44
+	}
+	for i := range page.Spans {
+		page.Spans[i].Label = fitLabel(labels[i], page.Spans[i].N*minCell)
+	}
 	// Column i is the (i+2)-th child of a row and of the ticks: the first
 	// is the name (or the corner).
 	if len(boundaries) > 0 {
@@ -416,6 +431,18 @@ func (h *handler) headers(page *gridPage, win window, now time.Time) {
 		css.WriteString(".row>i{--hatch:var(--future)}\n")
 	}
 	page.ColumnStyle = template.CSS(css.String())
+}
+
+// fitLabel returns the first label whose text fits width pixels of a
+// header span (7.5 px a character at the header's 11 px, 8 px of padding),
+// or "" when none does (the span's title still names it).
+func fitLabel(labels []string, width int) string {
+	for _, l := range labels {
+		if 8+len(l)*15/2 <= width {
+			return l
+		}
+	}
+	return ""
 }
 
 // navigation builds the toolbar links: zoom levels, widths, newer/older.
