@@ -29,7 +29,7 @@ type uiOptions struct {
 
 // mountUI serves the web UI at /ui and redirects / to it.
 func mountUI(mux *http.ServeMux, o uiOptions, svc scheduler.Service, svcs map[string]external.Service) error {
-	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired}
+	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired, Attempts: attemptLister(svcs)}
 	if o.configFile != "" {
 		c, err := ui.LoadConfig(o.configFile)
 		if err != nil {

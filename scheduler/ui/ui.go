@@ -61,6 +61,9 @@ type Options struct {
 	// SlotLog gives access to the command service's log of a local run; nil
 	// means logs are not available on this server.
 	SlotLog LogFunc
+	// Attempts lists every attempt of a slot for its details (the
+	// server's external services); nil shows only the slot's last one.
+	Attempts scheduler.AttemptLister
 	// Version is shown in the footer.
 	Version string
 	// Title is the page title ("celos" when empty), e.g. the installation name.

@@ -1,0 +1,53 @@
+package oozie
+
+// Every attempt of a slot: the Oozie jobs named after its celosWorkflowName
+// (scheduler.AttemptLister).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+var _ scheduler.AttemptLister = (*Service)(nil)
+
+// maxAttempts bounds the jobs listed for one slot.
+const maxAttempts = 200
+
+// Attempts lists the slot's jobs, oldest first: the workflow jobs whose
+// application name is the slot's celosWorkflowName
+// (GET /jobs?filter=name=<workflow>@<time>), which every attempt of the slot
+// has when workflow.xml is named "${celosWorkflowName}", as Celos's
+// examples are. A workflow.xml with a fixed name gives no list (Oozie
+// filters by application name only): the UI then shows the slot's last
+// external ID alone.
+func (s *Service) Attempts(ctx context.Context, w *workflow.Workflow, id slot.ID) ([]scheduler.Attempt, error) {
+	c, err := s.client(w)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := c.Jobs(ctx, Filter{Name: WorkflowName(id)}, maxAttempts)
+	if err != nil {
+		return nil, fmt.Errorf("attempts of %s: %w", id, err)
+	}
+	slices.Reverse(jobs) // Oozie lists the newest first
+	out := make([]scheduler.Attempt, 0, len(jobs))
+	for _, j := range jobs {
+		a := scheduler.Attempt{
+			ExternalID: j.ID, Submitted: j.CreatedTime.Time, Started: j.StartTime.Time,
+			Status: j.Status, LogURL: j.ConsoleURL,
+		}
+		if st, err := MapStatus(j.Status); err == nil {
+			a.Running, a.Success = st.Running, st.Success
+		}
+		if !a.Running {
+			a.Ended = j.EndTime.Time
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
