@@ -22,6 +22,7 @@ import (
 // actions need the API token.
 type uiOptions struct {
 	configFile    string
+	workflowsDir  string // where the deploy manifests are
 	hueURL        string
 	version       string
 	tokenRequired bool
@@ -36,6 +37,9 @@ func mountUI(mux *http.ServeMux, o uiOptions, svc scheduler.Service, svcs map[st
 			return err
 		}
 		opts.Config = c
+	}
+	if o.workflowsDir != "" {
+		opts.Deployment = newDeployments(o.workflowsDir).Deployment
 	}
 	if cmd, ok := svcs[workflow.ServiceCommand].(*command.Service); ok {
 		opts.SlotLog = commandLog(cmd)

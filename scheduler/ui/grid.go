@@ -90,6 +90,10 @@ type groupView struct {
 	Rows    []*rowView
 	Failing int
 	Missing int
+	// File and Deploy are set for a project's group: its workflows file,
+	// and the deploy that wrote it (nil: none known).
+	File   string
+	Deploy *Deployment
 }
 
 // rowView is one workflow's row. Cells is rendered by renderCells.
@@ -299,9 +303,14 @@ func renderCells(buf []byte, cells []cell) []byte {
 }
 
 // group arranges workflow ids into groups: the config's (ids not loaded
-// marked missing) and "Unlisted workflows"; or one group without config.
+// marked missing) and "Unlisted workflows"; without a config, one group
+// per project (workflows file) when the service says which file defines a
+// workflow, else one group.
 func (h *handler) group(ids []string) []*groupView {
 	if len(h.opts.Config.Groups) == 0 {
+		if groups, ok := h.projectGroups(ids); ok {
+			return groups
+		}
 		g := &groupView{Name: "All workflows"}
 		for _, id := range ids {
 			g.Rows = append(g.Rows, &rowView{ID: id})

@@ -64,6 +64,9 @@ type Options struct {
 	// Attempts lists every attempt of a slot for its details (the
 	// server's external services); nil shows only the slot's last one.
 	Attempts scheduler.AttemptLister
+	// Deployment tells, for a project's group, the deploy that wrote its
+	// workflows file (commit, time, user); nil shows none.
+	Deployment DeploymentFunc
 	// Version is shown in the footer.
 	Version string
 	// Title is the page title ("celos" when empty), e.g. the installation name.
