@@ -56,7 +56,11 @@ type gridPage struct {
 	Following   bool // the window ends at now
 	ColumnStyle template.CSS
 	Stats       stats
-	TimeInput   string // the window end for <input type=datetime-local>
+	Pager       pager
+	// PageURL is this view's URL without the filters and the page (the
+	// script adds them).
+	PageURL   string
+	TimeInput string // the window end for <input type=datetime-local>
 }
 
 type stats struct {
@@ -94,6 +98,11 @@ type groupView struct {
 	// and the deploy that wrote it (nil: none known).
 	File   string
 	Deploy *Deployment
+	// Total is the group's number of rows (Rows may be a page's part of
+	// them); Continued marks a group whose rows began on an earlier page.
+	Total     int
+	Continued bool
+	src       *groupView // the whole group a page's part comes from
 }
 
 // rowView is one workflow's row. Cells is rendered by renderCells.
@@ -153,7 +162,9 @@ func (h *handler) serveGrid(w http.ResponseWriter, r *http.Request) {
 }
 
 // buildGrid gathers the slots of every workflow (concurrently, one Slots
-// call per workflow) and renders each row's cells.
+// call per workflow) for the counts, the filters and the problem marks,
+// then renders the cells of the rows of the requested page only: a view
+// never holds more than pageLines rows and group headers.
 func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*gridPage, error) {
 	win := newWindow(p.End, p.Zoom, p.Cols)
 	page := &gridPage{
@@ -170,14 +181,13 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 	h.headers(page, win, now)
 	h.navigation(page, p, now)
 
-	ids := h.svc.WorkflowIDs()
-	page.Groups = h.group(ids)
+	groups := h.group(h.svc.WorkflowIDs())
 	byWorkflow := map[string][]scheduler.Problem{}
 	for _, p := range h.problems("") {
 		byWorkflow[p.Workflow] = append(byWorkflow[p.Workflow], p)
 	}
 	var rows []*rowView
-	for _, g := range page.Groups {
+	for _, g := range groups {
 		for _, row := range g.Rows {
 			if !row.Missing {
 				row.Problems = byWorkflow[row.ID]
@@ -185,33 +195,28 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 			}
 		}
 	}
-	workers := h.opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(rows)))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cells := make([]cell, win.Cols)
-			var buf []byte
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(rows) {
-					return
-				}
-				buf = h.fillRow(ctx, rows[i], win, cells, buf[:0])
-			}
-		}()
-	}
-	wg.Wait()
+	h.aggregate(ctx, rows, win)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	for _, g := range groups {
+		g.Total = len(g.Rows)
+	}
+	page.Groups, page.Pager = h.paginate(filterRows(groups, p), p)
+	unfiltered := p
+	unfiltered.Query, unfiltered.Problems = "", false
+	page.PageURL = h.gridURL(unfiltered, p.End, p.Explicit, p.Zoom, p.Cols, 0)
+	var shown []*rowView
 	for _, g := range page.Groups {
+		for _, row := range g.Rows {
+			if !row.Missing && row.Err == "" {
+				shown = append(shown, row)
+			}
+		}
+	}
+	h.eachRow(ctx, shown, win, true)
+	h.agg.update(aggKey{win.First.Unix(), win.Zoom, win.Cols}, shown)
+	for _, g := range groups {
 		for _, row := range g.Rows {
 			switch {
 			case row.Missing:
@@ -232,23 +237,57 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 			}
 		}
 	}
-	return page, nil
+	for _, g := range page.Groups {
+		g.Failing, g.Missing = g.src.Failing, g.src.Missing
+	}
+	return page, ctx.Err()
 }
 
-// fillRow reads one workflow's slots and renders its cells.
-func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells []cell, buf []byte) []byte {
+// eachRow fills rows (concurrently, Options.Workers at a time): their
+// counts, and their cells when render is set.
+func (h *handler) eachRow(ctx context.Context, rows []*rowView, win window, render bool) {
+	workers := h.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(rows)))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cells := make([]cell, win.Cols)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(rows) || ctx.Err() != nil {
+					return
+				}
+				h.fillRow(ctx, rows[i], win, cells, render)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// fillRow reads one workflow's slots, counts them, and with render writes
+// its cells.
+func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells []cell, render bool) {
 	if paused, err := h.svc.Paused(row.ID); err == nil {
 		row.Paused = paused
 	}
-	if wf, err := h.svc.Workflow(row.ID); err == nil {
-		row.Service = wf.ExternalService.Type
+	if render { // the service type is for the row's title
+		if wf, err := h.svc.Workflow(row.ID); err == nil {
+			row.Service = wf.ExternalService.Type
+		}
 	}
 	slots, err := h.svc.Slots(ctx, row.ID, win.Start(), win.End)
 	if err != nil {
 		row.Err = err.Error()
-		return buf
+		return
 	}
 	clear(cells)
+	row.Running, row.Fail = 0, 0
 	for i := range slots {
 		s := &slots[i]
 		b := win.bucketOf(s.ID.Time)
@@ -271,9 +310,9 @@ func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells [
 			row.Fail++
 		}
 	}
-	buf = renderCells(buf, cells)
-	row.Cells = template.HTML(buf)
-	return buf
+	if render {
+		row.Cells = template.HTML(renderCells(make([]byte, 0, len(cells)*16), cells))
+	}
 }
 
 // renderCells writes one element per bucket: the class carries the worst

@@ -92,6 +92,7 @@ type handler struct {
 	assetVersion string
 	gzPool       sync.Pool
 	zoom         zoomChooser
+	agg          aggCache
 }
 
 type staticFile struct {
