@@ -147,4 +147,3 @@ func TestGridShownRowsAreFresh(t *testing.T) {
 		t.Errorf("with failures: %d, then %d", n0, n1)
 	}
 }
-
