@@ -482,11 +482,11 @@ func (h *handler) headers(page *gridPage, win window, now time.Time) {
 }
 
 // fitLabel returns the first label whose text fits width pixels of a
-// header span (7.5 px a character at the header's 11 px, 8 px of padding),
+// header span (7 px a character at the header's 11 px, 6 px of padding),
 // or "" when none does (the span's title still names it).
 func fitLabel(labels []string, width int) string {
 	for _, l := range labels {
-		if 8+len(l)*15/2 <= width {
+		if 6+len(l)*7 <= width {
 			return l
 		}
 	}
