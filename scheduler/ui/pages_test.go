@@ -105,6 +105,9 @@ func TestGridServerFilters(t *testing.T) {
 	if older == nil || !strings.Contains(older[1], "problems=1") || !strings.Contains(older[1], "zoom=15") {
 		t.Errorf("the older link drops the filter: %v", older)
 	}
+	if !strings.Contains(page, `<input type="hidden" name="problems" value="1">`) {
+		t.Error("the date box's form drops the filter")
+	}
 	if !strings.Contains(wantStatus(t, get(t, h, "/ui?q=nothing-like-this"), 200), "No workflow matches the filter.") {
 		t.Error("an empty filtered view is not explained")
 	}
