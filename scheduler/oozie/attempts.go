@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -34,7 +35,14 @@ func (s *Service) Attempts(ctx context.Context, w *workflow.Workflow, id slot.ID
 	if err != nil {
 		return nil, fmt.Errorf("attempts of %s: %w", id, err)
 	}
-	slices.Reverse(jobs) // Oozie lists the newest first
+	// Oozie lists the newest first; jobs created in the same second keep
+	// the order of their IDs (a sequence number, zero-padded).
+	slices.SortStableFunc(jobs, func(a, b Job) int {
+		if c := a.CreatedTime.Compare(b.CreatedTime.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 	out := make([]scheduler.Attempt, 0, len(jobs))
 	for _, j := range jobs {
 		a := scheduler.Attempt{
