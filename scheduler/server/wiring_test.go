@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/deploy"
 	"github.com/celos-go/celos/internal/ooziefake"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/schema/workflow"
@@ -50,11 +47,6 @@ func TestRunWiresOozie(t *testing.T) {
 	}}}
 	b, _ := p.Marshal()
 	os.WriteFile(filepath.Join(wf, "wc.json"), b, 0o644)
-	// The manifest celos deploy would have written beside it.
-	sum := sha256.Sum256(b)
-	man, _ := json.Marshal(deploy.Manifest{Format: deploy.ManifestFormat, Project: "wc", DeployedAt: start, User: "ci", GitCommit: "abcdef0123", WorkflowsSHA256: hex.EncodeToString(sum[:])})
-	os.MkdirAll(filepath.Join(wf, deploy.StateDir), 0o755)
-	os.WriteFile(filepath.Join(wf, deploy.StateDir, "wc.manifest.json"), man, 0o644)
 
 	cfg := Config{Port: 0, Workflows: wf, DB: filepath.Join(dir, "db"), Defaults: dir, URLFile: filepath.Join(dir, "url"), Stderr: io.Discard}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -95,30 +87,7 @@ func TestRunWiresOozie(t *testing.T) {
 	if conf["queue"] != "etl" || conf["inputDir"] != "/input/2015-09-13/13" || conf["celosWorkflowName"] != "wordcount@2015-09-13T13:00Z" {
 		t.Errorf("configuration Oozie received: %v", conf)
 	}
-	// The slot's attempts, through the server's lister, from Oozie.
-	resp, err := http.Get(url + "/slot-attempts?id=wordcount&time=2015-09-13T13:00Z")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sa api.SlotAttempts
-	json.NewDecoder(resp.Body).Decode(&sa)
-	resp.Body.Close()
-	if len(sa.Attempts) != 1 || sa.Attempts[0].ExternalID != jobs[0].ID || sa.Attempts[0].Status != "SUCCEEDED" {
-		t.Errorf("attempts: %+v", sa)
-	}
-	// The UI groups the workflow under its project, with the deploy.
-	resp, err = http.Get(url + "/ui")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`data-group="wc"`, "deployed <code>abcdef0</code> · 2015-09-13 13:00 UTC · ci"} {
-		if !strings.Contains(string(page), want) {
-			t.Errorf("the UI lacks %q", want)
-		}
-	}
-	resp, err = http.Get(url + "/metrics")
+	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
