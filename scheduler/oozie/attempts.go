@@ -16,10 +16,16 @@ import (
 
 var _ scheduler.AttemptLister = (*Service)(nil)
 
-// maxAttempts bounds the jobs listed for one slot.
-const maxAttempts = 200
+// maxAttempts bounds the jobs listed for one slot; maxFailureDetails the
+// failed ones among the newest whose action error is fetched (one call
+// each).
+const (
+	maxAttempts       = 200
+	maxFailureDetails = 10
+)
 
-// Attempts lists the slot's jobs, oldest first: the workflow jobs whose
+// Attempts lists the slot's jobs, oldest first, with the first failed
+// action's error for a failed job (as Status gives it): the workflow jobs whose
 // application name is the slot's celosWorkflowName
 // (GET /jobs?filter=name=<workflow>@<time>), which every attempt of the slot
 // has when workflow.xml is named "${celosWorkflowName}", as Celos's
@@ -44,10 +50,19 @@ func (s *Service) Attempts(ctx context.Context, w *workflow.Workflow, id slot.ID
 		return strings.Compare(a.ID, b.ID)
 	})
 	out := make([]scheduler.Attempt, 0, len(jobs))
+	details := 0
 	for _, j := range jobs {
+		// A failed job's list entry has no actions: ask for the newest
+		// few, so that the first failed action's error shows.
+		if (j.Status == StatusFailed || j.Status == StatusKilled) && len(jobs)-len(out) <= maxFailureDetails && details < maxFailureDetails {
+			details++
+			if info, err := c.JobInfo(ctx, j.ID); err == nil {
+				j.Status, j.Actions = info.Status, info.Actions
+			}
+		}
 		a := scheduler.Attempt{
 			ExternalID: j.ID, Submitted: j.CreatedTime.Time, Started: j.StartTime.Time,
-			Status: j.Status, LogURL: j.ConsoleURL,
+			Status: detail(&j), LogURL: j.ConsoleURL,
 		}
 		if st, err := MapStatus(j.Status); err == nil {
 			a.Running, a.Success = st.Running, st.Success

@@ -46,7 +46,7 @@ func TestAttempts(t *testing.T) {
 	if len(got) != 2 || got[0].ExternalID != first || got[1].ExternalID != second {
 		t.Fatalf("attempts = %+v, want %s then %s", got, first, second)
 	}
-	if got[0].Status != oozie.StatusFailed || got[0].Running || got[0].Success || got[0].Submitted.IsZero() {
+	if got[0].Status != "FAILED (action main: JA018 Output directory exists)" || got[0].Running || got[0].Success || got[0].Submitted.IsZero() {
 		t.Errorf("first attempt: %+v", got[0])
 	}
 	if !got[1].Running || !got[1].Ended.IsZero() {

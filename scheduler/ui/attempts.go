@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/celos-go/celos/scheduler"
@@ -95,7 +96,7 @@ func attemptClass(a scheduler.Attempt) string {
 		return "u"
 	case a.Success:
 		return "s"
-	case a.Status == "killed" || a.Status == "KILLED":
+	case a.Status == "killed" || strings.HasPrefix(a.Status, "KILLED"):
 		return "k"
 	}
 	return "f"
