@@ -616,10 +616,10 @@ func TestBrowserLargeGrid(t *testing.T) {
 	for range 6 {
 		run(t, ctx, "PageDown", chromedp.KeyEvent(kb.PageDown))
 	}
-	run(t, ctx, "page 2 after PageDown on the last row", chromedp.WaitVisible(chromedp.CSS(`#grid[data-page="2"]`)))
+	waitPage(t, ctx, "page 2 after PageDown on the last row", `document.querySelector('#grid[data-page="2"]') !== null`)
 	// The filter searches every workflow, on the server.
 	run(t, ctx, "filter", chromedp.SendKeys(chromedp.CSS("#filter"), "workflow-09"+kb.Enter))
-	run(t, ctx, "the filtered view", chromedp.WaitVisible(chromedp.CSS(`#grid[data-filter="workflow-09"][data-page="1"]`)))
+	waitPage(t, ctx, "the filtered view", `document.querySelector('#grid[data-filter="workflow-09"][data-page="1"]') !== null`)
 	if got := eval[string](t, ctx, `document.querySelector('.summary .pinfo').textContent`); !strings.HasSuffix(got, " of 100 · page 1 of 3") {
 		t.Errorf("the filter's pager: %q, want 100 rows", got)
 	}
@@ -630,7 +630,7 @@ func TestBrowserLargeGrid(t *testing.T) {
 		}
 	}
 	run(t, ctx, "problems only", chromedp.Click(chromedp.CSS("#problems")))
-	run(t, ctx, "the problems view", chromedp.WaitVisible(chromedp.CSS(`#grid[data-filter="workflow-09|problems"]`)))
+	waitPage(t, ctx, "the problems view", `document.querySelector('#grid[data-filter="workflow-09|problems"]') !== null`)
 	shown := eval[[]string](t, ctx, `[...document.querySelectorAll('#grid .row[data-w]')].map(r => r.className + " " + r.dataset.w)`)
 	for _, c := range shown {
 		if !strings.Contains(c, "x") || !strings.Contains(c, "workflow-09") {
@@ -644,4 +644,26 @@ func TestBrowserLargeGrid(t *testing.T) {
 	screenshot(t, ctx, "large-grid.png")
 	// Clear the filter for the next test run in this browser profile.
 	eval[chromedp.Void](t, ctx, `sessionStorage.clear()`)
+}
+
+// waitPage waits until expr is true on the page the browser shows after a
+// navigation the page itself started (a link, a form): each try is a
+// fresh evaluation, and the errors of a document being replaced are
+// retried, for at most a minute.
+func waitPage(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ok, err := chromedp.Run(tctx, chromedp.Evaluate[bool](expr))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond) // poll interval
+	}
+	failureArtifacts(t, ctx)
+	t.Fatalf("%s: not true after a minute (last error: %v): %s", what, last, expr)
 }
