@@ -46,6 +46,9 @@ type Options struct {
 	// 503 while a step has been running for longer (by Now); default
 	// DefaultStepTimeout.
 	StepTimeout time.Duration
+	// Attempts lists every attempt of a slot (GET /slot-attempts): the
+	// server's external services (nil: the route answers 501).
+	Attempts scheduler.AttemptLister
 }
 
 // DefaultStepTimeout is the default bound of a step: the server's write
@@ -68,6 +71,7 @@ type Handler struct {
 	routes  map[string]*route
 	// stepTimeout is the bound reported by /healthz.
 	stepTimeout time.Duration
+	attempts    scheduler.AttemptLister
 }
 
 // New returns the API handler for svc.
@@ -92,6 +96,7 @@ func New(svc scheduler.Service, opts Options) *Handler {
 	if h.version == "" {
 		h.version = "devel"
 	}
+	h.attempts = opts.Attempts
 	h.stepTimeout = opts.StepTimeout
 	if h.stepTimeout <= 0 {
 		h.stepTimeout = DefaultStepTimeout
@@ -248,7 +253,7 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, external.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()
-	case errors.Is(err, errNotImplemented):
+	case errors.Is(err, errNotImplemented), errors.Is(err, scheduler.ErrNoAttempts):
 		return http.StatusNotImplemented, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, err.Error()

@@ -209,8 +209,8 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	}()
 	// One stepper for the --autoSchedule timer and POST /scheduler.
 	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
-	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout})
-	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != ""})
+	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Attempts: attemptLister(svcs)})
+	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, workflowsDir: cfg.Workflows, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != ""})
 	if err != nil {
 		return err
 	}
