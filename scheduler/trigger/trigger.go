@@ -40,10 +40,16 @@ type FileSystems interface {
 	Exists(ctx context.Context, fsURI, path string) (bool, error)
 }
 
-// Env is what triggers read.
+// Env is what triggers read. A step uses NewStepEnv, which reads each
+// thing once per step.
 type Env struct {
+	// States are read by success and failure triggers, and by sinceLast
+	// when they are also a History.
 	States States
-	FS     FileSystems
+	// FS answers hdfsCheck triggers, and dataVolume when it is a Lister.
+	FS FileSystems
+	// Registers answer event triggers.
+	Registers Registers
 }
 
 // Evaluate evaluates trigger t for the slot at slotTime, at now. It never
@@ -198,6 +204,9 @@ func eval(ctx context.Context, env Env, t *workflow.Trigger, slotTime, now time.
 			return leaf(TypeDelay, true, "Ready since "+slot.FormatTime(at))
 		}
 		return leaf(TypeDelay, false, "Delayed until "+slot.FormatTime(at))
+	}
+	if st, ok := evalNew(ctx, env, t, slotTime); ok {
+		return st
 	}
 	return failed("Trigger", "Unknown trigger type "+t.Type, fmt.Errorf("unknown trigger type %q", t.Type))
 }
