@@ -119,7 +119,7 @@ type memoResult struct {
 
 // NewMemo wraps fsys.
 func NewMemo(fsys FileSystems) *Memo {
-	return &Memo{fs: fsys, m: make(map[[2]string]memoResult), lists: make(map[[2]string]listResult)}
+	return &Memo{fs: fsys, m: make(map[[2]string]memoResult)}
 }
 
 // Exists answers from memory or asks the wrapped file systems once.

@@ -51,10 +51,10 @@ func NewStepEnv(states States, fsys FileSystems, regs Registers) Env {
 		env.FS = NewMemo(fsys)
 	}
 	if states != nil {
-		env.States = &statesMemo{States: states, succ: make(map[string]successes)}
+		env.States = &statesMemo{States: states}
 	}
 	if regs != nil {
-		env.Registers = &registersMemo{regs: regs, keys: make(map[string]bucketKeys)}
+		env.Registers = &registersMemo{regs: regs}
 	}
 	return env
 }
@@ -79,6 +79,9 @@ func (m *statesMemo) lastSuccess(wf string, at time.Time) (time.Time, bool, erro
 	if !ok {
 		s.times, s.err = successTimes(m.States, wf)
 		m.mu.Lock()
+		if m.succ == nil { // made on first use: a steady step allocates nothing here
+			m.succ = make(map[string]successes)
+		}
 		m.succ[wf] = s
 		m.mu.Unlock()
 	}
@@ -161,6 +164,9 @@ func (m *registersMemo) has(bucket, key string) (bool, error) {
 			b.keys[k] = true
 		}
 		m.mu.Lock()
+		if m.keys == nil {
+			m.keys = make(map[string]bucketKeys)
+		}
 		m.keys[bucket] = b
 		m.mu.Unlock()
 	}

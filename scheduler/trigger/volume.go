@@ -97,6 +97,9 @@ func (m *Memo) List(ctx context.Context, fsURI, dir string) ([]Entry, error) {
 	r.entries, r.err = l.List(ctx, fsURI, dir)
 	if ctx.Err() == nil {
 		m.mu.Lock()
+		if m.lists == nil {
+			m.lists = make(map[[2]string]listResult)
+		}
 		m.lists[k] = r
 		m.mu.Unlock()
 	}
