@@ -56,7 +56,8 @@ type Options struct {
 
 // Stats are counters since New, for metrics.
 type Stats struct {
-	// Calls is the number of getFileInfo RPCs sent to NameNodes.
+	// Calls is the number of operations sent to NameNodes (existence
+	// checks, and listings of dataVolume triggers).
 	Calls int64
 	// Errors counts checks that failed (not "does not exist").
 	Errors int64

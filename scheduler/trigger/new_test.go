@@ -398,3 +398,32 @@ func TestNewTriggersCompose(t *testing.T) {
 		t.Errorf("not of an unreadable failure trigger: %+v", st)
 	}
 }
+
+// TestDataVolumeTokensAcrossDST: the slot-time tokens of a glob are the
+// slot's UTC fields, so the two slots of the repeated hour of a zoned
+// hourly schedule (01:00 EDT and 01:00 EST on 3 November 2024) look at
+// two directories, and the slot after the spring-forward gap at its own.
+func TestDataVolumeTokensAcrossDST(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.ToSlash(t.TempDir())
+	writeFile(t, root+"/in/2024110305/part-0", 100) // 01:00 EDT
+	writeFile(t, root+"/in/2024110306/part-0", 100) // 01:00 EST
+	writeFile(t, root+"/in/2024110306/part-1", 100)
+	writeFile(t, root+"/in/2024031007/part-0", 100) // 03:00 EDT, after the gap
+	trig := dataVolume(root+"/in/${year}${month}${day}${hour}/part-*", 1, 0)
+	edt := time.Date(2024, 11, 3, 1, 0, 0, 0, ny)
+	est := edt.Add(time.Hour) // the same wall time, an hour later
+	gap := time.Date(2024, 3, 10, 3, 0, 0, 0, ny)
+	for _, tc := range []struct {
+		at    time.Time
+		files int64
+	}{{edt, 1}, {est, 2}, {gap, 1}, {gap.Add(-time.Hour), 0}} {
+		st := Evaluate(context.Background(), Env{FS: NewMux("")}, &trig, tc.at, tc.at)
+		if st.Error != "" || st.Files == nil || *st.Files != tc.files {
+			t.Errorf("slot %s (%s): %+v, want %d files", tc.at.UTC().Format(time.RFC3339), tc.at.Format("15:04 MST"), st, tc.files)
+		}
+	}
+}
