@@ -13,9 +13,9 @@ import (
 // TestFailureAndSinceLastReadTheStepsSnapshot: like
 // TestStepDoesNotDependOnVisitingOrder for the failure and sinceLast
 // triggers. Workflow a's slot ends in the step; b's failure trigger on a
-// sees the FAILURE in the next step only, c's sinceLast on a does not see
-// the SUCCESS in the step it happens, whichever workflow the step visits
-// first.
+// sees the FAILURE in the next step only, and b's sinceLast on a does not
+// see the SUCCESS in the step it happens, whichever workflow the step
+// visits first.
 func TestFailureAndSinceLastReadTheStepsSnapshot(t *testing.T) {
 	start := ts("2024-01-01T00:00Z")
 	for _, tc := range []struct {
