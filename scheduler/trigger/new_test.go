@@ -109,8 +109,8 @@ func TestDataVolumeOnLocalFiles(t *testing.T) {
 		files, bytes int64
 		desc         string
 	}{
-		{"two files", dataVolume(glob, 2, 0), true, 2, 1100, "2 files, 1100 bytes match " + filepath.ToSlash(day) + "/part-*: ready (need 2 files)"},
-		{"three files", dataVolume(glob, 3, 0), false, 2, 1100, "2 files, 1100 bytes match " + filepath.ToSlash(day) + "/part-*: not ready (need 3 files)"},
+		{"two files", dataVolume(glob, 2, 0), true, 2, 1100, "2 files, 1100 bytes (1.10 kB) match " + filepath.ToSlash(day) + "/part-*: ready (need 2 files)"},
+		{"three files", dataVolume(glob, 3, 0), false, 2, 1100, "2 files, 1100 bytes (1.10 kB) match " + filepath.ToSlash(day) + "/part-*: not ready (need 3 files)"},
 		{"bytes", dataVolume(glob, 1, 1100), true, 2, 1100, ""},
 		{"too few bytes", dataVolume(glob, 1, 1101), false, 2, 1100, ""},
 		{"both needed", dataVolume(glob, 3, 10), false, 2, 1100, ""},
@@ -424,6 +424,24 @@ func TestDataVolumeTokensAcrossDST(t *testing.T) {
 		st := Evaluate(context.Background(), Env{FS: NewMux("")}, &trig, tc.at, tc.at)
 		if st.Error != "" || st.Files == nil || *st.Files != tc.files {
 			t.Errorf("slot %s (%s): %+v, want %d files", tc.at.UTC().Format(time.RFC3339), tc.at.Format("15:04 MST"), st, tc.files)
+		}
+	}
+}
+
+func TestBytesText(t *testing.T) {
+	for n, want := range map[int64]string{
+		0:               "0 bytes",
+		999:             "999 bytes",
+		1000:            "1000 bytes (1.00 kB)",
+		4000:            "4000 bytes (4.00 kB)",
+		15_500:          "15500 bytes (15.5 kB)",
+		999_999:         "999999 bytes (1.00 MB)",
+		524_288_000:     "524288000 bytes (524 MB)",
+		100_000_000_000: "100000000000 bytes (100 GB)",
+		1<<63 - 1:       "9223372036854775807 bytes (9.22 EB)",
+	} {
+		if got := bytesText(n); got != want {
+			t.Errorf("bytesText(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

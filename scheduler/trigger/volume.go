@@ -140,7 +140,7 @@ func evalDataVolume(ctx context.Context, env Env, t *workflow.Trigger, slotTime 
 			parts = append(parts, fmt.Sprintf("%d files", n))
 		}
 		if n := deref(t.MinBytes); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d bytes", n))
+			parts = append(parts, bytesText(n))
 		}
 		if len(parts) == 0 {
 			return "nothing"
@@ -177,7 +177,7 @@ func evalDataVolume(ctx context.Context, env Env, t *workflow.Trigger, slotTime 
 	if ready {
 		word = "ready"
 	}
-	st := leaf(TypeDataVolume, ready, fmt.Sprintf("%d files, %d bytes match %s: %s (need %s)", v.Files, v.Bytes, glob, word, need()))
+	st := leaf(TypeDataVolume, ready, fmt.Sprintf("%d files, %s match %s: %s (need %s)", v.Files, bytesText(v.Bytes), glob, word, need()))
 	st.Files, st.Bytes = &v.Files, &v.Bytes
 	return st
 }
@@ -187,4 +187,26 @@ func deref(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+// bytesText writes a size for people: "512 bytes", "4000 bytes (4.0 kB)",
+// "100000000000 bytes (100 GB)" (decimal units; the exact count first).
+func bytesText(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	f, unit := float64(n), ""
+	for _, u := range []string{"kB", "MB", "GB", "TB", "PB", "EB"} {
+		if f < 999.95 {
+			break
+		}
+		f, unit = f/1000, u
+	}
+	if f < 9.995 {
+		return fmt.Sprintf("%d bytes (%.2f %s)", n, f, unit)
+	}
+	if f < 99.95 {
+		return fmt.Sprintf("%d bytes (%.1f %s)", n, f, unit)
+	}
+	return fmt.Sprintf("%d bytes (%.0f %s)", n, f, unit)
 }
