@@ -161,7 +161,12 @@ func FuzzReadsMatchesEvaluate(f *testing.F) {
 			case 0:
 				return workflow.Trigger{Type: workflow.TriggerAlways}
 			case 1:
-				return success(string('a' + rune(next()%3)))
+				b := next()
+				tr := success(string('a' + rune(b%3)))
+				if b&0x80 != 0 { // a failure trigger reads the same slot
+					tr.Type = workflow.TriggerFailure
+				}
+				return tr
 			case 2:
 				n := int(next() % 4)
 				ts := make([]workflow.Trigger, n)
