@@ -151,7 +151,7 @@ func (e *Engine) TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (
 	}
 	tctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
 	defer cancel()
-	st := trigger.Evaluate(tctx, trigger.Env{States: e.db, FS: e.fs}, &w.Trigger, id.Time, now)
+	st := trigger.Evaluate(tctx, trigger.Env{States: e.db, FS: e.fs, Registers: e.regs}, &w.Trigger, id.Time, now)
 	if st.Error == "" {
 		e.mu.RLock()
 		p, ok := e.problems[problemKey{id.Workflow, id.Time.UnixMilli()}]

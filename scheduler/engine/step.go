@@ -50,7 +50,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
-		env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}}
+		env: trigger.NewStepEnv(e.db, e.fs, e.regs)}
 	defer st.apply() // also when ctx ends the step early
 	wfs := st.gather(c, todo)
 	for i := range wfs {

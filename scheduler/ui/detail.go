@@ -538,6 +538,14 @@ func triggerName(t string) string {
 		return "delay"
 	case "AlwaysTrigger":
 		return "always"
+	case "DataVolumeTrigger":
+		return "dataVolume"
+	case "FailureTrigger":
+		return "failure"
+	case "SinceLastTrigger":
+		return "sinceLast"
+	case "EventTrigger":
+		return "event"
 	}
 	return t
 }
