@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -26,7 +27,7 @@ func TestRealEngineNewTriggers(t *testing.T) {
 	os.WriteFile(filepath.Join(day, "part-0"), make([]byte, 700), 0o644)
 	os.WriteFile(filepath.Join(day, "part-1"), make([]byte, 300), 0o644)
 	start := time.Date(2015, 9, 13, 13, 0, 0, 0, time.UTC)
-	writeProject(t, s.wf, "p",
+	fixture.WriteProject(t, s.wf, "p",
 		newWorkflow("ev", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerEvent, Bucket: "ingest", Key: "clicks-${year}${month}${day}T${hour}"}, 0),
 		newWorkflow("dv", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerDataVolume, FS: "file:///",
 			Path: filepath.ToSlash(in) + "/${year}${month}${day}/part-*", MinFiles: i64(1), MinBytes: i64(2000)}, 0),
