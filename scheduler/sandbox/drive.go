@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// drive steps the case's workflows through its range in simulated time,
+// as Celos CI did: at each slot time t the engine steps at t+1s (a step
+// at now looks at the slots before now) until nothing is READY or RUNNING
+// and a step changes nothing, stepping again at once after a step that
+// changed something and polling while something runs; then time
+// jumps to the next slot time of a workflow under test, up to the case's
+// end (included). The context bounds it (the case's timeout).
+func (s *sandboxCase) drive(ctx context.Context) error {
+	poll := s.r.opts.Poll
+	seen := map[slot.ID]slot.Status{}
+	t := s.c.Start
+	for {
+		now := t.Add(time.Second)
+		if err := s.eng.Step(ctx, now, s.ids); err != nil {
+			return fmt.Errorf("step at %s: %w", slot.FormatTime(now), err)
+		}
+		s.res.Steps++
+		moved := 0
+		for _, n := range s.eng.LastStep().Transitions {
+			moved += n
+		}
+		active := 0
+		for _, st := range s.slotsOf(ctx, s.ids) {
+			if st.ID.Time.After(t) {
+				continue
+			}
+			if old, ok := seen[st.ID]; (ok && old != st.Status) || (!ok && st.Status != slot.Waiting) {
+				from := old
+				if !ok {
+					from = slot.Waiting
+				}
+				s.res.Log = append(s.res.Log, fmt.Sprintf("%s  %s %s → %s", t.Format(time.RFC3339), st.ID, from, st.Status))
+			}
+			seen[st.ID] = st.Status
+			if st.Status == slot.Ready || st.Status == slot.Running {
+				active++
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if moved > 0 {
+			// Something changed: submit what became ready, or look at
+			// what waited on a slot that finished, at once.
+			continue
+		}
+		if active > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(poll):
+			}
+			continue
+		}
+		next, ok := s.next(t)
+		if !ok {
+			return nil
+		}
+		t = next
+	}
+}
+
+// next returns the first slot time of a workflow under test after t and
+// no later than the case's end.
+func (s *sandboxCase) next(t time.Time) (time.Time, bool) {
+	var best time.Time
+	for _, id := range s.ids {
+		sched, err := s.eng.Schedule(id)
+		if err != nil {
+			continue
+		}
+		times := sched.Times(t.Add(time.Second), s.c.End.Add(time.Second))
+		if len(times) > 0 && (best.IsZero() || times[0].Before(best)) {
+			best = times[0]
+		}
+	}
+	return best, !best.IsZero()
+}

@@ -1,0 +1,214 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/schema/workflow"
+	"github.com/celos-go/celos/schema/workflow/testcase"
+)
+
+var day = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// copyProject is an hourly workflow that waits for /in/<hour>/_READY and
+// copies /in/<hour>/data to /out/<hour>/data, upper-cased; and a daily one
+// after it that counts the lines of the day.
+func copyProject() *workflow.Project {
+	cp := fixture.Hourly("copy")
+	cp.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/in/${hour}/_READY"}
+	cp.ExternalService = fixture.Command("sh", "-c", `mkdir -p "$CELOS_HDFS_PREFIX/out/${hour}" && tr a-z A-Z < "$CELOS_HDFS_PREFIX/in/${hour}/data" > "$CELOS_HDFS_PREFIX/out/${hour}/data"`)
+	return fixture.Project("p", cp)
+}
+
+func inputs(hours ...string) []testcase.Input {
+	var in []testcase.Input
+	for _, h := range hours {
+		in = append(in, testcase.Input{Path: "/in/" + h, Files: map[string]string{"_READY": "", "data": "hello " + h + "\n"}})
+	}
+	return in
+}
+
+func okCase(name string) testcase.Case {
+	return testcase.Case{
+		Name: name, Start: day.Add(10 * time.Hour), End: day.Add(12 * time.Hour), Timeout: time.Minute,
+		Inputs: inputs("10", "11", "12"),
+		Outputs: []testcase.Output{{Path: "/out", Comparer: testcase.Comparer{Type: "plain"}, Files: map[string]string{
+			"10/data": "HELLO 10\n", "11/data": "HELLO 11\n", "12/data": "HELLO 12\n",
+		}}},
+	}
+}
+
+func run(t *testing.T, opts Options, cases ...testcase.Case) []Result {
+	t.Helper()
+	if opts.Project == nil {
+		opts.Project = copyProject()
+	}
+	opts.TempDir = t.TempDir()
+	res, err := Run(context.Background(), opts, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, opts.TempDir, opts.Keep)
+	return res
+}
+
+// assertEmpty checks that the run left nothing in its temporary directory.
+func assertEmpty(t *testing.T, dir string, keep bool) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keep && len(entries) > 0 {
+		t.Errorf("the run left %d entries in %s (%s...)", len(entries), dir, entries[0].Name())
+	}
+}
+
+func TestRunPasses(t *testing.T) {
+	res := run(t, Options{}, okCase("ok"))
+	r := res[0]
+	if !r.Passed || len(r.Failures) > 0 {
+		t.Fatalf("failed: %q", r.Failures)
+	}
+	want := []string{
+		"2026-01-01T10:00:00Z  copy@2026-01-01T10:00:00.000Z WAITING → READY",
+		"2026-01-01T10:00:00Z  copy@2026-01-01T10:00:00.000Z READY → RUNNING",
+		"2026-01-01T10:00:00Z  copy@2026-01-01T10:00:00.000Z RUNNING → SUCCESS",
+		"2026-01-01T11:00:00Z  copy@2026-01-01T11:00:00.000Z WAITING → READY",
+		"2026-01-01T11:00:00Z  copy@2026-01-01T11:00:00.000Z READY → RUNNING",
+		"2026-01-01T11:00:00Z  copy@2026-01-01T11:00:00.000Z RUNNING → SUCCESS",
+		"2026-01-01T12:00:00Z  copy@2026-01-01T12:00:00.000Z WAITING → READY",
+		"2026-01-01T12:00:00Z  copy@2026-01-01T12:00:00.000Z READY → RUNNING",
+		"2026-01-01T12:00:00Z  copy@2026-01-01T12:00:00.000Z RUNNING → SUCCESS",
+	}
+	if diff := cmp.Diff(want, r.Log); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	wrong := okCase("wrong-output")
+	wrong.Outputs[0].Files["11/data"] = "HELLO ELEVEN\n"
+	missing := okCase("missing-output")
+	missing.Outputs = append(missing.Outputs, testcase.Output{Path: "/nothing", Files: map[string]string{}, Comparer: testcase.Comparer{Type: "plain"}})
+	extra := okCase("extra-file")
+	delete(extra.Outputs[0].Files, "12/data")
+	never := okCase("never-ready")
+	never.Inputs = inputs("10", "11") // 12 never arrives
+	res := run(t, Options{}, wrong, missing, extra, never)
+	want := map[string][]string{
+		"wrong-output": {"/out: 11/data: contents differ\n" +
+			"    --- expected/11/data\n    +++ actual/11/data\n    @@ -1 +1 @@\n    -HELLO ELEVEN\n    +HELLO 11"},
+		"missing-output": {"/nothing: missing (the workflows wrote nothing there)"},
+		"extra-file": {
+			"/out: 12: unexpected a directory in the output",
+			"/out: 12/data: unexpected a file (9 bytes) in the output",
+		},
+		"never-ready": {
+			"/out: 12: expected a directory, missing from the output",
+			"/out: 12/data: expected a file (9 bytes), missing from the output",
+			"slots that did not succeed:\n    copy@2026-01-01T12:00:00.000Z WAITING",
+		},
+	}
+	for _, r := range res {
+		if r.Passed {
+			t.Errorf("%s passed", r.Name)
+		}
+		if diff := cmp.Diff(want[r.Name], r.Failures); diff != "" {
+			t.Errorf("%s: failures (-want +got):\n%s", r.Name, diff)
+		}
+	}
+}
+
+func TestRunFailedCommandShowsItsOutput(t *testing.T) {
+	p := copyProject()
+	p.Workflows[0].ExternalService = fixture.Command("sh", "-c", "echo boom >&2; exit 3")
+	res := run(t, Options{Project: p}, okCase("boom"))
+	got := strings.Join(res[0].Failures, "\n")
+	if !strings.Contains(got, "copy@2026-01-01T10:00:00.000Z FAILURE\n        | boom") {
+		t.Errorf("failures do not show the command's output:\n%s", got)
+	}
+}
+
+func TestRunTimeoutKillsAndCleansUp(t *testing.T) {
+	p := copyProject()
+	p.Workflows[0].ExternalService = fixture.Command("sleep", "600")
+	c := okCase("slow")
+	c.Timeout = 2 * time.Second
+	started := time.Now()
+	res := run(t, Options{Project: p}, c)
+	if res[0].Passed || !strings.HasPrefix(res[0].Failures[0], "timed out after 2s (timeoutSeconds): copy@2026-01-01T10:00:00.000Z RUNNING") {
+		t.Errorf("failures: %q", res[0].Failures)
+	}
+	if d := time.Since(started); d > time.Minute {
+		t.Errorf("took %s: the sleeping job was not killed", d)
+	}
+}
+
+func TestRunKeep(t *testing.T) {
+	opts := Options{Keep: true}
+	res := run(t, opts, okCase("kept"))
+	r := res[0]
+	if !r.Passed || !r.Kept {
+		t.Fatalf("%+v", r)
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.FromSlash(r.Prefix), "out", "10", "data"))
+	if err != nil || string(data) != "HELLO 10\n" {
+		t.Errorf("kept output: %q, %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.Local, "db")); err != nil {
+		t.Errorf("kept state database: %v", err)
+	}
+}
+
+func TestRunParallelSandboxesAreSeparate(t *testing.T) {
+	var cases []testcase.Case
+	for _, n := range []string{"a", "b", "c", "d"} {
+		cases = append(cases, okCase(n))
+	}
+	cases[2].Outputs[0].Files["10/data"] = "x\n" // one fails; the others do not see its files
+	res := run(t, Options{Parallel: 4}, cases...)
+	for i, r := range res {
+		if r.Passed != (i != 2) {
+			t.Errorf("%s: passed=%v %q", r.Name, r.Passed, r.Failures)
+		}
+	}
+}
+
+func TestCheckBeforeAnythingRuns(t *testing.T) {
+	oz := fixture.Hourly("oz")
+	oz.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "/app/wf.xml", "oozie.libpath": "lib"})
+	p := fixture.Project("p", oz)
+	c := okCase("c")
+	c.Workflows = []string{"oz"}
+	_, err := Run(context.Background(), Options{Project: p, TempDir: t.TempDir()}, []testcase.Case{c})
+	if !errors.Is(err, ErrSetup) {
+		t.Fatalf("err %v", err)
+	}
+	for _, want := range []string{
+		`case c: workflow oz: property oozie.libpath: "lib" is relative`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	p.Workflows[0].ExternalService.Properties["oozie.libpath"] = "/lib"
+	_, err = Run(context.Background(), Options{Project: p, TempDir: t.TempDir()}, []testcase.Case{c})
+	if err == nil || !strings.Contains(err.Error(), `case c: workflow oz runs on oozie, which this run does not have: give the case a stand-in (services: "oz": celos.#Command & {...}) or run against an installation (--target)`) {
+		t.Errorf("oozie without oozie: %v", err)
+	}
+	zero := okCase("zero")
+	zero.End = zero.Start
+	_, err = Run(context.Background(), Options{Project: copyProject(), TempDir: t.TempDir()}, []testcase.Case{zero})
+	if err == nil || !strings.Contains(err.Error(), "a range of 0 covers no time") {
+		t.Errorf("range of 0: %v", err)
+	}
+}
