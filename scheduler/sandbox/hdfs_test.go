@@ -119,3 +119,69 @@ func TestRunOnHDFSWithOozie(t *testing.T) {
 		t.Errorf("left on HDFS under %s: %s", base, left[0].Name())
 	}
 }
+
+// TestRunAgainstTarget runs a case against an installation named by a
+// target file, as `celos test --target` does: the Hadoop configuration
+// of the target (the mini cluster's), the Oozie URL and properties of
+// the defaults.json in its defaults directory, its hdfs.root.
+func TestRunAgainstTarget(t *testing.T) {
+	env := oozietest.Shared(t)
+	c := env.HDFS
+	uri := "hdfs://" + c.Addr()
+	dir := t.TempDir()
+	hdfsDir := filepath.Join(dir, "project", "hdfs")
+	for name, data := range map[string]string{
+		"project/hdfs/touch/workflow.xml": touchApp,
+		"defaults/defaults.json": `{"CELOS_DEFAULT_OOZIE": "` + env.Oozie.URL() + `",
+			"CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": "` + c.User() + `", "nameNode": "` + uri + `"}}`,
+		"target.json": `{"hadoop.core-site.xml": "file://` + c.ConfDir() + `/core-site.xml",
+			"hadoop.hdfs-site.xml": "file://` + c.ConfDir() + `/hdfs-site.xml",
+			"workflows.dir.uri": "file://` + dir + `/workflows",
+			"defaults.dir.uri": "file://` + dir + `/defaults",
+			"hdfs.root": "/apps"}`,
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
+	defer conn.Close()
+	in, err := LoadInstallation(context.Background(), conn, filepath.Join(dir, "target.json"), "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.HDFSRoot != "/apps" || in.Defaults == nil || in.Defaults.Oozie != env.Oozie.URL() {
+		t.Fatalf("installation: root %q, defaults %+v", in.HDFSRoot, in.Defaults)
+	}
+	base := "/" + t.Name()
+	tenv, closeEnv, err := TargetEnv(in, c.User(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEnv()
+	w := fixture.Hourly("touch")
+	w.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/in/${year}${month}${day}${hour}/_READY"}
+	w.ExternalService = fixture.Oozie(map[string]string{
+		"oozie.wf.application.path": "${nameNode}/apps/p/touch",
+		"outputDir":                 "/out/${year}${month}${day}${hour}",
+	})
+	w.ExternalService.URL = ""
+	cs := testcase.Case{Name: "one-hour", Start: day.Add(10 * time.Hour), End: day.Add(10*time.Hour + 30*time.Minute), Timeout: 3 * time.Minute,
+		Inputs: []testcase.Input{{Path: "/in/2026010110", Files: map[string]string{"_READY": ""}}}, PathProperties: []string{"outputDir"},
+		Outputs: []testcase.Output{{Path: "/out", Comparer: testcase.Comparer{Type: "plain"}, Files: map[string]string{"2026010110/_SUCCESS": ""}}}}
+	res, err := Run(context.Background(), Options{Project: fixture.Project("p", w), HDFSDir: hdfsDir, HDFSRoot: in.HDFSRoot,
+		TempDir: t.TempDir(), Poll: 200 * time.Millisecond, Env: tenv}, []testcase.Case{cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Passed {
+		t.Errorf("failed: %q", res[0].Failures)
+	}
+	if left, err := c.Client().ReadDir(base); err != nil || len(left) > 0 {
+		t.Errorf("left on HDFS under %s: %v %v", base, left, err)
+	}
+}

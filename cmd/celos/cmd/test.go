@@ -1,13 +1,13 @@
 package cmd
 
 import (
+	"context"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
-	"os/user"
-	"path"
+	osuser "os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,9 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/celos-go/celos/scheduler/hdfscheck"
+	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/sandbox"
-	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/schema/workflow/testcase"
@@ -29,6 +28,7 @@ func init() { register(newTestCmd) }
 
 type testFlags struct {
 	run, junit, hdfs, hdfsPrefix, hdfsRoot string
+	target, defaults                       string
 	verbose, keep                          bool
 	parallel                               int
 }
@@ -49,8 +49,12 @@ are compared with what is expected, and the sandbox is removed (also on
 Ctrl-C; --keep leaves it for a post-mortem).
 
 By default the sandbox is on the local disk and slots run on the command
-service (an Oozie workflow needs a stand-in in the case's services);
---hdfs URI puts prefixes, inputs and outputs on that HDFS.
+service (an Oozie workflow needs a stand-in in the case's services).
+--hdfs URI puts prefixes, inputs and outputs on that HDFS (with --defaults
+FILE naming an Oozie for Oozie workflows); --target URL runs against an
+installation: the HDFS of its Hadoop configuration and the Oozie of its
+defaults directory's defaults.json, as Celos CI did. On HDFS the run's
+sandboxes go under /user/USER/.celos-test/PROJECT (--hdfs-prefix).
 
 Output is like go test's: a "--- FAIL: NAME (time)" block with the
 differences for each failed case (-v: every case, with its slot
@@ -62,7 +66,8 @@ tests are invalid, 2 usage error.`,
 		Example: `  celos test                       # every case, on the local disk
   celos test -v --run 'hourly.*'   # some cases, with their slot transitions
   celos test --junit report.xml    # for CI
-  celos test --hdfs hdfs://namenode:8020`,
+  celos test --hdfs hdfs://namenode:8020
+  celos test --target sftp://celos.example.com/etc/celos/staging.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error { return runTest(c, args, &f) },
 	}
@@ -74,7 +79,9 @@ tests are invalid, 2 usage error.`,
 	fs.IntVar(&f.parallel, "parallel", 0, "cases run at once (default: the number of CPUs, at least 2)")
 	fs.StringVar(&f.hdfs, "hdfs", "", "run on this HDFS (hdfs://host:port) instead of the local disk")
 	fs.StringVar(&f.hdfsPrefix, "hdfs-prefix", "", "with --hdfs: the directory the run's sandboxes go under (default /user/USER/.celos-test/PROJECT)")
-	fs.StringVar(&f.hdfsRoot, "hdfs-root", "", "where hdfs/ goes under each prefix, as for deploy (default "+sandbox.DefaultHDFSRoot+")")
+	fs.StringVar(&f.hdfsRoot, "hdfs-root", "", "where hdfs/ goes under each prefix, as for deploy (default: the target's hdfs.root, else "+sandbox.DefaultHDFSRoot+")")
+	fs.StringVar(&f.target, "target", "", "run against the installation of this target file (file: or sftp: URL): its HDFS, and the Oozie of its defaults directory")
+	fs.StringVar(&f.defaults, "defaults", "", "with --hdfs: a celos defaults file (CELOS_DEFAULT_OOZIE and its properties) for Oozie workflows")
 	return c
 }
 
@@ -98,19 +105,8 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 			return usageError("--hdfs-root: %v", err)
 		}
 	}
-	if f.hdfs == "" && f.hdfsPrefix != "" {
-		return usageError("--hdfs-prefix needs --hdfs")
-	}
-	if f.hdfs != "" {
-		u, err := url.Parse(f.hdfs)
-		if err != nil || u.Scheme != "hdfs" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return usageError("--hdfs %q: want hdfs://host:port", f.hdfs)
-		}
-		if f.hdfsPrefix != "" {
-			if err := testcase.CheckPath(f.hdfsPrefix); err != nil {
-				return usageError("--hdfs-prefix: %v", err)
-			}
-		}
+	if err := f.check(); err != nil {
+		return err
 	}
 	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
 	restore := tuneGC()
@@ -128,13 +124,13 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 	case len(cases) == 0:
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("no test case matches --run %q (the project has %s)", f.run, caseNames(suite.Cases))}
 	}
-	env, closeEnv, err := f.env(p)
+	ctx, stop := signalContext()
+	defer stop()
+	env, closeEnv, err := f.env(ctx, p)
 	if err != nil {
 		return err
 	}
 	defer closeEnv()
-	ctx, stop := signalContext()
-	defer stop()
 	started := time.Now()
 	abs, _ := filepath.Abs(dir)
 	results, err := sandbox.Run(ctx, sandbox.Options{
@@ -157,35 +153,79 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 	return nil
 }
 
-// env is where the sandboxes live: the local disk, or --hdfs.
-func (f *testFlags) env(p *workflow.Project) (sandbox.Env, func(), error) {
-	if f.hdfs == "" {
+// check checks the flags that say where the sandboxes live.
+func (f *testFlags) check() error {
+	switch {
+	case f.hdfs != "" && f.target != "":
+		return usageError("--hdfs and --target exclude each other (a target names its HDFS)")
+	case f.hdfs == "" && f.target == "" && f.hdfsPrefix != "":
+		return usageError("--hdfs-prefix needs --hdfs or --target")
+	case f.defaults != "" && f.hdfs == "":
+		return usageError("--defaults needs --hdfs (a target names its defaults)")
+	}
+	if f.hdfs != "" {
+		u, err := url.Parse(f.hdfs)
+		if err != nil || u.Scheme != "hdfs" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return usageError("--hdfs %q: want hdfs://host:port", f.hdfs)
+		}
+	}
+	if f.hdfsPrefix != "" {
+		if err := testcase.CheckPath(f.hdfsPrefix); err != nil {
+			return usageError("--hdfs-prefix: %v", err)
+		}
+	}
+	return nil
+}
+
+// env is where the sandboxes live: the local disk, --hdfs or --target. It
+// may set f.hdfsRoot from the target.
+func (f *testFlags) env(ctx context.Context, p *workflow.Project) (sandbox.Env, func(), error) {
+	if f.hdfs == "" && f.target == "" {
 		return sandbox.Env{}, func() {}, nil
 	}
-	u, _ := url.Parse(f.hdfs) // checked by runTest
-	uri := "hdfs://" + u.Host
+	user := os.Getenv("HADOOP_USER_NAME")
+	if user == "" {
+		if cu, err := osuser.Current(); err == nil {
+			user = cu.Username
+		}
+	}
 	base := f.hdfsPrefix
 	if base == "" {
-		name := os.Getenv("HADOOP_USER_NAME")
-		if name == "" {
-			if cu, err := user.Current(); err == nil {
-				name = cu.Username
+		base = sandbox.SandboxBase(user, p.Project)
+	}
+	if f.hdfs != "" {
+		var d *defaults.Defaults
+		if f.defaults != "" {
+			var err error
+			if d, err = defaults.Load(f.defaults); err != nil {
+				return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--defaults: %w", err)}
 			}
 		}
-		base = path.Join("/user", name, ".celos-test", p.Project)
+		env, closeEnv, err := sandbox.HDFSEnv(f.hdfs, "", base, d)
+		if err != nil {
+			return sandbox.Env{}, nil, usageError("--hdfs: %v", err)
+		}
+		return env, closeEnv, nil
 	}
-	pool := targets.NewHDFSPool(nil, targets.HDFSOptions{Client: hadoopconf.Options{}})
-	fsys, err := pool.FS(uri)
+	conn := targets.NewConnector(targets.SSHOptionsFromEnv(targets.SSHOptions{}), hadoopconf.Options{})
+	defer conn.Close()
+	tmp, err := os.MkdirTemp("", "celos-test-target-")
 	if err != nil {
-		return sandbox.Env{}, nil, usageError("--hdfs: %v", err)
+		return sandbox.Env{}, nil, err
 	}
-	checks := hdfscheck.New(nil, hdfscheck.Options{})
-	mux := trigger.NewMux(uri)
-	mux.Handle("hdfs", checks)
-	return sandbox.Env{FS: fsys, FSURI: uri, Base: base, Triggers: mux}, func() {
-		checks.Close()
-		pool.Close()
-	}, nil
+	defer os.RemoveAll(tmp)
+	in, err := sandbox.LoadInstallation(ctx, conn, f.target, os.Getenv("CELOS_CI_USERNAME"), tmp)
+	if err != nil {
+		return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--target: %w", err)}
+	}
+	if f.hdfsRoot == "" {
+		f.hdfsRoot = in.HDFSRoot
+	}
+	env, closeEnv, err := sandbox.TargetEnv(in, "", base)
+	if err != nil {
+		return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--target: %w", err)}
+	}
+	return env, closeEnv, nil
 }
 
 func caseNames(cs []testcase.Case) string {
