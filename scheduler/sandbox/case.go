@@ -118,7 +118,7 @@ func (s *sandboxCase) prepare(ctx context.Context) error {
 			return fmt.Errorf("write inputs[%d] to %s: %w", i, in.Path, err)
 		}
 	}
-	rw := Rewrite{Prefix: s.prefix, FS: o.Env.FSURI, Local: o.Env.local()}
+	rw := Rewrite{Prefix: s.prefix, FS: o.Env.FSURI, Local: o.Env.local(), Have: o.Env.have()}
 	p, err := rw.Workflows(o.Project, s.c)
 	if err != nil {
 		return err

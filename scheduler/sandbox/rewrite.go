@@ -95,12 +95,17 @@ type Rewrite struct {
 	FS string
 	// Local is set when the sandbox is on the local disk.
 	Local bool
+	// Have are the external service types the run has; a case's
+	// stand-in replaces a workflow's service only when its type is not
+	// among them (nil: always).
+	Have map[string]bool
 }
 
 // Workflows returns the project's workflows as the case runs them: every
 // HDFS path the schema knows to be one under the prefix (hdfsCheck
 // paths, the Oozie properties of testcase.DefaultPathProperties and of
-// c.PathProperties), the case's stand-in services in place, commands
+// c.PathProperties), the case's stand-in services in place of the services
+// the run does not have, commands
 // given PrefixEnv and FSEnv, and start times no earlier than the case's
 // start (so that no slot before the range runs). The project is not
 // changed.
@@ -115,7 +120,7 @@ func (r Rewrite) Workflows(p *workflow.Project, c *testcase.Case) (*workflow.Pro
 	}
 	var errs []error
 	for i, w := range p.Workflows {
-		if s, ok := c.Services[w.ID]; ok {
+		if s, ok := c.Services[w.ID]; ok && (r.Have == nil || !r.Have[w.ExternalService.Type]) {
 			w.ExternalService = s
 		}
 		t, err := r.trigger(w.Trigger)

@@ -122,3 +122,27 @@ func TestRewriteWorkflows(t *testing.T) {
 		t.Errorf("relative libpath: %v", err)
 	}
 }
+
+// TestRewriteStandInOnlyWhenMissing: a stand-in replaces a service the run
+// does not have, and only such a one.
+func TestRewriteStandInOnlyWhenMissing(t *testing.T) {
+	oz := fixture.Hourly("oz")
+	oz.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "/app"})
+	p := fixture.Project("p", oz)
+	c := &testcase.Case{Services: map[string]workflow.ExternalService{"oz": fixture.Command("true")}}
+	for _, tt := range []struct {
+		have map[string]bool
+		want string
+	}{
+		{map[string]bool{"command": true}, "command"},
+		{map[string]bool{"command": true, "oozie": true}, "oozie"},
+	} {
+		got, err := Rewrite{Prefix: "/p", Have: tt.have}.Workflows(p, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ := got.Workflows[0].ExternalService.Type; typ != tt.want {
+			t.Errorf("have %v: runs on %s, want %s", tt.have, typ, tt.want)
+		}
+	}
+}

@@ -67,6 +67,16 @@ type Env struct {
 	Services map[string]external.Service
 }
 
+// have are the external service types a run has: its own command
+// service and Services.
+func (e Env) have() map[string]bool {
+	have := map[string]bool{workflow.ServiceCommand: true}
+	for t := range e.Services {
+		have[t] = true
+	}
+	return have
+}
+
 func (e Env) local() bool { return e.FS == nil || e.FS.String() == (targets.Local{}).String() }
 
 // Options configure Run.
@@ -224,10 +234,7 @@ func Check(opts Options, cases []testcase.Case) error {
 	if opts.Project == nil {
 		return fmt.Errorf("%w: no project", ErrSetup)
 	}
-	have := map[string]bool{workflow.ServiceCommand: true}
-	for t := range opts.Env.Services {
-		have[t] = true
-	}
+	have := opts.Env.have()
 	ids := map[string]bool{}
 	for _, w := range opts.Project.Workflows {
 		ids[w.ID] = true
@@ -241,7 +248,7 @@ func Check(opts Options, cases []testcase.Case) error {
 			}
 			continue
 		}
-		rw := Rewrite{Prefix: "/p", Local: opts.Env.local()}
+		rw := Rewrite{Prefix: "/p", Local: opts.Env.local(), Have: have}
 		p, err := rw.Workflows(opts.Project, c)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("case %s: %w", c.Name, err))

@@ -68,9 +68,9 @@ type Case struct {
 	// DefaultPathProperties, whose values are HDFS paths to rewrite under
 	// the case's prefix.
 	PathProperties []string `json:"pathProperties,omitempty"`
-	// Services replace the external service of a workflow in this case
-	// (a stand-in, usually a command for an Oozie workflow when the test
-	// runs without Oozie), by workflow id.
+	// Services are stand-ins by workflow id: a workflow whose own
+	// external service the run does not have (Oozie on the local disk)
+	// runs on its stand-in instead.
 	Services map[string]workflow.ExternalService `json:"services,omitempty"`
 	// Where locates the case in the project's files ("file:line:col"),
 	// for messages.
