@@ -38,7 +38,8 @@ type sandboxCase struct {
 	db     *statedb.DB
 	cmd    *command.Service
 	eng    *engine.Engine
-	ids    []string // the workflows under test, sorted
+	ids    []string          // the workflows under test, sorted
+	types  map[string]string // workflow id → its external service type, as run
 }
 
 // runCase runs one case and always cleans up after it.
@@ -152,6 +153,10 @@ func (s *sandboxCase) prepare(ctx context.Context) error {
 		return fmt.Errorf("the sandbox's workflows did not load: %s", errs[0].Error)
 	}
 	s.ids = sortedIDs(s.c, p)
+	s.types = make(map[string]string, len(p.Workflows))
+	for _, w := range p.Workflows {
+		s.types[w.ID] = w.ExternalService.Type
+	}
 	return nil
 }
 

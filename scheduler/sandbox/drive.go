@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // drive steps the case's workflows through its range in simulated time,
 // as Celos CI did: at each slot time t the engine steps at t+1s (a step
 // at now looks at the slots before now) until nothing is READY or RUNNING
 // and a step changes nothing, stepping again at once after a step that
-// changed something and polling while something runs; then time
+// changed something and polling while something runs (a command job's
+// end is seen at once); then time
 // jumps to the next slot time of a workflow under test, up to the case's
 // end (included). The context bounds it (the case's timeout).
 func (s *sandboxCase) drive(ctx context.Context) error {
@@ -29,7 +31,7 @@ func (s *sandboxCase) drive(ctx context.Context) error {
 		for _, n := range s.eng.LastStep().Transitions {
 			moved += n
 		}
-		active := 0
+		active, commands := 0, 0
 		for _, st := range s.slotsOf(ctx, s.ids) {
 			if st.ID.Time.After(t) {
 				continue
@@ -45,6 +47,9 @@ func (s *sandboxCase) drive(ctx context.Context) error {
 			if st.Status == slot.Ready || st.Status == slot.Running {
 				active++
 			}
+			if st.Status == slot.Running && s.types[st.ID.Workflow] == workflow.ServiceCommand {
+				commands++
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -55,10 +60,8 @@ func (s *sandboxCase) drive(ctx context.Context) error {
 			continue
 		}
 		if active > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(poll):
+			if err := s.pause(ctx, commands > 0, poll); err != nil {
+				return err
 			}
 			continue
 		}
@@ -85,4 +88,26 @@ func (s *sandboxCase) next(t time.Time) (time.Time, bool) {
 		}
 	}
 	return best, !best.IsZero()
+}
+
+// minPause is the least pause between two steps while something runs.
+const minPause = 5 * time.Millisecond
+
+// pause waits before the next step while something runs: at most poll,
+// and no longer than until the case's command jobs have all ended when
+// one of them runs (their supervisors are this process's children, so
+// the end of a job is seen at once, not at the next poll).
+func (s *sandboxCase) pause(ctx context.Context, commands bool, poll time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, poll)
+	defer cancel()
+	if commands {
+		started := time.Now()
+		if s.cmd.Wait(wctx) == nil && time.Since(started) < minPause {
+			// Nothing was left to wait for: do not spin.
+			time.Sleep(minPause)
+		}
+		return ctx.Err()
+	}
+	<-wctx.Done()
+	return ctx.Err()
 }
