@@ -212,3 +212,30 @@ func TestCheckBeforeAnythingRuns(t *testing.T) {
 		t.Errorf("range of 0: %v", err)
 	}
 }
+
+// TestTwoRunsAtOnceNeverShareASandbox starts two runs of the same case at
+// the same time in the same temporary directory: both pass, in prefixes
+// of their own, and both clean up.
+func TestTwoRunsAtOnceNeverShareASandbox(t *testing.T) {
+	tmp := t.TempDir()
+	results := make(chan Result, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			res, err := Run(context.Background(), Options{Project: copyProject(), TempDir: tmp}, []testcase.Case{okCase("same")})
+			if err != nil {
+				t.Error(err)
+				results <- Result{}
+				return
+			}
+			results <- res[0]
+		}()
+	}
+	a, b := <-results, <-results
+	if !a.Passed || !b.Passed {
+		t.Fatalf("failures: %q, %q", a.Failures, b.Failures)
+	}
+	if a.Prefix == b.Prefix || a.Local == b.Local {
+		t.Errorf("the runs shared a sandbox: %s %s", a.Prefix, a.Local)
+	}
+	assertEmpty(t, tmp, false)
+}
