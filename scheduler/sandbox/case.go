@@ -51,13 +51,14 @@ func (r *runner) runCase(ctx context.Context, c *testcase.Case) Result {
 	res.Prefix, res.Local = s.prefix, s.local
 	cctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	err := s.run(cctx)
+	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) // before cancel, which sets Err
 	cancel()
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		res.Interrupted = true
 		res.Failures = append(res.Failures, "interrupted")
-	case errors.Is(err, context.DeadlineExceeded) || cctx.Err() != nil:
+	case timedOut:
 		res.Failures = append(res.Failures, fmt.Sprintf("timed out after %s (timeoutSeconds)%s", c.Timeout, s.pending()))
 	default:
 		res.Failures = append(res.Failures, err.Error())

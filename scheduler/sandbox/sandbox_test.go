@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -238,4 +239,31 @@ func TestTwoRunsAtOnceNeverShareASandbox(t *testing.T) {
 		t.Errorf("the runs shared a sandbox: %s %s", a.Prefix, a.Local)
 	}
 	assertEmpty(t, tmp, false)
+}
+
+// TestRunHostileFixture: a FIFO or a symbolic link in a fixture fails the
+// case with what it is, without hanging on the FIFO, and the sandbox is
+// cleaned up.
+func TestRunHostileFixture(t *testing.T) {
+	for name, mk := range map[string]func(string) error{
+		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"symlink": func(p string) error { return os.Symlink("/etc/passwd", p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			fx := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(fx, "10"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := mk(filepath.Join(fx, "10", "data")); err != nil {
+				t.Fatal(err)
+			}
+			c := okCase("hostile")
+			c.Inputs = []testcase.Input{{Path: "/in", Fixture: fx}}
+			res := run(t, Options{}, c)
+			if res[0].Passed || len(res[0].Failures) != 1 || !strings.Contains(res[0].Failures[0], "write inputs[0] to /in: ") ||
+				!strings.Contains(res[0].Failures[0], "data is neither a regular file nor a directory") {
+				t.Errorf("failures: %q", res[0].Failures)
+			}
+		})
+	}
 }
