@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/celos-go/celos/scheduler/defaults"
@@ -76,10 +74,11 @@ type Installation struct {
 	HDFSRoot string
 }
 
-// LoadInstallation reads the target file at rawURL through conn: its
-// Hadoop configuration and, as Celos CI copied the target's defaults
-// directory, the defaults.json there (if any; copied into tmp and read).
-func LoadInstallation(ctx context.Context, conn *targets.Connector, rawURL, user, tmp string) (*Installation, error) {
+// LoadInstallation reads the target file at rawURL through conn (user,
+// when set, replaces the user of its sftp: URLs): its Hadoop
+// configuration and, where Celos CI copied the target's defaults
+// directory, the defaults.json there (if any).
+func LoadInstallation(ctx context.Context, conn *targets.Connector, rawURL, user string) (*Installation, error) {
 	t, err := targets.Load(ctx, conn, rawURL, targets.ParseOptions{User: user})
 	if err != nil {
 		return nil, err
@@ -104,19 +103,16 @@ func LoadInstallation(ctx context.Context, conn *targets.Connector, rawURL, user
 	if err != nil {
 		return nil, fmt.Errorf("target file %s: %w", t.Source, err)
 	}
-	local := filepath.Join(tmp, defaults.FileName)
-	if err := os.WriteFile(local, data, 0o600); err != nil {
+	if in.Defaults, err = defaults.Parse(loc.String(), data); err != nil {
 		return nil, err
-	}
-	if in.Defaults, err = defaults.Load(local); err != nil {
-		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
 	return in, nil
 }
 
 // TargetEnv is the Env of sandboxes on the installation's HDFS (its
 // defaults' CELOS_DEFAULT_HDFS, else fs.defaultFS) under base, with its
-// Oozie.
+// Oozie; an installation whose file system is file: gets sandboxes on the
+// local disk.
 func TargetEnv(in *Installation, user, base string) (Env, func(), error) {
 	uri := ""
 	if in.Defaults != nil {
@@ -128,8 +124,17 @@ func TargetEnv(in *Installation, user, base string) (Env, func(), error) {
 			return Env{}, nil, err
 		}
 	}
+	if strings.HasPrefix(uri, "file:") {
+		// An installation on the local disk (the demo's): sandboxes there
+		// too, with its Oozie if its defaults name one.
+		env := Env{}
+		if in.Defaults != nil && in.Defaults.Oozie != "" {
+			env.Services = map[string]external.Service{workflow.ServiceOozie: oozie.NewService(in.Defaults, nil)}
+		}
+		return env, func() {}, nil
+	}
 	if !strings.HasPrefix(uri, "hdfs://") {
-		return Env{}, nil, fmt.Errorf("the target's file system is %s, not HDFS: run celos test without --target", uri)
+		return Env{}, nil, fmt.Errorf("the target's file system is %s: celos test runs on hdfs:// and file: ones", uri)
 	}
 	return hdfsEnv(in.Conf, uri, user, base, in.Defaults)
 }

@@ -150,7 +150,7 @@ func TestRunAgainstTarget(t *testing.T) {
 	}
 	conn := targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
 	defer conn.Close()
-	in, err := LoadInstallation(context.Background(), conn, filepath.Join(dir, "target.json"), "", t.TempDir())
+	in, err := LoadInstallation(context.Background(), conn, filepath.Join(dir, "target.json"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

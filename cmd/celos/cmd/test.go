@@ -209,12 +209,7 @@ func (f *testFlags) env(ctx context.Context, p *workflow.Project) (sandbox.Env, 
 	}
 	conn := targets.NewConnector(targets.SSHOptionsFromEnv(targets.SSHOptions{}), hadoopconf.Options{})
 	defer conn.Close()
-	tmp, err := os.MkdirTemp("", "celos-test-target-")
-	if err != nil {
-		return sandbox.Env{}, nil, err
-	}
-	defer os.RemoveAll(tmp)
-	in, err := sandbox.LoadInstallation(ctx, conn, f.target, os.Getenv("CELOS_CI_USERNAME"), tmp)
+	in, err := sandbox.LoadInstallation(ctx, conn, f.target, os.Getenv("CELOS_CI_USERNAME"))
 	if err != nil {
 		return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--target: %w", err)}
 	}
