@@ -277,7 +277,7 @@ func TestScaffoldCI(t *testing.T) {
 	}
 	jf := read(dir, "Jenkinsfile")
 	inOrder("Jenkinsfile", jf, "cmd/celos@v1.4.0", "disableConcurrentBuilds()", "sh 'celos vet'", "sh 'celos test --junit celos-test.xml'",
-		"junit 'celos-test.xml'", "when { changeRequest() }", "celos plan --target", "when { branch 'main' }", "celos deploy --target")
+		"junit testResults: 'celos-test.xml'", "when { changeRequest() }", "celos plan --target", "when { branch 'main' }", "celos deploy --target")
 	if pc := read(dir, ".pre-commit-config.yaml"); !strings.Contains(pc, "    rev: v1.4.0\n") || strings.Contains(pc, "rev: main") {
 		t.Errorf(".pre-commit-config.yaml is not pinned:\n%s", pc)
 	}
