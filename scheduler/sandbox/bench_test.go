@@ -30,7 +30,7 @@ func BenchmarkTwentyDailyCases(b *testing.B) {
 			Outputs: []testcase.Output{{Path: "/out", Comparer: testcase.Comparer{Type: "plain"}, Files: files}},
 		}
 	}
-	for _, par := range []int{1, 2, 4, 20} {
+	for _, par := range []int{1, 2, 4, 8, 20} {
 		b.Run(fmt.Sprintf("parallel=%d", par), func(b *testing.B) {
 			slots := 0
 			for b.Loop() {

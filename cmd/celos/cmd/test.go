@@ -76,7 +76,7 @@ tests are invalid, 2 usage error.`,
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print every case, with its slot transitions")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to FILE")
 	fs.BoolVar(&f.keep, "keep", false, "leave each case's sandbox (prefix, state database, jobs) in place and print where")
-	fs.IntVar(&f.parallel, "parallel", 0, "cases run at once (default: the number of CPUs, at least 2)")
+	fs.IntVar(&f.parallel, "parallel", 0, "cases run at once (default: four per CPU)")
 	fs.StringVar(&f.hdfs, "hdfs", "", "run on this HDFS (hdfs://host:port) instead of the local disk")
 	fs.StringVar(&f.hdfsPrefix, "hdfs-prefix", "", "with --hdfs: the directory the run's sandboxes go under (default /user/USER/.celos-test/PROJECT)")
 	fs.StringVar(&f.hdfsRoot, "hdfs-root", "", "where hdfs/ goes under each prefix, as for deploy (default: the target's hdfs.root, else "+sandbox.DefaultHDFSRoot+")")
