@@ -26,7 +26,6 @@ func (s *sandboxCase) drive(ctx context.Context) error {
 		if err := s.eng.Step(ctx, now, s.ids); err != nil {
 			return fmt.Errorf("step at %s: %w", slot.FormatTime(now), err)
 		}
-		s.res.Steps++
 		moved := 0
 		for _, n := range s.eng.LastStep().Transitions {
 			moved += n

@@ -106,9 +106,6 @@ type Options struct {
 	Poll time.Duration
 	// Logger receives the engines' logs (default: discarded).
 	Logger *slog.Logger
-	// OnDone, if set, is called as each case ends (from its goroutine,
-	// one call at a time).
-	OnDone func(Result)
 }
 
 // Result is how one case went.
@@ -124,8 +121,6 @@ type Result struct {
 	Failures []string
 	// Log lists the slot transitions in simulated time, for -v.
 	Log []string
-	// Steps is the number of engine steps the case took.
-	Steps int
 	// Prefix is the case's prefix on the run's file system; Local its
 	// local directory (state database, jobs). Both are gone unless Kept.
 	Prefix, Local string
@@ -179,7 +174,6 @@ func Run(ctx context.Context, opts Options, cases []testcase.Case) ([]Result, er
 	results := make([]Result, len(cases))
 	sem := make(chan struct{}, opts.Parallel)
 	var wg sync.WaitGroup
-	var doneMu sync.Mutex
 	for i := range cases {
 		wg.Add(1)
 		go func(i int) {
@@ -192,11 +186,6 @@ func Run(ctx context.Context, opts Options, cases []testcase.Case) ([]Result, er
 			}
 			results[i] = r.runCase(ctx, &cases[i])
 			<-sem
-			if opts.OnDone != nil {
-				doneMu.Lock()
-				opts.OnDone(results[i])
-				doneMu.Unlock()
-			}
 		}(i)
 	}
 	wg.Wait()
