@@ -10,13 +10,14 @@ import (
 )
 
 // drive steps the case's workflows through its range in simulated time,
-// as Celos CI did: at each slot time t the engine steps at t+1s (a step
-// at now looks at the slots before now) until nothing is READY or RUNNING
-// and a step changes nothing, stepping again at once after a step that
-// changed something and polling while something runs (a command job's
-// end is seen at once); then time
-// jumps to the next slot time of a workflow under test, up to the case's
-// end (included). The context bounds it (the case's timeout).
+// as Celos CI did. At each slot time t the engine steps at t+1s (a step at
+// now looks at the slots before now): again at once after a step that
+// changed a slot, again after a pause while a slot is READY or RUNNING (a
+// command job's end is seen at once, see pause), and once nothing is
+// READY or RUNNING and a step changed nothing, time jumps to the next slot
+// time of a workflow under test, up to the case's end (included). A delay
+// trigger therefore becomes ready at the first slot time stepped after its
+// delay. The context (the case's timeout) bounds it.
 func (s *sandboxCase) drive(ctx context.Context) error {
 	poll := s.r.opts.Poll
 	seen := map[slot.ID]slot.Status{}
