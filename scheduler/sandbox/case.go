@@ -103,7 +103,7 @@ func (s *sandboxCase) prepare(ctx context.Context) error {
 	if o.HDFSDir != "" {
 		if _, err := os.Stat(o.HDFSDir); err == nil {
 			dst := Join(s.prefix, path.Join(o.HDFSRoot, o.Project.Project))
-			if err := copyLocal(ctx, fsys, o.HDFSDir, dst); err != nil {
+			if err := copyLocal(ctx, fsys, o.HDFSDir, dst, o.Dir); err != nil {
 				return fmt.Errorf("deploy hdfs/ to %s%s: %w", fsys, dst, err)
 			}
 		}
@@ -112,7 +112,7 @@ func (s *sandboxCase) prepare(ctx context.Context) error {
 		dst := Join(s.prefix, in.Path)
 		var err error
 		if in.Fixture != "" {
-			err = copyLocal(ctx, fsys, in.Fixture, dst)
+			err = copyLocal(ctx, fsys, in.Fixture, dst, o.Dir)
 		} else {
 			err = writeFiles(ctx, fsys, in.Files, dst)
 		}

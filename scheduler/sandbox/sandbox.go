@@ -89,6 +89,9 @@ func (e Env) local() bool { return e.FS == nil || e.FS.String() == (targets.Loca
 type Options struct {
 	// Project is the compiled project under test.
 	Project *workflow.Project
+	// Dir is the project's directory: symbolic links in hdfs/ and in
+	// fixtures are followed only to regular files inside it ("": never).
+	Dir string
 	// HDFSDir is the project's local hdfs/ directory, deployed under
 	// each prefix at HDFSRoot/<project> ("" or missing: nothing).
 	HDFSDir  string

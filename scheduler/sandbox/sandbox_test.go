@@ -241,28 +241,49 @@ func TestTwoRunsAtOnceNeverShareASandbox(t *testing.T) {
 	assertEmpty(t, tmp, false)
 }
 
-// TestRunHostileFixture: a FIFO or a symbolic link in a fixture fails the
-// case with what it is, without hanging on the FIFO, and the sandbox is
-// cleaned up.
+// TestRunHostileFixture: a FIFO (never opened: no hang), a symbolic link
+// out of the project or to a directory in a fixture fail the case with
+// what it is, and the sandbox is cleaned up; a link to a file inside the
+// project is followed, as deploy follows it in hdfs/.
 func TestRunHostileFixture(t *testing.T) {
-	for name, mk := range map[string]func(string) error{
-		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o644) },
-		"symlink": func(p string) error { return os.Symlink("/etc/passwd", p) },
+	for name, tc := range map[string]struct {
+		mk   func(dir, p string) error
+		want string
+	}{
+		"fifo":         {func(_, p string) error { return syscall.Mkfifo(p, 0o644) }, "data is neither a regular file nor a directory"},
+		"link out":     {func(_, p string) error { return os.Symlink("/etc/passwd", p) }, "data is a symbolic link that leaves the project directory"},
+		"link to dir":  {func(dir, p string) error { return os.Symlink(dir, p) }, "data: a symbolic link to something other than a regular file"},
+		"link to file": {func(dir, p string) error { return os.Symlink(filepath.Join(dir, "real"), p) }, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			fx := t.TempDir()
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "real"), []byte("hello 10\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fx := filepath.Join(dir, "fx")
 			if err := os.MkdirAll(filepath.Join(fx, "10"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := mk(filepath.Join(fx, "10", "data")); err != nil {
+			if err := os.WriteFile(filepath.Join(fx, "10", "_READY"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.mk(dir, filepath.Join(fx, "10", "data")); err != nil {
 				t.Fatal(err)
 			}
 			c := okCase("hostile")
+			c.End = c.Start.Add(30 * time.Minute)
 			c.Inputs = []testcase.Input{{Path: "/in", Fixture: fx}}
-			res := run(t, Options{}, c)
+			c.Outputs[0].Files = map[string]string{"10/data": "HELLO 10\n"}
+			res := run(t, Options{Dir: dir}, c)
+			if tc.want == "" {
+				if !res[0].Passed {
+					t.Errorf("failures: %q", res[0].Failures)
+				}
+				return
+			}
 			if res[0].Passed || len(res[0].Failures) != 1 || !strings.Contains(res[0].Failures[0], "write inputs[0] to /in: ") ||
-				!strings.Contains(res[0].Failures[0], "data is neither a regular file nor a directory") {
-				t.Errorf("failures: %q", res[0].Failures)
+				!strings.Contains(res[0].Failures[0], tc.want) {
+				t.Errorf("failures: %q, want %q", res[0].Failures, tc.want)
 			}
 		})
 	}

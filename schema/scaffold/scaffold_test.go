@@ -310,7 +310,7 @@ func TestScaffoldTestCasePasses(t *testing.T) {
 		if len(suite.Cases) != 1 {
 			t.Fatalf("%d test cases, want 1", len(suite.Cases))
 		}
-		res, err := sandbox.Run(context.Background(), sandbox.Options{Project: p, HDFSDir: filepath.Join(dir, "hdfs"), TempDir: t.TempDir()}, suite.Cases)
+		res, err := sandbox.Run(context.Background(), sandbox.Options{Project: p, Dir: dir, HDFSDir: filepath.Join(dir, "hdfs"), TempDir: t.TempDir()}, suite.Cases)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -134,7 +134,7 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 	started := time.Now()
 	abs, _ := filepath.Abs(dir)
 	results, err := sandbox.Run(ctx, sandbox.Options{
-		Project: p, HDFSDir: filepath.Join(abs, "hdfs"), HDFSRoot: f.hdfsRoot,
+		Project: p, Dir: abs, HDFSDir: filepath.Join(abs, "hdfs"), HDFSRoot: f.hdfsRoot,
 		Env: env, Parallel: f.parallel, Keep: f.keep,
 	}, cases)
 	if err != nil {
