@@ -37,14 +37,17 @@ import (
 // diagnostic, warnings included, sorted by position. When the project is
 // invalid, the Project is nil and err is a Diagnostics of the errors alone;
 // Compile never panics on bad input.
+//
+// The project's test cases (its tests field) are checked too, as
+// CompileWithTests checks them: a project with an invalid test case is
+// invalid for every command.
 func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
-	p, _, diags, err = compileDir(dir, false)
+	p, _, diags, err = compileDir(dir)
 	return p, diags, err
 }
 
-// compileDir is Compile, and with withTests the project's test cases too
-// (CompileWithTests).
-func compileDir(dir string, withTests bool) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
+// compileDir is CompileWithTests.
+func compileDir(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
 	c := &compiler{embedPos: map[string]token.Pos{}}
 	c.cwd, _ = os.Getwd()
 	defer func() {
@@ -65,7 +68,7 @@ func compileDir(dir string, withTests bool) (p *workflow.Project, suite *testcas
 		}
 	}()
 	p = c.compile(dir)
-	if withTests && p != nil {
+	if p != nil {
 		suite = c.extractTests(p)
 	}
 	return p, suite, nil, nil

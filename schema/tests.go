@@ -17,14 +17,14 @@ import (
 	"github.com/celos-go/celos/schema/workflow/testcase"
 )
 
-// CompileWithTests is Compile that also compiles the project's test cases
-// (its `tests` field, checked by the schema's #Tests) and makes the checks
-// the schema cannot: fixture and expected paths exist inside the package
-// directory, the range is not empty, paths do not overlap, the workflows
-// named exist. The suite is empty (not nil) for a project without tests.
-// `celos vet` and `celos test` use it; the other commands ignore tests.
+// CompileWithTests is Compile that also returns the project's compiled
+// test cases (its `tests` field, checked by the schema's #Tests), for
+// `celos test`. Both check what the schema cannot: fixture and expected
+// paths exist inside the package directory, the range is not empty,
+// paths do not overlap, the workflows named exist. The suite is empty (not
+// nil) for a project without tests.
 func CompileWithTests(dir string) (*workflow.Project, *testcase.Suite, []Diagnostic, error) {
-	return compileDir(dir, true)
+	return compileDir(dir)
 }
 
 // cueTestCase is a test case as the schema writes it.

@@ -20,9 +20,7 @@ func newVetCmd() *cobra.Command {
 		Short: "Check a project: schema, cron expressions, references",
 		Long: `vet loads the CUE package in DIR (default: the current directory) with the
 schema built into celos, requires every value to be concrete, and checks
-what the schema cannot: that cron expressions parse and time zones exist,
-and that the test cases (tests:, run by celos test) name fixtures that
-exist and paths that stay under the test's prefix.
+what the schema cannot: that cron expressions parse and time zones exist.
 A dependent schedule or success trigger naming a workflow that is not in
 the project is a warning (it may live in another project).
 
@@ -46,18 +44,8 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
   #     hooks: [{id: celos-vet}]`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			// vet checks the test cases too (celos test runs them).
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			defer tuneGC()()
-			_, _, diags, err := schema.CompileWithTests(dir)
-			printDiagnostics(c.ErrOrStderr(), diags)
-			if err != nil {
-				return silentExit(ExitFailure)
-			}
-			return nil
+			_, err := compileArg(c, args)
+			return err
 		},
 	}
 }
