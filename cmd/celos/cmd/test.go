@@ -78,7 +78,7 @@ tests are invalid, 2 usage error.`,
 	fs.BoolVar(&f.keep, "keep", false, "leave each case's sandbox (prefix, state database, jobs) in place and print where")
 	fs.IntVar(&f.parallel, "parallel", 0, "cases run at once (default: four per CPU)")
 	fs.StringVar(&f.hdfs, "hdfs", "", "run on this HDFS (hdfs://host:port) instead of the local disk")
-	fs.StringVar(&f.hdfsPrefix, "hdfs-prefix", "", "with --hdfs: the directory the run's sandboxes go under (default /user/USER/.celos-test/PROJECT)")
+	fs.StringVar(&f.hdfsPrefix, "hdfs-prefix", "", "with --hdfs or --target: the directory the run's sandboxes go under (default /user/USER/.celos-test/PROJECT)")
 	fs.StringVar(&f.hdfsRoot, "hdfs-root", "", "where hdfs/ goes under each prefix, as for deploy (default: the target's hdfs.root, else "+sandbox.DefaultHDFSRoot+")")
 	fs.StringVar(&f.target, "target", "", "run against the installation of this target file (file: or sftp: URL): its HDFS, and the Oozie of its defaults directory")
 	fs.StringVar(&f.defaults, "defaults", "", "with --hdfs: a celos defaults file (CELOS_DEFAULT_OOZIE and its properties) for Oozie workflows")
