@@ -115,6 +115,7 @@ func TestCompileTestsSuite(t *testing.T) {
 		Outputs: []testcase.Output{
 			{Path: "/out", Expected: filepath.Join(dir, "fx", "out"), Comparer: testcase.Comparer{Type: "plain"}},
 			{Path: "/out2", Files: map[string]string{}, Comparer: testcase.Comparer{Type: "tsv", OrderedRows: true}},
+			{Path: "/out3", Files: map[string]string{"part-0": "{}\n"}, Comparer: testcase.Comparer{Type: "ndjson", Ignore: []string{"meta.at"}}},
 		},
 		Timeout: 10 * time.Minute,
 	}}
