@@ -30,20 +30,7 @@ func TestCompileTestCases(t *testing.T) {
 				t.Fatal(err)
 			}
 			work := t.TempDir()
-			wantIdx := -1
-			for i, f := range ar.Files {
-				if f.Name == "want" {
-					wantIdx = i
-					continue
-				}
-				dst := filepath.Join(work, filepath.FromSlash(f.Name))
-				if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(dst, f.Data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			wantIdx := extract(t, ar, work)
 			if wantIdx < 0 {
 				t.Fatal("no want file")
 			}
@@ -80,15 +67,7 @@ func TestCompileTestsSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	for _, f := range ar.Files {
-		dst := filepath.Join(work, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	extract(t, ar, work)
 	dir := filepath.Join(work, "proj")
 	p, suite, _, err := CompileWithTests(dir)
 	if err != nil {
@@ -122,4 +101,25 @@ func TestCompileTestsSuite(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("suite (-want +got):\n%s", diff)
 	}
+}
+
+// extract writes the files of ar into dir, but the one named "want",
+// whose index it returns (-1 when there is none).
+func extract(t *testing.T, ar *txtar.Archive, dir string) int {
+	t.Helper()
+	wantIdx := -1
+	for i, f := range ar.Files {
+		if f.Name == "want" {
+			wantIdx = i
+			continue
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return wantIdx
 }
