@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/celos-go/celos/internal/regfile"
@@ -91,11 +92,7 @@ func copyFile(ctx context.Context, fsys targets.FS, src, dst string) error {
 
 // writeFiles writes inline files (relative name → content) under dir.
 func writeFiles(ctx context.Context, fsys targets.FS, files map[string]string, dir string) error {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	if err := fsys.MkdirAll(dir); err != nil {
 		return err
 	}

@@ -3,9 +3,10 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,12 +181,7 @@ func (r Rewrite) service(s workflow.ExternalService, props map[string]bool) (wor
 	switch s.Type {
 	case workflow.ServiceOozie:
 		np := make(map[string]string, len(s.Properties))
-		keys := make([]string, 0, len(s.Properties))
-		for k := range s.Properties {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
 			v := s.Properties[k]
 			if props[k] {
 				nv, err := RewritePath(r.Prefix, v, r.Local)

@@ -8,9 +8,10 @@ package testcase
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,7 +209,7 @@ func (c *Case) Problems(ids map[string]bool) []string {
 			bad("workflows: %q is not a workflow of the project", id)
 		}
 	}
-	for _, id := range sortedKeys(c.Services) {
+	for _, id := range slices.Sorted(maps.Keys(c.Services)) {
 		if !ids[id] {
 			bad("services: %q is not a workflow of the project", id)
 		}
@@ -230,7 +231,7 @@ func (c *Case) Problems(ids map[string]bool) []string {
 		if (in.Fixture == "") == (len(in.Files) == 0) {
 			bad("%s: give either fixture (a directory or file) or files (inline)", what)
 		}
-		for _, name := range sortedKeys(in.Files) {
+		for _, name := range slices.Sorted(maps.Keys(in.Files)) {
 			if err := CheckFileName(name); err != nil {
 				bad("%s.files: %v", what, err)
 			}
@@ -246,7 +247,7 @@ func (c *Case) Problems(ids map[string]bool) []string {
 		if (out.Expected == "") == (out.Files == nil) {
 			bad("%s: give either expected (a directory) or files (inline)", what)
 		}
-		for _, name := range sortedKeys(out.Files) {
+		for _, name := range slices.Sorted(maps.Keys(out.Files)) {
 			if err := CheckFileName(name); err != nil {
 				bad("%s.files: %v", what, err)
 			}
@@ -268,13 +269,4 @@ func (c *Case) Problems(ids map[string]bool) []string {
 		}
 	}
 	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
