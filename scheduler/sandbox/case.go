@@ -120,7 +120,16 @@ func (s *sandboxCase) prepare(ctx context.Context) error {
 			return fmt.Errorf("write inputs[%d] to %s: %w", i, in.Path, err)
 		}
 	}
-	rw := Rewrite{Prefix: s.prefix, FS: o.Env.FSURI, Local: o.Env.local(), Have: o.Env.have()}
+	// Commands run in the sandbox: in the prefix on the local disk, in a
+	// local directory of the case's otherwise.
+	work := filepath.FromSlash(s.prefix)
+	if !o.Env.local() {
+		work = filepath.Join(s.local, "work")
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+	}
+	rw := Rewrite{Prefix: s.prefix, FS: o.Env.FSURI, Local: o.Env.local(), Have: o.Env.have(), WorkDir: work}
 	p, err := rw.Workflows(o.Project, s.c)
 	if err != nil {
 		return err

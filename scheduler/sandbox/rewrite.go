@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -37,12 +38,14 @@ var leadingVar = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_.]*\}/`)
 //	hdfs://ns:2345/x         → hdfs://ns:2345<prefix>/x
 //	hdfs:///x                → hdfs://<prefix>/x  (that is, hdfs:///p/q/x)
 //	${nameNode}/x            → ${nameNode}<prefix>/x
+//	in/x (relative)          → <prefix>/in/x
 //
 // A prefix of "/" changes nothing. With local set (a test on the local
 // file system), the scheme and authority are dropped (hdfs://ns/x →
 // <prefix>/x), since every path then lives on the local disk; file: URIs
-// are kept as paths the same way. A relative path, an empty one or a URI
-// of another scheme is an error wrapping ErrNotRewritable.
+// are kept as paths the same way. An empty path, a URI of another scheme
+// or a leading variable not followed by / is an error wrapping
+// ErrNotRewritable.
 func RewritePath(prefix, p string, local bool) (string, error) {
 	if prefix == "/" && !local {
 		return p, nil
@@ -67,10 +70,14 @@ func RewritePath(prefix, p string, local bool) (string, error) {
 			return under(p[i:]), nil
 		}
 		return p[:i] + under(p[i:]), nil
+	case strings.HasPrefix(p, "${"):
+		return "", fmt.Errorf("%q starts with a variable that is not followed by /: it %w", p, ErrNotRewritable)
 	}
 	scheme, rest, ok := strings.Cut(p, "://")
 	if !ok {
-		return "", fmt.Errorf("%q is relative: it %w (write it absolute)", p, ErrNotRewritable)
+		// Relative: to the sandbox, as it was to the server's working
+		// directory (or the HDFS user's home).
+		return under("/" + p), nil
 	}
 	switch strings.ToLower(scheme) {
 	case "hdfs", "file":
@@ -100,6 +107,10 @@ type Rewrite struct {
 	// stand-in replaces a workflow's service only when its type is not
 	// among them (nil: always).
 	Have map[string]bool
+	// WorkDir is the local directory commands run in when they name no
+	// dir (a relative dir is taken from it): the sandbox stands for the
+	// server's working directory ("": as written).
+	WorkDir string
 }
 
 // Workflows returns the project's workflows as the case runs them: every
@@ -107,7 +118,7 @@ type Rewrite struct {
 // paths, the Oozie properties of testcase.DefaultPathProperties and of
 // c.PathProperties), the case's stand-in services in place of the services
 // the run does not have, commands
-// given PrefixEnv and FSEnv, and start times no earlier than the case's
+// given PrefixEnv and FSEnv and run in WorkDir, and start times no earlier than the case's
 // start (so that no slot before the range runs). The project is not
 // changed.
 func (r Rewrite) Workflows(p *workflow.Project, c *testcase.Case) (*workflow.Project, error) {
@@ -201,6 +212,9 @@ func (r Rewrite) service(s workflow.ExternalService, props map[string]bool) (wor
 		env[PrefixEnv] = r.Prefix
 		env[FSEnv] = r.FS
 		s.Env = env
+		if r.WorkDir != "" && !filepath.IsAbs(s.Dir) {
+			s.Dir = filepath.Join(r.WorkDir, s.Dir)
+		}
 	}
 	return s, nil
 }

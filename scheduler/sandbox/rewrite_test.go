@@ -38,6 +38,10 @@ func TestRewritePath(t *testing.T) {
 		{"/tmp/t/case", "hdfs:///x", true, "/tmp/t/case/x"},
 		{"/tmp/t/case", "${nameNode}/x", true, "/tmp/t/case/x"},
 		{"/", "hdfs://ns/x", true, "/x"},
+		// Relative paths are relative to the sandbox, as they were to
+		// the server's working directory or the HDFS user's home.
+		{pre, "in/x", false, pre + "/in/x"},
+		{"/tmp/t/case", "var/in/${hour}/_READY", true, "/tmp/t/case/var/in/${hour}/_READY"},
 	}
 	for _, tt := range tests {
 		got, err := RewritePath(tt.prefix, tt.in, tt.local)
@@ -45,7 +49,7 @@ func TestRewritePath(t *testing.T) {
 			t.Errorf("RewritePath(%q, %q, local=%v) = %q, %v; want %q", tt.prefix, tt.in, tt.local, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{"", "in/x", "s3a://bucket/x", "${nameNode}x"} {
+	for _, bad := range []string{"", "s3a://bucket/x", "${nameNode}x"} {
 		if got, err := RewritePath(pre, bad, false); !errors.Is(err, ErrNotRewritable) {
 			t.Errorf("RewritePath(%q) = %q, %v; want ErrNotRewritable", bad, got, err)
 		}
@@ -116,10 +120,21 @@ func TestRewriteWorkflows(t *testing.T) {
 
 	// A path that cannot be rewritten is an error naming the workflow.
 	c.Services = nil
-	oz.ExternalService.Properties["oozie.libpath"] = "lib"
+	oz.ExternalService.Properties["oozie.libpath"] = "s3a://bucket/lib"
 	p = fixture.Project("p", oz)
-	if _, err := (Rewrite{Prefix: "/pre"}).Workflows(p, c); !errors.Is(err, ErrNotRewritable) || err.Error() != `workflow oz: property oozie.libpath: "lib" is relative: it cannot be put under the test's prefix (write it absolute)` {
-		t.Errorf("relative libpath: %v", err)
+	if _, err := (Rewrite{Prefix: "/pre"}).Workflows(p, c); !errors.Is(err, ErrNotRewritable) || err.Error() != `workflow oz: property oozie.libpath: "s3a://bucket/lib": a s3a: URI cannot be put under the test's prefix (only hdfs: and file: ones)` {
+		t.Errorf("s3a libpath: %v", err)
+	}
+
+	// Commands run in the work directory, a relative dir under it.
+	for dir, want := range map[string]string{"": "/w", "sub": "/w/sub", "/abs": "/abs"} {
+		cw := fixture.Hourly("c")
+		cw.ExternalService = fixture.Command("true")
+		cw.ExternalService.Dir = dir
+		got, err := Rewrite{Prefix: "/pre", WorkDir: "/w"}.Workflows(fixture.Project("p", cw), c)
+		if err != nil || got.Workflows[0].ExternalService.Dir != want {
+			t.Errorf("dir %q: %v %v, want %q", dir, got, err, want)
+		}
 	}
 }
 

@@ -186,7 +186,7 @@ func TestRunParallelSandboxesAreSeparate(t *testing.T) {
 
 func TestCheckBeforeAnythingRuns(t *testing.T) {
 	oz := fixture.Hourly("oz")
-	oz.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "/app/wf.xml", "oozie.libpath": "lib"})
+	oz.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "/app/wf.xml", "oozie.libpath": "s3a://bucket/lib"})
 	p := fixture.Project("p", oz)
 	c := okCase("c")
 	c.Workflows = []string{"oz"}
@@ -195,7 +195,7 @@ func TestCheckBeforeAnythingRuns(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	for _, want := range []string{
-		`case c: workflow oz: property oozie.libpath: "lib" is relative`,
+		`case c: workflow oz: property oozie.libpath: "s3a://bucket/lib": a s3a: URI cannot be put under the test's prefix`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
@@ -286,5 +286,27 @@ func TestRunHostileFixture(t *testing.T) {
 				t.Errorf("failures: %q, want %q", res[0].Failures, tc.want)
 			}
 		})
+	}
+}
+
+// TestRunRelativePathsStayInTheSandbox: a workflow written with relative
+// paths (relative to the server's working directory, as the demo's) runs
+// with them relative to the sandbox: its trigger waits for the input
+// under the prefix, its command runs in the prefix, and nothing is written
+// to the directory celos test runs in.
+func TestRunRelativePathsStayInTheSandbox(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	w := fixture.Hourly("rel")
+	w.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: "in/${hour}/_READY"}
+	w.ExternalService = fixture.Command("sh", "-c", "mkdir -p out/${hour} && cp in/${hour}/data out/${hour}/data")
+	c := okCase("relative")
+	c.Outputs[0].Files = map[string]string{"10/data": "hello 10\n", "11/data": "hello 11\n", "12/data": "hello 12\n"}
+	res := run(t, Options{Project: fixture.Project("p", w)}, c)
+	if !res[0].Passed {
+		t.Fatalf("failures: %q", res[0].Failures)
+	}
+	if left, _ := os.ReadDir(cwd); len(left) > 0 {
+		t.Errorf("written to the working directory: %s", left[0].Name())
 	}
 }
