@@ -223,17 +223,29 @@ func (s *sandboxCase) slotsOf(ctx context.Context, ids []string) []slot.State {
 }
 
 // notSuccessful describes the slots of a failed case that did not
-// succeed, with the end of a failed command's output.
+// succeed, with the errors the engine kept for them (a trigger's file
+// system that did not answer, a refused submission) and the end of a
+// failed command's output.
 func (s *sandboxCase) notSuccessful() string {
 	if s.eng == nil {
 		return ""
 	}
 	var b strings.Builder
+	problems := map[slot.ID][]string{}
+	for _, id := range s.ids {
+		for _, p := range s.eng.Problems(id) {
+			sid := slot.ID{Workflow: p.Workflow, Time: p.Slot}
+			problems[sid] = append(problems[sid], p.Op+": "+p.Error)
+		}
+	}
 	for _, st := range s.slotsOf(context.Background(), s.ids) {
 		if st.Status == slot.Success {
 			continue
 		}
 		fmt.Fprintf(&b, "\n    %s %s", st.ID, st.Status)
+		if ps := problems[slot.ID{Workflow: st.ID.Workflow, Time: st.ID.Time}]; len(ps) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(ps, "; "))
+		}
 		if st.Status == slot.Failure && st.ExternalID != "" && s.cmd != nil {
 			if out, err := s.cmd.ReadLog(st.ExternalID, 400); err == nil && len(out) > 0 {
 				for _, l := range strings.Split(strings.TrimRight(string(bytes.ToValidUTF8(out, []byte("?"))), "\n"), "\n") {

@@ -310,3 +310,23 @@ func TestRunRelativePathsStayInTheSandbox(t *testing.T) {
 		t.Errorf("written to the working directory: %s", left[0].Name())
 	}
 }
+
+// TestRunReportsTheEnginesErrors: a slot that waits because its trigger
+// cannot be answered says why in the failure report.
+func TestRunReportsTheEnginesErrors(t *testing.T) {
+	c := okCase("trigger-error")
+	c.End = c.Start.Add(30 * time.Minute)
+	c.Outputs[0].Files = map[string]string{"10/data": "HELLO 10\n"}
+	res := run(t, Options{Env: Env{Triggers: downFS{}}}, c)
+	got := strings.Join(res[0].Failures, "\n")
+	if !strings.Contains(got, "copy@2026-01-01T10:00:00.000Z WAITING (trigger: ") || !strings.Contains(got, "the name node is down") {
+		t.Errorf("failures do not say why the slot waits:\n%s", got)
+	}
+}
+
+// downFS answers every existence check with an error.
+type downFS struct{}
+
+func (downFS) Exists(context.Context, string, string) (bool, error) {
+	return false, errors.New("the name node is down")
+}
