@@ -23,6 +23,7 @@ import (
 
 	"github.com/celos-go/celos/schema/cron"
 	"github.com/celos-go/celos/schema/workflow"
+	"github.com/celos-go/celos/schema/workflow/testcase"
 )
 
 // Compile loads the CUE package in dir with the embedded schema (even when
@@ -36,7 +37,17 @@ import (
 // diagnostic, warnings included, sorted by position. When the project is
 // invalid, the Project is nil and err is a Diagnostics of the errors alone;
 // Compile never panics on bad input.
+//
+// The project's test cases (its tests field) are checked too, as
+// CompileWithTests checks them: a project with an invalid test case is
+// invalid for every command.
 func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
+	p, _, diags, err = compileDir(dir)
+	return p, diags, err
+}
+
+// compileDir is CompileWithTests.
+func compileDir(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
 	c := &compiler{embedPos: map[string]token.Pos{}}
 	c.cwd, _ = os.Getwd()
 	defer func() {
@@ -53,11 +64,14 @@ func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
 			}
 		}
 		if len(errs) > 0 {
-			p, err = nil, errs
+			p, suite, err = nil, nil, errs
 		}
 	}()
 	p = c.compile(dir)
-	return p, nil, nil
+	if p != nil {
+		suite = c.extractTests(p)
+	}
+	return p, suite, nil, nil
 }
 
 type compiler struct {
@@ -194,7 +208,7 @@ func (c *compiler) readProject(dir, abs, root string, overlay map[string][]byte)
 			"the vendored schema differs from the one built into celos (%s); celos checks with its own. Update the copy with: celos init --update-schema %s", why, rootName)
 	}
 	if pkg := c.packageName(abs); pkg != "" {
-		fsys.overlay[checkFile] = []byte("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\n")
+		fsys.overlay[checkFile] = []byte("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\ntests?: celos_.#Tests\n")
 		fsys.dirs[abs] = append(fsys.dirs[abs], filepath.Base(checkFile))
 		c.checkFile = checkFile
 	}
@@ -283,14 +297,14 @@ func (c *compiler) evaluate(inst *build.Instance, dir string) cue.Value {
 			}
 		}
 	}
-	// As #Project, the package is closed: only project and workflows.
+	// As #Project, the package is closed: only project, workflows and tests.
 	if it, err := pv.Fields(); err == nil {
 		for it.Next() {
 			switch it.Selector().String() {
-			case "project", "workflows":
+			case "project", "workflows", "tests":
 			default:
-				hint := "a project declares only project and workflows; helpers belong in definitions, #name, or hidden fields, _name"
-				if best := closest(it.Selector().Unquoted(), []string{"project", "workflows"}); best != "" {
+				hint := "a project declares only project, workflows and tests; helpers belong in definitions, #name, or hidden fields, _name"
+				if best := closest(it.Selector().Unquoted(), []string{"project", "workflows", "tests"}); best != "" {
 					hint = "did you mean " + best + "? " + hint
 				}
 				c.errorf(c.valuePos(it.Value()), "%s: field not allowed (%s)", it.Selector(), hint)
