@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ func init() {
 	register(newWorkflowsCmd)
 	register(newSlotsCmd)
 	register(newTriggerStatusCmd)
+	register(newAttemptsCmd)
 }
 
 func newWorkflowsCmd() *cobra.Command {
@@ -167,4 +169,65 @@ func printTrigger(w io.Writer, st trigger.Status, depth int) {
 	for _, s := range st.SubStatuses {
 		printTrigger(w, s, depth+1)
 	}
+}
+
+func newAttemptsCmd() *cobra.Command {
+	var id, at string
+	c := &cobra.Command{
+		Use:   "attempts --id WORKFLOW --time TIME",
+		Short: "List every attempt of a slot: status, times, external ID (GET /slot-attempts)",
+		Long: `List every attempt the slot's external service knows of, oldest first:
+its status (a command's exit code, Oozie's job status), when it was
+submitted, started and ended, and its external ID. The slot's state now is
+the first line.`,
+		Example: `  celos attempts --id wordcount --time 2015-09-13T13:00Z`,
+		Args:    cobra.NoArgs,
+	}
+	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
+	c.Flags().StringVar(&at, "time", "", "slot time (required)")
+	o := addClientFlags(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		t, err := requireSlot(id, at)
+		if err != nil {
+			return err
+		}
+		cl, err := o.client()
+		if err != nil {
+			return err
+		}
+		var sa api.SlotAttempts
+		body, err := cl.json(c.Context(), "GET", "/slot-attempts", slotQuery(id, t), callTimeout, &sa)
+		if err != nil {
+			return failed(err)
+		}
+		if o.json {
+			writeJSONOut(c.OutOrStdout(), body)
+			return nil
+		}
+		printAttempts(c.OutOrStdout(), id, sa)
+		return nil
+	}
+	return c
+}
+
+// printAttempts writes the slot's state, then a table of its attempts.
+func printAttempts(w io.Writer, id string, sa api.SlotAttempts) {
+	fmt.Fprintf(w, "%s@%s: %s (retryCount %d)\n", id, sa.Slot.Time, sa.Slot.Status, sa.Slot.RetryCount)
+	if len(sa.Attempts) == 0 {
+		fmt.Fprintln(w, "no attempts")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tSTATUS\tSUBMITTED\tSTARTED\tENDED\tEXTERNAL ID")
+	for i, a := range sa.Attempts {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, a.Status, timeOrDash(a.Submitted), timeOrDash(a.Started), timeOrDash(a.Ended), a.ExternalID)
+	}
+	tw.Flush()
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return slot.FormatTime(t)
 }
