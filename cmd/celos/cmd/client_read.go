@@ -122,13 +122,19 @@ func printSlots(w io.Writer, id string, ws api.WorkflowSlots) {
 }
 
 func newTriggerStatusCmd() *cobra.Command {
-	var id, at string
-	c := &cobra.Command{
+	return slotReadCmd(&cobra.Command{
 		Use:     "trigger-status --id WORKFLOW --time TIME",
 		Short:   "Explain why a slot is waiting: its trigger as a tree (GET /trigger-status)",
 		Example: `  celos trigger-status --id wordcount --time 2015-09-13T13:00Z`,
-		Args:    cobra.NoArgs,
-	}
+	}, "/trigger-status", func(w io.Writer, _ string, st trigger.Status) { printTrigger(w, st, 0) })
+}
+
+// slotReadCmd completes c as a client command that GETs path for the slot
+// named by --id and --time and prints the answer with print, or as JSON
+// with --json.
+func slotReadCmd[T any](c *cobra.Command, path string, print func(w io.Writer, id string, v T)) *cobra.Command {
+	var id, at string
+	c.Args = cobra.NoArgs
 	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
 	c.Flags().StringVar(&at, "time", "", "slot time (required)")
 	o := addClientFlags(c)
@@ -141,8 +147,8 @@ func newTriggerStatusCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var st trigger.Status
-		body, err := cl.json(c.Context(), "GET", "/trigger-status", slotQuery(id, t), callTimeout, &st)
+		var v T
+		body, err := cl.json(c.Context(), "GET", path, slotQuery(id, t), callTimeout, &v)
 		if err != nil {
 			return failed(err)
 		}
@@ -150,7 +156,7 @@ func newTriggerStatusCmd() *cobra.Command {
 			writeJSONOut(c.OutOrStdout(), body)
 			return nil
 		}
-		printTrigger(c.OutOrStdout(), st, 0)
+		print(c.OutOrStdout(), id, v)
 		return nil
 	}
 	return c
@@ -172,8 +178,7 @@ func printTrigger(w io.Writer, st trigger.Status, depth int) {
 }
 
 func newAttemptsCmd() *cobra.Command {
-	var id, at string
-	c := &cobra.Command{
+	return slotReadCmd(&cobra.Command{
 		Use:   "attempts --id WORKFLOW --time TIME",
 		Short: "List every attempt of a slot: status, times, external ID (GET /slot-attempts)",
 		Long: `List every attempt the slot's external service knows of, oldest first:
@@ -181,33 +186,7 @@ its status (a command's exit code, Oozie's job status), when it was
 submitted, started and ended, and its external ID. The slot's state now is
 the first line.`,
 		Example: `  celos attempts --id wordcount --time 2015-09-13T13:00Z`,
-		Args:    cobra.NoArgs,
-	}
-	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
-	c.Flags().StringVar(&at, "time", "", "slot time (required)")
-	o := addClientFlags(c)
-	c.RunE = func(c *cobra.Command, _ []string) error {
-		t, err := requireSlot(id, at)
-		if err != nil {
-			return err
-		}
-		cl, err := o.client()
-		if err != nil {
-			return err
-		}
-		var sa api.SlotAttempts
-		body, err := cl.json(c.Context(), "GET", "/slot-attempts", slotQuery(id, t), callTimeout, &sa)
-		if err != nil {
-			return failed(err)
-		}
-		if o.json {
-			writeJSONOut(c.OutOrStdout(), body)
-			return nil
-		}
-		printAttempts(c.OutOrStdout(), id, sa)
-		return nil
-	}
-	return c
+	}, "/slot-attempts", printAttempts)
 }
 
 // printAttempts writes the slot's state, then a table of its attempts.
