@@ -20,15 +20,24 @@ import (
 
 // Result summarises a deploy or undeploy.
 type Result struct {
-	Project       string  `json:"project"`
-	Target        string  `json:"target"`
-	WorkflowsFile string  `json:"workflowsFile"`
-	HDFSDir       string  `json:"hdfsDir,omitempty"`
-	Workflows     int     `json:"workflows"`
-	Files         int     `json:"files"`
-	Bytes         int64   `json:"bytes"`
-	Seconds       float64 `json:"seconds"`
-	GitCommit     string  `json:"gitCommit,omitempty"`
+	Project       string `json:"project"`
+	Target        string `json:"target"`
+	WorkflowsFile string `json:"workflowsFile"`
+	HDFSDir       string `json:"hdfsDir,omitempty"`
+	Workflows     int    `json:"workflows"`
+	Files         int    `json:"files"`
+	Bytes         int64  `json:"bytes"`
+	// FilesSent and BytesSent are what was uploaded: the files of the
+	// Oozie directory that changed (the others are kept or hard-linked).
+	FilesSent int   `json:"filesSent"`
+	BytesSent int64 `json:"bytesSent"`
+	// HDFSUnchanged: the Oozie directory was already the project's; it
+	// was neither uploaded nor swapped. WorkflowsUnchanged: the workflows
+	// file already had this content and was not rewritten.
+	HDFSUnchanged      bool    `json:"hdfsUnchanged,omitempty"`
+	WorkflowsUnchanged bool    `json:"workflowsUnchanged,omitempty"`
+	Seconds            float64 `json:"seconds"`
+	GitCommit          string  `json:"gitCommit,omitempty"`
 	// Removed lists what an undeploy removed (URLs).
 	Removed []string `json:"removed,omitempty"`
 }
@@ -131,12 +140,17 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	if c.tree != nil {
 		res.HDFSDir = s.hdfsURL(s.hdfsDir())
 		res.Files, res.Bytes = len(c.tree.files), c.tree.bytes
-		if old, hashes, err = s.uploadAndSwap(ctx, hfs, c.tree, o.Parallel, o.Progress); err != nil {
+		up, err := s.uploadAndSwap(ctx, hfs, c.tree, prev, start, o.Parallel, o.Progress)
+		if err != nil {
 			return nil, err
 		}
+		old, hashes = up.old, up.hashes
+		res.FilesSent, res.BytesSent, res.HDFSUnchanged = up.filesSent, up.bytesSent, up.unchanged
 	}
 
-	if err := s.writeWorkflowsFile(ctx, hfs, c, old); err != nil {
+	if sameRemoteFile(s.wf, s.wfFile, c.json) {
+		res.WorkflowsUnchanged = true // nothing to write, nothing to reload
+	} else if err := s.writeWorkflowsFile(ctx, hfs, c, old); err != nil {
 		return nil, err
 	}
 
@@ -216,20 +230,43 @@ func (s *session) prepareHDFS(ctx context.Context, c *compiled, prev *Manifest) 
 	return hfs, nil
 }
 
-// uploadAndSwap uploads the project's hdfs/ tree beside the live Oozie
-// directory, with the owner record, and swaps it in. It returns the
-// previous directory (kept until the deploy is done, to swap back on
-// failure; "" when there was none) and the uploaded files' checksums. A
-// failed upload is removed; only a swap that could not put the previous
-// directory back leaves the deployment broken.
-func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *localTree, parallel int, progress func(Progress)) (old string, hashes map[string]string, err error) {
+// swapped is what uploadAndSwap did.
+type swapped struct {
+	// old is the previous directory, kept until the deploy is done to
+	// swap back on failure ("" when there was none, or no swap).
+	old       string
+	hashes    map[string]string // every file's SHA-256
+	unchanged bool              // the live directory was kept as it is
+	filesSent int
+	bytesSent int64
+}
+
+// uploadAndSwap makes the live Oozie directory the project's hdfs/ tree.
+// When the live directory already is (incremental.go), nothing is
+// written. Otherwise the tree is built beside it, with the owner record
+// (files equal to trusted live ones hard-linked where the file system
+// can, the others uploaded), and swapped in. A failed upload is removed;
+// only a swap that could not put the previous directory back leaves the
+// deployment broken.
+func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *localTree, prev *Manifest, start time.Time, parallel int, progress func(Progress)) (*swapped, error) {
 	live := s.hdfsDir()
 	s.begin("upload HDFS directory")
+	st, err := s.inspectLive(hfs, prev)
+	if err != nil {
+		return nil, s.fail(err, true)
+	}
+	same, unchanged, err := reusable(ctx, tree, st)
+	if err != nil {
+		return nil, s.fail(err, true)
+	}
+	if unchanged {
+		return &swapped{hashes: same, unchanged: true}, nil
+	}
 	if err := hfs.MkdirAll(s.hdfsRoot); err != nil {
-		return "", nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
+		return nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
 	}
 	tmp := targets.TempName(live, "tmp")
-	hashes, err = upload(ctx, hfs, tree, tmp, parallel, progress)
+	up, err := upload(ctx, hfs, tree, uploadPlan{dest: tmp, link: same, from: live, start: start}, parallel, progress)
 	if err == nil {
 		owner := s.ownerData()
 		if werr := hfs.WriteNew(ctx, path.Join(tmp, OwnerFile), bytes.NewReader(owner), int64(len(owner)), true); werr != nil {
@@ -240,17 +277,18 @@ func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *local
 		if rerr := hfs.RemoveAll(tmp); rerr != nil {
 			s.warn("could not remove the partial upload %s (the next deploy will): %v", s.hdfsURL(tmp), rerr)
 		}
-		return "", nil, s.fail(err, true)
+		return nil, s.fail(err, true)
 	}
 	s.begin("swap HDFS directory")
-	if old, err = swapDir(hfs, tmp, live); err != nil {
+	old, err := swapDir(hfs, tmp, live)
+	if err != nil {
 		_ = hfs.RemoveAll(tmp)
 		if errors.Is(err, errNotRestored) {
-			return "", nil, &StepError{Step: s.step, Err: err, Note: "The Oozie directory is missing until the next deploy restores it; rerun the deploy."}
+			return nil, &StepError{Step: s.step, Err: err, Note: "The Oozie directory is missing until the next deploy restores it; rerun the deploy."}
 		}
-		return "", nil, s.fail(err, true)
+		return nil, s.fail(err, true)
 	}
-	return old, hashes, nil
+	return &swapped{old: old, hashes: up.hashes, filesSent: up.filesSent, bytesSent: up.bytesSent}, nil
 }
 
 // writeWorkflowsFile writes the compiled workflows file over the previous
