@@ -157,7 +157,8 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	s.begin("write manifest")
 	m := s.newManifest(hfs, c, hashes)
 	res.GitCommit = m.GitCommit
-	if err := s.writeManifest(ctx, m); err != nil {
+	changed := !res.WorkflowsUnchanged || (c.tree != nil && !res.HDFSUnchanged) || (c.tree == nil && prev != nil && prev.HDFS != nil)
+	if err := s.writeManifest(ctx, m, changed || prev == nil); err != nil {
 		return nil, &StepError{Step: s.step, Err: err, Note: "The new deployment is in place and running; only its manifest could not be written (undeploy and plan will miss it): rerun the deploy."}
 	}
 
@@ -255,9 +256,13 @@ func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *local
 	if err != nil {
 		return nil, s.fail(err, true)
 	}
-	same, unchanged, err := reusable(ctx, tree, st)
+	hc := openFileHashes(s.o.CacheDir, tree)
+	same, unchanged, err := reusable(ctx, tree, st, hc)
 	if err != nil {
 		return nil, s.fail(err, true)
+	}
+	if hc != nil {
+		_ = hc.Save() // a hint for the next deploy; without it, files are read again
 	}
 	if unchanged {
 		return &swapped{hashes: same, unchanged: true}, nil

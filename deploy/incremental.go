@@ -23,13 +23,18 @@ package deploy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/celos-go/celos/internal/cache"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -80,36 +85,11 @@ func (s *session) inspectLive(hfs targets.FS, prev *Manifest) (*liveState, error
 		return nil, nil
 	}
 	st := &liveState{trusted: map[string]ManifestFile{}, files: map[string]bool{}, dirs: map[string]bool{}}
-	listed := map[string]fs.FileInfo{}
-	var walk func(rel string) error
-	walk = func(rel string) error {
-		entries, err := hfs.ReadDir(path.Join(live, rel))
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			p := path.Join(rel, e.Name())
-			switch {
-			case e.IsDir():
-				st.dirs[p] = true
-				if err := walk(p); err != nil {
-					return err
-				}
-			case !e.Mode().IsRegular():
-				st.odd = true
-			case p == OwnerFile:
-				st.owner = true
-			default:
-				st.files[p] = true
-				listed[p] = e
-			}
-		}
-		return nil
+	listed, err := s.listLive(hfs, live, st)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	if err := walk(""); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
+	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.hdfsURL(live), err)
 	}
 	limit := prev.DeployedAt.Add(-racyMargin)
@@ -123,10 +103,58 @@ func (s *session) inspectLive(hfs targets.FS, prev *Manifest) (*liveState, error
 	return st, nil
 }
 
+// listLive lists the live directory into st, every directory's listing
+// in flight at once (up to 16: one round trip each over SFTP or to the
+// NameNode), and returns its regular files.
+func (s *session) listLive(hfs targets.FS, live string, st *liveState) (map[string]fs.FileInfo, error) {
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+		sem      = make(chan struct{}, 16)
+		listed   = map[string]fs.FileInfo{}
+	)
+	var list func(rel string)
+	list = func(rel string) {
+		defer wg.Done()
+		sem <- struct{}{}
+		entries, err := hfs.ReadDir(path.Join(live, rel))
+		<-sem
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return
+		}
+		for _, e := range entries {
+			p := path.Join(rel, e.Name())
+			switch {
+			case e.IsDir():
+				st.dirs[p] = true
+				wg.Add(1)
+				go list(p)
+			case !e.Mode().IsRegular():
+				st.odd = true
+			case p == OwnerFile:
+				st.owner = true
+			default:
+				st.files[p] = true
+				listed[p] = e
+			}
+		}
+	}
+	wg.Add(1)
+	list("")
+	wg.Wait()
+	return listed, firstErr
+}
+
 // reusable hashes the local files that have a trusted live twin of the
 // same size and returns those whose content is equal (relative path to
 // SHA-256), and whether the live directory is exactly the local tree.
-func reusable(ctx context.Context, tree *localTree, st *liveState) (same map[string]string, unchanged bool, err error) {
+func reusable(ctx context.Context, tree *localTree, st *liveState, hc *cache.FileHashes) (same map[string]string, unchanged bool, err error) {
 	same = map[string]string{}
 	if st == nil {
 		return same, false, nil
@@ -137,7 +165,7 @@ func reusable(ctx context.Context, tree *localTree, st *liveState) (same map[str
 			candidates = append(candidates, f)
 		}
 	}
-	sums, err := hashLocalFiles(ctx, candidates)
+	sums, err := hashLocalFiles(ctx, candidates, hc)
 	if err != nil {
 		return nil, false, err
 	}
@@ -154,8 +182,9 @@ func reusable(ctx context.Context, tree *localTree, st *liveState) (same map[str
 }
 
 // hashLocalFiles returns the SHA-256 of each file, two at a time (hashing
-// is CPU-bound; reading is from the page cache, usually).
-func hashLocalFiles(ctx context.Context, files []localFile) (map[string]string, error) {
+// is CPU-bound; reading is from the page cache, usually), or as hc
+// recorded it for a file whose identity is unchanged (hc may be nil).
+func hashLocalFiles(ctx context.Context, files []localFile, hc *cache.FileHashes) (map[string]string, error) {
 	var (
 		mu       sync.Mutex
 		sums     = make(map[string]string, len(files))
@@ -168,7 +197,7 @@ func hashLocalFiles(ctx context.Context, files []localFile) (map[string]string, 
 		go func() {
 			defer wg.Done()
 			for f := range work {
-				sum, err := hashLocal(f.path)
+				sum, err := hashLocalCached(f, hc)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = fmt.Errorf("read %s: %w", f.rel, err)
@@ -190,6 +219,42 @@ func hashLocalFiles(ctx context.Context, files []localFile) (map[string]string, 
 		firstErr = ctx.Err()
 	}
 	return sums, firstErr
+}
+
+// hashLocalCached is hashLocal, answered by hc (if not nil) while the
+// file's identity is the one recorded, and recorded there otherwise.
+func hashLocalCached(f localFile, hc *cache.FileHashes) (string, error) {
+	if hc == nil {
+		return hashLocal(f.path)
+	}
+	file, err := openLocal(f.path)
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(file.Fd()), &st); err != nil {
+		return "", err
+	}
+	if sum, ok := hc.Lookup(f.rel, &st); ok {
+		return sum, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, file); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	hc.Add(f.rel, &st, sum)
+	return sum, nil
+}
+
+// openFileHashes returns the deploy directory's recorded checksums, or
+// nil without a cache directory.
+func openFileHashes(cacheDir string, tree *localTree) *cache.FileHashes {
+	if cacheDir == "" {
+		return nil
+	}
+	return cache.OpenFileHashes(cache.Open(cacheDir), tree.root)
 }
 
 // sameRemoteFile reports whether name on fsys holds exactly data (any

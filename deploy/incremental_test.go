@@ -220,3 +220,51 @@ func TestUploadStamp(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployIncrementalHashCache: with a cache directory, an unchanged
+// project is compared without reading its files (their checksums are
+// kept by identity), and a local file rewritten with the same size and
+// its modification time set back is still seen as changed (its change
+// time moved).
+func TestDeployIncrementalHashCache(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	o := f.options()
+	o.CacheDir = t.TempDir()
+	jar := filepath.Join(f.deployDir, "hdfs", "lib", "wc.jar")
+	before, err := os.Stat(jar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Files changed in the last 2 s are not recorded (internal/cache):
+	// let the project's files age past that.
+	for time.Since(before.ModTime()) < 3*time.Second {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Deploy(ctx, o); err != nil || !res.HDFSUnchanged {
+		t.Fatalf("second deploy: %+v %v", res, err)
+	}
+	recorded, err := filepath.Glob(filepath.Join(o.CacheDir, "filehashes", "*", "*"))
+	if err != nil || len(recorded) != 1 {
+		t.Fatalf("recorded checksums: %v %v", recorded, err)
+	}
+	if err := os.WriteFile(jar, []byte(strings.Repeat("JAR", 1000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(jar, before.ModTime(), before.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Deploy(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.HDFSUnchanged || res.FilesSent != 1 {
+		t.Fatalf("after the rewrite: %+v", sentOf(res))
+	}
+	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount")))); d != "" {
+		t.Fatalf("Oozie dir (-want +got):\n%s", d)
+	}
+}

@@ -79,6 +79,7 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 		BreakLock: f.breakLock,
 		Parallel:  f.parallel,
 		Version:   version(),
+		CacheDir:  cacheDir(),
 
 		CreateDirs:          f.createDirs,
 		AllowForeignAppPath: f.allowForeignApp,
