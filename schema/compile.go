@@ -38,11 +38,17 @@ import (
 // Compile never panics on bad input.
 func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
 	c := &compiler{embedPos: map[string]token.Pos{}}
+	return c.run(dir)
+}
+
+// run is Compile with c's options (its cache).
+func (c *compiler) run(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
 	c.cwd, _ = os.Getwd()
 	defer func() {
 		if r := recover(); r != nil {
 			// A bug in CUE or here: report it as a diagnostic, not a crash.
 			c.errorf("", "internal error compiling %s: %v", dir, r)
+			c.panicked = true
 			p = nil
 		}
 		diags = c.sorted()
@@ -71,6 +77,11 @@ type compiler struct {
 	deferred  []cueerrors.Error    // errors left to scanMissing
 	fsys      *inputFS             // every file of the project is read through it
 	embedPos  map[string]token.Pos // host path of an embedded file → its first @embed
+
+	cache    *Cache    // CompileCached's, or nil
+	key      string    // the cache key, once the files are read
+	hit      *Compiled // the cache's answer
+	panicked bool
 }
 
 // syntheticModule is the module file overlaid when the project has no
@@ -89,6 +100,9 @@ func (c *compiler) compile(dir string) *workflow.Project {
 		return nil
 	}
 	if !c.readProject(dir, abs, root, overlay) {
+		return nil
+	}
+	if c.cache != nil && c.lookupCache(dir) {
 		return nil
 	}
 	inst := c.loadInstance(dir, abs, root)
