@@ -97,8 +97,11 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 }
 
 // compileProject is the compile step: the same checks as `celos vet`.
+// An unchanged project is answered from the compile cache, as celos vet.
 func compileProject(dir string) (*workflow.Project, []string, error) {
-	p, diags, err := schema.Compile(dir)
+	r := schema.CompileCached(dir, compileCache(false))
+	p, err := r.Load()
+	diags := r.Diags
 	var warnings []string
 	for _, d := range diags {
 		if d.Warning {
