@@ -156,6 +156,24 @@ func TestFileHashes(t *testing.T) {
 	if _, ok := OpenFileHashes(Open(cacheDir), t.TempDir()).Lookup("a.jar", fstat(t, p)); ok {
 		t.Fatal("hit for another root")
 	}
+	// A run that looked nothing up keeps what was recorded.
+	if err := OpenFileHashes(Open(cacheDir), root).Save(); err != nil {
+		t.Fatal(err)
+	}
+	other := OpenFileHashes(Open(cacheDir), root)
+	other.now = h.now
+	q := filepath.Join(root, "b.jar")
+	if err := os.WriteFile(q, []byte("b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other.Add("b.jar", fstat(t, q), key)
+	if err := other.Save(); err != nil {
+		t.Fatal(err)
+	}
+	h = OpenFileHashes(Open(cacheDir), root)
+	if _, ok := h.Lookup("a.jar", fstat(t, p)); !ok {
+		t.Fatal("a.jar forgotten by a run that recorded only b.jar")
+	}
 	before := fstat(t, p)
 	if err := os.WriteFile(p, []byte("two"), 0o644); err != nil {
 		t.Fatal(err)

@@ -102,15 +102,22 @@ func (h *FileHashes) Add(name string, st *syscall.Stat_t, sum string) {
 	h.changed = true
 }
 
-// Save writes the checksums of the files looked up or added since
-// OpenFileHashes (the others are forgotten), if anything changed.
+// Save writes the checksums recorded with Add since OpenFileHashes,
+// beside the ones that were there, if Add recorded any.
 func (h *FileHashes) Save() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.changed && len(h.seen) == len(h.old) {
+	if !h.changed {
 		return nil
 	}
-	data, err := json.Marshal(fileHashesDoc{Format: fileHashesFormat, Root: h.root, Files: h.seen})
+	files := make(map[string]FileEntry, len(h.old)+len(h.seen))
+	for name, e := range h.old {
+		files[name] = e
+	}
+	for name, e := range h.seen {
+		files[name] = e
+	}
+	data, err := json.Marshal(fileHashesDoc{Format: fileHashesFormat, Root: h.root, Files: files})
 	if err != nil {
 		return err
 	}
