@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -137,6 +138,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 
 	var old string // the previous Oozie directory while the new one is tried
 	var hashes map[string]string
+	var listed map[string]fs.FileInfo // the live files, when kept as they were
 	if c.tree != nil {
 		res.HDFSDir = s.hdfsURL(s.hdfsDir())
 		res.Files, res.Bytes = len(c.tree.files), c.tree.bytes
@@ -144,7 +146,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		old, hashes = up.old, up.hashes
+		old, hashes, listed = up.old, up.hashes, up.listed
 		res.FilesSent, res.BytesSent, res.HDFSUnchanged = up.filesSent, up.bytesSent, up.unchanged
 	}
 
@@ -155,10 +157,10 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	s.begin("write manifest")
-	m := s.newManifest(hfs, c, hashes)
+	m := s.newManifest(hfs, c, hashes, listed)
 	res.GitCommit = m.GitCommit
 	changed := !res.WorkflowsUnchanged || (c.tree != nil && !res.HDFSUnchanged) || (c.tree == nil && prev != nil && prev.HDFS != nil)
-	if err := s.writeManifest(ctx, m, changed || prev == nil); err != nil {
+	if err := s.recordManifest(ctx, m, prev, changed); err != nil {
 		return nil, &StepError{Step: s.step, Err: err, Note: "The new deployment is in place and running; only its manifest could not be written (undeploy and plan will miss it): rerun the deploy."}
 	}
 
@@ -236,8 +238,9 @@ type swapped struct {
 	// old is the previous directory, kept until the deploy is done to
 	// swap back on failure ("" when there was none, or no swap).
 	old       string
-	hashes    map[string]string // every file's SHA-256
-	unchanged bool              // the live directory was kept as it is
+	hashes    map[string]string      // every file's SHA-256
+	unchanged bool                   // the live directory was kept as it is
+	listed    map[string]fs.FileInfo // then: its files as listed
 	filesSent int
 	bytesSent int64
 }
@@ -265,7 +268,7 @@ func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *local
 		_ = hc.Save() // a hint for the next deploy; without it, files are read again
 	}
 	if unchanged {
-		return &swapped{hashes: same, unchanged: true}, nil
+		return &swapped{hashes: same, unchanged: true, listed: st.listed}, nil
 	}
 	if err := hfs.MkdirAll(s.hdfsRoot); err != nil {
 		return nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
@@ -320,8 +323,9 @@ func (s *session) writeWorkflowsFile(ctx context.Context, hfs targets.FS, c *com
 // newManifest records the deployment just made: who, from which commit,
 // the workflows file's checksum and workflow IDs, and the Oozie
 // directory's files with their checksums (hashes, from the upload) and
-// modification times as HDFS reports them.
-func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]string) *Manifest {
+// modification times as HDFS reports them (listed, when the live
+// directory was kept as it was listed; else listed again).
+func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]string, listed map[string]fs.FileInfo) *Manifest {
 	userName, host := who(s.o)
 	commit, dirty := gitCommit(s.o.DeployDir)
 	sum := sha256.Sum256(c.json)
@@ -337,7 +341,11 @@ func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]str
 		live := s.hdfsDir()
 		m.HDFS = &HDFSManifest{FS: s.hdfsName, Dir: live, Bytes: c.tree.bytes}
 		mtimes := map[string]time.Time{}
-		if files, _, err := targets.Walk(hfs, live); err == nil {
+		if listed != nil {
+			for p, fi := range listed {
+				mtimes[p] = fi.ModTime().UTC()
+			}
+		} else if files, _, err := targets.Walk(hfs, live); err == nil {
 			for _, f := range files {
 				mtimes[f.Path] = f.Info.ModTime().UTC()
 			}
@@ -347,6 +355,24 @@ func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]str
 		}
 	}
 	return m
+}
+
+// recordManifest writes m, unless the deploy changed nothing and m says
+// what prev says but for the time (the same commit, user, host, version,
+// files): a deploy that changed nothing then writes nothing at all. A
+// deploy that changed nothing but its provenance is recorded, without
+// fsync (a manifest lost in a crash leaves prev, naming the same files).
+func (s *session) recordManifest(ctx context.Context, m, prev *Manifest, changed bool) error {
+	if !changed && prev != nil {
+		a, b := *m, *prev
+		a.DeployedAt, b.DeployedAt = time.Time{}, time.Time{}
+		ja, erra := json.Marshal(a)
+		jb, errb := json.Marshal(b)
+		if erra == nil && errb == nil && bytes.Equal(ja, jb) {
+			return nil
+		}
+	}
+	return s.writeManifest(ctx, m, changed || prev == nil)
 }
 
 // cleanUp is the deploy's last step, after the new deployment is in place:

@@ -74,6 +74,9 @@ type liveState struct {
 	odd bool
 	// owner: the owner record is there (checkOwner has read it).
 	owner bool
+	// listed are the regular files as listed (the owner record not
+	// included).
+	listed map[string]fs.FileInfo
 }
 
 // inspectLive lists the live Oozie directory and compares it with the
@@ -86,6 +89,7 @@ func (s *session) inspectLive(hfs targets.FS, prev *Manifest) (*liveState, error
 	}
 	st := &liveState{trusted: map[string]ManifestFile{}, files: map[string]bool{}, dirs: map[string]bool{}}
 	listed, err := s.listLive(hfs, live, st)
+	st.listed = listed
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -52,6 +52,8 @@ func TestDeployIncrementalLocal(t *testing.T) {
 	live := filepath.Join(f.hdfsRoot, "wordcount")
 	dirIno, jarIno := inode(t, live), inode(t, filepath.Join(live, "lib/wc.jar"))
 	wfIno := inode(t, filepath.Join(f.wfDir, "wordcount.json"))
+	manifest := filepath.Join(f.wfDir, StateDir, "wordcount.manifest.json")
+	mIno := inode(t, manifest)
 
 	res, err = Deploy(ctx, f.options())
 	if err != nil {
@@ -65,6 +67,15 @@ func TestDeployIncrementalLocal(t *testing.T) {
 	}
 	if res.Files != 3 || readManifestFile(t, f).HDFS == nil {
 		t.Fatalf("result %+v", res)
+	}
+	if inode(t, manifest) != mIno {
+		t.Fatal("an unchanged redeploy by the same user rewrote the manifest")
+	}
+	// Another deployer: nothing to deploy, but the manifest says who.
+	o := f.options()
+	o.User = "bob"
+	if res, err := Deploy(ctx, o); err != nil || !res.HDFSUnchanged || readManifestFile(t, f).User != "bob" {
+		t.Fatalf("redeploy by bob: %+v %v, manifest user %q", res, err, readManifestFile(t, f).User)
 	}
 
 	writeFiles(t, filepath.Join(f.deployDir, "hdfs"), map[string]string{"workflow.xml": "<workflow-app name='wordcount-v2'/>\n"})
