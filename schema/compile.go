@@ -332,8 +332,15 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 		c.addCUEError(err, dir)
 		return nil
 	}
+	// One MarshalJSON of all workflows costs a third of one per workflow
+	// (CUE finalizes the value on each call); a workflow it fails for is
+	// marshalled on its own below, for the error at its position.
+	var all map[string]json.RawMessage
+	if data, err := wfs.MarshalJSON(); err == nil {
+		_ = json.Unmarshal(data, &all)
+	}
 	for it.Next() {
-		w, ok := c.workflow(it.Selector().Unquoted(), it.Value())
+		w, ok := c.workflow(it.Selector().Unquoted(), it.Value(), all[it.Selector().Unquoted()])
 		if ok {
 			p.Workflows = append(p.Workflows, w)
 		}
@@ -354,14 +361,17 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 	return p
 }
 
-// workflow converts one concrete workflow value and makes the checks the
-// schema cannot make, at the positions of the values concerned.
-func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
+// workflow converts one concrete workflow value (data: its JSON, if
+// already marshalled) and makes the checks the schema cannot make, at the
+// positions of the values concerned.
+func (c *compiler) workflow(id string, v cue.Value, data []byte) (workflow.Workflow, bool) {
 	var w workflow.Workflow
-	data, err := v.MarshalJSON()
-	if err != nil {
-		c.addCUEError(err, c.dir)
-		return w, false
+	if data == nil {
+		var err error
+		if data, err = v.MarshalJSON(); err != nil {
+			c.addCUEError(err, c.dir)
+			return w, false
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
