@@ -3,9 +3,9 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"io/fs"
 	"strconv"
 	"testing"
 	"time"
@@ -72,8 +72,10 @@ func BenchmarkRedeploySFTP(b *testing.B) {
 	dir, total := benchTree(b)
 	ctx := context.Background()
 	cacheDir := b.TempDir()
+	var cpu []time.Duration // of the last deploy: client and sshd, user+system
 	deploy := func(r Options) (time.Duration, int64) {
 		r.CacheDir = cacheDir // what the command sets (unknown to older code: remove there)
+		own, srvCPU := selfCPU(b), serverCPU(b, srv)
 		w := written(b)
 		start := time.Now()
 		if _, err := Deploy(ctx, r); err != nil {
@@ -83,11 +85,12 @@ func BenchmarkRedeploySFTP(b *testing.B) {
 		sent := written(b) - w
 		sent -= localWrites(b, cacheDir, start) // (older code: remove)
 		r.Connector.Close()
+		cpu = append(cpu, selfCPU(b)-own+serverCPU(b, srv)-srvCPU)
 		return d, sent
 	}
 	const rounds = 3
 	for i := 0; i < b.N; i++ {
-		var full, same, one []time.Duration
+		var full, same, one, fullCPU, sameCPU, oneCPU []time.Duration
 		var fullB, sameB, oneB []time.Duration // bytes, as durations for median()
 		r := newBenchRemote(b, srv, dir, i)
 		deploy(r) // the first deployment
@@ -96,21 +99,24 @@ func BenchmarkRedeploySFTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			d, n := deploy(newBenchRemote2(b, srv, dir, i))
-			full, fullB = append(full, d), append(fullB, time.Duration(n))
+			full, fullB, fullCPU = append(full, d), append(fullB, time.Duration(n)), append(fullCPU, cpu[len(cpu)-1])
 
 			d, n = deploy(newBenchRemote2(b, srv, dir, i))
-			same, sameB = append(same, d), append(sameB, time.Duration(n))
+			same, sameB, sameCPU = append(same, d), append(sameB, time.Duration(n)), append(sameCPU, cpu[len(cpu)-1])
 
 			conf := filepath.Join(dir, "hdfs", "conf3", "file0003.xml")
 			if err := os.WriteFile(conf, []byte("<configuration>round "+strconv.Itoa(round)+"</configuration>\n"), 0o644); err != nil {
 				b.Fatal(err)
 			}
 			d, n = deploy(newBenchRemote2(b, srv, dir, i))
-			one, oneB = append(one, d), append(oneB, time.Duration(n))
+			one, oneB, oneCPU = append(one, d), append(oneB, time.Duration(n)), append(oneCPU, cpu[len(cpu)-1])
 		}
 		b.ReportMetric(median(full).Seconds(), "full-s")
 		b.ReportMetric(median(same).Seconds(), "unchanged-s")
 		b.ReportMetric(median(one).Seconds(), "onefile-s")
+		b.ReportMetric(median(fullCPU).Seconds(), "full-cpu-s")
+		b.ReportMetric(median(sameCPU).Seconds(), "unchanged-cpu-s")
+		b.ReportMetric(median(oneCPU).Seconds(), "onefile-cpu-s")
 		b.ReportMetric(float64(median(fullB))/1e6, "full-MB-sent")
 		b.ReportMetric(float64(median(sameB))/1e6, "unchanged-MB-sent")
 		b.ReportMetric(float64(median(oneB))/1e6, "onefile-MB-sent")
