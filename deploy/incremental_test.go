@@ -3,14 +3,20 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/targets"
+	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
 // inode returns a file's inode number: a hard-linked file keeps it.
@@ -274,6 +280,51 @@ func TestDeployIncrementalHashCache(t *testing.T) {
 	}
 	if res.HDFSUnchanged || res.FilesSent != 1 {
 		t.Fatalf("after the rewrite: %+v", sentOf(res))
+	}
+	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount")))); d != "" {
+		t.Fatalf("Oozie dir (-want +got):\n%s", d)
+	}
+}
+
+// noLinkFS is a file system whose server turns out not to make hard
+// links (an SFTP server without hardlink@openssh.com).
+type noLinkFS struct {
+	targets.FS
+	links atomic.Int64
+}
+
+func (n *noLinkFS) Link(oldname, newname string) error {
+	n.links.Add(1)
+	return fmt.Errorf("link %s: %w", newname, errors.ErrUnsupported)
+}
+
+func (n *noLinkFS) SetModTime(name string, mtime time.Time) error {
+	return n.FS.(targets.TimeSetter).SetModTime(name, mtime)
+}
+
+// TestDeployIncrementalWithoutHardLinks: when the server cannot link, the
+// unchanged files are uploaded instead (after the first refusal, no more
+// links are tried), and the deployment is the project's.
+func TestDeployIncrementalWithoutHardLinks(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := Deploy(ctx, f.options()); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, filepath.Join(f.deployDir, "hdfs"), map[string]string{"workflow.xml": "<workflow-app name='wordcount-v2'/>\n"})
+	nl := &noLinkFS{}
+	f.conn.Close()
+	f.conn = targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
+	f.conn.Wrap = func(fsys targets.FS) targets.FS { nl.FS = fsys; return nl }
+	res, err := Deploy(ctx, f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesSent != 3 || res.HDFSUnchanged {
+		t.Fatalf("result %+v, want all 3 files sent", sentOf(res))
+	}
+	if n := nl.links.Load(); n < 1 || n > 2 {
+		t.Errorf("%d links tried, want 1 (2 at most: two files in flight at once)", n)
 	}
 	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount")))); d != "" {
 		t.Fatalf("Oozie dir (-want +got):\n%s", d)
