@@ -49,11 +49,17 @@ func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
 // compileDir is CompileWithTests.
 func compileDir(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
 	c := &compiler{embedPos: map[string]token.Pos{}}
+	return c.run(dir)
+}
+
+// run is CompileWithTests with c's options (its cache).
+func (c *compiler) run(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
 	c.cwd, _ = os.Getwd()
 	defer func() {
 		if r := recover(); r != nil {
 			// A bug in CUE or here: report it as a diagnostic, not a crash.
 			c.errorf("", "internal error compiling %s: %v", dir, r)
+			c.panicked = true
 			p = nil
 		}
 		diags = c.sorted()
@@ -85,6 +91,15 @@ type compiler struct {
 	deferred  []cueerrors.Error    // errors left to scanMissing
 	fsys      *inputFS             // every file of the project is read through it
 	embedPos  map[string]token.Pos // host path of an embedded file → its first @embed
+
+	cache *Cache // CompileCached's, or nil
+	// paths are the fixture and expected-output paths the test cases
+	// named, with what localPath answered: a cached answer holds only
+	// while each still answers the same (see CompileCached).
+	paths    []pathCheck
+	key      string    // the cache key, once the files are read
+	hit      *Compiled // the cache's answer
+	panicked bool
 }
 
 // syntheticModule is the module file overlaid when the project has no
@@ -103,6 +118,9 @@ func (c *compiler) compile(dir string) *workflow.Project {
 		return nil
 	}
 	if !c.readProject(dir, abs, root, overlay) {
+		return nil
+	}
+	if c.cache != nil && c.lookupCache(dir) {
 		return nil
 	}
 	inst := c.loadInstance(dir, abs, root)
@@ -336,8 +354,15 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 		c.addCUEError(err, dir)
 		return nil
 	}
+	// One MarshalJSON of all workflows costs a third of one per workflow
+	// (CUE finalizes the value on each call); a workflow it fails for is
+	// marshalled on its own below, for the error at its position.
+	var all map[string]json.RawMessage
+	if data, err := wfs.MarshalJSON(); err == nil {
+		_ = json.Unmarshal(data, &all)
+	}
 	for it.Next() {
-		w, ok := c.workflow(it.Selector().Unquoted(), it.Value())
+		w, ok := c.workflow(it.Selector().Unquoted(), it.Value(), all[it.Selector().Unquoted()])
 		if ok {
 			p.Workflows = append(p.Workflows, w)
 		}
@@ -358,14 +383,17 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 	return p
 }
 
-// workflow converts one concrete workflow value and makes the checks the
-// schema cannot make, at the positions of the values concerned.
-func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
+// workflow converts one concrete workflow value (data: its JSON, if
+// already marshalled) and makes the checks the schema cannot make, at the
+// positions of the values concerned.
+func (c *compiler) workflow(id string, v cue.Value, data []byte) (workflow.Workflow, bool) {
 	var w workflow.Workflow
-	data, err := v.MarshalJSON()
-	if err != nil {
-		c.addCUEError(err, c.dir)
-		return w, false
+	if data == nil {
+		var err error
+		if data, err = v.MarshalJSON(); err != nil {
+			c.addCUEError(err, c.dir)
+			return w, false
+		}
 	}
 	data, probs := explicitTriggers(id, data)
 	for _, p := range probs {

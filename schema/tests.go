@@ -152,7 +152,8 @@ var errOutside = errors.New("is outside the package directory (fixtures live in 
 // localPath resolves a fixture or expected path, relative to the package
 // directory, to an absolute path that exists inside it (symbolic links
 // resolved); dirOnly requires a directory.
-func (c *compiler) localPath(rel string, dirOnly bool) (string, error) {
+func (c *compiler) localPath(rel string, dirOnly bool) (abs string, err error) {
+	defer func() { c.recordPath(rel, dirOnly, abs, err) }()
 	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") {
 		return "", fmt.Errorf("%q is absolute: name it relative to the package directory", rel)
 	}
@@ -160,7 +161,7 @@ func (c *compiler) localPath(rel string, dirOnly bool) (string, error) {
 	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("%q %w", rel, errOutside)
 	}
-	abs := filepath.Join(c.dir, clean)
+	abs = filepath.Join(c.dir, clean)
 	fi, err := os.Stat(abs)
 	if err != nil {
 		if os.IsNotExist(err) {
