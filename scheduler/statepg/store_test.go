@@ -18,7 +18,9 @@ import (
 
 var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func sid(wf string, h int) slot.ID { return slot.ID{Workflow: wf, Time: t0.Add(time.Duration(h) * time.Hour)} }
+func sid(wf string, h int) slot.ID {
+	return slot.ID{Workflow: wf, Time: t0.Add(time.Duration(h) * time.Hour)}
+}
 
 func TestRegisters(t *testing.T) {
 	db, _ := openTest(t)
