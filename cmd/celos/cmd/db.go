@@ -25,13 +25,13 @@ func init() { register(newDBCmd) }
 func newDBCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "db",
-		Short: "Maintain the state database (prune old slot files)",
+		Short: "Maintain the state database (prune old slot files; migrate to and export from PostgreSQL)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return usageError("celos db needs a subcommand: prune")
+			return usageError("celos db needs a subcommand: prune, migrate or export")
 		},
 	}
-	c.AddCommand(newDBPruneCmd())
+	c.AddCommand(newDBPruneCmd(), newDBMigrateCmd(), newDBExportCmd())
 	return c
 }
 
