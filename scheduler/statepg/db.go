@@ -38,6 +38,8 @@ type DB struct {
 	target  string // the DSN without its password, for errors
 
 	writes, reads, fenced atomic.Int64
+	// queries counts the round trips to the server (see Queries).
+	queries atomic.Int64
 
 	// wmu serializes this instance's writes and loads: a load never
 	// straddles a write of this instance (its snapshot and the index it
@@ -142,12 +144,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if cfg.MaxConns < 8 {
 		cfg.MaxConns = 8
 	}
+	db := &DB{fence: opts.Fence, timeout: opts.OpTimeout, target: target,
+		wfs: make(map[string]*wfIndex), paused: make(map[string]bool)}
+	cfg.ConnConfig.Tracer = counter{&db.queries}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL state store %s: %s", target, scrub(err, dsn))
 	}
-	db := &DB{pool: pool, fence: opts.Fence, timeout: opts.OpTimeout, target: target,
-		wfs: make(map[string]*wfIndex), paused: make(map[string]bool)}
+	db.pool = pool
 	if db.timeout <= 0 {
 		db.timeout = 30 * time.Second
 	}
@@ -227,6 +231,30 @@ func (db *DB) String() string { return db.target }
 func (db *DB) Stats() store.Stats {
 	return store.Stats{Writes: db.writes.Load(), Reads: db.reads.Load()}
 }
+
+// Queries counts the statements sent to the server since Open, a batch or
+// a COPY counting once: the round trips (BEGIN and COMMIT included).
+func (db *DB) Queries() int64 { return db.queries.Load() }
+
+// counter is a pgx tracer that counts round trips.
+type counter struct{ n *atomic.Int64 }
+
+func (c counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (c counter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c counter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
 
 // FencedWrites counts the write transactions the fence refused.
 func (db *DB) FencedWrites() int64 { return db.fenced.Load() }

@@ -125,11 +125,10 @@ ON CONFLICT (workflow, slot_time) DO UPDATE SET attempt = excluded.attempt, inte
 				failed[id] = err
 			}
 		} else {
+			byWf := indexesByWorkflow(wfs)
 			db.follow(versions, func(wf string, ix *wfIndex) {
-				for i := range ids {
-					if wfs[i] == wf {
-						ix.intents[key(ts[i])] = store.Intent{Attempt: int(attempts[i]), Time: ats[i]}
-					}
+				for _, i := range byWf[wf] {
+					ix.intents[key(ts[i])] = store.Intent{Attempt: int(attempts[i]), Time: ats[i]}
 				}
 			})
 		}
@@ -174,11 +173,10 @@ WHERE celos_intents.workflow = d.workflow AND celos_intents.slot_time = d.slot_t
 	if err != nil {
 		return err
 	}
+	byWf := indexesByWorkflow(wfs)
 	db.follow(versions, func(wf string, ix *wfIndex) {
-		for i := range wfs {
-			if wfs[i] == wf {
-				delete(ix.intents, key(ts[i]))
-			}
+		for _, i := range byWf[wf] {
+			delete(ix.intents, key(ts[i]))
 		}
 	})
 	return nil
@@ -264,4 +262,13 @@ func (db *DB) DeleteOwner(wf string) error {
 		tag, err := tx.Exec(ctx, "DELETE FROM celos_owners WHERE workflow = $1", wf)
 		return tag.RowsAffected(), err
 	}, func(*wfIndex) {})
+}
+
+// indexesByWorkflow maps each workflow of wfs to its indexes in wfs.
+func indexesByWorkflow(wfs []string) map[string][]int {
+	out := make(map[string][]int)
+	for i, wf := range wfs {
+		out[wf] = append(out[wf], i)
+	}
+	return out
 }

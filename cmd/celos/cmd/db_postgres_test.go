@@ -70,6 +70,19 @@ func TestDBMigrateExport(t *testing.T) {
 		t.Fatalf("exported tree differs (-source +export):\n%s", d)
 	}
 
+	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z", "--dry-run")
+	if !strings.Contains(out, "would delete 24 slot states older than 2024-02-22T00:00:00.000Z from postgres://celos@") {
+		t.Fatalf("prune --dry-run printed:\n%s", out)
+	}
+	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z")
+	if !strings.Contains(out, "deleted 24 slot states older than 2024-02-22T00:00:00.000Z") {
+		t.Fatalf("prune printed:\n%s", out)
+	}
+	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z", "--dry-run")
+	if !strings.Contains(out, "would delete 0 slot states") {
+		t.Fatalf("prune --dry-run after prune printed:\n%s", out)
+	}
+
 	_, errOut := celos(ExitUsage, "db", "migrate", "--from", src)
 	if !strings.Contains(errOut, "needs --from DIR and --to") {
 		t.Errorf("usage: %s", errOut)

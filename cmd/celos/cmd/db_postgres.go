@@ -9,12 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/statepg"
 )
 
-// db migrate and db export: moving a state between the file store and
-// PostgreSQL (scheduler/statepg's Migrate and Export).
+// The PostgreSQL side of celos db: migrate and export move a state between
+// the file store and PostgreSQL (scheduler/statepg's Migrate and Export);
+// prune --db postgres://... prunes the database.
 
 func newDBMigrateCmd() *cobra.Command {
 	var from, to string
@@ -109,5 +111,45 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	}
 	fmt.Fprintf(out, "copied %s in %v: %d workflows written, %d already there\n%v\nsha256 %s (the same on both sides)\n",
 		what, time.Since(start).Round(time.Millisecond), sum.Copied, sum.Skipped, sum.Counts, sum.Checksum)
+	return nil
+}
+
+// pruneArgs are celos db prune's, checked.
+type pruneArgs struct {
+	dsn, wfDir, olderThan string
+	keep                  time.Duration
+	before, now           time.Time
+	dryRun                bool
+}
+
+// prunePostgres is celos db prune on a PostgreSQL database: the same
+// rules as on a directory (statepg.Prune), counted in rows. It may run
+// beside servers: each workflow is pruned in a transaction of its own.
+func prunePostgres(out io.Writer, a pruneArgs) error {
+	ctx := context.Background()
+	db, err := statepg.Open(ctx, a.dsn, statepg.Options{})
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	defer db.Close()
+	if a.wfDir != "" {
+		if err := checkLookBacks(db, a.wfDir, a.olderThan, a.keep); err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+	}
+	if a.dryRun {
+		n, err := countPrunable(db, a.before)
+		if err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		fmt.Fprintf(out, "would delete %d slot states older than %s from %s\n", n, slot.FormatTime(a.before), db)
+		return nil
+	}
+	start := time.Now()
+	n, err := db.Prune(a.before, a.now)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("prune %s: %w (deleted %d slot states before the error)", db, err, n)}
+	}
+	fmt.Fprintf(out, "deleted %d slot states older than %s from %s in %v\n", n, slot.FormatTime(a.before), db, time.Since(start).Round(time.Millisecond))
 	return nil
 }
