@@ -48,6 +48,10 @@ type DB struct {
 
 	mu     sync.Mutex // guards the fields below
 	closed bool
+	// loadFailed is the error of the last load of a workflow, if it
+	// failed, at loadFailedAt (see loadBackoff).
+	loadFailed   error
+	loadFailedAt time.Time
 	wfs    map[string]*wfIndex
 	paused map[string]bool
 }

@@ -21,6 +21,12 @@ import (
 // loadChunk is how many workflows one load reads together.
 const loadChunk = 500
 
+// loadBackoff is how long after a failed load the reads of workflows not
+// loaded fail at once with its error, instead of each waiting for the
+// database again (a step over 1,000 workflows while the server is down
+// would otherwise wait for 1,000 connect timeouts).
+const loadBackoff = 5 * time.Second
+
 // validWorkflow checks a workflow id as the file store does (so that a
 // state can be exported back to it): not empty, no leading dot, no '/',
 // '\\' or control character, at most 255 bytes, and valid UTF-8.
@@ -59,10 +65,17 @@ func (db *DB) read(wf string, fn func(ix *wfIndex)) error {
 			db.mu.Unlock()
 			return nil
 		}
+		if err := db.loadFailed; err != nil && time.Since(db.loadFailedAt) < loadBackoff {
+			db.mu.Unlock()
+			return err
+		}
 		db.mu.Unlock()
 		db.wmu.Lock()
 		err := db.loadLocked([]string{wf})
 		db.wmu.Unlock()
+		db.mu.Lock()
+		db.loadFailed, db.loadFailedAt = err, time.Now()
+		db.mu.Unlock()
 		if err != nil {
 			return err
 		}
@@ -186,8 +199,9 @@ func statusOf(s string) slot.Status {
 // writeTx runs fn in one transaction that also checks the fence for wfs
 // and bumps their versions, and commits it; db.wmu is held. It returns the
 // versions after the write. On error nothing of the transaction is
-// committed, or the outcome is unknown (a lost connection at commit): the
-// indexes of wfs are then dropped, to be read again.
+// committed and the indexes stay as they were — unless the commit itself
+// failed (a lost connection: the outcome is unknown), when the indexes of
+// wfs are dropped, to be read again.
 func (db *DB) writeTx(what string, wfs []string, fn func(ctx context.Context, tx pgx.Tx) (int64, error)) (map[string]int64, error) {
 	db.mu.Lock()
 	closed := db.closed
@@ -199,26 +213,32 @@ func (db *DB) writeTx(what string, wfs []string, fn func(ctx context.Context, tx
 	ctx, cancel := db.ctx()
 	defer cancel()
 	versions := make(map[string]int64, len(wfs))
-	var rows int64
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if db.fence != nil {
-			if err := db.fence.Check(ctx, tx, wfs); err != nil {
-				if errors.Is(err, ErrFenced) {
-					db.fenced.Add(1)
-				}
-				return err
-			}
-		}
-		n, err := fn(ctx, tx)
-		if err != nil {
-			return err
-		}
-		rows = n
-		return bumpVersions(ctx, tx, wfs, versions)
-	})
-	if err != nil {
-		db.forget(wfs)
+	fail := func(err error) (map[string]int64, error) {
 		return nil, fmt.Errorf("PostgreSQL state store: %s: %w", what, pgError(err))
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback(context.Background()) // after Commit: a no-op
+	if db.fence != nil {
+		if err := db.fence.Check(ctx, tx, wfs); err != nil {
+			if errors.Is(err, ErrFenced) {
+				db.fenced.Add(1)
+			}
+			return fail(err)
+		}
+	}
+	rows, err := fn(ctx, tx)
+	if err != nil {
+		return fail(err)
+	}
+	if err := bumpVersions(ctx, tx, wfs, versions); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		db.forget(wfs)
+		return fail(err)
 	}
 	db.writes.Add(rows)
 	return versions, nil
