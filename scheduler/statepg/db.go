@@ -52,8 +52,8 @@ type DB struct {
 	// failed, at loadFailedAt (see loadBackoff).
 	loadFailed   error
 	loadFailedAt time.Time
-	wfs    map[string]*wfIndex
-	paused map[string]bool
+	wfs          map[string]*wfIndex
+	paused       map[string]bool
 }
 
 // wfIndex is one workflow's records, as of version.
