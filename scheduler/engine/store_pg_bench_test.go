@@ -27,17 +27,19 @@ import (
 // new engine over it.
 
 var pgBench struct {
-	srv *pgtest.Server
+	srv *pgtest.Server // the server of the running benchmark
 	n   int
+}
+
+// pgServer starts a server for the sub-benchmarks of b (stopped at b's end).
+func pgServer(b *testing.B) {
+	pgBench.srv = pgtest.StartT(b, pgtest.Options{})
 }
 
 // pgEngine copies db's directory into a new database and returns an
 // engine over the PostgreSQL store, with the time the copy took.
 func pgEngine(b *testing.B, e *Engine, fdb *statedb.DB) (*Engine, *statepg.DB, time.Duration, []float64) {
 	b.Helper()
-	if pgBench.srv == nil {
-		pgBench.srv = pgtest.StartT(b, pgtest.Options{})
-	}
 	ctx := context.Background()
 	pgBench.n++
 	name := fmt.Sprintf("bench%d", pgBench.n)
@@ -79,6 +81,7 @@ func pgEngine(b *testing.B, e *Engine, fdb *statedb.DB) (*Engine, *statepg.DB, t
 // hourly workflows (168,000 final slots) on each store; queries/op is the
 // round trips to PostgreSQL per step (0: nothing to do, nothing asked).
 func BenchmarkStoresSteadyStep1000Hourly(b *testing.B) {
+	pgServer(b)
 	for _, store := range []string{"file", "pg"} {
 		b.Run("store="+store, func(b *testing.B) {
 			e, fdb, slots := benchSetup(b, 1000, "0 0 * * * ?")
@@ -128,6 +131,7 @@ func BenchmarkStoresSteadyStep1000Hourly(b *testing.B) {
 // the 1,000 workflows gets a new slot that moves WAITING → READY: 1,000
 // transitions written per step (one transaction on PostgreSQL).
 func BenchmarkStoresNewHour1000Hourly(b *testing.B) {
+	pgServer(b)
 	for _, store := range []string{"file", "pg"} {
 		b.Run("store="+store, func(b *testing.B) {
 			e, fdb, _ := benchSetup(b, 1000, "0 0 * * * ?")
@@ -161,6 +165,7 @@ func BenchmarkStoresNewHour1000Hourly(b *testing.B) {
 // BenchmarkStoresSlotsMinutely7Days: GET /workflow-slots of a minutely
 // workflow over 7 days (10,080 slots), from each store's index.
 func BenchmarkStoresSlotsMinutely7Days(b *testing.B) {
+	pgServer(b)
 	for _, store := range []string{"file", "pg"} {
 		b.Run("store="+store, func(b *testing.B) {
 			e, fdb, _ := benchSetup(b, 1, "0 * * * * ?")

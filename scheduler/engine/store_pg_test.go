@@ -67,3 +67,56 @@ func TestEngineOnPostgres(t *testing.T) {
 		t.Log("\n" + strings.Join(onPG, "\n"))
 	}
 }
+
+// TestEngineSuiteOnPostgres runs the engine's tests that drive a rig
+// (its store opened by openRigDB) on the PostgreSQL store instead of the
+// file store: each rig gets the tables of one database emptied and a new
+// statepg.DB over them. The property test (random steps, outages, reruns,
+// kills) is among them; those that read the state files themselves
+// (TestEngineLifecycleWithRealDB, the corrupt-file tests) are not.
+func TestEngineSuiteOnPostgres(t *testing.T) {
+	srv := pgtest.StartT(t, pgtest.Options{})
+	ctx := context.Background()
+	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE suite"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := statepg.Open(ctx, srv.DSN("suite"), statepg.Options{}) // migrates
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	saved := openRigDB
+	defer func() { openRigDB = saved }()
+	opened := 0
+	openRigDB = func(t tlike, dir string) (rigDB, error) {
+		opened++
+		if err := srv.Exec(ctx, "suite", "TRUNCATE celos_workflows, celos_slots, celos_rerun_marks, celos_intents, celos_paused, celos_owners, celos_registers"); err != nil {
+			return nil, err
+		}
+		return statepg.Open(ctx, srv.DSN("suite"), statepg.Options{})
+	}
+	for _, c := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"TestDependentScheduleErrorsOnlyThatWorkflow", TestDependentScheduleErrorsOnlyThatWorkflow},
+		{"TestEngineProperties", TestEngineProperties},
+		{"TestKillWithPanickingRecover", TestKillWithPanickingRecover},
+		{"TestLeftoverIntentOfEarlierAttempt", TestLeftoverIntentOfEarlierAttempt},
+		{"TestLoadErrorsAndReload", TestLoadErrorsAndReload},
+		{"TestPanicInAServiceIsASlotError", TestPanicInAServiceIsASlotError},
+		{"TestPersistentProblemLoggedOnce", TestPersistentProblemLoggedOnce},
+		{"TestRerunKillPause", TestRerunKillPause},
+		{"TestRunningOutsideWindowIsPolled", TestRunningOutsideWindowIsPolled},
+		{"TestServiceErrorsLeaveSlotsAsTheyWere", TestServiceErrorsLeaveSlotsAsTheyWere},
+		{"TestStepDoesNotDependOnVisitingOrder", TestStepDoesNotDependOnVisitingOrder},
+		{"TestStepIDs", TestStepIDs},
+		{"TestSubmitIntentRecovery", TestSubmitIntentRecovery},
+	} {
+		before := opened
+		t.Run(c.name, c.test)
+		if opened == before {
+			t.Errorf("%s opened no store through openRigDB: it did not run on PostgreSQL", c.name)
+		}
+	}
+}
