@@ -23,6 +23,7 @@ import (
 
 	"github.com/celos-go/celos/schema/cron"
 	"github.com/celos-go/celos/schema/workflow"
+	"github.com/celos-go/celos/schema/workflow/testcase"
 )
 
 // Compile loads the CUE package in dir with the embedded schema (even when
@@ -36,7 +37,17 @@ import (
 // diagnostic, warnings included, sorted by position. When the project is
 // invalid, the Project is nil and err is a Diagnostics of the errors alone;
 // Compile never panics on bad input.
+//
+// The project's test cases (its tests field) are checked too, as
+// CompileWithTests checks them: a project with an invalid test case is
+// invalid for every command.
 func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
+	p, _, diags, err = compileDir(dir)
+	return p, diags, err
+}
+
+// compileDir is CompileWithTests.
+func compileDir(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
 	c := &compiler{embedPos: map[string]token.Pos{}}
 	c.cwd, _ = os.Getwd()
 	defer func() {
@@ -53,11 +64,14 @@ func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
 			}
 		}
 		if len(errs) > 0 {
-			p, err = nil, errs
+			p, suite, err = nil, nil, errs
 		}
 	}()
 	p = c.compile(dir)
-	return p, nil, nil
+	if p != nil {
+		suite = c.extractTests(p)
+	}
+	return p, suite, nil, nil
 }
 
 type compiler struct {
@@ -194,7 +208,7 @@ func (c *compiler) readProject(dir, abs, root string, overlay map[string][]byte)
 			"the vendored schema differs from the one built into celos (%s); celos checks with its own. Update the copy with: celos init --update-schema %s", why, rootName)
 	}
 	if pkg := c.packageName(abs); pkg != "" {
-		fsys.overlay[checkFile] = []byte("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\n")
+		fsys.overlay[checkFile] = []byte("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\ntests?: celos_.#Tests\n")
 		fsys.dirs[abs] = append(fsys.dirs[abs], filepath.Base(checkFile))
 		c.checkFile = checkFile
 	}
@@ -283,13 +297,17 @@ func (c *compiler) evaluate(inst *build.Instance, dir string) cue.Value {
 			}
 		}
 	}
-	// As #Project, the package is closed: only project and workflows.
+	// As #Project, the package is closed: only project, workflows and tests.
 	if it, err := pv.Fields(); err == nil {
 		for it.Next() {
 			switch it.Selector().String() {
-			case "project", "workflows":
+			case "project", "workflows", "tests":
 			default:
-				c.errorf(c.valuePos(it.Value()), "%s: field not allowed (a project declares only project and workflows; helpers belong in definitions, #name, or hidden fields, _name)", it.Selector())
+				hint := "a project declares only project, workflows and tests; helpers belong in definitions, #name, or hidden fields, _name"
+				if best := closest(it.Selector().Unquoted(), []string{"project", "workflows", "tests"}); best != "" {
+					hint = "did you mean " + best + "? " + hint
+				}
+				c.errorf(c.valuePos(it.Value()), "%s: field not allowed (%s)", it.Selector(), hint)
 			}
 		}
 	}
@@ -347,6 +365,13 @@ func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
 	data, err := v.MarshalJSON()
 	if err != nil {
 		c.addCUEError(err, c.dir)
+		return w, false
+	}
+	data, probs := explicitTriggers(id, data)
+	for _, p := range probs {
+		c.errorf(c.valuePos(v.LookupPath(cue.MakePath(p.path...))), "workflows.%s.%s: %s", cuePathLabel(id), dotted(p.path), p.msg)
+	}
+	if len(probs) > 0 {
 		return w, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -477,7 +502,7 @@ func (c *compiler) references(p *workflow.Project, wfs cue.Value) {
 		walk = func(t *workflow.Trigger, path []cue.Selector, name string) {
 			sub := func(n ...cue.Selector) []cue.Selector { return append(path[:len(path):len(path)], n...) }
 			switch t.Type {
-			case workflow.TriggerSuccess:
+			case workflow.TriggerSuccess, workflow.TriggerFailure, workflow.TriggerSinceLast:
 				if !ids[t.Workflow] {
 					c.warnf(c.valuePos(wv.LookupPath(cue.MakePath(sub(cue.Str("workflow"))...))), "%s.%s.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, name, t.Workflow)
 				}
@@ -627,6 +652,15 @@ func (c *compiler) checkFiles(abs string) bool {
 		return false
 	}
 	ok := true
+	if !hasProjectFiles(entries) {
+		// cue's own words would be `"." matched no packages`.
+		name := c.rel(abs)
+		if name == "" {
+			name = "."
+		}
+		c.errorf(name, "%s", "no celos project here (no .cue files); start one with: celos init "+name)
+		return false
+	}
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".cue") {
 			continue
@@ -662,6 +696,18 @@ func (c *compiler) checkFiles(abs string) bool {
 		ok = false
 	}
 	return ok
+}
+
+// hasProjectFiles reports whether a directory listing has a .cue file that
+// CUE would load (not hidden with . or _).
+func hasProjectFiles(entries []os.DirEntry) bool {
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() && strings.HasSuffix(n, ".cue") && !strings.HasPrefix(n, ".") && !strings.HasPrefix(n, "_") {
+			return true
+		}
+	}
+	return false
 }
 
 func unwrapPathError(err error) error {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,9 @@ type Options struct {
 	// 503 while a step has been running for longer (by Now); default
 	// DefaultStepTimeout.
 	StepTimeout time.Duration
+	// Attempts lists every attempt of a slot (GET /slot-attempts): the
+	// server's external services (nil: the route answers 501).
+	Attempts scheduler.AttemptLister
 }
 
 // DefaultStepTimeout is the default bound of a step: the server's write
@@ -67,6 +71,7 @@ type Handler struct {
 	routes  map[string]*route
 	// stepTimeout is the bound reported by /healthz.
 	stepTimeout time.Duration
+	attempts    scheduler.AttemptLister
 }
 
 // New returns the API handler for svc.
@@ -91,6 +96,7 @@ func New(svc scheduler.Service, opts Options) *Handler {
 	if h.version == "" {
 		h.version = "devel"
 	}
+	h.attempts = opts.Attempts
 	h.stepTimeout = opts.StepTimeout
 	if h.stepTimeout <= 0 {
 		h.stepTimeout = DefaultStepTimeout
@@ -243,11 +249,11 @@ func errorStatus(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter), errors.Is(err, scheduler.ErrRerunRefused):
 		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, scheduler.ErrUnschedulable):
+	case errors.Is(err, scheduler.ErrUnschedulable), errors.Is(err, scheduler.ErrSlotUnreadable):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, external.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()
-	case errors.Is(err, errNotImplemented):
+	case errors.Is(err, errNotImplemented), errors.Is(err, scheduler.ErrNoAttempts):
 		return http.StatusNotImplemented, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, err.Error()
@@ -267,8 +273,19 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
+// writeError writes an error answer. Its message is not HTML-escaped
+// (<token> stays <token>, not \u003ctoken\u003e): the answer is
+// application/json with nosniff, never rendered as HTML.
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, errorBody{Error: msg})
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(errorBody{Error: msg}); err != nil {
+		writeJSON(w, code, errorBody{Error: msg})
+		return
+	}
+	writeRawJSON(w, code, b.Bytes())
 }
 
 // writeJSON writes v indented (as Celos, which pretty-printed every answer).

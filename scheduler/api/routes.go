@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,6 +39,9 @@ func (h *Handler) table() []*route {
 		}},
 		{path: "/slot-state", methods: map[string]*endpoint{
 			http.MethodGet: {params: []param{id, slotTime}, serve: h.slotState},
+		}},
+		{path: "/slot-attempts", methods: map[string]*endpoint{
+			http.MethodGet: {params: []param{id, slotTime}, serve: h.slotAttempts},
 		}},
 		{path: "/trigger-status", methods: map[string]*endpoint{
 			http.MethodGet: {params: []param{id, slotTime}, serve: h.triggerStatus},
@@ -322,6 +326,43 @@ func (h *Handler) slotState(w http.ResponseWriter, r *http.Request, q query) err
 	return nil
 }
 
+// SlotAttempts is the answer of GET /slot-attempts: the slot as it is now
+// and every attempt its external service knows of, oldest first.
+type SlotAttempts struct {
+	Slot     Slot                `json:"slot"`
+	Attempts []scheduler.Attempt `json:"attempts"`
+}
+
+func (h *Handler) slotAttempts(w http.ResponseWriter, r *http.Request, q query) error {
+	id, err := slotID(q)
+	if err != nil {
+		return err
+	}
+	wf, err := h.svc.Workflow(id.Workflow)
+	if err != nil {
+		return err
+	}
+	slots, err := h.svc.Slots(r.Context(), id.Workflow, id.Time, id.Time.Add(time.Second))
+	if err != nil {
+		return err
+	}
+	if len(slots) == 0 || !slots[0].ID.Time.Equal(id.Time) {
+		return fmt.Errorf("%w: %s", slot.ErrNotInSchedule, id)
+	}
+	if h.attempts == nil {
+		return fmt.Errorf("%w: GET /slot-attempts", errNotImplemented)
+	}
+	as, err := h.attempts.Attempts(r.Context(), wf, id)
+	if err != nil {
+		return err
+	}
+	if as == nil {
+		as = []scheduler.Attempt{}
+	}
+	writeJSON(w, http.StatusOK, SlotAttempts{Slot: NewSlot(slots[0]), Attempts: as})
+	return nil
+}
+
 func (h *Handler) triggerStatus(w http.ResponseWriter, r *http.Request, q query) error {
 	id, err := slotID(q)
 	if err != nil {
@@ -452,14 +493,36 @@ func (h *Handler) putRegister(w http.ResponseWriter, r *http.Request, q query) e
 		}
 		return badParamf("read body: %v", err)
 	}
-	if !json.Valid(body) {
-		return badParamf("body is not a JSON value")
+	if err := checkJSONBody(body); err != nil {
+		return err
 	}
 	if err := h.svc.PutRegister(r.Context(), q.str("bucket"), q.str("key"), json.RawMessage(body)); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
+}
+
+// maxJSONDepth is encoding/json's bound on nested arrays and objects.
+const maxJSONDepth = 10000
+
+// checkJSONBody refuses a body that is not one JSON value, saying why
+// without quoting it: where the syntax breaks, or that it nests deeper
+// than encoding/json reads.
+func checkJSONBody(body []byte) error {
+	if json.Valid(body) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(body, &v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se) && strings.HasSuffix(se.Error(), "exceeded max depth"):
+		return badParamf("body is nested too deep: at most %d levels of arrays and objects", maxJSONDepth)
+	case errors.As(err, &se):
+		return badParamf("body is not a JSON value: syntax error at byte %d", se.Offset)
+	}
+	return badParamf("body is not a JSON value")
 }
 
 func (h *Handler) deleteRegister(w http.ResponseWriter, r *http.Request, q query) error {

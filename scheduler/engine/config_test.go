@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/external"
@@ -34,7 +35,7 @@ func loadErrs(e *Engine) map[string]string {
 // one of the same size and modification time (tar, rsync with normalised
 // mtimes) is reloaded: the loader compares contents, not metadata.
 func TestSameSizeSameMtimeReplacementIsReloaded(t *testing.T) {
-	r := newRig(t, nil, hourly("aaaa"))
+	r := newRig(t, nil, fixture.Hourly("aaaa"))
 	path := filepath.Join(r.wdir, "p.json")
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -77,13 +78,77 @@ func TestSameSizeSameMtimeReplacementIsReloaded(t *testing.T) {
 	}
 }
 
+// TestUnchangedFilesAreNotReadAgain: a step reads only the workflows files
+// whose lstat key (inode, size, mtime, ctime) changed since they were read,
+// and a same-size in-place rewrite with the mtime set back is still seen
+// (ctime cannot be set back). racyWindow is 0 here so the keys are trusted
+// at once; the test waits for the file-system clock to tick past the key
+// before it writes, as the window does in production.
+func TestUnchangedFilesAreNotReadAgain(t *testing.T) {
+	defer func(w time.Duration) { racyWindow = w }(racyWindow)
+	racyWindow = 0
+	r := newRig(t, nil, fixture.Hourly("aaaa"))
+	fixture.WriteProject(t, r.wdir, "q", fixture.Hourly("q1"))
+	fixture.WriteProject(t, r.wdir, "s", fixture.Hourly("s1"))
+	r.step(ts("2024-01-01T00:30Z"))
+	reads := r.e.loader.reads
+	for range 3 {
+		r.step(ts("2024-01-01T00:30Z"))
+	}
+	if got := r.e.loader.reads - reads; got != 0 {
+		t.Fatalf("three steps over three unchanged files read %d files, want 0", got)
+	}
+	path := filepath.Join(r.wdir, "p.json")
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until a new write gets a later ctime than the key's.
+	key := r.e.loader.files["p.json"].key
+	if key == (fileKey{}) {
+		t.Fatal("the key of p.json was not trusted with racyWindow 0")
+	}
+	probe := filepath.Join(t.TempDir(), "tick")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := os.WriteFile(probe, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(probe, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Ctim.Nano() > key.ctime {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the file-system clock did not tick past the key's ctime in 10 s")
+		}
+	}
+	old, _ := os.ReadFile(path)
+	data := []byte(strings.ReplaceAll(string(old), `"aaaa"`, `"bbbb"`))
+	if err := os.WriteFile(path, data, 0o644); err != nil { // in place, same size
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	reads = r.e.loader.reads
+	r.step(ts("2024-01-01T00:30Z"))
+	if got := r.e.loader.reads - reads; got != 1 {
+		t.Errorf("after one file changed a step read %d files, want 1", got)
+	}
+	if ids := strings.Join(r.e.WorkflowIDs(), ","); ids != "bbbb,q1,s1" {
+		t.Fatalf("after a same-size same-mtime rewrite in place: ids %s, want bbbb,q1,s1", ids)
+	}
+}
+
 // TestSpecialFilesInWorkflowsDir: a FIFO, a socket, a symbolic link to
 // /dev/zero or to a FIFO never block or feed the loader; each is a load
 // error naming what it is. A symbolic link to a regular file that is not a
 // celos document (a secret) is a load error that does not quote it. The
 // good project loads.
 func TestSpecialFilesInWorkflowsDir(t *testing.T) {
-	r := newRig(t, nil, hourly("a"))
+	r := newRig(t, nil, fixture.Hourly("a"))
 	p := func(name string) string { return filepath.Join(r.wdir, name) }
 	if err := syscall.Mkfifo(p("fifo.json"), 0o644); err != nil {
 		t.Fatal(err)
@@ -201,17 +266,17 @@ func commandOf(t *testing.T, e *Engine, id string) string {
 // and the owner's file, logged once.
 func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 	wdir, ddir := t.TempDir(), t.TempDir()
-	mine, theirs := hourly("wordcount-nyc"), hourly("wordcount-nyc")
+	mine, theirs := fixture.Hourly("wordcount-nyc"), fixture.Hourly("wordcount-nyc")
 	mine.ExternalService.Command = []string{"echo", "mine"}
 	theirs.ExternalService.Command = []string{"echo", "theirs"}
-	other := hourly("other")
-	writeProject(t, wdir, "mine", mine)
+	other := fixture.Hourly("other")
+	fixture.WriteProject(t, wdir, "mine", mine)
 	logs := &logCounter{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 
 	e, stop := openEngine(t, wdir, ddir, log)
 	// Deployed later: sorts first, defines the id again and another one.
-	writeProject(t, wdir, "athers", theirs, other)
+	fixture.WriteProject(t, wdir, "athers", theirs, other)
 	for range 3 {
 		e.Step(t.Context(), ts("2024-01-01T00:30Z"), nil)
 	}
@@ -247,7 +312,7 @@ func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 	}
 	check("restart after renames", "0-theirs.json", "zzz-mine.json")
 	// A change to another file does not log the clash again.
-	writeProject(t, wdir, "unrelated", hourly("u"))
+	fixture.WriteProject(t, wdir, "unrelated", fixture.Hourly("u"))
 	e.Step(t.Context(), ts("2024-01-01T00:30Z"), nil)
 	if n := logs.count("belongs to project mine"); n != 3 {
 		t.Errorf("the clash was logged %d times over three starts, want once per start", n)
@@ -261,7 +326,7 @@ func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 	}
 	stop()
 	// ... and the new owner keeps it when the old one comes back.
-	writeProject(t, wdir, "mine", mine)
+	fixture.WriteProject(t, wdir, "mine", mine)
 	e, stop = openEngine(t, wdir, ddir, log)
 	defer stop()
 	if got := commandOf(t, e, "wordcount-nyc"); got != "echo theirs" {
@@ -278,11 +343,11 @@ func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 // other project does not take them in the meantime.
 func TestOwnerFileThatDoesNotLoadKeepsItsIDs(t *testing.T) {
 	wdir, ddir := t.TempDir(), t.TempDir()
-	mine, theirs := hourly("wf"), hourly("wf")
+	mine, theirs := fixture.Hourly("wf"), fixture.Hourly("wf")
 	theirs.ExternalService.Command = []string{"echo", "theirs"}
-	writeProject(t, wdir, "mine", mine)
+	fixture.WriteProject(t, wdir, "mine", mine)
 	e, stop := openEngine(t, wdir, ddir, discard)
-	writeProject(t, wdir, "athers", theirs)
+	fixture.WriteProject(t, wdir, "athers", theirs)
 	e.Step(t.Context(), ts("2024-01-01T00:30Z"), nil)
 	stop()
 	os.WriteFile(filepath.Join(wdir, "mine.json"), []byte(`{"format":`), 0o644)
@@ -306,7 +371,7 @@ func TestOwnerFileThatDoesNotLoadKeepsItsIDs(t *testing.T) {
 	stop()
 	// Once the owner's file loads again, the owner runs.
 	os.Remove(filepath.Join(wdir, "mine.json"))
-	writeProject(t, wdir, "mine", mine)
+	fixture.WriteProject(t, wdir, "mine", mine)
 	e, stop = openEngine(t, wdir, ddir, discard)
 	defer stop()
 	if got := commandOf(t, e, "wf"); got != "true" {
@@ -315,25 +380,30 @@ func TestOwnerFileThatDoesNotLoadKeepsItsIDs(t *testing.T) {
 }
 
 // BenchmarkLoadUnchanged1000Files: a load of a workflows directory of
-// 1,000 files (5 workflows each, ~3 KiB) none of which changed: every file
-// is read and hashed (SHA-256), none parsed. "stat-only" is what the
-// loader did before (mtime and size), for comparison.
+// 1,000 files (5 workflows each, ~3 KiB) none of which changed: "key" is
+// the loader (an lstat per file, compared with the key of the version
+// read), "hash" reads and hashes (SHA-256) every file, as the loader did
+// before the key and still does for files younger than racyWindow, and
+// "stat-only" is the mtime-and-size check of the first version (which
+// missed same-size, same-mtime replacements), for comparison.
 func BenchmarkLoadUnchanged1000Files(b *testing.B) {
 	dir := b.TempDir()
 	var total int64
 	for i := range 1000 {
 		var ws []workflow.Workflow
 		for j := range 5 {
-			w := hourly(fmt.Sprintf("wf-%04d-%d", i, j))
+			w := fixture.Hourly(fmt.Sprintf("wf-%04d-%d", i, j))
 			w.ExternalService.Command = []string{"/opt/jobs/run.sh", "--date", "${year}-${month}-${day}", "--hour", "${hour}"}
 			w.Contacts = []workflow.Contact{{Name: "Data team", Email: "data@example.com"}}
 			ws = append(ws, w)
 		}
-		writeProject(b, dir, fmt.Sprintf("project-%04d", i), ws...)
+		fixture.WriteProject(b, dir, fmt.Sprintf("project-%04d", i), ws...)
 		fi, _ := os.Stat(filepath.Join(dir, fmt.Sprintf("project-%04d.json", i)))
 		total += fi.Size()
 	}
-	b.Run("hash", func(b *testing.B) {
+	loadAll := func(b *testing.B, window time.Duration) {
+		defer func(w time.Duration) { racyWindow = w }(racyWindow)
+		racyWindow = window
 		l := &loader{dir: dir, files: make(map[string]*fileEntry), log: discard}
 		first := l.load()
 		if len(first.ids) != 5000 || len(first.loadErrs) != 0 {
@@ -346,7 +416,13 @@ func BenchmarkLoadUnchanged1000Files(b *testing.B) {
 				b.Fatal("rebuilt")
 			}
 		}
-	})
+	}
+	// key: the loader as it is (racyWindow 0 here, as if the files were
+	// older than the window): an lstat per file, no read.
+	b.Run("key", func(b *testing.B) { loadAll(b, 0) })
+	// hash: every file read and hashed each time (the loader before the
+	// lstat key; what it still does for files younger than racyWindow).
+	b.Run("hash", func(b *testing.B) { loadAll(b, 100*365*24*time.Hour) })
 	b.Run("stat-only", func(b *testing.B) {
 		for b.Loop() {
 			entries, err := os.ReadDir(dir)
@@ -370,8 +446,8 @@ func TestUnreadableOwnerRecords(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ddir, "owner"), []byte("not a directory"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeProject(t, wdir, "a", hourly("wf"))
-	writeProject(t, wdir, "b", hourly("wf"))
+	fixture.WriteProject(t, wdir, "a", fixture.Hourly("wf"))
+	fixture.WriteProject(t, wdir, "b", fixture.Hourly("wf"))
 	logs := &logCounter{}
 	e, stop := openEngine(t, wdir, ddir, slog.New(slog.NewTextHandler(logs, nil)))
 	defer stop()

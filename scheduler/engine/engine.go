@@ -133,6 +133,10 @@ type StepReport struct {
 	LoadErrors int
 	// Writes is the number of files the step wrote or removed.
 	Writes int64
+	// Loading is the number of workflows the step did not step because
+	// the store was still reading their state (start-up; see
+	// backgroundLoader): a later step steps them.
+	Loading int
 }
 
 // New loads the workflows directory and returns an engine.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/server"
 )
@@ -20,8 +21,8 @@ func init() { register(newServerCmd) }
 func newServerCmd() *cobra.Command {
 	var (
 		cfg          server.Config
-		autoSchedule int
-		pruneOlder   string
+		autoSchedule time.Duration
+		pruneOlder   time.Duration
 		logLevel     string
 	)
 	c := &cobra.Command{
@@ -72,7 +73,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 				return usageError("--port %d: want 0..65535", cfg.Port)
 			}
 			if autoSchedule > 0 {
-				cfg.AutoSchedule = time.Duration(autoSchedule) * time.Second
+				cfg.AutoSchedule = autoSchedule
 			}
 			switch strings.ToLower(logLevel) {
 			case "debug":
@@ -87,15 +88,12 @@ the requests in flight finish first (a second signal stops it at once).`,
 				return usageError("--log-level %q: want debug, info, warn or error", logLevel)
 			}
 			if cfg.StepTimeout <= 0 {
-				return usageError("--step-timeout %v: want a positive duration (10m, 1h)", cfg.StepTimeout)
+				return usageError("--step-timeout %s: want a positive duration (10m, 1h)", humandur.Format(cfg.StepTimeout))
 			}
-			if pruneOlder != "" {
-				d, err := parseRetention(pruneOlder)
-				if err != nil {
-					return usageError("--prune-older-than %q: %v", pruneOlder, err)
-				}
-				cfg.PruneOlderThan = d
+			if pruneOlder < 0 {
+				return usageError("--prune-older-than %s: want a positive duration such as 30d", humandur.Format(pruneOlder))
 			}
+			cfg.PruneOlderThan = pruneOlder
 			cfg.Version = version()
 			cfg.Stderr = c.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -118,7 +116,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.DB, "db", "/var/lib/celos/db", "state database: a directory (created if missing, locked while the server runs) or a PostgreSQL URL or connection string (docs/postgres.md)")
 	f.StringVar(&cfg.Logs, "logs", "/var/log/celos", "directory of celos.log and its daily rolls (empty: stderr only)")
 	f.StringVar(&cfg.Jobs, "jobs", "", "directory of the command service's runs and output logs (default: jobs beside --db)")
-	f.IntVar(&autoSchedule, "autoSchedule", -1, "seconds between automatic steps (≤ 0: none; POST /scheduler steps)")
+	f.Var(newDurationFlag(&autoSchedule, 0, true), "autoSchedule", "time between automatic steps: seconds (60, as Celos) or a duration (90s, 5m); 0: none, POST /scheduler steps")
 	f.StringVar(&cfg.HadoopConf, "hadoop-conf", "", "directory of core-site.xml and hdfs-site.xml (default $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop)")
 	f.StringVar(&cfg.UIConfig, "ui-config", "", `UI groups file, Celos format {"groups":[{"name":..., "workflows":[...]}]}`)
 	f.StringVar(&cfg.HueURL, "hue", "", "Hue URL: the UI links Oozie jobs to it")
@@ -126,8 +124,8 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file holding the API token: POST/PUT/DELETE requests (steps, rerun, kill, pause, registers, UI actions) need Authorization: Bearer <token>; reads stay open")
 	f.BoolVar(&cfg.InsecureNoAuthOnPublicAddress, strings.TrimPrefix(server.InsecureFlag, "--"), false,
 		"INSECURE: allow --listen on a non-loopback address without --auth-token-file (anyone who reaches it can change state)")
-	f.StringVar(&pruneOlder, "prune-older-than", "", "prune at start and daily: final slots older than this (30d, 2w; at least 8d), as celos db prune, and the command service's records and logs of runs that old")
-	f.DurationVar(&cfg.StepTimeout, "step-timeout", api.DefaultStepTimeout, "bound of a scheduler step: /healthz answers 503 while a step has been running longer (a hung read, say)")
+	f.Var(newDurationFlag(&pruneOlder, 0, false), "prune-older-than", "prune at start and daily: final slots older than this (30d, 2w; at least 8d), as celos db prune, and the command service's records and logs of runs that old")
+	f.Var(newDurationFlag(&cfg.StepTimeout, api.DefaultStepTimeout, false), "step-timeout", "bound of a scheduler step: /healthz answers 503 while a step has been running longer (a hung read, say)")
 	f.StringVar(&cfg.URLFile, "url-file", "", "write the server's base URL to this file once it listens")
 	_ = f.MarkHidden("url-file")
 	return c
