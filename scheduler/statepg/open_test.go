@@ -3,6 +3,7 @@ package statepg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -114,6 +115,12 @@ func TestPasswordFromEnvironment(t *testing.T) {
 	t.Setenv("PGPASSFILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("PGPASSWORD", srv.Password)
 	openDSN(t, noPw).Close()
+	// A keyword/value string, as IsDSN recognises it.
+	kw := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", srv.Host, srv.Port, srv.User, dbName(dsn))
+	if !IsDSN(kw) {
+		t.Fatalf("IsDSN(%q) is false", kw)
+	}
+	openDSN(t, kw).Close()
 
 	t.Setenv("PGPASSWORD", "")
 	os.Unsetenv("PGPASSWORD")
