@@ -297,6 +297,7 @@ func (c *compiler) evaluate(inst *build.Instance, dir string) cue.Value {
 		// Check the cron expressions CUE has let through all the same,
 		// so that one run reports them with CUE's errors.
 		c.cronsOf(pv.LookupPath(cue.ParsePath("workflows")))
+		c.windowsOf(pv.LookupPath(cue.ParsePath("workflows")))
 		return pv
 	}
 	return pv
@@ -381,6 +382,7 @@ func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
 	} else {
 		w.StartTime = w.StartTime.UTC()
 	}
+	ok = c.runChecks(label, &w, at) && ok
 	if ok {
 		if err := w.Validate(); err != nil {
 			for _, e := range splitJoined(err) {
