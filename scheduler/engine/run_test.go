@@ -1,0 +1,360 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// poolRig is a rig whose engine has a pools file and records events.
+type poolRig struct {
+	*rig
+	pools  string
+	mu     sync.Mutex
+	events []scheduler.Event
+}
+
+func newPoolRig(t tlike, pools string, clock func() time.Time, ws ...workflow.Workflow) *poolRig {
+	t.Helper()
+	r := &poolRig{rig: &rig{t: t, wdir: t.TempDir(), ddir: t.TempDir(), svc: newFake()}}
+	writeProject(t, r.wdir, "p", ws...)
+	r.pools = filepath.Join(t.TempDir(), "pools.json")
+	if pools != "" {
+		if err := os.WriteFile(r.pools, []byte(pools), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	r.db, err = statedb.OpenWith(r.ddir, statedb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.db.Close() })
+	r.e, err = New(Options{WorkflowsDir: r.wdir, Store: r.db, Services: map[string]external.Service{workflow.ServiceCommand: r.svc},
+		Logger: discard, PoolsFile: r.pools, Clock: clock, OnEvent: func(ev scheduler.Event) {
+			r.mu.Lock()
+			r.events = append(r.events, ev)
+			r.mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *poolRig) takeEvents() []scheduler.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	evs := r.events
+	r.events = nil
+	return evs
+}
+
+func problemsOf(e *Engine, wf, op string) []scheduler.Problem {
+	var out []scheduler.Problem
+	for _, p := range e.Problems(wf) {
+		if p.Op == op {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestPoolAcrossWorkflowsByPriority(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	mk := func(id string, prio int) workflow.Workflow {
+		w := hourly(id)
+		w.StartTime = start
+		w.Pool, w.Priority = "etl", prio
+		return w
+	}
+	free := hourly("free")
+	free.StartTime = start
+	r := newPoolRig(t, `{"pools": {"etl": {"limit": 2}}}`, nil, mk("low", 0), mk("high", 10), mk("mid", 5), free)
+	now := ts("2026-11-24T08:30Z")
+	r.step(now)                         // WAITING → READY
+	rep := r.step(now.Add(time.Minute)) // submissions
+	var got []string
+	for _, id := range r.svc.submitted() {
+		got = append(got, id.Workflow)
+	}
+	if d := cmp.Diff([]string{"free", "high", "mid"}, got); d != "" {
+		t.Errorf("submitted (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]PoolUse{"etl": {Limit: 2, Running: 2, Waiting: 1}}, rep.Pools); d != "" {
+		t.Errorf("pools (-want +got):\n%s", d)
+	}
+	held := problemsOf(r.e, "low", "pool")
+	if len(held) != 1 || !strings.Contains(held[0].Error, `pool "etl" is full: 2 of 2 running`) {
+		t.Errorf("low's problems = %+v", r.e.Problems("low"))
+	}
+	if st := r.state("low", start); st.Status != slot.Ready {
+		t.Errorf("low is %s, want READY", st.Status)
+	}
+	// high finishes: low takes its place at the next step, and its hold goes.
+	r.svc.finish(slot.ID{Workflow: "high", Time: start}, true)
+	r.step(now.Add(2 * time.Minute)) // high → SUCCESS (capacity freed for the next step)
+	if n := len(r.svc.submitted()); n != 3 {
+		t.Fatalf("%d submissions in the step that saw high finish, want none new", n-3)
+	}
+	r.step(now.Add(3 * time.Minute))
+	if st := r.state("low", start); st.Status != slot.Running {
+		t.Errorf("low is %s, want RUNNING", st.Status)
+	}
+	if p := problemsOf(r.e, "low", "pool"); len(p) != 0 {
+		t.Errorf("hold not cleared: %+v", p)
+	}
+	// The pools file is re-read: limit 1 with two running holds new slots.
+	if err := os.WriteFile(r.pools, []byte(`{"pools": {"etl": {"limit": 1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep = r.step(ts("2026-11-24T09:30Z"))
+	rep = r.step(ts("2026-11-24T09:31Z"))
+	if u := rep.Pools["etl"]; u.Limit != 1 || u.Running != 2 || u.Waiting != 1 {
+		// low and mid still have their 08:00 slots running (their serial
+		// strategies choose nothing more); high's 09:00 is the only
+		// candidate, and waits.
+		t.Errorf("after the limit was lowered: %+v", u)
+	}
+	if st := r.state("high", ts("2026-11-24T09:00Z")); st.Status != slot.Ready {
+		t.Errorf("high 09:00 is %s, want READY (pool over its limit)", st.Status)
+	}
+}
+
+func TestUndefinedPoolAndBadPoolsFile(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	w := hourly("lost")
+	w.StartTime, w.Pool = start, "nope"
+	r := newPoolRig(t, `{"pools": {"etl": {"limit": 2}}}`, nil, w)
+	r.step(ts("2026-11-24T08:30Z"))
+	r.step(ts("2026-11-24T08:31Z"))
+	if n := len(r.svc.submitted()); n != 0 {
+		t.Errorf("%d submissions of a workflow whose pool is undefined", n)
+	}
+	var wfLevel []scheduler.Problem
+	for _, p := range problemsOf(r.e, "lost", "pool") {
+		if p.Slot.IsZero() {
+			wfLevel = append(wfLevel, p)
+		}
+	}
+	if len(wfLevel) != 1 || !strings.Contains(wfLevel[0].Error, `pool "nope" is not defined: the pools file `+r.pools+` does not define it`) {
+		t.Errorf("workflow problems = %+v", r.e.Problems("lost"))
+	}
+	// A bad pools file: reported as a load error; the last good version stays.
+	if err := os.WriteFile(r.pools, []byte(`{"pools": {"nope": {"limit": 0}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.step(ts("2026-11-24T08:32Z"))
+	les := r.e.LoadErrors()
+	if len(les) != 1 || les[0].File != r.pools || !strings.Contains(les[0].Error, "limit 0") {
+		t.Errorf("LoadErrors = %+v", les)
+	}
+	// Fixed: the pool exists, the slot runs, the problems go.
+	if err := os.WriteFile(r.pools, []byte(`{"pools": {"nope": {"limit": 1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.step(ts("2026-11-24T08:33Z"))
+	if n := len(r.svc.submitted()); n != 1 {
+		t.Errorf("%d submissions once the pool was defined, want 1", n)
+	}
+	if p := r.e.Problems("lost"); len(p) != 0 || len(r.e.LoadErrors()) != 0 {
+		t.Errorf("problems %+v, load errors %+v", p, r.e.LoadErrors())
+	}
+}
+
+func TestTimeWindowHoldsReadySlots(t *testing.T) {
+	w := hourly("nightly")
+	w.StartTime = ts("2026-11-24T12:00Z")
+	w.Constraints = &workflow.Constraints{TimeWindow: &workflow.TimeWindow{From: "22:00", To: "06:00", TimeZone: "Europe/Berlin"},
+		TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	r := newPoolRig(t, "", nil, w)
+	r.step(ts("2026-11-24T12:30Z"))
+	r.step(ts("2026-11-24T12:31Z"))
+	if n := len(r.svc.submitted()); n != 0 {
+		t.Fatalf("%d submissions outside the window", n)
+	}
+	held := problemsOf(r.e, "nightly", "constraint")
+	if len(held) != 1 || !strings.Contains(held[0].Error, "outside the time window 22:00–06:00 Europe/Berlin (it is 13:31 CET there)") {
+		t.Errorf("problems = %+v", r.e.Problems("nightly"))
+	}
+	// 21:00Z is 22:00 in Berlin: the oldest READY slot runs, its hold goes.
+	r.step(ts("2026-11-24T21:00Z"))
+	if got := r.svc.submitted(); len(got) != 1 || !got[0].Time.Equal(ts("2026-11-24T12:00Z")) {
+		t.Errorf("submitted %v, want the 12:00 slot", got)
+	}
+	if p := problemsOf(r.e, "nightly", "constraint"); len(p) != 0 {
+		t.Errorf("hold of the submitted slot not cleared: %+v", p)
+	}
+}
+
+func TestMinIntervalSurvivesRestart(t *testing.T) {
+	w := hourly("spaced")
+	w.StartTime = ts("2026-11-24T00:00Z")
+	w.SchedulingStrategy.Concurrency = 5
+	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 3 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	r := newPoolRig(t, "", nil, w)
+	r.step(ts("2026-11-24T00:10Z"))
+	r.step(ts("2026-11-24T00:11Z"))
+	if n := len(r.svc.submitted()); n != 1 {
+		t.Fatalf("%d submissions, want 1", n)
+	}
+	r.svc.finishAll(true)
+	r.step(ts("2026-11-24T01:30Z")) // 00:00 → SUCCESS, 01:00 READY
+	r.step(ts("2026-11-24T01:31Z"))
+	if n := len(r.svc.submitted()); n != 1 {
+		t.Fatalf("%d submissions within minInterval, want 1", n)
+	}
+	// A new engine on the same state: the 00:00 run counts at its slot time.
+	e2, err := New(Options{WorkflowsDir: r.wdir, Store: r.db, Services: map[string]external.Service{workflow.ServiceCommand: r.svc}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Step(context.Background(), ts("2026-11-24T02:59Z"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.svc.submitted()); n != 1 {
+		t.Fatalf("after a restart: %d submissions within minInterval, want 1", n)
+	}
+	if err := e2.Step(context.Background(), ts("2026-11-24T03:00Z"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.svc.submitted()); n != 2 {
+		t.Fatalf("after minInterval: %d submissions, want 2", n)
+	}
+}
+
+func TestSLAMissedAndEvents(t *testing.T) {
+	clock := func() time.Time { return ts("2026-11-24T00:00Z") }
+	w := hourly("feed")
+	w.StartTime = ts("2026-11-24T08:00Z")
+	w.MaxRetryCount = 1
+	w.SLA = &workflow.SLA{SuccessWithinSeconds: 3 * 3600}
+	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: workflow.Events}}
+	r := newPoolRig(t, "", clock, w)
+	s8 := ts("2026-11-24T08:00Z")
+	r.step(ts("2026-11-24T08:10Z")) // READY
+	r.step(ts("2026-11-24T08:11Z")) // RUNNING
+	r.svc.finishAll(false)
+	r.step(ts("2026-11-24T08:20Z")) // → WAITING, retry 1
+	r.step(ts("2026-11-24T08:21Z")) // READY
+	r.step(ts("2026-11-24T08:22Z")) // RUNNING
+	r.svc.finishAll(false)
+	r.step(ts("2026-11-24T08:30Z")) // → FAILURE
+	evs := r.takeEvents()
+	if len(evs) != 1 || evs[0].Kind != workflow.EventFailure || !evs[0].Slot.Equal(s8) || evs[0].Status != slot.Failure || evs[0].RetryCount != 1 {
+		t.Fatalf("events = %+v, want one failure of 08:00", evs)
+	}
+	// The failed slot is looked at until its deadline (11:00) passes.
+	if rep := r.step(ts("2026-11-24T10:59Z")); rep.SLAMissed != 0 {
+		t.Errorf("SLA missed before the deadline")
+	}
+	rep := r.step(ts("2026-11-24T11:00:01Z"))
+	if rep.SLAMissed != 1 {
+		t.Errorf("SLAMissed = %d, want 1 (the 08:00 slot)", rep.SLAMissed)
+	}
+	evs = r.takeEvents()
+	if len(evs) != 1 || evs[0].Kind != workflow.EventSLAMissed || !evs[0].Slot.Equal(s8) {
+		t.Fatalf("events = %+v, want the SLA miss of 08:00", evs)
+	}
+	p := problemsOf(r.e, "feed", "sla")
+	if len(p) != 1 || !strings.Contains(p[0].Error, "SLA missed: not SUCCESS 3h after the slot time (deadline 2026-11-24T11:00:00.000Z)") {
+		t.Errorf("sla problems = %+v", p)
+	}
+	// Noted once: later steps neither count nor send it again (the 09:00
+	// slot, RUNNING since 11:00, misses its own deadline at 12:00).
+	if rep := r.step(ts("2026-11-24T12:10Z")); rep.SLAMissed != 1 {
+		t.Errorf("SLAMissed = %d at 12:10, want 1 (09:00)", rep.SLAMissed)
+	}
+	for _, ev := range r.takeEvents() {
+		if ev.Kind == workflow.EventSLAMissed && ev.Slot.Equal(s8) {
+			t.Errorf("SLA miss of 08:00 sent again")
+		}
+	}
+	// Success after a retry is an event too: 09:00 fails once, then
+	// every job succeeds.
+	r.svc.finish(slot.ID{Workflow: "feed", Time: ts("2026-11-24T09:00Z")}, false)
+	var kinds []string
+	for m := 11; m < 30; m++ {
+		r.step(ts("2026-11-24T12:" + itoa(m) + "Z"))
+		r.svc.finishAll(true)
+		for _, ev := range r.takeEvents() {
+			kinds = append(kinds, ev.Kind+"@"+slot.FormatTime(ev.Slot))
+		}
+	}
+	want := "successAfterRetries@2026-11-24T09:00:00.000Z"
+	if !strings.Contains(strings.Join(kinds, " "), want) {
+		t.Errorf("events %v, want %s among them", kinds, want)
+	}
+}
+
+// Property: with several workflows in two pools, random limits,
+// priorities, job outcomes and pauses, no step ever leaves a pool with more
+// RUNNING slots than its limit (the order within a pool is pool.Admit's,
+// tested by its own property test).
+func TestPoolLimitProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		t := &tb{T: rt}
+		defer t.done()
+		start := ts("2026-11-24T00:00Z")
+		limits := map[string]int{"a": rapid.IntRange(1, 3).Draw(rt, "limitA"), "b": rapid.IntRange(1, 2).Draw(rt, "limitB")}
+		var ws []workflow.Workflow
+		poolOf := map[string]string{}
+		for i, n := 0, rapid.IntRange(2, 4).Draw(rt, "workflows"); i < n; i++ {
+			w := hourly(string(rune('p' + i)))
+			w.StartTime = start
+			w.SchedulingStrategy.Concurrency = rapid.IntRange(1, 3).Draw(rt, "concurrency")
+			w.Pool = rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "pool")
+			w.Priority = rapid.IntRange(0, 2).Draw(rt, "priority")
+			poolOf[w.ID] = w.Pool
+			ws = append(ws, w)
+		}
+		r := newPoolRig(t, `{"pools": {"a": {"limit": `+itoa(limits["a"])+`}, "b": {"limit": `+itoa(limits["b"])+`}}}`, nil, ws...)
+		now := start.Add(30 * time.Minute)
+		for step := 0; step < 8; step++ {
+			now = now.Add(time.Duration(rapid.IntRange(1, 90).Draw(rt, "advance")) * time.Minute)
+			if rapid.Bool().Draw(rt, "finish") {
+				r.svc.finishAll(rapid.Bool().Draw(rt, "success"))
+			}
+			if rapid.IntRange(0, 5).Draw(rt, "pause") == 0 {
+				id := ws[rapid.IntRange(0, len(ws)-1).Draw(rt, "which")].ID
+				if err := r.db.SetPaused(id, !r.db.Paused(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.step(now)
+			running := map[string]int{}
+			for _, w := range ws {
+				active, err := r.db.Active(w.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, st := range active {
+					if st.Status == slot.Running {
+						running[w.Pool]++
+					}
+				}
+			}
+			for name, n := range running {
+				if n > limits[name] {
+					rt.Fatalf("step %d at %s: pool %s has %d RUNNING, limit %d", step, now, name, n, limits[name])
+				}
+			}
+		}
+	})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
