@@ -154,8 +154,9 @@ type StepReport struct {
 	// Pools is the use of every defined pool (nil when no pool is
 	// defined or named).
 	Pools map[string]PoolUse
-	// SLAMissed counts the slots that missed their SLA at this step.
-	SLAMissed int
+	// SLAMissed counts the slots that missed their SLA at this step, by
+	// workflow (nil when none did).
+	SLAMissed map[string]int
 }
 
 // New loads the workflows directory and returns an engine.

@@ -162,7 +162,10 @@ func (s *stepper) noteSLA(ws *wfStep, after []slot.State) {
 		if deadline.Before(s.e.started) {
 			continue
 		}
-		s.rep.SLAMissed++
+		if s.rep.SLAMissed == nil {
+			s.rep.SLAMissed = make(map[string]int)
+		}
+		s.rep.SLAMissed[ws.id]++
 		s.e.log.Warn("slot missed its SLA", "slot", st.ID.String(), "status", string(after[i].Status), "deadline", slot.FormatTime(deadline))
 		s.event(ws.w, workflow.EventSLAMissed, after[i], detail, slot.ID{})
 	}

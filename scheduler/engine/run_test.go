@@ -259,12 +259,12 @@ func TestSLAMissedAndEvents(t *testing.T) {
 		t.Fatalf("events = %+v, want one failure of 08:00", evs)
 	}
 	// The failed slot is looked at until its deadline (11:00) passes.
-	if rep := r.step(ts("2026-11-24T10:59Z")); rep.SLAMissed != 0 {
+	if rep := r.step(ts("2026-11-24T10:59Z")); rep.SLAMissed["feed"] != 0 {
 		t.Errorf("SLA missed before the deadline")
 	}
 	rep := r.step(ts("2026-11-24T11:00:01Z"))
-	if rep.SLAMissed != 1 {
-		t.Errorf("SLAMissed = %d, want 1 (the 08:00 slot)", rep.SLAMissed)
+	if rep.SLAMissed["feed"] != 1 {
+		t.Errorf("SLAMissed = %v, want feed: 1 (the 08:00 slot)", rep.SLAMissed)
 	}
 	evs = r.takeEvents()
 	if len(evs) != 1 || evs[0].Kind != workflow.EventSLAMissed || !evs[0].Slot.Equal(s8) {
@@ -276,8 +276,8 @@ func TestSLAMissedAndEvents(t *testing.T) {
 	}
 	// Noted once: later steps neither count nor send it again (the 09:00
 	// slot, RUNNING since 11:00, misses its own deadline at 12:00).
-	if rep := r.step(ts("2026-11-24T12:10Z")); rep.SLAMissed != 1 {
-		t.Errorf("SLAMissed = %d at 12:10, want 1 (09:00)", rep.SLAMissed)
+	if rep := r.step(ts("2026-11-24T12:10Z")); rep.SLAMissed["feed"] != 1 {
+		t.Errorf("SLAMissed = %v at 12:10, want feed: 1 (09:00)", rep.SLAMissed)
 	}
 	for _, ev := range r.takeEvents() {
 		if ev.Kind == workflow.EventSLAMissed && ev.Slot.Equal(s8) {

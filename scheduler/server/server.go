@@ -23,6 +23,8 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/loop"
 	"github.com/celos-go/celos/scheduler/metrics"
+	"github.com/celos-go/celos/scheduler/notify"
+	"github.com/celos-go/celos/scheduler/pool"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -42,6 +44,9 @@ type Config struct {
 	Defaults string
 	// DB is the state database directory.
 	DB string
+	// Pools is the installation's pools file (JSON, see docs/server.md),
+	// re-read at every step like the workflows; empty means no pools.
+	Pools string
 	// Jobs is the command service's directory of local runs (records and
 	// output logs).
 	Jobs string
@@ -117,6 +122,9 @@ type deps struct {
 	fs       trigger.FileSystems
 	metrics  *metrics.Metrics
 	log      *slog.Logger
+	// events receives the events of workflows with notification targets
+	// (the webhook sender's Send; it never blocks).
+	events func(scheduler.Event)
 }
 
 // withDefaults fills in the defaults of the fields left zero.
@@ -160,8 +168,11 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if err := checkPruneRetention(cfg.PruneOlderThan); err != nil {
 		return err
 	}
+	if err := checkPools(cfg.Pools); err != nil {
+		return err
+	}
 	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", abs(cfg.DB),
-		"logs", abs(cfg.Logs), "autoSchedule", cfg.AutoSchedule, "pid", os.Getpid(), "auth", token != "")
+		"logs", abs(cfg.Logs), "pools", abs(cfg.Pools), "autoSchedule", cfg.AutoSchedule, "pid", os.Getpid(), "auth", token != "")
 
 	inst, err := loadDefaults(cfg.Defaults)
 	if err != nil {
@@ -186,7 +197,17 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			closeFS()
 		}
 	}()
-	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(svcs), fs: fsys, metrics: m, log: log})
+	// Webhooks go out on the sender's own goroutines; it is closed after
+	// the engine's last step (deferred before the engine's close).
+	sender := notify.New(notify.Options{Logger: log, OnResult: m.Notification})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := sender.Close(cctx); err != nil {
+			log.Warn("webhook deliveries still in flight at exit", "error", err)
+		}
+	}()
+	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(svcs), fs: fsys, metrics: m, log: log, events: sender.Send})
 	if err != nil {
 		return err
 	}
@@ -322,6 +343,19 @@ func routes(h *api.Handler, svc scheduler.Service, svcs map[string]external.Serv
 		return nil, err
 	}
 	return mux, nil
+}
+
+// checkPools refuses to start with a pools file (--pools) that does not
+// load: later, while the server runs, a bad version is reported and the
+// last good one stays in effect.
+func checkPools(path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, _, err := pool.NewFile(path).Load(); err != nil {
+		return fmt.Errorf("pools file %s (--pools): %w", path, err)
+	}
+	return nil
 }
 
 func abs(p string) string {
