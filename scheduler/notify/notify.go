@@ -240,7 +240,9 @@ func (s *Sender) attempt(d *delivery) {
 // errStatus is an answer that is not 2xx.
 type errStatus struct{ code int }
 
-func (e errStatus) Error() string { return "the target answered " + strconv.Itoa(e.code) + " " + http.StatusText(e.code) }
+func (e errStatus) Error() string {
+	return "the target answered " + strconv.Itoa(e.code) + " " + http.StatusText(e.code)
+}
 
 // post makes one attempt; retry says whether another may succeed.
 func (s *Sender) post(d *delivery) (retry bool, err error) {

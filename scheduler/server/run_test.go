@@ -35,7 +35,9 @@ func (f *failingService) Submit(ctx context.Context, w *workflow.Workflow, id sl
 func (f *failingService) Status(ctx context.Context, w *workflow.Workflow, ext string) (external.Status, error) {
 	return external.Status{Detail: "exit 1"}, nil
 }
-func (f *failingService) Kill(ctx context.Context, w *workflow.Workflow, ext string) error { return nil }
+func (f *failingService) Kill(ctx context.Context, w *workflow.Workflow, ext string) error {
+	return nil
+}
 
 // TestServerPoolsMetricsAndWebhooks runs the server with a pools file and
 // a workflow that fails, whose webhook is a real HTTP server: the webhook
