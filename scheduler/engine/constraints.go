@@ -18,11 +18,8 @@ import (
 // submission times, oldest first. It is a pure function.
 func CheckConstraints(c *workflow.Constraints, now time.Time, runs []time.Time) string {
 	if tw := c.TimeWindow; tw != nil && !tw.Contains(now) {
-		at := now
-		if loc, err := tw.Location(); err == nil {
-			at = now.In(loc)
-		}
-		return fmt.Sprintf("outside the time window %s–%s %s (it is %s there)", tw.From, tw.To, zoneName(tw.TimeZone), at.Format("15:04 MST"))
+		// (The same words at every step: a hold is logged when it changes.)
+		return fmt.Sprintf("outside the time window %s–%s %s", tw.From, tw.To, zoneName(tw.TimeZone))
 	}
 	if c.MinIntervalSeconds > 0 && len(runs) > 0 {
 		last := runs[len(runs)-1]

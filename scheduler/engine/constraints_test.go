@@ -23,9 +23,9 @@ func TestCheckConstraints(t *testing.T) {
 		want string // "" or a part of the reason
 	}{
 		{"inside the window after midnight", workflow.Constraints{TimeWindow: night}, "2026-01-10T02:00Z", nil, ""},
-		{"outside the window at noon", workflow.Constraints{TimeWindow: night}, "2026-01-10T12:00Z", nil, "outside the time window 22:00–06:00 Europe/Berlin (it is 13:00 CET there)"},
+		{"outside the window at noon", workflow.Constraints{TimeWindow: night}, "2026-01-10T12:00Z", nil, "outside the time window 22:00–06:00 Europe/Berlin"},
 		{"window in summer time (22:30 CEST)", workflow.Constraints{TimeWindow: night}, "2026-07-10T20:30Z", nil, ""},
-		{"window in winter time (21:30 CET)", workflow.Constraints{TimeWindow: night}, "2026-01-10T20:30Z", nil, "it is 21:30 CET there"},
+		{"window in winter time (21:30 CET)", workflow.Constraints{TimeWindow: night}, "2026-01-10T20:30Z", nil, "outside the time window"},
 		{"minInterval not yet", workflow.Constraints{MinIntervalSeconds: 4 * 3600}, "2026-01-10T03:59Z", []string{"2026-01-10T00:00Z"},
 			"minInterval 4h: the last submission was at 2026-01-10T00:00:00.000Z, the next may be at 2026-01-10T04:00:00.000Z"},
 		{"minInterval passed", workflow.Constraints{MinIntervalSeconds: 4 * 3600}, "2026-01-10T04:00Z", []string{"2026-01-10T00:00Z"}, ""},

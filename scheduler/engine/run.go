@@ -41,7 +41,8 @@ type pendingEvent struct {
 
 // hold says why slots stay READY: the decision's holds get a problem of
 // op "constraint"; every other READY slot of the workflow loses one of op
-// "constraint" or "pool" (the pool phase sets those again).
+// "constraint" and is noted for the pool phase (admitPools), which sets
+// or clears its problem of op "pool".
 func (s *stepper) hold(ws *wfStep, d Decision) {
 	held := make(map[int]bool, len(d.Held))
 	for _, h := range d.Held {
@@ -53,7 +54,8 @@ func (s *stepper) hold(ws *wfStep, d Decision) {
 	}
 	for i, st := range ws.slots {
 		if st.Status == slot.Ready && !held[i] {
-			s.e.clearProblemOp(ws.id, st.ID.Time, opConstraint, opPool)
+			s.e.clearProblemOp(ws.id, st.ID.Time, opConstraint)
+			s.ready = append(s.ready, st.ID)
 		}
 	}
 }
@@ -111,6 +113,15 @@ func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 			}
 		}
 	}
+	heldByPool := make(map[slot.ID]bool)
+	defer func() {
+		for _, id := range s.ready {
+			if !heldByPool[id] {
+				e.clearProblemOp(id.Workflow, id.Time, opPool)
+			}
+		}
+		s.ready = nil
+	}()
 	if !anyPool && len(pools) == 0 {
 		return
 	}
@@ -125,6 +136,7 @@ func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 			kept = append(kept, p)
 			continue
 		}
+		heldByPool[p.st.ID] = true
 		if e.setProblem(p.w.ID, p.st.ID.Time, opPool, errors.New(why[i])) {
 			e.log.Info("slot held", "slot", p.st.ID.String(), "reason", why[i])
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -188,7 +189,7 @@ func TestTimeWindowHoldsReadySlots(t *testing.T) {
 		t.Fatalf("%d submissions outside the window", n)
 	}
 	held := problemsOf(r.e, "nightly", "constraint")
-	if len(held) != 1 || !strings.Contains(held[0].Error, "outside the time window 22:00–06:00 Europe/Berlin (it is 13:31 CET there)") {
+	if len(held) != 1 || !strings.Contains(held[0].Error, "outside the time window 22:00–06:00 Europe/Berlin") {
 		t.Errorf("problems = %+v", r.e.Problems("nightly"))
 	}
 	// 21:00Z is 22:00 in Berlin: the oldest READY slot runs, its hold goes.
@@ -358,3 +359,23 @@ func TestPoolLimitProperty(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A hold is logged when it appears or changes, not at every step it lasts.
+func TestHoldLoggedOnce(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	a, b := hourly("a"), hourly("b")
+	a.StartTime, b.StartTime = start, start
+	a.Pool, b.Pool, a.Priority = "etl", "etl", 1
+	r := newPoolRig(t, `{"pools": {"etl": {"limit": 1}}}`, nil, a, b)
+	var logs strings.Builder
+	r.e.log = slog.New(slog.NewTextHandler(&logs, nil))
+	for m := 30; m < 36; m++ {
+		r.step(ts("2026-11-24T08:" + itoa(m) + "Z"))
+	}
+	if n := strings.Count(logs.String(), `msg="slot held" slot=b@2026-11-24T08:00:00.000Z`); n != 1 {
+		t.Errorf("the hold of b was logged %d times, want once:\n%s", n, logs.String())
+	}
+	if p := problemsOf(r.e, "b", "pool"); len(p) != 1 {
+		t.Errorf("b's pool problems: %+v", p)
+	}
+}

@@ -152,6 +152,9 @@ type stepper struct {
 	// sent once the step's write is done.
 	stepped       map[string]bool
 	pendingEvents []pendingEvent
+	// ready are the READY slots no run constraint holds (hold), whose
+	// "pool" problems admitPools sets or clears.
+	ready []slot.ID
 }
 
 // wfStep is one workflow in a step: what gather read, and the
