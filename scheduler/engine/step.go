@@ -49,7 +49,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	if p, ok := e.db.(preloader); ok {
 		p.Preload(todo, 8) // start-up: read the state files in parallel
 	}
-	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status), stepped: make(map[string]bool, len(todo)),
+	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status), stepped: make(map[string]bool),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
 		env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}}
@@ -65,7 +65,9 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 			continue
 		}
 		e.clearProblem(ws.id, time.Time{})
-		st.stepped[ws.id] = true
+		if ws.w.Pool != "" {
+			st.stepped[ws.id] = true
+		}
 		rep.Workflows++
 	}
 	st.admitPools(c, pools, e.opts.PoolsFile)
@@ -148,8 +150,8 @@ type stepper struct {
 	// dbErr is the first write the state database refused; dbErrs counts them.
 	dbErr  error
 	dbErrs int
-	// stepped are the workflows the step stepped; pendingEvents the events
-	// sent once the step's write is done.
+	// stepped are the workflows with a pool the step stepped; pendingEvents
+	// the events sent once the step's write is done.
 	stepped       map[string]bool
 	pendingEvents []pendingEvent
 	// ready are the READY slots no run constraint holds (hold), whose
