@@ -60,10 +60,16 @@ func TestServerPoolsMetricsAndWebhooks(t *testing.T) {
 		return workflow.Workflow{ID: id, Schedule: workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
 			Trigger: workflow.Trigger{Type: workflow.TriggerAlways}, SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
 			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"false"}},
-			StartTime:       start, WaitTimeoutSeconds: workflow.NeverTimeout, Pool: pool,
+			StartTime:       start, WaitTimeoutSeconds: workflow.NeverTimeout, Pool: pool, SLA: &workflow.SLA{SuccessWithinSeconds: 60},
 			Notify: []workflow.Notification{{Type: workflow.NotifyWebhook, URL: hook.URL + "/celos", Events: []string{workflow.EventFailure}}}}
 	}
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: []workflow.Workflow{wf("etl-job", "etl"), wf("lost", "nope")}}
+	// fast has a slot every second from two seconds after the start, each
+	// missing its SLA of a second: counted (its deadline is after the start).
+	fast := wf("fast", "")
+	fast.Schedule.Cron, fast.Notify = "* * * * * ?", nil
+	fast.StartTime = time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+	fast.SLA = &workflow.SLA{SuccessWithinSeconds: 1}
+	p := &workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: []workflow.Workflow{wf("etl-job", "etl"), wf("lost", "nope"), fast}}
 	data, err := p.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +109,7 @@ func TestServerPoolsMetricsAndWebhooks(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("no webhook delivery")
 	}
-	if body["event"] != "failure" || body["workflow"] != "etl-job" || body["status"] != "FAILURE" {
+	if body["event"] != "failure" || body["workflow"] != "etl-job" || body["status"] != "FAILURE" { // (fast has no targets)
 		t.Errorf("webhook body %v", body)
 	}
 	want := []string{
@@ -111,6 +117,7 @@ func TestServerPoolsMetricsAndWebhooks(t *testing.T) {
 		`celos_pool_running{pool="etl"}`,
 		`celos_pool_waiting{pool="etl"}`,
 		`celos_notifications_total{event="failure",result="delivered"}`,
+		`celos_sla_missed_total{workflow="fast"}`,
 	}
 	var metrics string
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -123,8 +130,16 @@ func TestServerPoolsMetricsAndWebhooks(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/metrics lacks one of %q:\n%s", want, grepLines(metrics, "celos_pool", "celos_notif"))
+			t.Fatalf("/metrics lacks one of %q:\n%s", want, grepLines(metrics, "celos_pool", "celos_notif", "celos_sla"))
 		}
+	}
+	// The missed SLA of the first slot is in its details drawer.
+	drawer := get(t, url+"/ui/slot?id=etl-job&time="+start.Format(time.RFC3339))
+	if !strings.Contains(drawer, "SLA missed: not SUCCESS 1m after the slot time") {
+		t.Errorf("the drawer of etl-job's first slot does not show the missed SLA:\n%s", grepLines(drawer, "SLA", "problem"))
+	}
+	if strings.Contains(metrics, `celos_sla_missed_total{workflow="etl-job"}`) {
+		t.Errorf("etl-job's SLA misses, whose deadlines passed before the server started, were counted:\n%s", grepLines(metrics, "celos_sla"))
 	}
 	// The undefined pool is in the UI's problems (the workflow page).
 	page := get(t, url+"/ui/workflow?id=lost")
