@@ -66,6 +66,7 @@ func TestDecideConstraints(t *testing.T) {
 		submit  []int
 		changes []Change
 		held    []int
+		intent  bool // every slot has a submit intent
 	}{
 		{name: "outside the window: held, takes no place", p: p(window(workflow.NeverTimeout, workflow.OnTimeoutGiveUp), 1), now: noon,
 			slots: []slot.State{st(0, slot.Ready, 0, ""), st(1, slot.Ready, 0, "")}, held: []int{0, 1}},
@@ -82,13 +83,19 @@ func TestDecideConstraints(t *testing.T) {
 			slots: []slot.State{st(0, slot.Ready, 0, ""), st(1, slot.Ready, 0, "")}, submit: []int{0}, held: []int{1}},
 		{name: "maxRuns with earlier runs", p: p(&workflow.Constraints{MaxRuns: &workflow.MaxRuns{Count: 2, PeriodSeconds: 86400}, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}, 3, t0.Add(time.Hour)), now: noon,
 			slots: []slot.State{st(0, slot.Ready, 0, ""), st(1, slot.Ready, 0, ""), st(2, slot.Ready, 0, "")}, submit: []int{0}, held: []int{1, 2}},
+		{name: "a slot with a submit intent is neither held nor given up", p: p(window(3600, workflow.OnTimeoutGiveUp), 1), now: noon,
+			slots: []slot.State{st(0, slot.Ready, 0, "")}, intent: true, submit: []int{0}},
 		{name: "final slots never move", p: p(window(0, workflow.OnTimeoutGiveUp), 1), now: noon,
 			slots: []slot.State{st(0, slot.Success, 0, "a"), st(1, slot.Failure, 0, "b"), st(2, slot.WaitTimeout, 0, ""), st(3, slot.Killed, 0, "")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			runs := append([]time.Time(nil), tt.p.Runs...)
-			d := Decide(tt.p, tt.slots, tt.now, make([]Observation, len(tt.slots)))
+			obs := make([]Observation, len(tt.slots))
+			for i := range obs {
+				obs[i].Intent = tt.intent
+			}
+			d := Decide(tt.p, tt.slots, tt.now, obs)
 			var held []int
 			for _, h := range d.Held {
 				held = append(held, h.Index)

@@ -43,6 +43,11 @@ type Observation struct {
 	TriggerErr   error
 	Job          external.Status
 	JobErr       error
+	// Intent: a READY slot has a submit intent left by a submission that
+	// may have reached the service (a crash). Its run constraints let it
+	// through then; they are not checked again (a job may exist, so it is
+	// neither held nor given up: the submission asks the service first).
+	Intent bool
 }
 
 // Needs says which observation a slot in state st needs: its trigger
@@ -113,7 +118,7 @@ func Decide(p Policy, slots []slot.State, now time.Time, obs []Observation) Deci
 		st := slots[i]
 		switch st.Status {
 		case slot.Ready:
-			if p.Constraints != nil {
+			if p.Constraints != nil && !obs[i].Intent {
 				if why := CheckConstraints(p.Constraints, now, runs); why != "" {
 					switch {
 					case !constraintTimedOut(p.Constraints, st.ID.Time, now):

@@ -379,3 +379,33 @@ func TestHoldLoggedOnce(t *testing.T) {
 		t.Errorf("b's pool problems: %+v", p)
 	}
 }
+
+// A READY slot whose submission may have reached the service before a
+// crash (a submit intent) is recovered, not given up by its constraints'
+// timeout nor held by its time window: a job may exist.
+func TestConstraintsSpareASlotWithAnIntent(t *testing.T) {
+	w := hourly("wf")
+	w.StartTime = ts("2026-11-24T00:00Z")
+	w.Constraints = &workflow.Constraints{TimeWindow: &workflow.TimeWindow{From: "00:00", To: "01:00", TimeZone: "UTC"},
+		TimeoutSeconds: 3600, OnTimeout: workflow.OnTimeoutGiveUp}
+	f := newFake()
+	r := newRig(t, recoverer{f}, w)
+	id := slot.ID{Workflow: "wf", Time: ts("2026-11-24T00:00Z")}
+	r.step(ts("2026-11-24T00:10Z")) // READY
+	// The crash: the job was accepted, the RUNNING state never written.
+	if err := r.db.PutIntent(id, intentAt(time.Now().Add(-time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	ext, err := f.Submit(context.Background(), &w, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hours later: outside the window, past the constraints' timeout.
+	r.step(ts("2026-11-24T03:00Z"))
+	if st := r.state("wf", id.Time); st.Status != slot.Running || st.ExternalID != ext {
+		t.Fatalf("slot %+v, want RUNNING with the recovered job %s", st, ext)
+	}
+	if n := len(f.submitted()); n != 1 {
+		t.Errorf("%d submissions, want the one before the crash", n)
+	}
+}

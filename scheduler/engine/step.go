@@ -350,6 +350,9 @@ func (s *stepper) workflow(ctx context.Context, ws *wfStep) (err error) {
 	p := PolicyOf(ws.w)
 	if p.Constraints != nil {
 		p.Runs = s.runsOf(ws)
+		for i, in := range ws.intents {
+			obs[i].Intent = in.left && in.err == nil && intentOf(in.in, ws.slots[i])
+		}
 	}
 	d := Decide(p, ws.slots, s.now, obs)
 	s.record(ws, d, obs)
