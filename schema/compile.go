@@ -37,7 +37,12 @@ import (
 // invalid, the Project is nil and err is a Diagnostics of the errors alone;
 // Compile never panics on bad input.
 func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
-	c := &compiler{embedPos: map[string]token.Pos{}}
+	return CompileWith(dir, Options{})
+}
+
+// CompileWith is Compile with options (run.go: the installation's pools).
+func CompileWith(dir string, opts Options) (p *workflow.Project, diags []Diagnostic, err error) {
+	c := &compiler{embedPos: map[string]token.Pos{}, opts: opts}
 	c.cwd, _ = os.Getwd()
 	defer func() {
 		if r := recover(); r != nil {
@@ -71,6 +76,7 @@ type compiler struct {
 	deferred  []cueerrors.Error    // errors left to scanMissing
 	fsys      *inputFS             // every file of the project is read through it
 	embedPos  map[string]token.Pos // host path of an embedded file → its first @embed
+	opts      Options
 }
 
 // syntheticModule is the module file overlaid when the project has no

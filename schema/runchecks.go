@@ -1,9 +1,14 @@
 package schema
 
 // The checks of the run fields (constraints, pool, priority, sla, notify)
-// that the CUE schema cannot make: a time window's time zone.
+// that the CUE schema cannot make: a time window's time zone, and, when the
+// installation's pools are known (celos vet --pools), the pool's name.
 
 import (
+	"fmt"
+	"sort"
+	"strings"
+
 	"cuelang.org/go/cue"
 
 	"github.com/celos-go/celos/schema/workflow"
@@ -13,6 +18,12 @@ import (
 // "workflows.<id>") at the positions at gives; it reports whether they
 // are fine.
 func (c *compiler) runChecks(label string, w *workflow.Workflow, at func(path ...cue.Selector) string) bool {
+	if c.opts.Pools != nil && w.Pool != "" {
+		if _, ok := c.opts.Pools[w.Pool]; !ok {
+			c.errorf(at(cue.Str("pool")), "%s.pool: pool %q is not defined in %s (it defines %s)", label, w.Pool, c.opts.PoolsFile, poolNames(c.opts.Pools))
+			return false
+		}
+	}
 	if w.Constraints == nil || w.Constraints.TimeWindow == nil {
 		return true
 	}
@@ -42,4 +53,29 @@ func (c *compiler) windowsOf(wfs cue.Value) {
 			c.errorf(c.valuePos(zv), "%s.constraints.timeWindow.timeZone: %s", label, zoneProblem(zone, err))
 		}
 	}
+}
+
+// Options are what a compilation may know of the installation.
+type Options struct {
+	// Pools, if not nil, are the installation's pools (name → limit, as
+	// scheduler/pool parses them); a workflow naming another pool is an
+	// error at its pool field. PoolsFile names them in that error.
+	Pools     map[string]int
+	PoolsFile string
+}
+
+// poolNames lists the names of pools, sorted, for an error.
+func poolNames(pools map[string]int) string {
+	if len(pools) == 0 {
+		return "no pool"
+	}
+	names := make([]string, 0, len(pools))
+	for n := range pools {
+		names = append(names, fmt.Sprintf("%q", n))
+	}
+	sort.Strings(names)
+	if len(names) > 10 {
+		names = append(names[:10], fmt.Sprintf("and %d more", len(names)-10))
+	}
+	return strings.Join(names, ", ")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/scheduler/pool"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -15,7 +16,8 @@ import (
 func init() { register(newVetCmd) }
 
 func newVetCmd() *cobra.Command {
-	return &cobra.Command{
+	var poolsFile string
+	c := &cobra.Command{
 		Use:   "vet [DIR]",
 		Short: "Check a project: schema, cron expressions, references",
 		Long: `vet loads the CUE package in DIR (default: the current directory) with the
@@ -34,6 +36,10 @@ vendors its own copy (cue.mod/pkg/celos.dev/celos, written by celos init)
 gets a warning when that copy differs from celos's. A project may import
 the CUE standard library and packages vendored under cue.mod/pkg.
 
+With --pools FILE (the installation's pools file, as celos server --pools
+reads it), a workflow naming a pool the file does not define is an error
+at its pool field.
+
 Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 		Example: `  celos vet                 # the project in the current directory
   celos vet ./workflows     # another directory
@@ -44,10 +50,20 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
   #     hooks: [{id: celos-vet}]`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			_, err := compileArg(c, args)
+			var opts schema.Options
+			if poolsFile != "" {
+				pools, _, err := pool.NewFile(poolsFile).Load()
+				if err != nil {
+					return &ExitError{Code: ExitFailure, Err: fmt.Errorf("pools file %s: %w", poolsFile, err)}
+				}
+				opts = schema.Options{Pools: pools, PoolsFile: poolsFile}
+			}
+			_, err := compileArgWith(c, args, opts)
 			return err
 		},
 	}
+	c.Flags().StringVar(&poolsFile, "pools", "", "the installation's pools file: a workflow naming another pool is an error")
+	return c
 }
 
 // tuneGC lets the heap grow to three times the live data between
@@ -75,12 +91,17 @@ func printDiagnostics(w io.Writer, diags []schema.Diagnostic) {
 // current directory by default), printing its diagnostics to stderr; an
 // invalid project ends the command with exit 1.
 func compileArg(c *cobra.Command, args []string) (*workflow.Project, error) {
+	return compileArgWith(c, args, schema.Options{})
+}
+
+// compileArgWith is compileArg with compile options (vet --pools).
+func compileArgWith(c *cobra.Command, args []string, opts schema.Options) (*workflow.Project, error) {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]
 	}
 	defer tuneGC()()
-	p, diags, err := schema.Compile(dir)
+	p, diags, err := schema.CompileWith(dir, opts)
 	printDiagnostics(c.ErrOrStderr(), diags)
 	if err != nil {
 		return nil, silentExit(ExitFailure)
