@@ -84,13 +84,8 @@ func (e *Engine) clearProblemOp(wf string, t time.Time, ops ...string) {
 func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 	e := s.e
 	running := make(map[string]int)
-	anyPool := false
-	for _, id := range c.ids {
+	for _, id := range c.pooled {
 		w := c.workflows[id]
-		if w.Pool == "" {
-			continue
-		}
-		anyPool = true
 		if _, ok := pools[w.Pool]; !ok {
 			if s.stepped[id] {
 				where := "no pools file is configured (celos server --pools FILE)"
@@ -122,7 +117,7 @@ func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 		}
 		s.ready = nil
 	}()
-	if !anyPool && len(pools) == 0 {
+	if len(c.pooled) == 0 && len(pools) == 0 {
 		return
 	}
 	cands := make([]pool.Candidate, len(s.pending))

@@ -199,14 +199,8 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	}()
 	// Webhooks go out on the sender's own goroutines; it is closed after
 	// the engine's last step (deferred before the engine's close).
-	sender := notify.New(notify.Options{Logger: log, OnResult: m.Notification})
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := sender.Close(cctx); err != nil {
-			log.Warn("webhook deliveries still in flight at exit", "error", err)
-		}
-	}()
+	sender, closeSender := startNotifier(log, m)
+	defer closeSender()
 	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(svcs), fs: fsys, metrics: m, log: log, events: sender.Send})
 	if err != nil {
 		return err
@@ -343,6 +337,19 @@ func routes(h *api.Handler, svc scheduler.Service, svcs map[string]external.Serv
 		return nil, err
 	}
 	return mux, nil
+}
+
+// startNotifier starts the webhook sender; the function it returns closes
+// it, waiting at most 10 seconds for the deliveries in flight.
+func startNotifier(log *slog.Logger, m *metrics.Metrics) (*notify.Sender, func()) {
+	sender := notify.New(notify.Options{Logger: log, OnResult: m.Notification})
+	return sender, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := sender.Close(ctx); err != nil {
+			log.Warn("webhook deliveries still in flight at exit", "error", err)
+		}
+	}
 }
 
 // checkPools refuses to start with a pools file (--pools) that does not
