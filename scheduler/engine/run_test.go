@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -407,5 +408,46 @@ func TestConstraintsSpareASlotWithAnIntent(t *testing.T) {
 	}
 	if n := len(f.submitted()); n != 1 {
 		t.Errorf("%d submissions, want the one before the crash", n)
+	}
+}
+
+// A slot that times out, waiting for its trigger or for its run
+// constraints, is a waitTimeout event for the targets that want it, and
+// only for them.
+func TestWaitTimeoutEvents(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	hook := func(events ...string) []workflow.Notification {
+		return []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/", Events: events}}
+	}
+	trig := hourly("trig") // its trigger is never ready: 1 hour, then WAIT_TIMEOUT
+	trig.StartTime, trig.WaitTimeoutSeconds = start, 3600
+	trig.Trigger = workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}
+	trig.Notify = hook(workflow.EventWaitTimeout)
+	cons := hourly("cons") // READY at once, held by its window, given up after 1 hour
+	cons.StartTime = start
+	cons.Constraints = &workflow.Constraints{TimeWindow: &workflow.TimeWindow{From: "22:00", To: "06:00", TimeZone: "UTC"},
+		TimeoutSeconds: 3600, OnTimeout: workflow.OnTimeoutGiveUp}
+	cons.Notify = hook(workflow.EventWaitTimeout)
+	deaf := cons // the same, but its target wants failures only
+	deaf.ID, deaf.Notify = "deaf", hook(workflow.EventFailure)
+	r := newPoolRig(t, "", nil, trig, cons, deaf)
+	r.step(ts("2026-11-24T08:30Z"))
+	r.step(ts("2026-11-24T08:31Z"))
+	if evs := r.takeEvents(); len(evs) != 0 {
+		t.Fatalf("events before any timeout: %+v", evs)
+	}
+	r.step(ts("2026-11-24T09:00:01Z"))
+	var got []string
+	for _, ev := range r.takeEvents() {
+		got = append(got, ev.Kind+" "+ev.Workflow+" "+string(ev.Status)+" "+slot.FormatTime(ev.Slot))
+	}
+	want := []string{
+		"waitTimeout trig WAIT_TIMEOUT 2026-11-24T08:00:00.000Z",
+		"waitTimeout cons WAIT_TIMEOUT 2026-11-24T08:00:00.000Z",
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
 	}
 }
