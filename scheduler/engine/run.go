@@ -60,9 +60,13 @@ func (s *stepper) hold(ws *wfStep, d Decision) {
 	}
 }
 
-// clearProblemOp clears the problem of a slot if its op is one of ops.
+// clearProblemOp clears the problem of a slot (of the workflow when t is
+// zero) if its op is one of ops.
 func (e *Engine) clearProblemOp(wf string, t time.Time, ops ...string) {
-	k := problemKey{wf, t.UnixMilli()}
+	k := problemKey{wf, -1}
+	if !t.IsZero() {
+		k.t = t.UnixMilli()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if p, ok := e.problems[k]; ok {
@@ -86,7 +90,11 @@ func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 	running := make(map[string]int)
 	for _, id := range c.pooled {
 		w := c.workflows[id]
-		if _, ok := pools[w.Pool]; !ok {
+		if _, ok := pools[w.Pool]; ok {
+			e.clearProblemOp(id, time.Time{}, opPool)
+		} else {
+			// Set at every step, logged when it appears (the step's
+			// clearing of workflow problems spares this one: stepped).
 			if s.stepped[id] {
 				where := "no pools file is configured (celos server --pools FILE)"
 				if poolsPath != "" {

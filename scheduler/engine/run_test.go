@@ -142,8 +142,14 @@ func TestUndefinedPoolAndBadPoolsFile(t *testing.T) {
 	w := hourly("lost")
 	w.StartTime, w.Pool = start, "nope"
 	r := newPoolRig(t, `{"pools": {"etl": {"limit": 2}}}`, nil, w)
+	var logs strings.Builder
+	r.e.log = slog.New(slog.NewTextHandler(&logs, nil))
 	r.step(ts("2026-11-24T08:30Z"))
 	r.step(ts("2026-11-24T08:31Z"))
+	r.step(ts("2026-11-24T08:31:30Z"))
+	if n := strings.Count(logs.String(), `msg="workflow names an undefined pool" workflow=lost`); n != 1 {
+		t.Errorf("the undefined pool was logged %d times in 3 steps, want once", n)
+	}
 	if n := len(r.svc.submitted()); n != 0 {
 		t.Errorf("%d submissions of a workflow whose pool is undefined", n)
 	}

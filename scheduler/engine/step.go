@@ -64,9 +64,12 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 			st.workflowFailed(ws.id, err)
 			continue
 		}
-		e.clearProblem(ws.id, time.Time{})
 		if ws.w.Pool != "" {
+			// Its "pool" problem is the pools phase's to set or clear.
+			e.clearProblemOp(ws.id, time.Time{}, "schedule", "step")
 			st.stepped[ws.id] = true
+		} else {
+			e.clearProblem(ws.id, time.Time{})
 		}
 		rep.Workflows++
 	}
