@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,5 +189,28 @@ func TestAdmitProperties(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A pools file that is a FIFO or a directory is an error naming it, at
+// once (no read blocks on a FIFO with no writer).
+func TestFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pools.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := NewFile(fifo).Load(); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("FIFO: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Load of a FIFO blocked")
+	}
+	if _, _, err := NewFile(dir).Load(); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory: %v", err)
 	}
 }
