@@ -133,7 +133,11 @@ func TestServerPoolsMetricsAndWebhooks(t *testing.T) {
 			t.Fatalf("/metrics lacks one of %q:\n%s", want, grepLines(metrics, "celos_pool", "celos_notif", "celos_sla"))
 		}
 	}
-	// The missed SLA of the first slot is in its details drawer.
+	// The missed SLA is in the grid (the row's problems and their tooltip)
+	// and in the slot's details drawer.
+	if grid := get(t, url+"/ui"); !strings.Contains(grid, "sla: SLA missed: not SUCCESS 1m after the slot time") {
+		t.Errorf("the grid does not show etl-job's missed SLA:\n%s", grepLines(grid, "etl-job"))
+	}
 	drawer := get(t, url+"/ui/slot?id=etl-job&time="+start.Format(time.RFC3339))
 	if !strings.Contains(drawer, "SLA missed: not SUCCESS 1m after the slot time") {
 		t.Errorf("the drawer of etl-job's first slot does not show the missed SLA:\n%s", grepLines(drawer, "SLA", "problem"))
