@@ -42,4 +42,15 @@ func TestWorkflowSlotsProblems(t *testing.T) {
 	if !strings.Contains(ops["constraint"], "outside the time window 22:00–06:00 UTC") || !strings.HasPrefix(ops["sla"], "SLA missed: not SUCCESS 1h after the slot time") {
 		t.Errorf("night's problems of 10:00: %+v", ws.Problems)
 	}
+	// /trigger-status says why the READY slot is held.
+	var ts api.TriggerStatus
+	s.do(200, "GET", "/trigger-status?id=night&time=2026-11-24T10:00Z", &ts)
+	if !ts.Ready || ts.Held == nil || ts.Held.Op != "constraint" || ts.Held.Reason != "outside the time window 22:00–06:00 UTC" {
+		t.Errorf("trigger-status of night 10:00: %+v held %+v", ts.Status, ts.Held)
+	}
+	ts = api.TriggerStatus{}
+	s.do(200, "GET", "/trigger-status?id=lost&time=2026-11-24T10:00Z", &ts)
+	if ts.Held == nil || ts.Held.Op != "pool" || !strings.Contains(ts.Held.Reason, `pool "nope" is not defined`) {
+		t.Errorf("trigger-status of lost 10:00: held %+v", ts.Held)
+	}
 }

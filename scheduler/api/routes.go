@@ -343,8 +343,30 @@ func (h *Handler) triggerStatus(w http.ResponseWriter, r *http.Request, q query)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, withEmptyChildren(st))
+	ans := TriggerStatus{Status: withEmptyChildren(st)}
+	if pl, ok := h.svc.(problemLister); ok {
+		for _, p := range pl.Problems(id.Workflow) {
+			if p.Slot.Equal(id.Time) && (p.Op == "constraint" || p.Op == "pool") {
+				ans.Held = &Held{Op: p.Op, Reason: p.Error}
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, ans)
 	return nil
+}
+
+// TriggerStatus is the answer of GET /trigger-status: the trigger's status
+// tree (Celos's) and, not in Celos, why a READY slot is held.
+type TriggerStatus struct {
+	trigger.Status
+	Held *Held `json:"held,omitempty"`
+}
+
+// Held says why a READY slot is not submitted: a run constraint
+// ("constraint") or its full pool ("pool").
+type Held struct {
+	Op     string `json:"op"`
+	Reason string `json:"reason"`
 }
 
 // withEmptyChildren makes every subStatuses a list ([] rather than null),

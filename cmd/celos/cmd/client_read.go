@@ -139,7 +139,10 @@ func newTriggerStatusCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var st trigger.Status
+		var st struct {
+			trigger.Status
+			Held *struct{ Op, Reason string } `json:"held"`
+		}
 		body, err := cl.json(c.Context(), "GET", "/trigger-status", slotQuery(id, t), callTimeout, &st)
 		if err != nil {
 			return failed(err)
@@ -148,7 +151,10 @@ func newTriggerStatusCmd() *cobra.Command {
 			writeJSONOut(c.OutOrStdout(), body)
 			return nil
 		}
-		printTrigger(c.OutOrStdout(), st, 0)
+		printTrigger(c.OutOrStdout(), st.Status, 0)
+		if st.Held != nil {
+			fmt.Fprintf(c.OutOrStdout(), "held (%s): %s\n", st.Held.Op, st.Held.Reason)
+		}
 		return nil
 	}
 	return c
