@@ -239,6 +239,11 @@ func (e *Engine) reload() *config {
 			delete(e.done, id)
 		}
 	}
+	for id := range e.runs { // (stepMu is held)
+		if c.workflows[id] == nil {
+			delete(e.runs, id)
+		}
+	}
 	e.mu.Unlock()
 	return c
 }
