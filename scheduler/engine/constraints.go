@@ -138,3 +138,15 @@ func (s *stepper) noteRun(w *workflow.Workflow) {
 	}
 	s.e.runs[w.ID] = append(s.e.runs[w.ID], s.now)
 }
+
+// MissedSLA says whether slot st, in its state when the step began, has
+// missed the SLA at now: it is not SUCCESS and now is strictly after its
+// deadline, slot time + successWithinSeconds. It is a pure function; the
+// step notes each miss once (noteSLA).
+func MissedSLA(sla *workflow.SLA, st slot.State, now time.Time) (deadline time.Time, missed bool) {
+	if sla == nil {
+		return time.Time{}, false
+	}
+	deadline = st.ID.Time.Add(time.Duration(sla.SuccessWithinSeconds) * time.Second)
+	return deadline, st.Status != slot.Success && now.After(deadline)
+}

@@ -206,3 +206,33 @@ func TestDecideConstraintProperties(t *testing.T) {
 		}
 	})
 }
+
+func TestMissedSLA(t *testing.T) {
+	sla := &workflow.SLA{SuccessWithinSeconds: 3 * 3600}
+	tests := []struct {
+		name   string
+		st     slot.State
+		now    time.Time
+		missed bool
+	}{
+		{"waiting before the deadline", st(0, slot.Waiting, 0, ""), t0.Add(3 * time.Hour), false},
+		{"waiting after the deadline", st(0, slot.Waiting, 0, ""), t0.Add(3*time.Hour + time.Second), true},
+		{"ready (held) after", st(0, slot.Ready, 0, ""), t0.Add(4 * time.Hour), true},
+		{"running after", st(0, slot.Running, 1, "x"), t0.Add(4 * time.Hour), true},
+		{"failed early, before the deadline", st(0, slot.Failure, 0, "x"), t0.Add(time.Hour), false},
+		{"failed, after", st(0, slot.Failure, 0, "x"), t0.Add(4 * time.Hour), true},
+		{"timed out, after", st(0, slot.WaitTimeout, 0, ""), t0.Add(4 * time.Hour), true},
+		{"success is never a miss", st(0, slot.Success, 0, "x"), t0.Add(400 * time.Hour), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			deadline, missed := MissedSLA(sla, tt.st, tt.now)
+			if missed != tt.missed || !deadline.Equal(t0.Add(3*time.Hour)) {
+				t.Errorf("MissedSLA = %s, %v; want %s, %v", deadline, missed, t0.Add(3*time.Hour), tt.missed)
+			}
+		})
+	}
+	if _, missed := MissedSLA(nil, st(0, slot.Failure, 0, ""), t0.Add(1000*time.Hour)); missed {
+		t.Error("no SLA, missed")
+	}
+}

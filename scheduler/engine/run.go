@@ -163,10 +163,9 @@ func (s *stepper) noteSLA(ws *wfStep, after []slot.State) {
 	if sla == nil {
 		return
 	}
-	within := time.Duration(sla.SuccessWithinSeconds) * time.Second
 	for i, st := range ws.slots {
-		deadline := st.ID.Time.Add(within)
-		if st.Status == slot.Success || !s.now.After(deadline) || s.e.slaNoted(st.ID) {
+		deadline, missed := MissedSLA(sla, st, s.now)
+		if !missed || s.e.slaNoted(st.ID) {
 			continue
 		}
 		detail := fmt.Sprintf("SLA missed: not SUCCESS %s after the slot time (deadline %s); %s at the step of %s",
