@@ -70,7 +70,11 @@ type Problem struct {
 	// Slot is the slot time, zero for a workflow-level problem.
 	Slot time.Time `json:"slot,omitzero"`
 	// Op is what failed: "schedule", "trigger", "submit", "status",
-	// "recover", "state", "persist".
+	// "recover", "state", "persist"; or why a slot is held or late:
+	// "constraint" (a READY slot a run constraint keeps from running),
+	// "pool" (a READY slot waiting for its full pool, or, for a workflow,
+	// a pool the pools file does not define), "sla" (a slot that missed
+	// its SLA).
 	Op    string    `json:"op"`
 	Error string    `json:"error"`
 	At    time.Time `json:"at"`

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue/token"
@@ -69,8 +70,12 @@ const cacheKind = "compile"
 // keyed by what it had then. Projects with files refused (outside the
 // module, too large, not regular) and compiles that panicked are not
 // cached. A damaged entry is a miss, and is replaced.
-func CompileCached(dir string, cc *Cache) *Compiled {
-	c := &compiler{embedPos: map[string]token.Pos{}, cache: cc}
+func CompileCached(dir string, cc *Cache) *Compiled { return CompileCachedWith(dir, cc, Options{}) }
+
+// CompileCachedWith is CompileCached with compile options; the options are
+// part of the key (vet --pools with another pools file is another answer).
+func CompileCachedWith(dir string, cc *Cache, opts Options) *Compiled {
+	c := &compiler{embedPos: map[string]token.Pos{}, cache: cc, opts: opts}
 	p, _, diags, err := c.run(dir)
 	if c.hit != nil {
 		return c.hit
@@ -148,6 +153,17 @@ func (c *compiler) lookupCache(dirArg string) bool {
 		if strings.HasPrefix(kv, "CUE_") {
 			str(kv)
 		}
+	}
+	str(c.opts.PoolsFile)
+	str(boolString(c.opts.Pools != nil))
+	names := make([]string, 0, len(c.opts.Pools))
+	for name := range c.opts.Pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		str(name)
+		str(strconv.Itoa(c.opts.Pools[name]))
 	}
 	c.fsys.fingerprint(field)
 	for _, d := range c.diags {

@@ -42,17 +42,24 @@ import (
 // CompileWithTests checks them: a project with an invalid test case is
 // invalid for every command.
 func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
-	p, _, diags, err = compileDir(dir)
+	p, _, diags, err = compileDir(dir, Options{})
 	return p, diags, err
 }
 
-// compileDir is CompileWithTests.
-func compileDir(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
-	c := &compiler{embedPos: map[string]token.Pos{}}
+// CompileWith is Compile with options (runchecks.go: the installation's
+// pools).
+func CompileWith(dir string, opts Options) (p *workflow.Project, diags []Diagnostic, err error) {
+	p, _, diags, err = compileDir(dir, opts)
+	return p, diags, err
+}
+
+// compileDir is CompileWithTests with options.
+func compileDir(dir string, opts Options) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
+	c := &compiler{embedPos: map[string]token.Pos{}, opts: opts}
 	return c.run(dir)
 }
 
-// run is CompileWithTests with c's options (its cache).
+// run is CompileWithTests with c's options (its cache, the pools).
 func (c *compiler) run(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
 	c.cwd, _ = os.Getwd()
 	defer func() {
@@ -100,6 +107,7 @@ type compiler struct {
 	key      string    // the cache key, once the files are read
 	hit      *Compiled // the cache's answer
 	panicked bool
+	opts     Options
 }
 
 // syntheticModule is the module file overlaid when the project has no
@@ -333,6 +341,7 @@ func (c *compiler) evaluate(inst *build.Instance, dir string) cue.Value {
 		// Check the cron expressions CUE has let through all the same,
 		// so that one run reports them with CUE's errors.
 		c.cronsOf(pv.LookupPath(cue.ParsePath("workflows")))
+		c.windowsOf(pv.LookupPath(cue.ParsePath("workflows")))
 		return pv
 	}
 	return pv
@@ -434,6 +443,7 @@ func (c *compiler) workflow(id string, v cue.Value, data []byte) (workflow.Workf
 	} else {
 		w.StartTime = w.StartTime.UTC()
 	}
+	ok = c.runChecks(label, &w, at) && ok
 	if ok {
 		if err := w.Validate(); err != nil {
 			for _, e := range splitJoined(err) {

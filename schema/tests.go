@@ -24,7 +24,7 @@ import (
 // paths do not overlap, the workflows named exist. The suite is empty (not
 // nil) for a project without tests.
 func CompileWithTests(dir string) (*workflow.Project, *testcase.Suite, []Diagnostic, error) {
-	return compileDir(dir)
+	return compileDir(dir, Options{})
 }
 
 // cueTestCase is a test case as the schema writes it.

@@ -7,8 +7,10 @@
 #
 # Under VAR: workflows/demo.json (the compiled demo), db/ (slot states),
 # logs/celos.log, jobs/ (each local run's record and output.log),
-# defaults/, demo-input/ (the files the `ingest` workflow's hdfsCheck
-# trigger waits for; the `produce` workflow writes them), demo-state/.
+# defaults/, pools.json (a copy of testdata/demo-pools.json, the pools the
+# demo's workflows name), demo-input/ (the files the `ingest` workflow's
+# hdfsCheck trigger waits for; the `produce` workflow writes them),
+# demo-state/.
 #
 # The demo's commands and triggers use paths relative to the server's
 # working directory (var/demo-input/...): the server runs in the directory
@@ -39,6 +41,8 @@ rm -rf "$src"
 cp -R "$repo/testdata/demo" "$src"
 printf 'package demo\n\n_start: "%s"\n' "$start" >"$src/start.cue"
 "$bin" export "$src" -o "$var/workflows/demo.json"
+# The pools the demo's workflows name (re-read at every step: edit it to see).
+cp "$repo/testdata/demo-pools.json" "$var/pools.json"
 
 cd "$(dirname "$var")"
 every="a step every ${interval}s"
@@ -46,7 +50,8 @@ every="a step every ${interval}s"
 url=http://127.0.0.1:$port
 [ "$port" != 0 ] || url='http://127.0.0.1:<port in var/url>'
 cat <<EOF
-celos demo: workflows produce, ingest, report, flaky, audit from $start, $every.
+celos demo: workflows produce, ingest, report, flaky, audit, compact from $start, $every.
+  pools: var/pools.json (report and compact share "demo-heavy", limit 1)
   UI:    $url/ui
   API:   curl -s $url/workflow-list
          curl -s "$url/workflow-slots?id=ingest"
@@ -58,4 +63,4 @@ EOF
 autoschedule=()
 [ "$interval" = 0 ] || autoschedule=(--autoSchedule "$interval")
 exec "$bin" server --port "$port" --workflows "$var/workflows" --db "$var/db" --logs "$var/logs" \
-  --jobs "$var/jobs" --url-file "$var/url" "${autoschedule[@]}"
+  --jobs "$var/jobs" --pools "$var/pools.json" --url-file "$var/url" "${autoschedule[@]}"

@@ -107,11 +107,20 @@ type WorkflowList struct {
 	LoadErrors []scheduler.LoadError `json:"loadErrors"`
 }
 
-// WorkflowSlots is the answer of GET /workflow-slots.
+// WorkflowSlots is the answer of GET /workflow-slots. Problems (not in
+// Celos) are what the engine keeps about the workflow: errors of its
+// slots, why READY slots wait (ops "constraint", "pool"), missed SLAs
+// ("sla"), a pool that is not defined; absent when there are none.
 type WorkflowSlots struct {
-	Info   WorkflowInfo `json:"info"`
-	Paused bool         `json:"paused"`
-	Slots  []Slot       `json:"slots"`
+	Info     WorkflowInfo        `json:"info"`
+	Paused   bool                `json:"paused"`
+	Problems []scheduler.Problem `json:"problems,omitempty"`
+	Slots    []Slot              `json:"slots"`
+}
+
+// problemLister is implemented by the slot engine (see WorkflowSlots).
+type problemLister interface {
+	Problems(workflow string) []scheduler.Problem
 }
 
 // WorkflowInfo is a workflow's informational fields.
@@ -221,6 +230,9 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 		return err
 	}
 	out := WorkflowSlots{Paused: paused}
+	if pl, ok := h.svc.(problemLister); ok {
+		out.Problems = pl.Problems(id)
+	}
 	out.Info.URL = nullable(wf.URL)
 	out.Info.Contacts = make([]Contact, 0, len(wf.Contacts))
 	for _, c := range wf.Contacts {
@@ -244,7 +256,7 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 // json.MarshalIndent(ws, "", "  ") would give with ws.Slots set to them,
 // without reflection (a week of minutely slots is 10,080 of them).
 func (ws WorkflowSlots) appendJSON(b []byte, states []slot.State) ([]byte, error) {
-	head, err := json.MarshalIndent(WorkflowSlots{Info: ws.Info, Paused: ws.Paused}, "", "  ")
+	head, err := json.MarshalIndent(WorkflowSlots{Info: ws.Info, Paused: ws.Paused, Problems: ws.Problems}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -372,8 +384,30 @@ func (h *Handler) triggerStatus(w http.ResponseWriter, r *http.Request, q query)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, withEmptyChildren(st))
+	ans := TriggerStatus{Status: withEmptyChildren(st)}
+	if pl, ok := h.svc.(problemLister); ok {
+		for _, p := range pl.Problems(id.Workflow) {
+			if p.Slot.Equal(id.Time) && (p.Op == "constraint" || p.Op == "pool") {
+				ans.Held = &Held{Op: p.Op, Reason: p.Error}
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, ans)
 	return nil
+}
+
+// TriggerStatus is the answer of GET /trigger-status: the trigger's status
+// tree (Celos's) and, not in Celos, why a READY slot is held.
+type TriggerStatus struct {
+	trigger.Status
+	Held *Held `json:"held,omitempty"`
+}
+
+// Held says why a READY slot is not submitted: a run constraint
+// ("constraint") or its full pool ("pool").
+type Held struct {
+	Op     string `json:"op"`
+	Reason string `json:"reason"`
 }
 
 // withEmptyChildren makes every subStatuses a list ([] rather than null),

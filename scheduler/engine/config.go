@@ -28,6 +28,7 @@ import (
 type config struct {
 	workflows map[string]*workflow.Workflow
 	ids       []string
+	pooled    []string          // the ids of the workflows that name a pool, sorted
 	file      map[string]string // workflow id → file name
 	scheds    map[string]*schedule.Schedule
 	schedErrs map[string]error
@@ -143,10 +144,14 @@ func (l *loader) load() *config {
 	}
 	l.owner = l.assign(c, names)
 	l.recordOwners(c)
-	for id := range c.workflows {
+	for id, w := range c.workflows {
 		c.ids = append(c.ids, id)
+		if w.Pool != "" {
+			c.pooled = append(c.pooled, id)
+		}
 	}
 	sort.Strings(c.ids)
+	sort.Strings(c.pooled)
 	sort.Slice(c.loadErrs, func(i, j int) bool { return c.loadErrs[i].File < c.loadErrs[j].File })
 	c.scheds, c.schedErrs = schedule.Resolve(c.workflows)
 	l.note(c)

@@ -17,6 +17,12 @@ type Policy struct {
 	// WaitTimeoutSeconds is measured from the slot time; workflow.NeverTimeout
 	// (or more) means never.
 	WaitTimeoutSeconds int64
+	// Constraints, if set, are checked before a READY slot is submitted
+	// (CheckConstraints).
+	Constraints *workflow.Constraints
+	// Runs are the times of the workflow's recent submissions, oldest
+	// first (what minInterval and maxRuns count); see Engine.runsOf.
+	Runs []time.Time
 }
 
 // PolicyOf returns the policy of a workflow.
@@ -25,6 +31,7 @@ func PolicyOf(w *workflow.Workflow) Policy {
 		Concurrency:        w.SchedulingStrategy.Concurrency,
 		MaxRetryCount:      w.MaxRetryCount,
 		WaitTimeoutSeconds: w.WaitTimeoutSeconds,
+		Constraints:        w.Constraints,
 	}
 }
 
@@ -36,6 +43,11 @@ type Observation struct {
 	TriggerErr   error
 	Job          external.Status
 	JobErr       error
+	// Intent: a READY slot has a submit intent left by a submission that
+	// may have reached the service (a crash). Its run constraints let it
+	// through then; they are not checked again (a job may exist, so it is
+	// neither held nor given up: the submission asks the service first).
+	Intent bool
 }
 
 // Needs says which observation a slot in state st needs: its trigger
@@ -57,8 +69,18 @@ type Decision struct {
 	// the input); each becomes RUNNING with the external ID the service
 	// returns, or stays READY if submission fails.
 	Submit []int
-	// Changes are the transitions of WAITING and RUNNING slots.
+	// Changes are the transitions of WAITING and RUNNING slots, and of
+	// READY slots whose constraints timed out (→ WAIT_TIMEOUT).
 	Changes []Change
+	// Held are the READY slots that stay READY because a run constraint
+	// does not hold, and why.
+	Held []Hold
+}
+
+// Hold is a READY slot kept from submission, and why.
+type Hold struct {
+	Index int
+	Why   string
 }
 
 // Decide is the step of one workflow as a pure function, Celos's rules:
@@ -70,6 +92,11 @@ type Decision struct {
 //   - RUNNING → SUCCESS when the job succeeded; on failure → WAITING with
 //     retryCount+1 while retryCount < MaxRetryCount, else → FAILURE.
 //   - Final slots (SUCCESS, FAILURE, WAIT_TIMEOUT, KILLED) never change.
+//   - A READY slot whose run constraints do not hold at now
+//     (CheckConstraints, with p.Runs and the submissions chosen before it)
+//     stays READY, held, and takes no place of the concurrency; once the
+//     constraints' timeout (from the slot time) has passed, it becomes
+//     WAIT_TIMEOUT or is submitted anyway, as the constraints say.
 //
 // Every rule reads the state at the start of the step, so a slot makes at
 // most one transition per step. An observation error (a trigger or a
@@ -86,13 +113,30 @@ func Decide(p Policy, slots []slot.State, now time.Time, obs []Observation) Deci
 		}
 	}
 	capacity := p.Concurrency - running
+	runs := p.Runs[:len(p.Runs):len(p.Runs)] // appends copy: p.Runs is the caller's
 	for i := range slots {
 		st := slots[i]
 		switch st.Status {
 		case slot.Ready:
+			if p.Constraints != nil && !obs[i].Intent {
+				if why := CheckConstraints(p.Constraints, now, runs); why != "" {
+					switch {
+					case !constraintTimedOut(p.Constraints, st.ID.Time, now):
+						d.Held = append(d.Held, Hold{i, why})
+						continue
+					case p.Constraints.OnTimeout != workflow.OnTimeoutRun:
+						d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.WaitTimeout, RetryCount: st.RetryCount}})
+						continue
+					}
+					// OnTimeoutRun: submitted like any READY slot.
+				}
+			}
 			if capacity > 0 {
 				d.Submit = append(d.Submit, i)
 				capacity--
+				if p.Constraints != nil {
+					runs = append(runs, now)
+				}
 			}
 		case slot.Waiting:
 			o := obs[i]

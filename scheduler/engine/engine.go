@@ -54,6 +54,7 @@ import (
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/pool"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/trigger"
 )
@@ -81,6 +82,13 @@ type Options struct {
 	CallTimeout time.Duration
 	// OnStep, if set, is called after every step with its report (metrics).
 	OnStep func(StepReport)
+	// PoolsFile is the installation's pools file (celos server --pools),
+	// re-read at every step like the workflows; "" means no pools.
+	PoolsFile string
+	// OnEvent, if set, receives the events of workflows that have
+	// notification targets, once the step's state is recorded. It is called
+	// from the step and must not block (scheduler/notify queues).
+	OnEvent func(scheduler.Event)
 }
 
 // Engine is the slot engine. It implements scheduler.Service. Steps and the
@@ -97,12 +105,22 @@ type Engine struct {
 
 	loader *loader  // guarded by stepMu
 	wfBuf  []wfStep // the workflows of a step (gather); guarded by stepMu
+	pools  *pool.File
+	// runs are the recent submission times of workflows with minInterval
+	// or maxRuns (runsOf); guarded by stepMu.
+	runs map[string][]time.Time
+	// started is the engine's start (by Clock): SLA deadlines before it
+	// are noted, not sent again.
+	started time.Time
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
 	done     map[string]doneMark // per workflow, see stepWorkflow
 	problems map[problemKey]scheduler.Problem
-	last     StepReport
+	// sla are the slots noted as having missed their SLA (noteSLA).
+	sla     map[slot.ID]scheduler.Problem
+	poolErr *scheduler.LoadError // the pools file's, at the last step
+	last    StepReport
 }
 
 type doneMark struct {
@@ -137,6 +155,12 @@ type StepReport struct {
 	// the store was still reading their state (start-up; see
 	// backgroundLoader): a later step steps them.
 	Loading int
+	// Pools is the use of every defined pool (nil when no pool is
+	// defined or named).
+	Pools map[string]PoolUse
+	// SLAMissed counts the slots that missed their SLA at this step, by
+	// workflow (nil when none did).
+	SLAMissed map[string]int
 }
 
 // New loads the workflows directory and returns an engine.
@@ -157,6 +181,9 @@ func New(opts Options) (*Engine, error) {
 		loader:   &loader{dir: opts.WorkflowsDir, db: opts.Store, files: make(map[string]*fileEntry)},
 		done:     make(map[string]doneMark),
 		problems: make(map[problemKey]scheduler.Problem),
+		sla:      make(map[slot.ID]scheduler.Problem),
+		runs:     make(map[string][]time.Time),
+		pools:    pool.NewFile(opts.PoolsFile),
 	}
 	if e.regs == nil {
 		if r, ok := opts.Store.(Registers); ok {
@@ -171,6 +198,7 @@ func New(opts Options) (*Engine, error) {
 	if e.clock == nil {
 		e.clock = time.Now
 	}
+	e.started = e.clock().UTC()
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -205,9 +233,19 @@ func (e *Engine) reload() *config {
 			delete(e.problems, k)
 		}
 	}
+	for id := range e.sla {
+		if c.workflows[id.Workflow] == nil {
+			delete(e.sla, id)
+		}
+	}
 	for id := range e.done {
 		if c.workflows[id] == nil {
 			delete(e.done, id)
+		}
+	}
+	for id := range e.runs { // (stepMu is held)
+		if c.workflows[id] == nil {
+			delete(e.runs, id)
 		}
 	}
 	e.mu.Unlock()
@@ -255,14 +293,42 @@ func (e *Engine) Problems(wf string) []scheduler.Problem {
 			out = append(out, p)
 		}
 	}
+	for id, p := range e.sla {
+		if wf == "" || id.Workflow == wf {
+			out = append(out, p)
+		}
+	}
 	e.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Workflow != out[j].Workflow {
 			return out[i].Workflow < out[j].Workflow
 		}
-		return out[i].Slot.Before(out[j].Slot)
+		if !out[i].Slot.Equal(out[j].Slot) {
+			return out[i].Slot.Before(out[j].Slot)
+		}
+		return out[i].Op < out[j].Op
 	})
 	return out
+}
+
+// loadPools re-reads the pools file (stepMu is held): a version that does
+// not load is logged when it appears and reported in LoadErrors, and the
+// last version that loaded stays in effect.
+func (e *Engine) loadPools() pool.Pools {
+	p, changed, err := e.pools.Load()
+	var le *scheduler.LoadError
+	if err != nil {
+		le = &scheduler.LoadError{File: e.pools.Path(), Error: err.Error()}
+		if changed {
+			e.log.Error("pools file not loaded; the last version that loaded stays in effect", "file", e.pools.Path(), "error", err)
+		}
+	} else if changed {
+		e.log.Info("pools loaded", "file", e.pools.Path(), "pools", len(p))
+	}
+	e.mu.Lock()
+	e.poolErr = le
+	e.mu.Unlock()
+	return p
 }
 
 // LastStep returns the report of the last step.

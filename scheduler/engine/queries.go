@@ -46,8 +46,15 @@ func (e *Engine) WorkflowFile(id string) (string, error) {
 }
 
 // LoadErrors lists the workflows files that failed to load at the last reload.
+// The pools file is one of them when its current version does not load.
 func (e *Engine) LoadErrors() []scheduler.LoadError {
-	return append([]scheduler.LoadError(nil), e.config().loadErrs...)
+	out := append([]scheduler.LoadError(nil), e.config().loadErrs...)
+	e.mu.RLock()
+	if e.poolErr != nil {
+		out = append(out, *e.poolErr)
+	}
+	e.mu.RUnlock()
+	return out
 }
 
 // Schedule returns a workflow's resolved schedule, or the error that keeps

@@ -44,10 +44,11 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	rep := StepReport{Now: now, Started: time.Now(), Transitions: make(map[slot.Status]int), Errors: make(map[string]int)}
 	writes0 := e.writes()
 	c := e.reload()
+	pools := e.loadPools()
 	rep.LoadErrors = len(c.loadErrs)
 	todo := e.toStep(c, ids)
 	todo, rep.Loading = e.loadState(todo, ids != nil)
-	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status),
+	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status), stepped: make(map[string]bool),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
 		env: trigger.NewStepEnv(e.db, e.fs, e.regs)}
@@ -62,9 +63,16 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 			st.workflowFailed(ws.id, err)
 			continue
 		}
-		e.clearProblem(ws.id, time.Time{})
+		if ws.w.Pool != "" {
+			// Its "pool" problem is the pools phase's to set or clear.
+			e.clearProblemOp(ws.id, time.Time{}, "schedule", "step")
+			st.stepped[ws.id] = true
+		} else {
+			e.clearProblem(ws.id, time.Time{})
+		}
 		rep.Workflows++
 	}
+	st.admitPools(c, pools, e.opts.PoolsFile)
 	st.submitAll(ctx)
 	st.apply()
 	rep.Duration = time.Since(rep.Started)
@@ -184,6 +192,13 @@ type stepper struct {
 	// dbErr is the first write the state database refused; dbErrs counts them.
 	dbErr  error
 	dbErrs int
+	// stepped are the workflows with a pool the step stepped; pendingEvents
+	// the events sent once the step's write is done.
+	stepped       map[string]bool
+	pendingEvents []pendingEvent
+	// ready are the READY slots no run constraint holds (hold), whose
+	// "pool" problems admitPools sets or clears.
+	ready []slot.ID
 }
 
 // wfStep is one workflow in a step: what gather read, and the
@@ -374,7 +389,14 @@ func (s *stepper) gatherWorkflow(c *config, id string, ws *wfStep) (err error) {
 func (s *stepper) workflow(ctx context.Context, ws *wfStep) (err error) {
 	defer s.recovered(ws.id, &err)
 	obs := s.observe(ctx, ws)
-	d := Decide(PolicyOf(ws.w), ws.slots, s.now, obs)
+	p := PolicyOf(ws.w)
+	if p.Constraints != nil {
+		p.Runs = s.runsOf(ws)
+		for i, in := range ws.intents {
+			obs[i].Intent = in.left && in.err == nil && intentOf(in.in, ws.slots[i])
+		}
+	}
+	d := Decide(p, ws.slots, s.now, obs)
 	s.record(ws, d, obs)
 	return nil
 }
@@ -434,6 +456,9 @@ func (s *stepper) record(ws *wfStep, d Decision, obs []Observation) {
 		}
 		after[ch.Index] = ch.To
 	}
+	s.hold(ws, d)
+	s.events(ws, d, obs)
+	s.noteSLA(ws, after)
 
 	// Clear the problems of slots that were observed without error; drop
 	// the rerun markers of final slots outside the window (Celos #590) or
@@ -459,6 +484,13 @@ func (s *stepper) record(ws *wfStep, d Decision, obs []Observation) {
 			delete(e.problems, k)
 		}
 	}
+	if ws.w.SLA != nil || len(e.sla) > 0 {
+		for id := range e.sla {
+			if id.Workflow == ws.id && id.Time.Before(ws.start) && !stepped[id.Time.UnixMilli()] {
+				delete(e.sla, id)
+			}
+		}
+	}
 	e.mu.Unlock()
 
 	// Move the done mark to the first enumerated schedule time whose slot
@@ -469,7 +501,7 @@ func (s *stepper) record(ws *wfStep, d Decision, obs []Observation) {
 		for j < len(after) && after[j].ID.Time.Before(t) {
 			j++
 		}
-		if j >= len(after) || !after[j].ID.Time.Equal(t) || !after[j].Status.Final() {
+		if j >= len(after) || !after[j].ID.Time.Equal(t) || !after[j].Status.Final() || s.slaPending(ws, after[j]) {
 			until = t
 			break
 		}
@@ -533,6 +565,9 @@ func (s *stepper) apply() {
 	}
 	s.submitted, s.dropIntents = nil, nil
 	clear(s.to)
+	if len(s.pendingEvents) > 0 {
+		s.emit(failed)
+	}
 }
 
 // failSlot is fail for a slot of a gathered workflow: the slot's problems

@@ -38,6 +38,9 @@ import (
 //	celos_step_timeout_seconds             the bound of a step (/healthz fails past it)
 //	celos_http_requests_total{path,method,code}
 //	celos_http_request_duration_seconds{path}
+//	celos_pool_limit{pool}, celos_pool_running{pool}, celos_pool_waiting{pool}
+//	celos_sla_missed_total{workflow}
+//	celos_notifications_total{event,result}  (see run.go)
 //
 // plus the Go runtime and process collectors.
 type Metrics struct {
@@ -58,6 +61,7 @@ type Metrics struct {
 
 	once  sync.Once
 	state *stateCollector
+	run   *runMetrics // pools, SLAs, notifications (run.go)
 
 	// The steps in flight, by a sequence number: when each started (by
 	// clock) and its step time. clock and stepTimeout are set by observe.
@@ -146,6 +150,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.stepDuration, m.steps, m.lastStep, m.transitions, m.slotErrors, m.writes, m.submissions, m.jobFailures,
 		m.serviceErrors, m.requests, m.requestTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.run = newRunMetrics(m.reg)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }

@@ -155,7 +155,11 @@ func (s *sandboxCase) prepare(ctx context.Context) error {
 	for t, svc := range o.Env.Services {
 		services[t] = svc
 	}
-	s.eng, err = engine.New(engine.Options{WorkflowsDir: wdir, Store: s.db, Services: services, FS: o.Env.Triggers, Logger: o.Logger})
+	pools, err := sandboxPools(o, s.local)
+	if err != nil {
+		return err
+	}
+	s.eng, err = engine.New(engine.Options{WorkflowsDir: wdir, Store: s.db, Services: services, FS: o.Env.Triggers, Logger: o.Logger, PoolsFile: pools})
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,11 @@ type Options struct {
 	Poll time.Duration
 	// Logger receives the engines' logs (default: discarded).
 	Logger *slog.Logger
+	// PoolsFile is the installation's pools file (celos server --pools):
+	// its limits hold in every sandbox as on the server. Empty: every pool
+	// the workflows name is unlimited in the sandbox (a case checks what
+	// the workflows write, not the installation's concurrency).
+	PoolsFile string
 }
 
 // Result is how one case went.
@@ -237,6 +242,9 @@ func Check(opts Options, cases []testcase.Case) error {
 		ids[w.ID] = true
 	}
 	var errs []error
+	if err := checkPools(opts); err != nil {
+		errs = append(errs, err)
+	}
 	for i := range cases {
 		c := &cases[i]
 		if probs := c.Problems(ids); len(probs) > 0 {

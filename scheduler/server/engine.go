@@ -14,6 +14,7 @@ import (
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/hdfscheck"
+	"github.com/celos-go/celos/scheduler/metrics"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/scheduler/trigger"
@@ -34,7 +35,19 @@ func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
 		Logger:       d.log,
 		OnStep: func(r engine.StepReport) {
 			d.metrics.RecordStep(r.Transitions, r.Errors, r.Writes)
+			pools := make(map[string]metrics.PoolUse, len(r.Pools))
+			for name, u := range r.Pools {
+				pools[name] = metrics.PoolUse{Limit: u.Limit, Running: u.Running, Waiting: u.Waiting}
+			}
+			d.metrics.RecordPools(pools)
+			for wf, n := range r.SLAMissed {
+				for range n {
+					d.metrics.SLAMissed(wf)
+				}
+			}
 		},
+		PoolsFile: cfg.Pools,
+		OnEvent:   d.events,
 	})
 	if err != nil {
 		db.Close()

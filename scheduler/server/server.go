@@ -26,6 +26,8 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/loop"
 	"github.com/celos-go/celos/scheduler/metrics"
+	"github.com/celos-go/celos/scheduler/notify"
+	"github.com/celos-go/celos/scheduler/pool"
 	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
@@ -48,6 +50,9 @@ type Config struct {
 	// PostgreSQL database (a postgres:// URL or a keyword/value string,
 	// see statepg.IsDSN).
 	DB string
+	// Pools is the installation's pools file (JSON, see docs/server.md),
+	// re-read at every step like the workflows; empty means no pools.
+	Pools string
 	// Jobs is the command service's directory of local runs (records and
 	// output logs).
 	Jobs string
@@ -123,6 +128,9 @@ type deps struct {
 	fs       trigger.FileSystems
 	metrics  *metrics.Metrics
 	log      *slog.Logger
+	// events receives the events of workflows with notification targets
+	// (the webhook sender's Send; it never blocks).
+	events func(scheduler.Event)
 }
 
 // withDefaults fills in the defaults of the fields left zero.
@@ -171,7 +179,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 		return err
 	}
 	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", describeDB(cfg.DB),
-		"logs", abs(cfg.Logs), "autoSchedule", humandur.Format(cfg.AutoSchedule), "pid", os.Getpid(), "auth", token != "")
+		"logs", abs(cfg.Logs), "pools", abs(cfg.Pools), "autoSchedule", humandur.Format(cfg.AutoSchedule), "pid", os.Getpid(), "auth", token != "")
 	started = true
 
 	inst, err := loadDefaults(cfg.Defaults)
@@ -197,7 +205,11 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			closeFS()
 		}
 	}()
-	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(svcs), fs: fsys, metrics: m, log: log})
+	// Webhooks go out on the sender's own goroutines; it is closed after
+	// the engine's last step (deferred before the engine's close).
+	sender, closeSender := startNotifier(log, m)
+	defer closeSender()
+	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(svcs), fs: fsys, metrics: m, log: log, events: sender.Send})
 	if err != nil {
 		return err
 	}
@@ -289,6 +301,9 @@ func preflight(cfg Config) (net.Listener, error) {
 	if err := checkPruneRetention(cfg.PruneOlderThan); err != nil {
 		return nil, err
 	}
+	if err := checkPools(cfg.Pools); err != nil {
+		return nil, err
+	}
 	if cfg.Jobs == "" {
 		return nil, fmt.Errorf("--jobs DIR is needed when --db is a PostgreSQL database (the command service's runs and logs are files)")
 	}
@@ -367,6 +382,32 @@ func routes(h *api.Handler, svc scheduler.Service, svcs map[string]external.Serv
 		return nil, err
 	}
 	return mux, nil
+}
+
+// startNotifier starts the webhook sender; the function it returns closes
+// it, waiting at most 10 seconds for the deliveries in flight.
+func startNotifier(log *slog.Logger, m *metrics.Metrics) (*notify.Sender, func()) {
+	sender := notify.New(notify.Options{Logger: log, OnResult: m.Notification})
+	return sender, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := sender.Close(ctx); err != nil {
+			log.Warn("webhook deliveries still in flight at exit", "error", err)
+		}
+	}
+}
+
+// checkPools refuses to start with a pools file (--pools) that does not
+// load: later, while the server runs, a bad version is reported and the
+// last good one stays in effect.
+func checkPools(path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, _, err := pool.NewFile(path).Load(); err != nil {
+		return fmt.Errorf("pools file %s (--pools): %w", path, err)
+	}
+	return nil
 }
 
 func abs(p string) string {

@@ -68,8 +68,10 @@ func TestBrowserDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The pools the demo names, as run-demo.sh passes them (--pools).
+	pools := filepath.Join(filepath.Dir(demoSrc), "demo-pools.json")
 	eng, err := engine.New(engine.Options{WorkflowsDir: "var/workflows", Store: db,
-		Services: map[string]external.Service{workflow.ServiceCommand: cmd}, FS: trigger.NewMux("")})
+		Services: map[string]external.Service{workflow.ServiceCommand: cmd}, FS: trigger.NewMux(""), PoolsFile: pools})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,7 @@ func (w *Workflow) Validate() error {
 	if w.WaitTimeoutSeconds < 0 || w.WaitTimeoutSeconds > NeverTimeout {
 		bad("waitTimeoutSeconds %d must be between 0 and %d (never)", w.WaitTimeoutSeconds, NeverTimeout)
 	}
+	w.validateRun(bad)
 	return errors.Join(errs...)
 }
 

@@ -72,6 +72,18 @@ type Workflow struct {
 	// URL and Contacts are informational (shown by /workflow-slots and the UI).
 	URL      string    `json:"url,omitempty"`
 	Contacts []Contact `json:"contacts,omitempty"`
+	// Constraints, Pool, Priority, SLA and Notify: see constraints.go.
+	// Constraints are checked before a READY slot is submitted.
+	Constraints *Constraints `json:"constraints,omitempty"`
+	// Pool names the installation's pool (celos server --pools) whose
+	// limit the workflow's running slots count against; "" means none.
+	Pool string `json:"pool,omitempty"`
+	// Priority orders the slots waiting for a full pool: higher first.
+	Priority int `json:"priority,omitempty"`
+	// SLA, if set, is the objective every slot is checked against.
+	SLA *SLA `json:"sla,omitempty"`
+	// Notify are the targets of the workflow's events.
+	Notify []Notification `json:"notify,omitempty"`
 }
 
 // Contact is a person responsible for a workflow.

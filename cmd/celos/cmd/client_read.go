@@ -126,7 +126,19 @@ func newTriggerStatusCmd() *cobra.Command {
 		Use:     "trigger-status --id WORKFLOW --time TIME",
 		Short:   "Explain why a slot is waiting: its trigger as a tree (GET /trigger-status)",
 		Example: `  celos trigger-status --id wordcount --time 2015-09-13T13:00Z`,
-	}, "/trigger-status", func(w io.Writer, _ string, st trigger.Status) { printTrigger(w, st, 0) })
+	}, "/trigger-status", func(w io.Writer, _ string, st triggerAnswer) {
+		printTrigger(w, st.Status, 0)
+		if st.Held != nil {
+			fmt.Fprintf(w, "held (%s): %s\n", st.Held.Op, st.Held.Reason)
+		}
+	})
+}
+
+// triggerAnswer is the answer of GET /trigger-status: the trigger's tree,
+// and why a READY slot is held (a run constraint, its pool), if it is.
+type triggerAnswer struct {
+	trigger.Status
+	Held *struct{ Op, Reason string } `json:"held"`
 }
 
 // slotReadCmd completes c as a client command that GETs path for the slot

@@ -113,6 +113,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1", "address to listen on (0.0.0.0 for every interface)")
 	f.StringVar(&cfg.Workflows, "workflows", "/etc/celos/workflows", "directory of compiled workflows files (*.json); must exist")
 	f.StringVar(&cfg.Defaults, "defaults", "", "installation defaults: CELOS_DEFAULT_HDFS, CELOS_DEFAULT_OOZIE, CELOS_DEFAULT_OOZIE_PROPERTIES (a JSON file, or a directory holding defaults.json; see docs/oozie.md)")
+	f.StringVar(&cfg.Pools, "pools", "", `pools file {"pools": {"etl": {"limit": 4}}}: the running slots of a pool's workflows never exceed its limit; re-read at every step (see docs/server.md)`)
 	f.StringVar(&cfg.DB, "db", "/var/lib/celos/db", "state database: a directory (created if missing, locked while the server runs) or a PostgreSQL URL or connection string (docs/postgres.md)")
 	f.StringVar(&cfg.Logs, "logs", "/var/log/celos", "directory of celos.log and its daily rolls (empty: stderr only)")
 	f.StringVar(&cfg.Jobs, "jobs", "", "directory of the command service's runs and output logs (default: jobs beside --db)")

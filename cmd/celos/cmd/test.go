@@ -28,7 +28,7 @@ func init() { register(newTestCmd) }
 
 type testFlags struct {
 	run, junit, hdfs, hdfsPrefix, hdfsRoot string
-	target, defaults                       string
+	target, defaults, pools                string
 	verbose, keep                          bool
 	parallel                               int
 }
@@ -75,6 +75,7 @@ tests are invalid, 2 usage error.`,
 	fs.StringVar(&f.run, "run", "", "run only the cases whose names match this regular expression")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print every case, with its slot transitions")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to FILE")
+	fs.StringVar(&f.pools, "pools", "", "the installation's pools file: its limits hold in the sandbox (default: the pools the workflows name are unlimited)")
 	fs.BoolVar(&f.keep, "keep", false, "leave each case's sandbox (prefix, state database, jobs) in place and print where")
 	fs.IntVar(&f.parallel, "parallel", 0, "cases run at once (default: four per CPU)")
 	fs.StringVar(&f.hdfs, "hdfs", "", "run on this HDFS (hdfs://host:port) instead of the local disk")
@@ -135,7 +136,7 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 	abs, _ := filepath.Abs(dir)
 	results, err := sandbox.Run(ctx, sandbox.Options{
 		Project: p, Dir: abs, HDFSDir: filepath.Join(abs, "hdfs"), HDFSRoot: f.hdfsRoot,
-		Env: env, Parallel: f.parallel, Keep: f.keep,
+		Env: env, Parallel: f.parallel, Keep: f.keep, PoolsFile: f.pools,
 	}, cases)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/scheduler/pool"
 	"github.com/celos-go/celos/schema"
 )
 
@@ -16,6 +17,7 @@ func init() { register(newVetCmd) }
 
 func newVetCmd() *cobra.Command {
 	var noCache bool
+	var poolsFile string
 	c := &cobra.Command{
 		Use:   "vet [DIR]",
 		Short: "Check a project: schema, cron expressions, references",
@@ -40,6 +42,10 @@ cache (` + "`$CELOS_CACHE_DIR`" + `, else the user cache directory's celos/; key
 by the content of every file the check reads and by the celos build);
 --no-cache, or CELOS_CACHE_DIR=off, checks from scratch.
 
+With --pools FILE (the installation's pools file, as celos server --pools
+reads it), a workflow naming a pool the file does not define is an error
+at its pool field.
+
 Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 		Example: `  celos vet                 # the project in the current directory
   celos vet ./workflows     # another directory
@@ -50,11 +56,20 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
   #     hooks: [{id: celos-vet}]`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			_, err := compileArg(c, args, noCache)
+			var opts schema.Options
+			if poolsFile != "" {
+				pools, _, err := pool.NewFile(poolsFile).Load()
+				if err != nil {
+					return &ExitError{Code: ExitFailure, Err: fmt.Errorf("pools file %s: %w", poolsFile, err)}
+				}
+				opts = schema.Options{Pools: pools, PoolsFile: poolsFile}
+			}
+			_, err := compileArgWith(c, args, noCache, opts)
 			return err
 		},
 	}
 	c.Flags().BoolVar(&noCache, "no-cache", false, "check from scratch: neither read nor write celos's cache")
+	c.Flags().StringVar(&poolsFile, "pools", "", "the installation's pools file: a workflow naming another pool is an error")
 	return c
 }
 
@@ -84,12 +99,17 @@ func printDiagnostics(w io.Writer, diags []schema.Diagnostic) {
 // its diagnostics to stderr; an invalid project ends the command with
 // exit 1.
 func compileArg(c *cobra.Command, args []string, noCache bool) (*schema.Compiled, error) {
+	return compileArgWith(c, args, noCache, schema.Options{})
+}
+
+// compileArgWith is compileArg with compile options (vet --pools).
+func compileArgWith(c *cobra.Command, args []string, noCache bool, opts schema.Options) (*schema.Compiled, error) {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]
 	}
 	defer tuneGC()()
-	r := schema.CompileCached(dir, compileCache(noCache))
+	r := schema.CompileCachedWith(dir, compileCache(noCache), opts)
 	printDiagnostics(c.ErrOrStderr(), r.Diags)
 	if r.Err != nil {
 		var diags schema.Diagnostics

@@ -1,0 +1,255 @@
+package engine
+
+// What a step does beyond Celos's rules (issue 14): it says why a READY
+// slot is held (run constraints, a full or undefined pool), admits the
+// chosen slots of pools across workflows (pool.Admit), notes missed SLAs,
+// and emits the events of the workflows' notification targets once the
+// step's state is recorded.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/pool"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// Problem ops of held and late slots (scheduler.Problem.Op).
+const (
+	opConstraint = "constraint"
+	opPool       = "pool"
+	opSLA        = "sla"
+)
+
+// PoolUse is a pool's use at the end of a step (StepReport.Pools).
+type PoolUse struct {
+	Limit int
+	// Running are the pool's slots RUNNING when the step began plus those
+	// it submitted; Waiting the READY slots their strategy chose that the
+	// pool held.
+	Running, Waiting int
+}
+
+// pendingEvent is an event that waits for its slot's state to be durable.
+type pendingEvent struct {
+	ev   scheduler.Event
+	slot slot.ID // zero: not tied to a write (SLA missed)
+}
+
+// hold says why slots stay READY: the decision's holds get a problem of
+// op "constraint"; every other READY slot of the workflow loses one of op
+// "constraint" and is noted for the pool phase (admitPools), which sets
+// or clears its problem of op "pool".
+func (s *stepper) hold(ws *wfStep, d Decision) {
+	held := make(map[int]bool, len(d.Held))
+	for _, h := range d.Held {
+		held[h.Index] = true
+		id := ws.slots[h.Index].ID
+		if s.e.setProblem(ws.id, id.Time, opConstraint, errors.New(h.Why)) {
+			s.e.log.Info("slot held", "slot", id.String(), "reason", h.Why)
+		}
+	}
+	for i, st := range ws.slots {
+		if st.Status == slot.Ready && !held[i] {
+			s.e.clearProblemOp(ws.id, st.ID.Time, opConstraint)
+			s.ready = append(s.ready, st.ID)
+		}
+	}
+}
+
+// clearProblemOp clears the problem of a slot (of the workflow when t is
+// zero) if its op is one of ops.
+func (e *Engine) clearProblemOp(wf string, t time.Time, ops ...string) {
+	k := problemKey{wf, -1}
+	if !t.IsZero() {
+		k.t = t.UnixMilli()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p, ok := e.problems[k]; ok {
+		for _, op := range ops {
+			if p.Op == op {
+				delete(e.problems, k)
+				return
+			}
+		}
+	}
+}
+
+// admitPools lets the step's chosen slots of pools run within the pools'
+// limits (pool.Admit): the others stay READY with a problem of op "pool".
+// A stepped workflow whose pool is not defined gets a workflow-level
+// problem. The running slots of a pool are counted over all its
+// workflows, paused or not stepped ones included, as stored when the step
+// began.
+func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
+	e := s.e
+	running := make(map[string]int)
+	for _, id := range c.pooled {
+		w := c.workflows[id]
+		if _, ok := pools[w.Pool]; ok {
+			e.clearProblemOp(id, time.Time{}, opPool)
+		} else {
+			// Set at every step, logged when it appears (the step's
+			// clearing of workflow problems spares this one: stepped).
+			if s.stepped[id] {
+				where := "no pools file is configured (celos server --pools FILE)"
+				if poolsPath != "" {
+					where = "the pools file " + poolsPath + " does not define it"
+				}
+				if e.setProblem(id, time.Time{}, opPool, fmt.Errorf("pool %q is not defined: %s; its READY slots wait", w.Pool, where)) {
+					e.log.Error("workflow names an undefined pool", "workflow", id, "pool", w.Pool, "poolsFile", poolsPath)
+				}
+			}
+			continue
+		}
+		active, err := e.db.Active(id)
+		if err != nil {
+			continue // the workflow's own step reports it
+		}
+		for _, st := range active {
+			if st.Status == slot.Running {
+				running[w.Pool]++
+			}
+		}
+	}
+	heldByPool := make(map[slot.ID]bool)
+	defer func() {
+		for _, id := range s.ready {
+			if !heldByPool[id] {
+				e.clearProblemOp(id.Workflow, id.Time, opPool)
+			}
+		}
+		s.ready = nil
+	}()
+	if len(c.pooled) == 0 && len(pools) == 0 {
+		return
+	}
+	cands := make([]pool.Candidate, len(s.pending))
+	for i, p := range s.pending {
+		cands[i] = pool.Candidate{Workflow: p.w.ID, Slot: p.st.ID.Time, Pool: p.w.Pool, Priority: p.w.Priority}
+	}
+	why, use := pool.Admit(pools, running, cands)
+	kept := s.pending[:0]
+	for i, p := range s.pending {
+		if why[i] == "" {
+			kept = append(kept, p)
+			continue
+		}
+		heldByPool[p.st.ID] = true
+		if e.setProblem(p.w.ID, p.st.ID.Time, opPool, errors.New(why[i])) {
+			e.log.Info("slot held", "slot", p.st.ID.String(), "reason", why[i])
+		}
+	}
+	s.pending = kept
+	s.rep.Pools = make(map[string]PoolUse, len(pools))
+	for name, limit := range pools {
+		u := use[name]
+		s.rep.Pools[name] = PoolUse{Limit: limit, Running: u.Running, Waiting: u.Waiting}
+	}
+}
+
+// noteSLA notes the slots of ws that missed their SLA at this step: not
+// SUCCESS when the step began, and now past slot time + successWithin.
+// Each is noted once per server run (kept while it is in the window), a
+// problem of op "sla", counted in StepReport.SLAMissed and sent to the
+// workflow's targets; a deadline that passed before the engine started
+// is noted without being counted or sent again.
+func (s *stepper) noteSLA(ws *wfStep, after []slot.State) {
+	sla := ws.w.SLA
+	if sla == nil {
+		return
+	}
+	for i, st := range ws.slots {
+		deadline, missed := MissedSLA(sla, st, s.now)
+		if !missed || s.e.slaNoted(st.ID) {
+			continue
+		}
+		detail := fmt.Sprintf("SLA missed: not SUCCESS %s after the slot time (deadline %s); %s at the step of %s",
+			seconds(sla.SuccessWithinSeconds), slot.FormatTime(deadline), after[i].Status, slot.FormatTime(s.now))
+		s.e.mu.Lock()
+		s.e.sla[st.ID] = scheduler.Problem{Workflow: ws.id, Slot: st.ID.Time, Op: opSLA, Error: detail, At: s.e.clock().UTC()}
+		s.e.mu.Unlock()
+		if deadline.Before(s.e.started) {
+			continue
+		}
+		if s.rep.SLAMissed == nil {
+			s.rep.SLAMissed = make(map[string]int)
+		}
+		s.rep.SLAMissed[ws.id]++
+		s.e.log.Warn("slot missed its SLA", "slot", st.ID.String(), "status", string(after[i].Status), "deadline", slot.FormatTime(deadline))
+		s.event(ws.w, workflow.EventSLAMissed, after[i], detail, slot.ID{})
+	}
+}
+
+// slaNoted reports whether a slot's SLA miss is noted.
+func (e *Engine) slaNoted(id slot.ID) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	_, ok := e.sla[id]
+	return ok
+}
+
+// slaPending reports whether slot st of ws may still miss its SLA: the done
+// mark must not pass it (a slot that failed early misses it at its
+// deadline).
+func (s *stepper) slaPending(ws *wfStep, st slot.State) bool {
+	return ws.w.SLA != nil && st.Status != slot.Success && !s.e.slaNoted(st.ID)
+}
+
+// events queues the events of a workflow's transitions (sent once they
+// are durable, by apply).
+func (s *stepper) events(ws *wfStep, d Decision, obs []Observation) {
+	if len(ws.w.Notify) == 0 || s.e.opts.OnEvent == nil {
+		return
+	}
+	for _, ch := range d.Changes {
+		from, to := ws.slots[ch.Index], ch.To
+		detail := ""
+		if from.Status == slot.Running {
+			detail = obs[ch.Index].Job.Detail
+		}
+		switch {
+		case to.Status == slot.Failure:
+			s.event(ws.w, workflow.EventFailure, to, detail, to.ID)
+		case to.Status == slot.WaitTimeout:
+			s.event(ws.w, workflow.EventWaitTimeout, to, detail, to.ID)
+		case to.Status == slot.Success && to.RetryCount > 0:
+			s.event(ws.w, workflow.EventSuccessAfterRetries, to, detail, to.ID)
+		}
+	}
+}
+
+// event queues an event for the targets of w that want it.
+func (s *stepper) event(w *workflow.Workflow, kind string, st slot.State, detail string, tied slot.ID) {
+	if s.e.opts.OnEvent == nil {
+		return
+	}
+	var targets []workflow.Notification
+	for _, n := range w.Notify {
+		if n.Wants(kind) {
+			targets = append(targets, n)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	s.pendingEvents = append(s.pendingEvents, pendingEvent{slot: tied, ev: scheduler.Event{
+		Kind: kind, Workflow: w.ID, Slot: st.ID.Time, Status: st.Status, ExternalID: st.ExternalID,
+		RetryCount: st.RetryCount, At: s.now, Detail: detail, Targets: targets}})
+}
+
+// emit hands the step's events to OnEvent, but those whose slot's state
+// could not be recorded.
+func (s *stepper) emit(failed map[slot.ID]error) {
+	for _, pe := range s.pendingEvents {
+		if _, bad := failed[pe.slot]; bad && !pe.slot.Time.IsZero() {
+			continue
+		}
+		s.e.opts.OnEvent(pe.ev)
+	}
+	s.pendingEvents = nil
+}

@@ -1,0 +1,358 @@
+// Package notify delivers the slot engine's events (scheduler.Event) to
+// the workflows' webhook targets. It has its own queue and goroutines: Send
+// never blocks the step that calls it (a full queue drops the delivery,
+// counted and logged). Each delivery is one HTTP POST of a JSON Body,
+// signed with HMAC-SHA256 when the target names a secret file, retried
+// with exponential backoff on network errors, 429 and 5xx answers; every
+// outcome is reported to OnResult (the server's metrics) and failures are
+// logged.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/celos-go/celos/internal/regfile"
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// Body is the JSON body of a webhook delivery (documented in openapi.json's
+// description, which a test checks against this type).
+type Body struct {
+	// Event is failure, slaMissed, waitTimeout or successAfterRetries.
+	Event    string `json:"event"`
+	Workflow string `json:"workflow"`
+	// Slot is the slot time (2026-11-24T10:00:00.000Z); SlotID is
+	// workflow@slot, as the API names slots.
+	Slot   string `json:"slot"`
+	SlotID string `json:"slotId"`
+	// Status, ExternalID and RetryCount are the slot's state.
+	Status     string `json:"status"`
+	ExternalID string `json:"externalId,omitempty"`
+	RetryCount int    `json:"retryCount"`
+	// At is the time of the scheduler step that saw the event.
+	At string `json:"at"`
+	// Detail says more (the service's reason, the SLA's deadline).
+	Detail string `json:"detail,omitempty"`
+	// Delivery identifies the delivery; retries repeat it (deduplicate on it).
+	Delivery string `json:"delivery"`
+}
+
+// Results reported to OnResult.
+const (
+	Delivered = "delivered" // the target answered 2xx
+	Retried   = "retried"   // an attempt failed; another follows
+	Failed    = "failed"    // given up: attempts exhausted, a 4xx answer, an unreadable secret
+	Dropped   = "dropped"   // the queue was full or the sender closed
+)
+
+// MaxSecretSize bounds a secret file.
+const MaxSecretSize = 64 << 10
+
+// Options configure a Sender.
+type Options struct {
+	// Client posts the deliveries; default: an http.Client with a
+	// 10-second timeout (a slow target is an attempt that failed).
+	Client *http.Client
+	// Logger receives failures (and drops); default slog.Default().
+	Logger *slog.Logger
+	// QueueSize bounds the deliveries waiting; default 1000.
+	QueueSize int
+	// Workers post in parallel; default 2.
+	Workers int
+	// MaxAttempts per delivery; default 5.
+	MaxAttempts int
+	// Backoff is the wait before the first retry, doubled for each next
+	// one up to MaxBackoff; defaults 1 s and 5 min.
+	Backoff, MaxBackoff time.Duration
+	// OnResult, if set, hears of every attempt's outcome (metrics).
+	OnResult func(event, result string)
+}
+
+// Sender delivers events. Its zero value is not usable; see New.
+type Sender struct {
+	opts  Options
+	queue chan *delivery
+	ctx   context.Context
+	stop  context.CancelFunc
+	wg    sync.WaitGroup // workers
+	mu    sync.Mutex     // guards closed and timers
+	// closed: Send and retries drop; timers are the pending retries.
+	closed bool
+	timers map[*time.Timer]bool
+}
+
+// delivery is one event for one target.
+type delivery struct {
+	target  workflow.Notification
+	event   string
+	body    []byte
+	id      string
+	attempt int // attempts made so far
+}
+
+// New starts a sender's workers; Close stops them.
+func New(opts Options) *Sender {
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 1000
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 5
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = time.Second
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Minute
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Sender{opts: opts, queue: make(chan *delivery, opts.QueueSize), ctx: ctx, stop: stop, timers: make(map[*time.Timer]bool)}
+	for range opts.Workers {
+		s.wg.Add(1)
+		go s.work()
+	}
+	return s
+}
+
+// Send queues ev for each of its targets and returns at once.
+func (s *Sender) Send(ev scheduler.Event) {
+	for _, t := range ev.Targets {
+		id := newID()
+		body, err := json.Marshal(BodyOf(ev, id))
+		if err != nil { // cannot happen: strings and ints
+			s.opts.Logger.Error("notification not sent: encode", "workflow", ev.Workflow, "error", err)
+			continue
+		}
+		s.enqueue(&delivery{target: t, event: ev.Kind, body: body, id: id})
+	}
+}
+
+// BodyOf is the body of event ev's delivery id.
+func BodyOf(ev scheduler.Event, id string) Body {
+	sid := slot.ID{Workflow: ev.Workflow, Time: ev.Slot}
+	return Body{Event: ev.Kind, Workflow: ev.Workflow, Slot: slot.FormatTime(ev.Slot), SlotID: sid.String(),
+		Status: string(ev.Status), ExternalID: ev.ExternalID, RetryCount: ev.RetryCount, At: slot.FormatTime(ev.At),
+		Detail: ev.Detail, Delivery: id}
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// enqueue queues d without blocking; a full queue or a closed sender drops it.
+func (s *Sender) enqueue(d *delivery) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if !closed {
+		select {
+		case s.queue <- d:
+			return
+		default:
+		}
+	}
+	s.opts.Logger.Warn("notification dropped", "event", d.event, "url", redact(d.target.URL), "delivery", d.id,
+		"reason", map[bool]string{true: "the sender is closed", false: "the queue is full"}[closed])
+	s.result(d.event, Dropped)
+}
+
+func (s *Sender) result(event, r string) {
+	if s.opts.OnResult != nil {
+		s.opts.OnResult(event, r)
+	}
+}
+
+func (s *Sender) work() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case d := <-s.queue:
+			s.attempt(d)
+		}
+	}
+}
+
+// attempt posts d once and decides what follows.
+func (s *Sender) attempt(d *delivery) {
+	d.attempt++
+	retry, err := s.post(d)
+	if err == nil {
+		s.result(d.event, Delivered)
+		return
+	}
+	if !retry || d.attempt >= s.opts.MaxAttempts {
+		s.opts.Logger.Warn("notification failed", "event", d.event, "url", redact(d.target.URL), "delivery", d.id,
+			"attempts", d.attempt, "error", err)
+		s.result(d.event, Failed)
+		return
+	}
+	wait := s.opts.Backoff << (d.attempt - 1)
+	if wait > s.opts.MaxBackoff || wait <= 0 {
+		wait = s.opts.MaxBackoff
+	}
+	s.opts.Logger.Info("notification attempt failed; retrying", "event", d.event, "url", redact(d.target.URL), "delivery", d.id,
+		"attempt", d.attempt, "retryIn", wait.String(), "error", err)
+	s.result(d.event, Retried)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		s.result(d.event, Dropped)
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(wait, func() {
+		s.mu.Lock()
+		delete(s.timers, t)
+		s.mu.Unlock()
+		s.enqueue(d)
+	})
+	s.timers[t] = true
+}
+
+// errStatus is an answer that is not 2xx.
+type errStatus struct{ code int }
+
+func (e errStatus) Error() string {
+	return "the target answered " + strconv.Itoa(e.code) + " " + http.StatusText(e.code)
+}
+
+// post makes one attempt; retry says whether another may succeed.
+func (s *Sender) post(d *delivery) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, d.target.URL, bytes.NewReader(d.body))
+	if err != nil {
+		return false, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "celos-webhook")
+	req.Header.Set("X-Celos-Event", d.event)
+	req.Header.Set("X-Celos-Delivery", d.id)
+	req.Header.Set("X-Celos-Attempt", strconv.Itoa(d.attempt))
+	if d.target.SecretFile != "" {
+		key, err := readSecret(d.target.SecretFile)
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("X-Celos-Signature", Sign(key, d.body))
+	}
+	resp, err := s.opts.Client.Do(req)
+	if err != nil {
+		return true, fmt.Errorf("post: %w", unwrapURL(err))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return false, nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500:
+		return true, errStatus{resp.StatusCode}
+	}
+	return false, errStatus{resp.StatusCode}
+}
+
+// Sign is the X-Celos-Signature header of body under key:
+// "sha256=" and the hex HMAC-SHA256.
+func Sign(key, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// readSecret reads a secret file (a regular file, bounded) without its
+// trailing newlines. Its errors never quote the file.
+func readSecret(path string) ([]byte, error) {
+	b, err := regfile.ReadFile(path, MaxSecretSize)
+	if err != nil {
+		return nil, fmt.Errorf("read the secret file: %w", err)
+	}
+	b = bytes.TrimRight(b, "\r\n")
+	if len(b) == 0 {
+		return nil, fmt.Errorf("the secret file %s is empty", path)
+	}
+	return b, nil
+}
+
+// unwrapURL drops the *url.Error wrapper, whose message repeats the URL
+// (which may hold a token in its query).
+func unwrapURL(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+// redact is a URL for the log: scheme, host and path, without a query or
+// user information (tokens live there).
+func redact(raw string) string {
+	for i, c := range raw {
+		if c == '?' || c == '#' {
+			raw = raw[:i]
+			break
+		}
+	}
+	if at := bytes.LastIndexByte([]byte(raw), '@'); at >= 0 {
+		if scheme := bytes.Index([]byte(raw), []byte("://")); scheme >= 0 && at > scheme {
+			raw = raw[:scheme+3] + raw[at+1:]
+		}
+	}
+	return raw
+}
+
+// Close stops the workers and pending retries; deliveries still queued
+// are dropped (counted). It waits for the attempts in flight until ctx
+// ends.
+func (s *Sender) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for t := range s.timers {
+		t.Stop()
+	}
+	s.timers = nil
+	s.mu.Unlock()
+	s.stop()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for {
+		select {
+		case d := <-s.queue:
+			s.result(d.event, Dropped)
+		default:
+			return nil
+		}
+	}
+}
