@@ -44,7 +44,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	writes0 := e.writes()
 	c := e.reload()
 	rep.LoadErrors = len(c.loadErrs)
-	todo := e.toStep(c, ids)
+	todo := e.owned(e.toStep(c, ids))
 	if p, ok := e.db.(preloader); ok {
 		p.Preload(todo, 8) // start-up: read the state files in parallel
 	}
@@ -461,10 +461,13 @@ func (s *stepper) apply() {
 	}
 	s.writes = nil
 	for id, err := range failed {
-		s.rep.Errors["persist"]++
 		if st, ok := s.to[id]; ok {
 			s.rep.Transitions[st]--
 		}
+		if s.lostOwnership(id, "write", err) {
+			continue
+		}
+		s.rep.Errors["persist"]++
 		s.persistFailed(err)
 		s.e.setProblem(id.Workflow, id.Time, "persist", err)
 		s.e.log.Error("slot transition not saved", "slot", id.String(), "error", err)

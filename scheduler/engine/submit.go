@@ -56,6 +56,9 @@ func (s *stepper) submitAll(ctx context.Context) {
 				"intentAttempt", in.Attempt, "retryCount", p.st.RetryCount)
 			left = false
 		}
+		if s.lostOwnership(id, "submit", nil) {
+			continue
+		}
 		if left {
 			if rec, ok := p.svc.(external.Recoverer); ok {
 				var ext string
@@ -90,12 +93,21 @@ func (s *stepper) submitAll(ctx context.Context) {
 	for _, p := range todo {
 		id := p.st.ID
 		if err := failed[id]; err != nil {
+			if s.lostOwnership(id, "submit intent", err) {
+				continue
+			}
 			s.fail(id, "submit", fmt.Errorf("record submit intent: %w", err))
 			s.persistFailed(err)
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			s.fail(id, "submit", err) // the intent stays; harmless
+			continue
+		}
+		// Asked again at the last moment: an instance stopped or cut off
+		// since the intent was written must not submit (the intent stays;
+		// the new owner resolves it).
+		if s.lostOwnership(id, "submit", nil) {
 			continue
 		}
 		var ext string
