@@ -37,7 +37,10 @@ CREATE INDEX cluster_leases_holder ON cluster_leases (holder, incarnation);
 -- Command-service jobs (RJM-style): the instance whose host runs the
 -- process, its state as that instance last published it. A job whose
 -- instance stopped heart-beating for longer than the grace is declared
--- lost by whoever looks at it; its process is killed if the host returns.
+-- lost by whoever looks at it; its process is killed if the host returns
+-- (reaped). kill asks the host to kill it (an operator's kill served by
+-- another instance). submitted is the submitting instance's clock (the
+-- clock of its submit intents); updated is the database's.
 CREATE TABLE cluster_jobs (
     external_id text        PRIMARY KEY,
     workflow    text        NOT NULL,
@@ -45,8 +48,10 @@ CREATE TABLE cluster_jobs (
     instance    text        NOT NULL,
     state       text        NOT NULL CHECK (state IN ('running', 'success', 'failure', 'lost')),
     detail      text        NOT NULL DEFAULT '',
+    kill        boolean     NOT NULL DEFAULT false,
+    reaped      boolean     NOT NULL DEFAULT false,
     submitted   timestamptz NOT NULL,
     updated     timestamptz NOT NULL
 );
 CREATE INDEX cluster_jobs_slot ON cluster_jobs (workflow, slot);
-CREATE INDEX cluster_jobs_instance ON cluster_jobs (instance) WHERE state = 'running';
+CREATE INDEX cluster_jobs_instance ON cluster_jobs (instance) WHERE state = 'running' OR (state = 'lost' AND NOT reaped);
