@@ -45,6 +45,10 @@ type Options struct {
 	// 503 while a step has been running for longer (by Now); default
 	// DefaultStepTimeout.
 	StepTimeout time.Duration
+	// Instance, when set, is what GET /healthz shows of this instance when
+	// several share one database (cluster.Status: id, live instances,
+	// owned workflows, lease renewals, take-overs; docs/ha.md).
+	Instance func() any
 }
 
 // DefaultStepTimeout is the default bound of a step: the server's write
@@ -67,6 +71,7 @@ type Handler struct {
 	routes  map[string]*route
 	// stepTimeout is the bound reported by /healthz.
 	stepTimeout time.Duration
+	instance    func() any // Options.Instance
 }
 
 // New returns the API handler for svc.
@@ -91,6 +96,7 @@ func New(svc scheduler.Service, opts Options) *Handler {
 	if h.version == "" {
 		h.version = "devel"
 	}
+	h.instance = opts.Instance
 	h.stepTimeout = opts.StepTimeout
 	if h.stepTimeout <= 0 {
 		h.stepTimeout = DefaultStepTimeout
