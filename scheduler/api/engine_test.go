@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/api"
@@ -50,29 +51,12 @@ func (j *jobs) Kill(_ context.Context, _ *workflow.Workflow, x string) error {
 	return nil
 }
 
+// newWorkflow is fixture.Hourly with the schedule, start, trigger and
+// retries a test varies.
 func newWorkflow(id, cron string, start time.Time, trig workflow.Trigger, retries int) workflow.Workflow {
-	return workflow.Workflow{
-		ID:                 id,
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: cron, TimeZone: "UTC"},
-		Trigger:            trig,
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
-		StartTime:          start,
-		MaxRetryCount:      retries,
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}
-}
-
-func writeProject(t testing.TB, dir, name string, wfs ...workflow.Workflow) {
-	t.Helper()
-	p := workflow.Project{Format: workflow.FormatVersion, Project: name, Workflows: wfs}
-	b, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	w := fixture.Hourly(id)
+	w.Schedule.Cron, w.StartTime, w.Trigger, w.MaxRetryCount = cron, start, trig, retries
+	return w
 }
 
 // realServer is the API on a real engine and state database in a temp dir.
@@ -168,10 +152,10 @@ func (s *realServer) status(id, at string) string {
 func TestRealEngine(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
 	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
-	writeProject(t, s.wf, "demo",
-		newWorkflow("up", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0),
-		newWorkflow("down", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "up"}, 0),
-		newWorkflow("flaky", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 1),
+	fixture.WriteProject(t, s.wf, "demo",
+		newWorkflow("up", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerAlways}, 0),
+		newWorkflow("down", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "up"}, 0),
+		newWorkflow("flaky", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerAlways}, 1),
 	)
 	if err := os.WriteFile(filepath.Join(s.wf, "truncated.json"), []byte(`{"format": "celos.dev/workflows/v1", "proj`), 0o644); err != nil {
 		t.Fatal(err)
@@ -225,7 +209,7 @@ func TestRealEngine(t *testing.T) {
 
 	// A rerun of a slot far outside the window is stepped; one before
 	// startTime is refused (TestRealEngineRerunNotDue).
-	writeProject(t, s.wf, "old", newWorkflow("old", "0 0 * * * ?", time.Date(2015, 7, 1, 0, 0, 0, 0, time.UTC), workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	fixture.WriteProject(t, s.wf, "old", newWorkflow("old", fixture.HourlyCron, time.Date(2015, 7, 1, 0, 0, 0, 0, time.UTC), workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.step(at)
 	s.do(200, "POST", "/rerun?id=old&time=2015-08-01T00:00Z", nil)
 	s.stepUntil(at, "old", "2015-08-01T00:00Z", "SUCCESS/0")
@@ -287,9 +271,9 @@ func TestRealEngine(t *testing.T) {
 func TestRealEngineClearCache(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
 	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
-	writeProject(t, s.wf, "first", newWorkflow("first", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	fixture.WriteProject(t, s.wf, "first", newWorkflow("first", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.step("2015-09-13T13:40Z") // load it
-	writeProject(t, s.wf, "late", newWorkflow("late", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	fixture.WriteProject(t, s.wf, "late", newWorkflow("late", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	var list api.WorkflowList
 	s.do(200, "GET", "/workflow-list", &list)
 	if diff := cmp.Diff([]string{"first"}, list.IDs); diff != "" {
@@ -315,7 +299,7 @@ func BenchmarkWorkflowSlotsMinutely(b *testing.B) {
 		states = append(states, slot.State{ID: id, Status: slot.Success, ExternalID: "0004806-150911205802478-oozie-oozi-W"})
 	}
 	s := newRealServer(b, now, states...)
-	writeProject(b, s.wf, "bench", newWorkflow("minutely", "0 * * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	fixture.WriteProject(b, s.wf, "bench", newWorkflow("minutely", fixture.MinutelyCron, start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.do(200, "POST", "/clear-cache", nil)               // load the workflows file
 	s.do(200, "GET", "/workflow-slots?id=minutely", nil) // and the state index, once, as a running server has
 	req := httptest.NewRequest("GET", "/workflow-slots?id=minutely", nil)
@@ -348,9 +332,9 @@ func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func TestConcurrentRequests(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
 	start := time.Date(2015, 9, 13, 0, 0, 0, 0, time.UTC)
-	writeProject(t, s.wf, "demo",
+	fixture.WriteProject(t, s.wf, "demo",
 		newWorkflow("a", "0 */5 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0),
-		newWorkflow("b", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "a"}, 0))
+		newWorkflow("b", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "a"}, 0))
 	s.step("2015-09-13T13:39Z") // load the workflows
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -431,9 +415,9 @@ func TestRealEngineUnschedulable(t *testing.T) {
 	now := time.Date(2015, 9, 13, 14, 0, 0, 0, time.UTC)
 	s := newRealServer(t, now)
 	start := time.Date(2015, 9, 13, 10, 0, 0, 0, time.UTC)
-	orphan := newWorkflow("orphan", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0)
+	orphan := newWorkflow("orphan", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerAlways}, 0)
 	orphan.Schedule = workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: "gone"}
-	writeProject(t, s.wf, "p", newWorkflow("fine", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0), orphan)
+	fixture.WriteProject(t, s.wf, "p", newWorkflow("fine", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerAlways}, 0), orphan)
 	s.step("2015-09-13T14:00Z")
 	body := s.do(409, "GET", "/workflow-slots?id=orphan", nil)
 	if !strings.Contains(body, "gone") {
@@ -459,7 +443,7 @@ func TestRealEngineUnschedulable(t *testing.T) {
 func TestRealEngineRerunNotDue(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC)) // the server's clock
 	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
-	writeProject(t, s.wf, "demo", newWorkflow("up", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	fixture.WriteProject(t, s.wf, "demo", newWorkflow("up", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.stepUntil("2015-09-13T13:40Z", "up", "2015-09-13T13:00Z", "SUCCESS/0")
 
 	refused := []struct {
@@ -509,7 +493,7 @@ func TestRealEngineRerunNotDue(t *testing.T) {
 		t.Errorf("GET /rerun of a WAITING slot: %q", e.Error)
 	}
 	// A slot at exactly the server's clock is due.
-	writeProject(t, s.wf, "demo", newWorkflow("up", "0 */10 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
+	fixture.WriteProject(t, s.wf, "demo", newWorkflow("up", "0 */10 * * * ?", start, workflow.Trigger{Type: workflow.TriggerAlways}, 0))
 	s.step("2015-09-13T13:40Z")
 	s.do(200, "POST", "/rerun?id=up&time=2015-09-13T13:40Z", nil)
 }

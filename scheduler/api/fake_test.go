@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -41,15 +42,8 @@ func newFake(ids ...string) *fakeService {
 		registers: map[string]map[string]json.RawMessage{},
 	}
 	for _, id := range ids {
-		f.workflows[id] = &workflow.Workflow{
-			ID:                 id,
-			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-			ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
-			StartTime:          workflow.DefaultStartTime,
-			WaitTimeoutSeconds: workflow.NeverTimeout,
-		}
+		w := fixture.Hourly(id)
+		f.workflows[id] = &w
 	}
 	return f
 }

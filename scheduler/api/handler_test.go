@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -316,7 +317,7 @@ func TestWorkflowDefinitionAndMisc(t *testing.T) {
 	ts := newTester(t, newFake("wf"))
 	var w workflow.Workflow
 	ts.want(200, "GET", "/workflow?id=wf", &w)
-	if w.ID != "wf" || w.Schedule.Cron != "0 0 * * * ?" {
+	if w.ID != "wf" || w.Schedule.Cron != fixture.HourlyCron {
 		t.Errorf("definition %+v", w)
 	}
 	ts.want(404, "GET", "/workflow?id=nope", nil)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -63,7 +64,7 @@ func TestHealthzFailsWhileStepHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Date(2015, 9, 13, 12, 0, 0, 0, time.UTC)
-	writeProject(t, wf, "demo", newWorkflow("in", "0 0 * * * ?", start, workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: "/in/_READY"}, 0))
+	fixture.WriteProject(t, wf, "demo", newWorkflow("in", fixture.HourlyCron, start, workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: "/in/_READY"}, 0))
 	db, err := statedb.Open(filepath.Join(dir, "db"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/external"
@@ -30,7 +30,7 @@ var benchNow = time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
 func benchSetup(b *testing.B, n int, expr string) (*Engine, *statedb.DB, int) {
 	b.Helper()
 	wdir, ddir := b.TempDir(), b.TempDir()
-	if big := strings.HasPrefix(expr, "0 * "); big && os.Getenv("TMPDIR") == "" { // minutely
+	if expr == fixture.MinutelyCron && os.Getenv("TMPDIR") == "" { // minutely
 		// A million small files take many minutes to create on a loaded
 		// disk; the steady step measured reads none of them, so put them
 		// in memory when the machine has a tmpfs (set TMPDIR to choose).
@@ -42,10 +42,10 @@ func benchSetup(b *testing.B, n int, expr string) (*Engine, *statedb.DB, int) {
 	}
 	ws := make([]workflow.Workflow, n)
 	for i := range ws {
-		ws[i] = hourly(fmt.Sprintf("wf-%04d", i))
+		ws[i] = fixture.Hourly(fmt.Sprintf("wf-%04d", i))
 		ws[i].Schedule.Cron = expr
 	}
-	writeProject(b, wdir, "bench", ws...)
+	fixture.WriteProject(b, wdir, "bench", ws...)
 	sched, err := newCron(expr)
 	if err != nil {
 		b.Fatal(err)
@@ -127,17 +127,17 @@ func benchSteady(b *testing.B, n int, expr string) {
 
 // BenchmarkSteadyStep1000Hourly: 1,000 hourly workflows × 7 days = 168,000
 // slots, all final. Target: under 50 ms and no file writes.
-func BenchmarkSteadyStep1000Hourly(b *testing.B) { benchSteady(b, 1000, "0 0 * * * ?") }
+func BenchmarkSteadyStep1000Hourly(b *testing.B) { benchSteady(b, 1000, fixture.HourlyCron) }
 
 // BenchmarkSteadyStep100Minutely: 100 minutely workflows × 7 days =
 // 1,008,000 slots, all final.
-func BenchmarkSteadyStep100Minutely(b *testing.B) { benchSteady(b, 100, "0 * * * * ?") }
+func BenchmarkSteadyStep100Minutely(b *testing.B) { benchSteady(b, 100, fixture.MinutelyCron) }
 
 // BenchmarkStepNewHour1000Hourly: each step is an hour later than the last,
 // so each of the 1,000 workflows gets one new slot (WAITING → READY, one
 // write each): the cost follows the slots that change.
 func BenchmarkStepNewHour1000Hourly(b *testing.B) {
-	e, db, _ := benchSetup(b, 1000, "0 0 * * * ?")
+	e, db, _ := benchSetup(b, 1000, fixture.HourlyCron)
 	ctx := context.Background()
 	if err := e.Step(ctx, benchNow, nil); err != nil {
 		b.Fatal(err)
@@ -158,7 +158,7 @@ func BenchmarkStepNewHour1000Hourly(b *testing.B) {
 // BenchmarkSlotsMinutely7Days: Engine.Slots (what GET /workflow-slots
 // serves) for one minutely workflow over 7 days: 10,080 slots.
 func BenchmarkSlotsMinutely7Days(b *testing.B) {
-	e, _, _ := benchSetup(b, 1, "0 * * * * ?")
+	e, _, _ := benchSetup(b, 1, fixture.MinutelyCron)
 	ctx := context.Background()
 	for b.Loop() {
 		s, err := e.Slots(ctx, "wf-0000", benchNow.Add(-scheduler.Window), benchNow)
@@ -173,7 +173,7 @@ func BenchmarkSlotsMinutely7Days(b *testing.B) {
 // already loaded): every one of the 168,000 slots is enumerated and looked
 // up. It shows what the done marks save.
 func BenchmarkFullWindowStep1000Hourly(b *testing.B) {
-	e, db, slots := benchSetup(b, 1000, "0 0 * * * ?")
+	e, db, slots := benchSetup(b, 1000, fixture.HourlyCron)
 	ctx := context.Background()
 	if err := e.Step(ctx, benchNow, nil); err != nil {
 		b.Fatal(err)

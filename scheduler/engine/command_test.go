@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -22,19 +23,19 @@ import (
 func TestEndToEndWithCommandService(t *testing.T) {
 	wdir, ddir, jobs, input := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	marker := filepath.Join(t.TempDir(), "attempted")
-	up := hourly("up")
+	up := fixture.Hourly("up")
 	up.StartTime = ts("2024-01-01T00:00Z")
 	up.MaxRetryCount = 1
 	up.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: "file:///", Path: input + "/${year}-${month}-${day}/${hour}/_READY"}
 	// Fails the first time, succeeds the second.
 	up.ExternalService.Command = []string{"sh", "-c", `if [ -e "$M" ]; then echo second; else touch "$M"; echo first; exit 1; fi`}
 	up.ExternalService.Env = map[string]string{"M": marker}
-	down := hourly("down")
+	down := fixture.Hourly("down")
 	down.StartTime = up.StartTime
 	down.Schedule = workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: "up"}
 	down.Trigger = workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "up"}
 	down.ExternalService.Command = []string{"echo", "down ${hour}"}
-	writeProject(t, wdir, "p", up, down)
+	fixture.WriteProject(t, wdir, "p", up, down)
 
 	db, err := statedb.Open(ddir)
 	if err != nil {

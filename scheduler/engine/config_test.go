@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/external"
@@ -34,7 +35,7 @@ func loadErrs(e *Engine) map[string]string {
 // one of the same size and modification time (tar, rsync with normalised
 // mtimes) is reloaded: the loader compares contents, not metadata.
 func TestSameSizeSameMtimeReplacementIsReloaded(t *testing.T) {
-	r := newRig(t, nil, hourly("aaaa"))
+	r := newRig(t, nil, fixture.Hourly("aaaa"))
 	path := filepath.Join(r.wdir, "p.json")
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -83,7 +84,7 @@ func TestSameSizeSameMtimeReplacementIsReloaded(t *testing.T) {
 // celos document (a secret) is a load error that does not quote it. The
 // good project loads.
 func TestSpecialFilesInWorkflowsDir(t *testing.T) {
-	r := newRig(t, nil, hourly("a"))
+	r := newRig(t, nil, fixture.Hourly("a"))
 	p := func(name string) string { return filepath.Join(r.wdir, name) }
 	if err := syscall.Mkfifo(p("fifo.json"), 0o644); err != nil {
 		t.Fatal(err)
@@ -201,17 +202,17 @@ func commandOf(t *testing.T, e *Engine, id string) string {
 // and the owner's file, logged once.
 func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 	wdir, ddir := t.TempDir(), t.TempDir()
-	mine, theirs := hourly("wordcount-nyc"), hourly("wordcount-nyc")
+	mine, theirs := fixture.Hourly("wordcount-nyc"), fixture.Hourly("wordcount-nyc")
 	mine.ExternalService.Command = []string{"echo", "mine"}
 	theirs.ExternalService.Command = []string{"echo", "theirs"}
-	other := hourly("other")
-	writeProject(t, wdir, "mine", mine)
+	other := fixture.Hourly("other")
+	fixture.WriteProject(t, wdir, "mine", mine)
 	logs := &logCounter{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 
 	e, stop := openEngine(t, wdir, ddir, log)
 	// Deployed later: sorts first, defines the id again and another one.
-	writeProject(t, wdir, "athers", theirs, other)
+	fixture.WriteProject(t, wdir, "athers", theirs, other)
 	for range 3 {
 		e.Step(t.Context(), ts("2024-01-01T00:30Z"), nil)
 	}
@@ -247,7 +248,7 @@ func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 	}
 	check("restart after renames", "0-theirs.json", "zzz-mine.json")
 	// A change to another file does not log the clash again.
-	writeProject(t, wdir, "unrelated", hourly("u"))
+	fixture.WriteProject(t, wdir, "unrelated", fixture.Hourly("u"))
 	e.Step(t.Context(), ts("2024-01-01T00:30Z"), nil)
 	if n := logs.count("belongs to project mine"); n != 3 {
 		t.Errorf("the clash was logged %d times over three starts, want once per start", n)
@@ -261,7 +262,7 @@ func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 	}
 	stop()
 	// ... and the new owner keeps it when the old one comes back.
-	writeProject(t, wdir, "mine", mine)
+	fixture.WriteProject(t, wdir, "mine", mine)
 	e, stop = openEngine(t, wdir, ddir, log)
 	defer stop()
 	if got := commandOf(t, e, "wordcount-nyc"); got != "echo theirs" {
@@ -278,11 +279,11 @@ func TestWorkflowOwnerSurvivesRestart(t *testing.T) {
 // other project does not take them in the meantime.
 func TestOwnerFileThatDoesNotLoadKeepsItsIDs(t *testing.T) {
 	wdir, ddir := t.TempDir(), t.TempDir()
-	mine, theirs := hourly("wf"), hourly("wf")
+	mine, theirs := fixture.Hourly("wf"), fixture.Hourly("wf")
 	theirs.ExternalService.Command = []string{"echo", "theirs"}
-	writeProject(t, wdir, "mine", mine)
+	fixture.WriteProject(t, wdir, "mine", mine)
 	e, stop := openEngine(t, wdir, ddir, discard)
-	writeProject(t, wdir, "athers", theirs)
+	fixture.WriteProject(t, wdir, "athers", theirs)
 	e.Step(t.Context(), ts("2024-01-01T00:30Z"), nil)
 	stop()
 	os.WriteFile(filepath.Join(wdir, "mine.json"), []byte(`{"format":`), 0o644)
@@ -306,7 +307,7 @@ func TestOwnerFileThatDoesNotLoadKeepsItsIDs(t *testing.T) {
 	stop()
 	// Once the owner's file loads again, the owner runs.
 	os.Remove(filepath.Join(wdir, "mine.json"))
-	writeProject(t, wdir, "mine", mine)
+	fixture.WriteProject(t, wdir, "mine", mine)
 	e, stop = openEngine(t, wdir, ddir, discard)
 	defer stop()
 	if got := commandOf(t, e, "wf"); got != "true" {
@@ -324,12 +325,12 @@ func BenchmarkLoadUnchanged1000Files(b *testing.B) {
 	for i := range 1000 {
 		var ws []workflow.Workflow
 		for j := range 5 {
-			w := hourly(fmt.Sprintf("wf-%04d-%d", i, j))
+			w := fixture.Hourly(fmt.Sprintf("wf-%04d-%d", i, j))
 			w.ExternalService.Command = []string{"/opt/jobs/run.sh", "--date", "${year}-${month}-${day}", "--hour", "${hour}"}
 			w.Contacts = []workflow.Contact{{Name: "Data team", Email: "data@example.com"}}
 			ws = append(ws, w)
 		}
-		writeProject(b, dir, fmt.Sprintf("project-%04d", i), ws...)
+		fixture.WriteProject(b, dir, fmt.Sprintf("project-%04d", i), ws...)
 		fi, _ := os.Stat(filepath.Join(dir, fmt.Sprintf("project-%04d.json", i)))
 		total += fi.Size()
 	}
@@ -370,8 +371,8 @@ func TestUnreadableOwnerRecords(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ddir, "owner"), []byte("not a directory"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeProject(t, wdir, "a", hourly("wf"))
-	writeProject(t, wdir, "b", hourly("wf"))
+	fixture.WriteProject(t, wdir, "a", fixture.Hourly("wf"))
+	fixture.WriteProject(t, wdir, "b", fixture.Hourly("wf"))
 	logs := &logCounter{}
 	e, stop := openEngine(t, wdir, ddir, slog.New(slog.NewTextHandler(logs, nil)))
 	defer stop()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/external"
@@ -24,7 +25,7 @@ import (
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func TestEngineLifecycleWithRealDB(t *testing.T) {
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	w.MaxRetryCount = 1
 	r := newRig(t, nil, w)
@@ -105,7 +106,7 @@ func TestEngineLifecycleWithRealDB(t *testing.T) {
 }
 
 func TestRerunKillPause(t *testing.T) {
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	w.SchedulingStrategy.Concurrency = 5
 	r := newRig(t, nil, w)
@@ -191,10 +192,10 @@ func TestRerunKillPause(t *testing.T) {
 }
 
 func TestServiceErrorsLeaveSlotsAsTheyWere(t *testing.T) {
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	w.SchedulingStrategy.Concurrency = 2
-	r := newRig(t, nil, w, hourly("other"))
+	r := newRig(t, nil, w, fixture.Hourly("other"))
 	now := ts("2024-01-01T02:30Z")
 	r.step(now)
 	r.svc.submitErr = errors.Join(external.ErrUnavailable, errors.New("connection refused"))
@@ -233,7 +234,7 @@ func TestServiceErrorsLeaveSlotsAsTheyWere(t *testing.T) {
 }
 
 func TestRunningOutsideWindowIsPolled(t *testing.T) {
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	r := newRig(t, nil, w)
 	now := ts("2024-01-01T00:30Z")
@@ -256,7 +257,7 @@ func TestRunningOutsideWindowIsPolled(t *testing.T) {
 }
 
 func TestSubmitIntentRecovery(t *testing.T) {
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	now := ts("2024-01-01T00:30Z")
 	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
@@ -297,8 +298,8 @@ func TestSubmitIntentRecovery(t *testing.T) {
 }
 
 func TestLoadErrorsAndReload(t *testing.T) {
-	r := newRig(t, nil, hourly("a"))
-	writeProject(t, r.wdir, "q", hourly("b"), hourly("a")) // duplicate a
+	r := newRig(t, nil, fixture.Hourly("a"))
+	fixture.WriteProject(t, r.wdir, "q", fixture.Hourly("b"), fixture.Hourly("a")) // duplicate a
 	if err := os.WriteFile(filepath.Join(r.wdir, "bad.json"), []byte(`{"format":"celos.dev/workflows/v1","proj`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -331,9 +332,9 @@ func TestLoadErrorsAndReload(t *testing.T) {
 }
 
 func TestDependentScheduleErrorsOnlyThatWorkflow(t *testing.T) {
-	dep := hourly("dep")
+	dep := fixture.Hourly("dep")
 	dep.Schedule = workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: "missing"}
-	ok := hourly("ok")
+	ok := fixture.Hourly("ok")
 	ok.StartTime = ts("2024-01-01T00:00Z")
 	r := newRig(t, nil, dep, ok)
 	rep := r.step(ts("2024-01-01T00:30Z"))
@@ -353,7 +354,7 @@ type panicky struct{ *fakeService }
 func (panicky) Submit(context.Context, *workflow.Workflow, slot.ID) (string, error) { panic("boom") }
 
 func TestPanicInAServiceIsASlotError(t *testing.T) {
-	a, b := hourly("a"), hourly("b")
+	a, b := fixture.Hourly("a"), fixture.Hourly("b")
 	a.StartTime, b.StartTime = ts("2024-01-01T00:00Z"), ts("2024-01-01T00:00Z")
 	r := newRig(t, panicky{newFake()}, a, b)
 	now := ts("2024-01-01T00:30Z")
@@ -368,7 +369,7 @@ func TestPanicInAServiceIsASlotError(t *testing.T) {
 }
 
 func TestStepIDs(t *testing.T) {
-	a, b := hourly("a"), hourly("b")
+	a, b := fixture.Hourly("a"), fixture.Hourly("b")
 	a.StartTime, b.StartTime = ts("2024-01-01T00:00Z"), ts("2024-01-01T00:00Z")
 	r := newRig(t, nil, a, b)
 	now := ts("2024-01-01T00:30Z")
@@ -388,7 +389,7 @@ func TestStepIDs(t *testing.T) {
 // renamed over it); a change of content is (see also
 // TestSameSizeSameMtimeReplacementIsReloaded).
 func TestReloadParsesOnlyChangedFiles(t *testing.T) {
-	r := newRig(t, nil, hourly("a1"))
+	r := newRig(t, nil, fixture.Hourly("a1"))
 	path := filepath.Join(r.wdir, "p.json")
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -414,10 +415,10 @@ func TestReloadParsesOnlyChangedFiles(t *testing.T) {
 }
 
 func TestCorruptStateFileSkipsOnlyThatSlot(t *testing.T) {
-	a, b := hourly("a"), hourly("b")
+	a, b := fixture.Hourly("a"), fixture.Hourly("b")
 	a.StartTime, b.StartTime = ts("2024-01-01T00:00Z"), ts("2024-01-01T00:00Z")
 	wdir, ddir := t.TempDir(), t.TempDir()
-	writeProject(t, wdir, "p", a, b)
+	fixture.WriteProject(t, wdir, "p", a, b)
 	day := filepath.Join(ddir, "state", "a", "2024-01-01")
 	os.MkdirAll(day, 0o755)
 	os.WriteFile(filepath.Join(day, "00:00:00.000Z"), []byte(`{"status":"SUCC`), 0o644) // cut short
@@ -467,7 +468,7 @@ func TestCorruptStateFileSkipsOnlyThatSlot(t *testing.T) {
 // *.json is reported as a load error, not skipped silently; a symlink to a
 // good file loads.
 func TestOddEntriesInWorkflowsDir(t *testing.T) {
-	r := newRig(t, nil, hourly("a"))
+	r := newRig(t, nil, fixture.Hourly("a"))
 	if err := os.Symlink(filepath.Join(r.wdir, "nowhere"), filepath.Join(r.wdir, "dangling.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +476,7 @@ func TestOddEntriesInWorkflowsDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := t.TempDir()
-	writeProject(t, other, "linked", hourly("b"))
+	fixture.WriteProject(t, other, "linked", fixture.Hourly("b"))
 	if err := os.Symlink(filepath.Join(other, "linked.json"), filepath.Join(r.wdir, "linked.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +498,7 @@ func TestOddEntriesInWorkflowsDir(t *testing.T) {
 // slot. When that job fails, the retry (or a rerun) must submit a new job,
 // not "recover" the one that already failed.
 func TestLeftoverIntentOfEarlierAttempt(t *testing.T) {
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	w.MaxRetryCount = 2
 	now := ts("2024-01-01T00:30Z")
@@ -569,7 +570,7 @@ func TestLeftoverIntentOfEarlierAttempt(t *testing.T) {
 // in the workflows directory, an unchanged directory keeps its config (no
 // rebuild, no re-logged load errors); removing the entry rebuilds it.
 func TestUnreadableEntryDoesNotRebuildEveryStep(t *testing.T) {
-	r := newRig(t, nil, hourly("a"))
+	r := newRig(t, nil, fixture.Hourly("a"))
 	dangling := filepath.Join(r.wdir, "dangling.json")
 	if err := os.Symlink(filepath.Join(r.wdir, "nowhere"), dangling); err != nil {
 		t.Fatal(err)
@@ -603,7 +604,7 @@ func (panicRecoverer) Recover(ctx context.Context, w *workflow.Workflow, id slot
 // TestKillWithPanickingRecover: a panic in the service's Recover during a
 // kill is an error of that kill (the slot stays as it was), not a crash.
 func TestKillWithPanickingRecover(t *testing.T) {
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	now := ts("2024-01-01T00:30Z")
 	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
@@ -630,7 +631,7 @@ func TestKillWithPanickingRecover(t *testing.T) {
 // changes, not at every step (an outage would flood the log); the problem
 // stays visible through Problems all along.
 func TestPersistentProblemLoggedOnce(t *testing.T) {
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	r := newRig(t, nil, w)
 	var buf bytes.Buffer

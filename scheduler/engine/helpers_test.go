@@ -3,11 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/schedule"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -15,37 +14,6 @@ import (
 	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
-
-// hourly returns a workflow with an hourly schedule, an always trigger and
-// the fake service.
-func hourly(id string) workflow.Workflow {
-	return workflow.Workflow{
-		ID:                 id,
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
-		StartTime:          workflow.DefaultStartTime,
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}
-}
-
-func writeProject(t tlike, dir, name string, ws ...workflow.Workflow) {
-	t.Helper()
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: name, Workflows: ws}
-	data, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name+".json")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // fakeService is an in-memory external service. Jobs finish when the test
 // says so.
@@ -176,7 +144,7 @@ func newRig(t tlike, svc external.Service, ws ...workflow.Workflow) *rig {
 	t.Helper()
 	r := &rig{t: t, wdir: t.TempDir(), ddir: t.TempDir()}
 	if len(ws) > 0 {
-		writeProject(t, r.wdir, "p", ws...)
+		fixture.WriteProject(t, r.wdir, "p", ws...)
 	}
 	var err error
 	r.db, err = statedb.OpenWith(r.ddir, statedb.Options{NoSync: !syncedRig})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -17,7 +18,7 @@ import (
 func TestStepDoesNotDependOnVisitingOrder(t *testing.T) {
 	start := ts("2024-01-01T00:00Z")
 	now := ts("2024-01-01T00:30Z")
-	a, b := hourly("a"), hourly("b")
+	a, b := fixture.Hourly("a"), fixture.Hourly("b")
 	a.StartTime, b.StartTime = start, start
 	b.Trigger = workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "a"}
 	aID := slot.ID{Workflow: "a", Time: start}

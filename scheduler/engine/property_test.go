@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/external"
@@ -68,7 +69,7 @@ func TestEngineProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		t := &tb{T: rt}
 		defer t.done()
-		w := hourly("wf")
+		w := fixture.Hourly("wf")
 		// Every 6 hours: 28 slots in the window keeps a check fast.
 		w.Schedule.Cron = "0 0 */6 * * ?"
 		start := ts("2024-01-01T00:00Z")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -223,12 +224,12 @@ func storeLife(t *testing.T, store Store) []string {
 	t.Helper()
 	ctx := context.Background()
 	start := ts("2024-01-01T00:00Z")
-	a, b := hourly("a"), hourly("b")
+	a, b := fixture.Hourly("a"), fixture.Hourly("b")
 	a.StartTime, b.StartTime = start, start
 	a.MaxRetryCount = 1
 	b.Trigger = workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "a"}
 	wdir := t.TempDir()
-	writeProject(t, wdir, "p", a, b)
+	fixture.WriteProject(t, wdir, "p", a, b)
 	svc := newFake()
 	e, err := New(Options{WorkflowsDir: wdir, Store: store, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -40,15 +41,12 @@ func newStepFixtureAt(tb testing.TB, c *hdfstest.Cluster, fsURI string, proxy *r
 	now := time.Date(2015, 9, 12, 20, 30, 0, 0, time.UTC)
 	p := &workflow.Project{Format: workflow.FormatVersion, Project: "bench"}
 	for i := 0; i < n; i++ {
-		p.Workflows = append(p.Workflows, workflow.Workflow{
-			ID:                 fmt.Sprintf("wf-%04d", i),
-			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: fsURI, Path: fmt.Sprintf("/bench/in/%d/${year}${month}${day}${hour}/_READY", i%paths)},
-			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-			ExternalService:    workflow.ExternalService{Type: workflow.ServiceOozie, URL: "http://127.0.0.1:1/oozie", Properties: map[string]string{"oozie.wf.application.path": "/app"}},
-			StartTime:          now.Add(-time.Hour + time.Minute), // one slot: 20:00
-			WaitTimeoutSeconds: workflow.NeverTimeout,
-		})
+		w := fixture.Hourly(fmt.Sprintf("wf-%04d", i))
+		w.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, FS: fsURI, Path: fmt.Sprintf("/bench/in/%d/${year}${month}${day}${hour}/_READY", i%paths)}
+		w.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "/app"})
+		w.ExternalService.URL = "http://127.0.0.1:1/oozie"
+		w.StartTime = now.Add(-time.Hour + time.Minute) // one slot: 20:00
+		p.Workflows = append(p.Workflows, w)
 	}
 	dir := tb.TempDir()
 	data, err := p.Marshal()

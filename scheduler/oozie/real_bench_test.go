@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
@@ -15,18 +16,14 @@ import (
 // workflow running the application app, all submitted in one step
 // (concurrency 50).
 func bulkProject(id, app string) *workflow.Project {
-	return &workflow.Project{Format: workflow.FormatVersion, Project: id, Workflows: []workflow.Workflow{{
-		ID:                 id,
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 50},
-		ExternalService: workflow.ExternalService{Type: workflow.ServiceOozie, Properties: map[string]string{
-			"oozie.wf.application.path": "${nameNode}/real/app/" + app,
-			"outputDir":                 "/real/output/" + id + "/${year}${month}${day}${hour}",
-		}},
-		StartTime:          t20.Add(-49 * time.Hour),
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}}}
+	w := fixture.Hourly(id)
+	w.SchedulingStrategy.Concurrency = 50
+	w.ExternalService = fixture.Oozie(map[string]string{
+		"oozie.wf.application.path": "${nameNode}/real/app/" + app,
+		"outputDir":                 "/real/output/" + id + "/${year}${month}${day}${hour}",
+	})
+	w.StartTime = t20.Add(-49 * time.Hour)
+	return fixture.Project(id, w)
 }
 
 func bulkSlots() []time.Time {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
@@ -91,29 +92,16 @@ func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
 	wfDir := filepath.Join(dir, "wf")
 	os.Mkdir(wfDir, 0o755)
 	wf := func(id string, trig workflow.Trigger) workflow.Workflow {
-		return workflow.Workflow{
-			ID:                 id,
-			Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger:            trig,
-			SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-			ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
-			StartTime:          workflow.DefaultStartTime,
-			WaitTimeoutSeconds: workflow.NeverTimeout,
-		}
+		w := fixture.Hourly(id)
+		w.Trigger = trig
+		return w
 	}
 	lookBack := workflow.Trigger{Type: workflow.TriggerOffset, Seconds: -864000, Trigger: &workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: "a"}}
-	proj := &workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: []workflow.Workflow{
+	fixture.WriteProject(t, wfDir, "p",
 		wf("a", workflow.Trigger{Type: workflow.TriggerAlways}),
 		wf("b", lookBack),
 		wf("c", workflow.Trigger{Type: workflow.TriggerAlways}),
-	}}
-	data, err := proj.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wfDir, "p.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	)
 	// A file that does not load: what its triggers read is unknown, which
 	// the prune says.
 	if err := os.WriteFile(filepath.Join(wfDir, "broken.json"), []byte(`{"format":`), 0o644); err != nil {

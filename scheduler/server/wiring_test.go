@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/ooziefake"
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/api"
-	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestRunWiresOozie runs the real server (engine, state database, services)
@@ -35,18 +35,11 @@ func TestRunWiresOozie(t *testing.T) {
 	def := fmt.Sprintf(`{"CELOS_DEFAULT_OOZIE": %q, "CELOS_DEFAULT_OOZIE_PROPERTIES": {"queue": "etl", "user.name": "celos"}}`, oz.URL)
 	os.WriteFile(filepath.Join(dir, "defaults.json"), []byte(def), 0o644)
 	start := time.Date(2015, 9, 13, 13, 0, 0, 0, time.UTC)
-	p := workflow.Project{Format: workflow.FormatVersion, Project: "wc", Workflows: []workflow.Workflow{{
-		ID:                 "wordcount",
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-		ExternalService: workflow.ExternalService{Type: workflow.ServiceOozie, Properties: map[string]string{
-			"oozie.wf.application.path": "hdfs:///apps/wordcount", "inputDir": "/input/${year}-${month}-${day}/${hour}"}},
-		StartTime:          start,
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}}}
-	b, _ := p.Marshal()
-	os.WriteFile(filepath.Join(wf, "wc.json"), b, 0o644)
+	wordcount := fixture.Hourly("wordcount")
+	wordcount.ExternalService = fixture.Oozie(map[string]string{
+		"oozie.wf.application.path": "hdfs:///apps/wordcount", "inputDir": "/input/${year}-${month}-${day}/${hour}"})
+	wordcount.StartTime = start
+	fixture.WriteProject(t, wf, "wc", wordcount)
 
 	cfg := Config{Port: 0, Workflows: wf, DB: filepath.Join(dir, "db"), Defaults: dir, URLFile: filepath.Join(dir, "url"), Stderr: io.Discard}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/server"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -23,27 +24,9 @@ import (
 // hourlyWorkflow is an hourly workflow with the given trigger that runs
 // `true` through the command service.
 func hourlyWorkflow(id string, trig workflow.Trigger) workflow.Workflow {
-	return workflow.Workflow{
-		ID:                 id,
-		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-		Trigger:            trig,
-		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
-		StartTime:          workflow.DefaultStartTime,
-		WaitTimeoutSeconds: workflow.NeverTimeout,
-	}
-}
-
-func writeWorkflows(t *testing.T, dir string, ws ...workflow.Workflow) {
-	t.Helper()
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: ws}
-	data, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "p.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	w := fixture.Hourly(id)
+	w.Trigger = trig
+	return w
 }
 
 // TestStepAndReadsFinishWithAFIFOSlotFile: a FIFO as a slot file in the
@@ -51,7 +34,7 @@ func writeWorkflows(t *testing.T, dir string, ws ...workflow.Workflow) {
 // that slot is reported, the others are stepped.
 func TestStepAndReadsFinishWithAFIFOSlotFile(t *testing.T) {
 	wfDir, dbDir := t.TempDir(), t.TempDir()
-	writeWorkflows(t, wfDir, hourlyWorkflow("wf", workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}))
+	fixture.WriteProject(t, wfDir, "p", hourlyWorkflow("wf", workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}))
 	now := time.Now().UTC().Truncate(time.Hour)
 	fifoSlot := now.Add(-3 * time.Hour)
 	p := filepath.Join(dbDir, "state", "wf", fifoSlot.Format("2006-01-02"), fifoSlot.Format("15:04:05.000Z"))
@@ -100,7 +83,7 @@ func TestServerAnswersWithAFIFOSlotFile(t *testing.T) {
 	dir := t.TempDir()
 	wfDir, dbDir := filepath.Join(dir, "wf"), filepath.Join(dir, "db")
 	os.Mkdir(wfDir, 0o755)
-	writeWorkflows(t, wfDir, hourlyWorkflow("wf", workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}))
+	fixture.WriteProject(t, wfDir, "p", hourlyWorkflow("wf", workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}))
 	fifoSlot := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
 	p := filepath.Join(dbDir, "state", "wf", fifoSlot.Format("2006-01-02"), fifoSlot.Format("15:04:05.000Z"))
 	os.MkdirAll(filepath.Dir(p), 0o755)
