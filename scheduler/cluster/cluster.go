@@ -160,6 +160,15 @@ func (c *Cluster) Owns(wf string) bool {
 	return ok && l.bumped == 0 && now.Before(l.deadline)
 }
 
+// OwnsFunc is Owns as an engine.Options.Owns; nil for a nil Cluster (one
+// instance: the engine steps everything).
+func (c *Cluster) OwnsFunc() func(wf string) bool {
+	if c == nil {
+		return nil
+	}
+	return c.Owns
+}
+
 // Owned lists the workflows this instance holds a usable lease of, sorted.
 func (c *Cluster) Owned() []string {
 	now := time.Now()

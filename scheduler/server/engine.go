@@ -32,6 +32,7 @@ func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
 		OnStep: func(r engine.StepReport) {
 			d.metrics.RecordStep(r.Transitions, r.Errors, r.Writes)
 		},
+		Owns: d.cluster.OwnsFunc(),
 	})
 	if err != nil {
 		db.Close()

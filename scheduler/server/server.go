@@ -20,6 +20,7 @@ import (
 
 	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/cluster"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/loop"
 	"github.com/celos-go/celos/scheduler/metrics"
@@ -88,6 +89,15 @@ type Config struct {
 	// then daily: the files of final slots older than this (at least
 	// statedb.MinRetention), as `celos db prune` does.
 	PruneOlderThan time.Duration
+	// InstanceID, Lease and JobGrace configure this instance's membership
+	// of the cluster of servers sharing a PostgreSQL DB (docs/ha.md):
+	// its id (default: the host name), the lease (default
+	// cluster.DefaultLease) and how long an instance may miss heartbeats
+	// before its command jobs are declared lost (default
+	// cluster.DefaultGrace). Unused with the file store.
+	InstanceID string
+	Lease      time.Duration
+	JobGrace   time.Duration
 }
 
 // Server timeouts. WriteTimeout is long because POST /scheduler answers
@@ -117,6 +127,9 @@ type deps struct {
 	fs       trigger.FileSystems
 	metrics  *metrics.Metrics
 	log      *slog.Logger
+	// cluster is this instance's membership when several share the
+	// database (its fence and Owns); nil with one instance.
+	cluster *cluster.Cluster
 }
 
 // withDefaults fills in the defaults of the fields left zero.
@@ -186,7 +199,12 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			closeFS()
 		}
 	}()
-	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(svcs), fs: fsys, metrics: m, log: log})
+	member, engineSvcs, err := clusterFor(cfg, svcs, log)
+	if err != nil {
+		return err
+	}
+	defer member.close() // after the step loop: its leases go to the others (nil: nothing)
+	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(engineSvcs), fs: fsys, metrics: m, log: log, cluster: member.membership()})
 	if err != nil {
 		return err
 	}
@@ -199,10 +217,13 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			log.Error("close state database", "error", cerr)
 		}
 	}()
+	if engine, err = member.attach(engine, m); err != nil { // (nil member: unchanged)
+		return err
+	}
 	// One stepper for the --autoSchedule timer and POST /scheduler.
 	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
-	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout})
-	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != ""})
+	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Instance: member.status()})
+	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != "", instance: member.id()})
 	if err != nil {
 		return err
 	}
