@@ -79,6 +79,9 @@ type Cluster struct {
 	live     []string
 	replaced bool
 	lastTick time.Time
+	// gen counts acquisitions; stepGen is gen when the current step began
+	// (BeginStep): a step steps only leases taken before it began.
+	gen, stepGen uint64
 
 	operator atomic.Bool // see Operator
 	stats    counters
@@ -95,6 +98,8 @@ type heldLease struct {
 	// bumped: an operator's write on another instance changed the
 	// token (see Operator); adopted at the next BeginStep.
 	bumped int64
+	// gen is the acquisition that took it (see Cluster.gen).
+	gen uint64
 }
 
 type counters struct {
@@ -160,13 +165,22 @@ func (c *Cluster) Owns(wf string) bool {
 	return ok && l.bumped == 0 && now.Before(l.deadline)
 }
 
-// OwnsFunc is Owns as an engine.Options.Owns; nil for a nil Cluster (one
-// instance: the engine steps everything).
+// OwnsFunc is the engine's Options.Owns: Owns, restricted to the leases
+// taken before the current step began (BeginStep), whose state the store
+// read afresh then. nil for a nil Cluster (one instance: the engine steps
+// everything).
 func (c *Cluster) OwnsFunc() func(wf string) bool {
 	if c == nil {
 		return nil
 	}
-	return c.Owns
+	return func(wf string) bool {
+		now := time.Now()
+		c.mu.RLock()
+		l, ok := c.held[wf]
+		stepGen := c.stepGen
+		c.mu.RUnlock()
+		return ok && l.bumped == 0 && l.gen <= stepGen && now.Before(l.deadline)
+	}
 }
 
 // Owned lists the workflows this instance holds a usable lease of, sorted.

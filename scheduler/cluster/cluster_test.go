@@ -332,3 +332,35 @@ func TestDedupe(t *testing.T) {
 		t.Error(d)
 	}
 }
+
+// TestOwnsFuncStepsOnlyLeasesTakenBeforeTheStep: the engine's view
+// (OwnsFunc) of a lease taken while a step runs starts at the next step,
+// after the store has been refreshed for it; Owns sees it at once.
+func TestOwnsFuncStepsOnlyLeasesTakenBeforeTheStep(t *testing.T) {
+	pool := openPool(t, newDB(t))
+	a := member(t, pool, "a", time.Minute)
+	owns := a.OwnsFunc()
+	if err := a.acquire(ctxT(t), []string{"first"}); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Owns("first") || owns("first") {
+		t.Fatalf("before the step: Owns %v, OwnsFunc %v; want true, false", a.Owns("first"), owns("first"))
+	}
+	a.BeginStep()
+	if !owns("first") {
+		t.Fatal("OwnsFunc false for a lease taken before the step")
+	}
+	if err := a.acquire(ctxT(t), []string{"second"}); err != nil { // during the step
+		t.Fatal(err)
+	}
+	if owns("second") || !owns("first") {
+		t.Fatalf("during the step: second %v, first %v; want false, true", owns("second"), owns("first"))
+	}
+	a.BeginStep()
+	if !owns("second") {
+		t.Fatal("OwnsFunc false at the next step")
+	}
+	if (*Cluster)(nil).OwnsFunc() != nil {
+		t.Fatal("a nil Cluster's OwnsFunc is not nil (one instance steps everything)")
+	}
+}

@@ -122,16 +122,21 @@ func (c *Cluster) Operator(f func() error) error {
 	return f()
 }
 
-// BeginStep adopts the tokens that operator writes on other instances
-// advanced since the last step (see Check): the step about to begin reads
-// the state after those writes. The caller must call it before each step,
-// with no other step running.
+// BeginStep marks the beginning of a step: the step (OwnsFunc) steps the
+// leases held now, not those taken while it runs, and the tokens that
+// operator writes on other instances advanced since the last step (see
+// Check) are adopted. The caller must call it before each step, with no
+// other step running, and then bring the store's view of those
+// workflows up to date (statepg's Refresh) before the step reads them:
+// a workflow taken over may have been written by another instance.
 func (c *Cluster) BeginStep() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.stepGen = c.gen
 	for wf, l := range c.held {
 		if l.bumped != 0 {
-			c.held[wf] = heldLease{token: l.bumped, deadline: l.deadline}
+			l.token, l.bumped = l.bumped, 0
+			c.held[wf] = l
 		}
 	}
 }

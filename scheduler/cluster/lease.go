@@ -119,11 +119,12 @@ RETURNING workflow, token`, c.id, c.incarnation, ms(c.lease), wfs)
 	}
 	deadline := t0.Add(c.lease - c.safety)
 	c.mu.Lock()
+	c.gen++
 	for wf, tok := range taken {
-		c.held[wf] = heldLease{token: tok, deadline: deadline}
+		c.held[wf] = heldLease{token: tok, deadline: deadline, gen: c.gen}
 	}
 	for wf, tok := range fresh {
-		c.held[wf] = heldLease{token: tok, deadline: deadline}
+		c.held[wf] = heldLease{token: tok, deadline: deadline, gen: c.gen}
 	}
 	c.mu.Unlock()
 	c.stats.takeOvers.Add(int64(len(taken)))

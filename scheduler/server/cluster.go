@@ -32,10 +32,17 @@ type instance struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
-	mu   sync.Mutex
-	svc  *engine.Engine // set once the engine is built (Workflows)
-	stop context.CancelFunc
-	done chan struct{}
+	mu    sync.Mutex
+	svc   *engine.Engine // set once the engine is built (Workflows)
+	store refresher      // the state store, when it can refresh
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+// refresher is a store that keeps an index and can bring it up to date
+// with other instances' writes (statepg.DB.Refresh).
+type refresher interface {
+	Refresh(ctx context.Context) (int, error)
 }
 
 // newInstance prepares the membership of a cluster on the PostgreSQL
@@ -113,9 +120,10 @@ func (in *instance) id() string {
 	return in.c.ID()
 }
 
-// attach starts the instance over the engine svc and returns the engine
-// the server serves (clustered); a nil instance returns svc.
-func (in *instance) attach(svc scheduler.Service, m *metrics.Metrics) (scheduler.Service, error) {
+// attach starts the instance over the engine svc and its state store
+// and returns the engine the server serves (clustered); a nil instance
+// returns svc.
+func (in *instance) attach(svc scheduler.Service, store any, m *metrics.Metrics) (scheduler.Service, error) {
 	if in == nil {
 		return svc, nil
 	}
@@ -123,11 +131,12 @@ func (in *instance) attach(svc scheduler.Service, m *metrics.Metrics) (scheduler
 	if !ok {
 		return nil, fmt.Errorf("cluster: the server's engine is a %T, not the slot engine", svc)
 	}
+	in.store, _ = store.(refresher)
 	if err := in.start(e); err != nil {
 		return nil, err
 	}
 	in.register(m)
-	return &clustered{Engine: e, c: in.c}, nil
+	return &clustered{Engine: e, c: in.c, store: in.store}, nil
 }
 
 // wrapServices returns the engine's services: the command service becomes
@@ -167,6 +176,9 @@ func (in *instance) start(e *engine.Engine) error {
 		if in.jobs != nil {
 			wg.Go(func() { in.jobs.Run(runCtx) })
 		}
+		if in.store != nil {
+			wg.Go(func() { in.refreshReads(runCtx) })
+		}
 		if err := in.c.Run(runCtx); err != nil {
 			in.log.Error("cluster membership ended", "error", err)
 		}
@@ -174,6 +186,26 @@ func (in *instance) start(e *engine.Engine) error {
 	}()
 	in.log.Info("cluster instance started", "instance", in.c.ID(), "lease", in.c.Lease().String(), "live", in.c.Live(), "owned", len(in.c.Owned()))
 	return nil
+}
+
+// refreshReads brings the store's index up to date with the other
+// instances' writes every lease/3, so that this instance's API and UI
+// show the workflows it does not step at most that stale.
+func (in *instance) refreshReads(ctx context.Context) {
+	t := time.NewTicker(in.c.Lease() / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, in.c.Lease())
+		if _, err := in.store.Refresh(rctx); err != nil && ctx.Err() == nil {
+			in.log.Debug("state store not refreshed; next time", "error", err)
+		}
+		cancel()
+	}
 }
 
 // close leaves the cluster (its leases go to the others at their next
@@ -227,16 +259,25 @@ func (in *instance) register(m *metrics.Metrics) {
 // their writes through for workflows another instance holds.
 type clustered struct {
 	*engine.Engine
-	c  *cluster.Cluster
-	mu sync.Mutex // serializes steps and operators' actions
+	c     *cluster.Cluster
+	store refresher  // nil: a store without an index
+	mu    sync.Mutex // serializes steps and operators' actions
 }
 
 var _ scheduler.Service = (*clustered)(nil)
 
+// Step begins the step (cluster.BeginStep), refreshes the store's index
+// (a workflow taken over may have been written by another instance: the
+// step must not decide on what this instance read before), then steps.
 func (s *clustered) Step(ctx context.Context, now time.Time, ids []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.c.BeginStep()
+	if s.store != nil {
+		if _, err := s.store.Refresh(ctx); err != nil {
+			return fmt.Errorf("%w: %v", engine.ErrPersist, err)
+		}
+	}
 	return s.Engine.Step(ctx, now, ids)
 }
 

@@ -217,7 +217,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			log.Error("close state database", "error", cerr)
 		}
 	}()
-	if engine, err = member.attach(engine, m); err != nil { // (nil member: unchanged)
+	if engine, err = member.attach(engine, engineCloser, m); err != nil { // (nil member: unchanged)
 		return err
 	}
 	// One stepper for the --autoSchedule timer and POST /scheduler.
