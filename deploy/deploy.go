@@ -29,6 +29,8 @@ type Result struct {
 	Bytes         int64   `json:"bytes"`
 	Seconds       float64 `json:"seconds"`
 	GitCommit     string  `json:"gitCommit,omitempty"`
+	// GitDirty: the tree had uncommitted changes (as the manifest records).
+	GitDirty bool `json:"gitDirty,omitempty"`
 	// Removed lists what an undeploy removed (URLs).
 	Removed []string `json:"removed,omitempty"`
 }
@@ -68,7 +70,11 @@ func compile(o *Options) (*compiled, error) {
 		return nil, err
 	}
 	if p.Project != o.Project {
-		return nil, fmt.Errorf("--project %s does not match the project's name %q (its CUE package); deploy it as --project %s, or rename it", o.Project, p.Project, p.Project)
+		origin := "its project: field, else its CUE package name"
+		if o.NameSource != nil {
+			origin = o.NameSource(dir)
+		}
+		return nil, fmt.Errorf("--project %s does not match the project's name %q (from %s); deploy it as --project %s, or rename it", o.Project, p.Project, origin, p.Project)
 	}
 	data, err := p.Marshal()
 	if err != nil {
@@ -97,7 +103,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	}
 	c, err := compile(&o)
 	if err != nil {
-		return nil, &StepError{Step: "compile", Err: err, Intact: true}
+		return nil, &StepError{Step: "compile", Err: err, Intact: true} // nothing touched yet
 	}
 	s, err := openSession(ctx, o)
 	if err != nil {
@@ -121,6 +127,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, s.fail(err, true)
 	}
+	s.atRisk = s.deployed(prev)
 	hfs, err := s.prepareHDFS(ctx, c, prev)
 	if err != nil {
 		return nil, err
@@ -142,7 +149,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 
 	s.begin("write manifest")
 	m := s.newManifest(hfs, c, hashes)
-	res.GitCommit = m.GitCommit
+	res.GitCommit, res.GitDirty = m.GitCommit, m.GitDirty
 	if err := s.writeManifest(ctx, m); err != nil {
 		return nil, &StepError{Step: s.step, Err: err, Note: "The new deployment is in place and running; only its manifest could not be written (undeploy and plan will miss it): rerun the deploy."}
 	}
@@ -260,7 +267,7 @@ func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *local
 func (s *session) writeWorkflowsFile(ctx context.Context, hfs targets.FS, c *compiled, old string) error {
 	s.begin("write workflows file")
 	if err := targets.WriteFileAtomic(ctx, s.wf, s.wfFile, c.json); err != nil {
-		se := &StepError{Step: s.step, Err: fmt.Errorf("%s: %w", s.wfURL(), err), Intact: true}
+		se := &StepError{Step: s.step, Err: fmt.Errorf("%s: %w", s.wfURL(), err), Intact: true, AtRisk: s.atRisk}
 		if c.tree != nil {
 			// Put the previous Oozie directory back, so the old workflows
 			// file keeps running against the directory it was deployed with.

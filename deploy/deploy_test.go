@@ -275,7 +275,8 @@ func TestDeployPlanUndeployLocal(t *testing.T) {
 		}}},
 		FilesAdded:   []FileChange{{Path: "lib/new.jar", OldSize: -1, NewSize: 3}},
 		FilesRemoved: []FileChange{{Path: "lib/deps/x.jar", OldSize: 1, NewSize: -1}},
-		FilesChanged: []FileChange{{Path: "workflow.xml", OldSize: 33, NewSize: 33}},
+		FilesChanged: []FileChange{{Path: "workflow.xml", OldSize: 33, NewSize: 33,
+			Diff: "--- deployed/workflow.xml\n+++ new/workflow.xml\n@@ -1 +1 @@\n-<workflow-app name='wordcount'/>\n+<workflow-app name='WORDCOUNT'/>\n"}},
 	}
 	if d := cmp.Diff(want, p); d != "" {
 		t.Fatalf("plan (-want +got):\n%s", d)
@@ -549,7 +550,7 @@ func TestDeployLock(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("want LockedError, got %v", err)
 	}
-	for _, want := range []string{"alice@ci-7.example (pid 4242, deploy)", since.Format(time.RFC3339), "2h0m", "stale", "--break-lock", lockPath} {
+	for _, want := range []string{"alice@ci-7.example (pid 4242, deploy)", since.Format(time.RFC3339), "(2h", "stale", "--break-lock", lockPath} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("lock error lacks %q: %v", want, err)
 		}
@@ -655,6 +656,9 @@ func TestDeployFailuresKeepPrevious(t *testing.T) {
 		step     string
 		onWrite  func(name string) error
 		onRename func(from, to string) error
+		// notAtRisk: the step fails before the deploy may change anything,
+		// so the message does not reassure about the previous deployment.
+		notAtRisk bool
 	}{
 		{step: "upload HDFS directory", onWrite: func(name string) error {
 			if strings.HasSuffix(name, "/lib/wc.jar") {
@@ -680,7 +684,7 @@ func TestDeployFailuresKeepPrevious(t *testing.T) {
 			}
 			return nil
 		}},
-		{step: "lock", onWrite: func(name string) error {
+		{step: "lock", notAtRisk: true, onWrite: func(name string) error {
 			if strings.HasSuffix(name, ".lock") {
 				return boom
 			}
@@ -720,8 +724,8 @@ func TestDeployFailuresKeepPrevious(t *testing.T) {
 			if !errors.As(err, &se) || se.Step != tc.step || !se.Intact || !errors.Is(err, boom) {
 				t.Fatalf("want a StepError at %q, intact, got %#v", tc.step, err)
 			}
-			if !strings.Contains(err.Error(), "previous deployment is intact") {
-				t.Errorf("message: %v", err)
+			if got := strings.Contains(err.Error(), "previous deployment is intact"); got == tc.notAtRisk {
+				t.Errorf("message says the previous deployment is intact: %v, want %v: %v", got, !tc.notAtRisk, err)
 			}
 			if d := cmp.Diff(before, tree(t, filepath.Join(f.root, "installation"))); d != "" {
 				t.Fatalf("previous deployment changed (-before +after):\n%s", d)

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -44,7 +45,7 @@ func (e *LockedError) Error() string {
 	}
 	return fmt.Sprintf("the project is locked by %s since %s (%s ago): another deploy or undeploy may be running.%s "+
 		"If none is, rerun with --break-lock (lock file: %s)",
-		e.Owner, e.Since.UTC().Format(time.RFC3339), e.Age.Round(time.Second), stale, e.Path)
+		e.Owner, e.Since.UTC().Format(time.RFC3339), humandur.Format(e.Age.Round(time.Second)), stale, e.Path)
 }
 
 // held are the lock IDs this process holds, so that a lock left by this

@@ -66,6 +66,10 @@ type FileChange struct {
 	Path    string `json:"path"`
 	OldSize int64  `json:"oldSize"`
 	NewSize int64  `json:"newSize"`
+	// Diff is the unified diff of a changed text file (plandiff.go);
+	// NoDiff says why there is none ("binary", "larger than 512.0 kB").
+	Diff   string `json:"diff,omitempty"`
+	NoDiff string `json:"noDiff,omitempty"`
 }
 
 // HasChanges reports whether deploying would change anything.
@@ -161,6 +165,9 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 		return nil, err
 	}
 	if err := diffHDFSDir(p, hfs, live, c.tree, m); err != nil {
+		return nil, err
+	}
+	if err := addTextDiffs(p, hfs, live, c.tree); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -351,8 +358,13 @@ func compact(v any) string {
 	return string(data)
 }
 
-// WriteText renders the plan for people.
-func (p *Plan) WriteText(w io.Writer) {
+// WriteText renders the plan for people, with at most DefaultDiffLines
+// lines of each changed file's diff.
+func (p *Plan) WriteText(w io.Writer) { p.WriteTextDiff(w, DefaultDiffLines) }
+
+// WriteTextDiff is WriteText with at most diffLines lines of each changed
+// file's diff (all of it when diffLines < 0).
+func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 	if !p.HasChanges() {
 		fmt.Fprintf(w, "No changes: %s is up to date on %s.\n", p.Project, p.Target)
 		return
@@ -390,10 +402,16 @@ func (p *Plan) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  - %s (%s)\n", f.Path, HumanBytes(f.OldSize))
 		}
 		for _, f := range p.FilesChanged {
+			size := HumanBytes(f.OldSize) + " -> " + HumanBytes(f.NewSize)
 			if f.OldSize == f.NewSize {
-				fmt.Fprintf(w, "  ~ %s (%s, content changed)\n", f.Path, HumanBytes(f.NewSize))
-			} else {
-				fmt.Fprintf(w, "  ~ %s (%s -> %s)\n", f.Path, HumanBytes(f.OldSize), HumanBytes(f.NewSize))
+				size = HumanBytes(f.NewSize) + ", content changed"
+			}
+			if f.NoDiff != "" {
+				size += ", " + f.NoDiff
+			}
+			fmt.Fprintf(w, "  ~ %s (%s)\n", f.Path, size)
+			if f.Diff != "" {
+				writeDiff(w, f.Diff, diffLines)
 			}
 		}
 	}

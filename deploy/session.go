@@ -76,6 +76,10 @@ type Options struct {
 	// Warn, if set, receives warnings (compile warnings, clean-up that
 	// failed after a successful deploy).
 	Warn func(string)
+	// NameSource, if set, says where the name of the project in dir comes
+	// from (its project: field, or its package name), for the message
+	// when --project does not match it.
+	NameSource func(dir string) string
 }
 
 // Progress counts an upload.
@@ -110,16 +114,20 @@ func ValidateProjectName(name string) error {
 type StepError struct {
 	Step string
 	Err  error
-	// Intact is true when the previous deployment is still in place,
-	// unchanged.
+	// Intact is true when the previous deployment (if any) is still in
+	// place, unchanged.
 	Intact bool
+	// AtRisk is true when a deployment existed and the command had begun
+	// to change the target: only then does the message reassure that the
+	// previous deployment is intact.
+	AtRisk bool
 	// Note says what state the target is in when it is not intact.
 	Note string
 }
 
 func (e *StepError) Error() string {
-	msg := fmt.Sprintf("step %q failed: %v", e.Step, e.Err)
-	if e.Intact {
+	msg := e.Short()
+	if e.Intact && e.AtRisk {
 		return msg + "\nThe previous deployment is intact; rerun the command once the cause is fixed."
 	}
 	if e.Note != "" {
@@ -127,6 +135,10 @@ func (e *StepError) Error() string {
 	}
 	return msg
 }
+
+// Short is the message without the sentence about the target's state
+// (Intact and Note say that), for the --json summary.
+func (e *StepError) Short() string { return fmt.Sprintf("step %q failed: %v", e.Step, e.Err) }
 
 func (e *StepError) Unwrap() error { return e.Err }
 
@@ -149,6 +161,9 @@ type session struct {
 	// manifestDirDropped: the manifest named an Oozie directory other
 	// than HDFS_ROOT/NAME, which readManifest dropped.
 	manifestDirDropped bool
+	// atRisk: a deployment exists and the command holds the lock to
+	// change it (see StepError.AtRisk).
+	atRisk bool
 }
 
 func (s *session) begin(step string) {
@@ -165,16 +180,31 @@ func (s *session) warn(format string, args ...any) {
 }
 
 func (s *session) fail(err error, intact bool) error {
-	return &StepError{Step: s.step, Err: err, Intact: intact}
+	return &StepError{Step: s.step, Err: err, Intact: intact, AtRisk: s.atRisk}
+}
+
+// deployed reports whether the project is deployed: a manifest or its
+// workflows file.
+func (s *session) deployed(m *Manifest) bool {
+	if m != nil {
+		return true
+	}
+	ok, err := targets.Exists(s.wf, s.wfFile)
+	return ok || err != nil // unknown counts as deployed: say it is intact
 }
 
 // openSession reads the target file and opens its workflows directory.
 func openSession(ctx context.Context, o Options) (*session, error) {
-	if o.Connector == nil {
-		return nil, errors.New("deploy: no Connector")
-	}
 	if err := ValidateProjectName(o.Project); err != nil {
 		return nil, err
+	}
+	return openTarget(ctx, o)
+}
+
+// openTarget is openSession for any project or none (Deployments).
+func openTarget(ctx context.Context, o Options) (*session, error) {
+	if o.Connector == nil {
+		return nil, errors.New("deploy: no Connector")
 	}
 	s := &session{o: o}
 	s.begin("read target")

@@ -46,6 +46,7 @@ func Undeploy(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, s.fail(err, true)
 	}
+	s.atRisk = s.deployed(m)
 	// The only Oozie directory undeploy ever removes is HDFS_ROOT/NAME:
 	// without a manifest (Celos CI) or when the manifest names it.
 	hdfsDir := s.hdfsDir()

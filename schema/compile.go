@@ -289,7 +289,11 @@ func (c *compiler) evaluate(inst *build.Instance, dir string) cue.Value {
 			switch it.Selector().String() {
 			case "project", "workflows":
 			default:
-				c.errorf(c.valuePos(it.Value()), "%s: field not allowed (a project declares only project and workflows; helpers belong in definitions, #name, or hidden fields, _name)", it.Selector())
+				hint := "a project declares only project and workflows; helpers belong in definitions, #name, or hidden fields, _name"
+				if best := closest(it.Selector().Unquoted(), []string{"project", "workflows"}); best != "" {
+					hint = "did you mean " + best + "? " + hint
+				}
+				c.errorf(c.valuePos(it.Value()), "%s: field not allowed (%s)", it.Selector(), hint)
 			}
 		}
 	}
@@ -627,6 +631,15 @@ func (c *compiler) checkFiles(abs string) bool {
 		return false
 	}
 	ok := true
+	if !hasProjectFiles(entries) {
+		// cue's own words would be `"." matched no packages`.
+		name := c.rel(abs)
+		if name == "" {
+			name = "."
+		}
+		c.errorf(name, "%s", "no celos project here (no .cue files); start one with: celos init "+name)
+		return false
+	}
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".cue") {
 			continue
@@ -662,6 +675,18 @@ func (c *compiler) checkFiles(abs string) bool {
 		ok = false
 	}
 	return ok
+}
+
+// hasProjectFiles reports whether a directory listing has a .cue file that
+// CUE would load (not hidden with . or _).
+func hasProjectFiles(entries []os.DirEntry) bool {
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() && strings.HasSuffix(n, ".cue") && !strings.HasPrefix(n, ".") && !strings.HasPrefix(n, "_") {
+			return true
+		}
+	}
+	return false
 }
 
 func unwrapPathError(err error) error {

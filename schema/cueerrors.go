@@ -66,6 +66,10 @@ func (c *compiler) addCUEError(err error, dir string) {
 		} else {
 			msg = fmt.Sprintf(format, args...)
 		}
+		if format == "@%s" {
+			// An attribute's error (@embed) carries its reason wrapped.
+			msg += attributeReason(e)
+		}
 		p, user := c.userPos(ps)
 		pathOverride := ""
 		if !user {
@@ -103,6 +107,9 @@ func (c *compiler) addCUEError(err error, dir string) {
 		}
 		if path != "" {
 			msg = path + ": " + msg
+		}
+		if format == "field not allowed" {
+			msg += c.suggestField(e.Path())
 		}
 		pos := c.pos(p)
 		if pos == "" {
@@ -176,6 +183,29 @@ func (c *compiler) importFailed(e cueerrors.Error, ps []token.Pos, dir string) {
 		pos = dir
 	}
 	c.errorf(pos, "%s", msg)
+}
+
+// maxReason bounds the reason quoted from a wrapped error.
+const maxReason = 300
+
+// attributeReason is ": " and the reason CUE wraps inside an attribute's
+// error ("@embed": open data.json: no such file or directory), or "".
+func attributeReason(e cueerrors.Error) string {
+	u := errors.Unwrap(e)
+	if u == nil {
+		return ""
+	}
+	reason := strings.TrimSpace(u.Error())
+	if m := leadingPos.FindString(reason); m != "" {
+		reason = reason[len(m):]
+	}
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "") + "…"
+	}
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
 }
 
 // enclosingUserPos is set while validating: it finds the position of the

@@ -109,6 +109,8 @@ func (o SSHOptions) knownHostsFiles() ([]string, error) {
 type hostKeys struct {
 	files    []string
 	callback ssh.HostKeyCallback
+	// addTo and makeDir are HostKeyError's.
+	addTo, makeDir string
 }
 
 func newHostKeys(files []string) (*hostKeys, error) {
@@ -178,19 +180,28 @@ type HostKeyError struct {
 	Changed bool
 	// Want are the known keys (Changed only): "file:line type fingerprint".
 	Want []string
+	// AddTo is the known_hosts file the message tells to add the key to
+	// (default: the first of Files, else ~/.ssh/known_hosts); MakeDir, when
+	// set, is a directory to create first (~/.ssh where it does not exist).
+	AddTo, MakeDir string
 }
 
 func (e *HostKeyError) Error() string {
 	host := knownhosts.Normalize(e.Addr)
 	files := strings.Join(e.Files, ", ")
 	target := "~/.ssh/known_hosts"
-	if len(e.Files) > 0 {
+	if e.AddTo != "" && !e.Changed { // a changed key is replaced where it is
+		target = e.AddTo
+	} else if len(e.Files) > 0 {
 		target = e.Files[0]
 	}
 	h, port, _ := net.SplitHostPort(e.Addr)
 	scan := "ssh-keyscan -t " + e.Key.Type() + " " + h
 	if port != DefaultSSHPort {
 		scan = "ssh-keyscan -p " + port + " -t " + e.Key.Type() + " " + h
+	}
+	if e.MakeDir != "" && !e.Changed {
+		scan = "mkdir -p -m 700 " + e.MakeDir + " && " + scan
 	}
 	line := knownhosts.Line([]string{host}, e.Key)
 	if e.Changed {
@@ -225,7 +236,7 @@ func (h *hostKeys) check(refusal *error) ssh.HostKeyCallback {
 		var re *knownhosts.RevokedError
 		switch {
 		case errors.As(err, &ke):
-			he := &HostKeyError{Addr: hostname, Key: key, Files: h.files, Changed: len(ke.Want) > 0}
+			he := &HostKeyError{Addr: hostname, Key: key, Files: h.files, Changed: len(ke.Want) > 0, AddTo: h.addTo, MakeDir: h.makeDir}
 			for _, w := range ke.Want {
 				he.Want = append(he.Want, fmt.Sprintf("%s:%d %s %s", w.Filename, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key)))
 			}
@@ -330,6 +341,14 @@ func DialSSH(ctx context.Context, addr, user string, o SSHOptions) (*ssh.Client,
 		}
 		if hk, err = newHostKeys(files); err != nil {
 			return nil, err
+		}
+		if len(o.KnownHosts) == 0 {
+			// The hint appends to the user's own file, creating ~/.ssh
+			// first where it does not exist.
+			hk.addTo = "~/.ssh/known_hosts"
+			if _, err := os.Stat(filepath.Join(homeDir(), ".ssh")); errors.Is(err, fs.ErrNotExist) {
+				hk.makeDir = "~/.ssh"
+			}
 		}
 		cfg.HostKeyCallback = hk.check(&refusal)
 		cfg.HostKeyAlgorithms = hk.algorithms(addr)

@@ -281,3 +281,43 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("timed out")
 }
+
+// TestSSHUnknownHostHintCreatesSSHDir: with the default known_hosts files
+// and no ~/.ssh, the suggested command creates ~/.ssh before appending to
+// ~/.ssh/known_hosts, and running it (the line it appends) fixes the
+// connection.
+func TestSSHUnknownHostHintCreatesSSHDir(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	o := sshOpts(srv)
+	o.KnownHosts = nil
+	_, err := DialSSH(context.Background(), srv.Addr, srv.User, o)
+	var he *HostKeyError
+	if !errors.As(err, &he) {
+		t.Fatalf("want a HostKeyError, got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"`mkdir -p -m 700 ~/.ssh && ssh-keyscan -p ", " >> ~/.ssh/known_hosts`"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	// Where ~/.ssh exists, no mkdir.
+	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err = DialSSH(context.Background(), srv.Addr, srv.User, o)
+	if err == nil || strings.Contains(err.Error(), "mkdir") || !strings.Contains(err.Error(), ">> ~/.ssh/known_hosts`") {
+		t.Fatalf("with ~/.ssh: %v", err)
+	}
+	line := knownhosts.Line([]string{knownhosts.Normalize(srv.Addr)}, he.Key)
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := DialSSH(context.Background(), srv.Addr, srv.User, o)
+	if err != nil {
+		t.Fatalf("after adding the key to ~/.ssh/known_hosts: %v", err)
+	}
+	c.Close()
+}

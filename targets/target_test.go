@@ -236,3 +236,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestURLErrorsRedactOnlyPasswords: a URL in a message hides a password,
+// and shows a URL without one as written (not user:xxxxx@).
+func TestURLErrorsRedactOnlyPasswords(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"sftp://deploy@celos.example.com/etc/t.json?x=1", `URL "sftp://deploy@celos.example.com/etc/t.json?x=1": a query or fragment is not allowed`},
+		{"sftp://deploy:hunter2@celos.example.com/etc/t.json?x=1", `URL "sftp://deploy:xxxxx@celos.example.com/etc/t.json?x=1": a query or fragment is not allowed`},
+		{"file://alice@/etc/t.json", `URL "file://alice@/etc/t.json": a file: URL has no user`},
+	} {
+		_, err := ParseURL(tc.raw, "")
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("ParseURL(%q): %v\nwant %s", tc.raw, err, tc.want)
+		}
+	}
+}

@@ -174,9 +174,11 @@ func validHost(h string) bool {
 	return true
 }
 
+// redact is u for messages: a password is replaced by xxxxx; a URL
+// without one is shown as written (user@host, not user:xxxxx@host).
 func redact(u *url.URL) string {
 	c := *u
-	if c.User != nil {
+	if _, has := c.User.Password(); has {
 		c.User = url.UserPassword(c.User.Username(), "xxxxx")
 	}
 	return c.String()

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -273,8 +274,19 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
+// writeError writes an error answer. Its message is not HTML-escaped
+// (<token> stays <token>, not \u003ctoken\u003e): the answer is
+// application/json with nosniff, never rendered as HTML.
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, errorBody{Error: msg})
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(errorBody{Error: msg}); err != nil {
+		writeJSON(w, code, errorBody{Error: msg})
+		return
+	}
+	writeRawJSON(w, code, b.Bytes())
 }
 
 // writeJSON writes v indented (as Celos, which pretty-printed every answer).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -452,14 +453,36 @@ func (h *Handler) putRegister(w http.ResponseWriter, r *http.Request, q query) e
 		}
 		return badParamf("read body: %v", err)
 	}
-	if !json.Valid(body) {
-		return badParamf("body is not a JSON value")
+	if err := checkJSONBody(body); err != nil {
+		return err
 	}
 	if err := h.svc.PutRegister(r.Context(), q.str("bucket"), q.str("key"), json.RawMessage(body)); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
+}
+
+// maxJSONDepth is encoding/json's bound on nested arrays and objects.
+const maxJSONDepth = 10000
+
+// checkJSONBody refuses a body that is not one JSON value, saying why
+// without quoting it: where the syntax breaks, or that it nests deeper
+// than encoding/json reads.
+func checkJSONBody(body []byte) error {
+	if json.Valid(body) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(body, &v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se) && strings.HasSuffix(se.Error(), "exceeded max depth"):
+		return badParamf("body is nested too deep: at most %d levels of arrays and objects", maxJSONDepth)
+	case errors.As(err, &se):
+		return badParamf("body is not a JSON value: syntax error at byte %d", se.Offset)
+	}
+	return badParamf("body is not a JSON value")
 }
 
 func (h *Handler) deleteRegister(w http.ResponseWriter, r *http.Request, q query) error {

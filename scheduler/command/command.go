@@ -63,6 +63,9 @@ type Service struct {
 
 	mu    sync.Mutex
 	procs map[string]*proc // supervisors started by this process that have not exited
+	// logged: jobs whose end this process has logged (see ended); a
+	// process sees each job end once, so this stays small.
+	logged map[string]bool
 }
 
 // proc is a supervisor this process started (its child until it exits).

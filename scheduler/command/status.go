@@ -33,7 +33,7 @@ func (s *Service) Status(ctx context.Context, w *workflow.Workflow, externalID s
 	if rec, ok, err := readExit(dir); err != nil {
 		return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
 	} else if ok {
-		return exitStatus(rec), nil
+		return s.ended(externalID, rec), nil
 	}
 	job, err := readJob(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -78,7 +78,7 @@ func (s *Service) Status(ctx context.Context, w *workflow.Workflow, externalID s
 	}
 	if mine || alive(jobRecord{PID: c.PID, Boot: c.Boot}, "") {
 		if rec, ok, _ := readExit(dir); ok {
-			return exitStatus(rec), nil
+			return s.ended(externalID, rec), nil
 		}
 		if mine {
 			return external.Status{Running: true, Detail: "running"}, nil
@@ -89,7 +89,7 @@ func (s *Service) Status(ctx context.Context, w *workflow.Workflow, externalID s
 	if rec, ok, err := readExit(dir); err != nil {
 		return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
 	} else if ok {
-		return exitStatus(rec), nil
+		return s.ended(externalID, rec), nil
 	}
 	detail := fmt.Sprintf("exit status unknown: the job's supervisor (pid %d) ended without recording how the command ended (it was killed, or the machine restarted)", c.PID)
 	if left := findByExternalID(externalID); len(left) > 0 {
@@ -114,14 +114,13 @@ func (s *Service) legacyStatus(dir string, job jobRecord, externalID string) (ex
 			if err := writeJSON(dir, "exit.json", rec); err != nil {
 				return external.Status{}, fmt.Errorf("%w: command service: record timeout of %s: %v", external.ErrUnavailable, externalID, err)
 			}
-			s.log.Info("command ended", "job", externalID, "status", rec.detail())
-			return external.Status{Detail: rec.detail()}, nil
+			return s.ended(externalID, rec), nil
 		}
 		return external.Status{Running: true, Detail: fmt.Sprintf("running (pid %d, started before celos restarted)", job.PID)}, nil
 	}
 	// Re-check exit.json: it may have been written since.
 	if rec, ok, _ := readExit(dir); ok {
-		return exitStatus(rec), nil
+		return s.ended(externalID, rec), nil
 	}
 	if job.PID == 0 {
 		return external.Status{Detail: "exit status unknown: celos stopped while starting the process (it may or may not have run)"}, nil

@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/celos-go/celos/scheduler"
+	"golang.org/x/sys/unix"
 
 	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/scheduler/schedule"
@@ -40,8 +42,12 @@ type config struct {
 // normalised mtimes) is still seen. Every load reads every file; see
 // BenchmarkLoadUnchanged for the cost.
 type fileEntry struct {
-	hash    [sha256.Size]byte // of the content proj and err were made from
-	read    bool              // hash is set
+	hash [sha256.Size]byte // of the content proj and err were made from
+	read bool              // hash is set
+	// key identifies the file version hash was taken from (see fileKey);
+	// while lstat gives the same key the file is not read again. Zero
+	// when the version was too recent to trust (see racyWindow).
+	key     fileKey
 	readErr string            // the file could not be read (previous version stays)
 	proj    *workflow.Project // last version that loaded, nil if none ever did
 	err     error             // error of the current version, nil if it loaded
@@ -77,6 +83,8 @@ type loader struct {
 	// effect defines it, sorted (built by each rebuild).
 	defs map[string][]string
 	buf  []byte // reused to read the files
+	// reads counts the files read (tests: an unchanged file is not read).
+	reads int
 }
 
 // forget makes the next load re-read and re-parse every file and the
@@ -147,6 +155,44 @@ func (l *loader) load() *config {
 	return c
 }
 
+// fileKey is what lstat tells of a file version: a write in place changes
+// ctime (which no system call can set back), a replacement by rename
+// changes the inode. Two versions with the same key have the same content,
+// unless the second was written in the same clock tick as the first was
+// looked at: see racyWindow.
+type fileKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // ns
+}
+
+// racyWindow: a key is trusted only for a file whose ctime and mtime are
+// at least this much older than the moment it was taken (git's "racily
+// clean" rule): file-system timestamps come from a coarse clock, so a write
+// within the same tick as the lstat could leave the key unchanged.
+var racyWindow = time.Second
+
+// lstatKey returns the key of path's current version, or false when it is
+// not a regular file (the read reports why).
+func lstatKey(path string) (fileKey, bool) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fileKey{}, false
+	}
+	return fileKey{dev: st.Dev, ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+}
+
+// trusted is k, or the zero key when k's version is too recent to trust at
+// now.
+func (k fileKey) trusted(now time.Time) fileKey {
+	limit := now.Add(-racyWindow).UnixNano()
+	if k.mtime >= limit || k.ctime >= limit {
+		return fileKey{}
+	}
+	return k
+}
+
 // readFiles reads the workflows files of the directory listing entries
 // that changed since the last load (by content hash) and forgets those
 // that are gone. It returns the names of the files present, the entries
@@ -160,6 +206,15 @@ func (l *loader) readFiles(entries []fs.DirEntry) (names []string, entryErrs map
 			continue
 		}
 		path := filepath.Join(l.dir, name)
+		// The key is taken before the read: a write after it changes the
+		// key the next load sees, so the content is read again then.
+		key, keyOK := lstatKey(path)
+		if fe := l.files[name]; keyOK && fe != nil && fe.read && fe.key != (fileKey{}) && fe.key == key {
+			seen[name] = true // unchanged since it was read: not read again
+			names = append(names, name)
+			continue
+		}
+		l.reads++
 		data, err := regfile.ReadFileInto(l.buf, path, maxFileSize)
 		if err == nil {
 			l.buf = data
@@ -185,6 +240,7 @@ func (l *loader) readFiles(entries []fs.DirEntry) (names []string, entryErrs map
 			// Unreadable now (permissions, too large): the previous
 			// version, if any, stays in effect.
 			msg := strings.TrimPrefix(err.Error(), path+": ")
+			fe.key = fileKey{}
 			if fe.readErr != msg {
 				changed = true
 				fe.readErr, fe.read, fe.err = msg, false, errors.New(msg)
@@ -192,6 +248,10 @@ func (l *loader) readFiles(entries []fs.DirEntry) (names []string, entryErrs map
 			continue
 		}
 		sum := sha256.Sum256(data)
+		fe.key = fileKey{}
+		if keyOK {
+			fe.key = key.trusted(time.Now())
+		}
 		if fe.read && fe.hash == sum {
 			continue
 		}

@@ -78,6 +78,70 @@ func TestSameSizeSameMtimeReplacementIsReloaded(t *testing.T) {
 	}
 }
 
+// TestUnchangedFilesAreNotReadAgain: a step reads only the workflows files
+// whose lstat key (inode, size, mtime, ctime) changed since they were read,
+// and a same-size in-place rewrite with the mtime set back is still seen
+// (ctime cannot be set back). racyWindow is 0 here so the keys are trusted
+// at once; the test waits for the file-system clock to tick past the key
+// before it writes, as the window does in production.
+func TestUnchangedFilesAreNotReadAgain(t *testing.T) {
+	defer func(w time.Duration) { racyWindow = w }(racyWindow)
+	racyWindow = 0
+	r := newRig(t, nil, fixture.Hourly("aaaa"))
+	fixture.WriteProject(t, r.wdir, "q", fixture.Hourly("q1"))
+	fixture.WriteProject(t, r.wdir, "s", fixture.Hourly("s1"))
+	r.step(ts("2024-01-01T00:30Z"))
+	reads := r.e.loader.reads
+	for range 3 {
+		r.step(ts("2024-01-01T00:30Z"))
+	}
+	if got := r.e.loader.reads - reads; got != 0 {
+		t.Fatalf("three steps over three unchanged files read %d files, want 0", got)
+	}
+	path := filepath.Join(r.wdir, "p.json")
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until a new write gets a later ctime than the key's.
+	key := r.e.loader.files["p.json"].key
+	if key == (fileKey{}) {
+		t.Fatal("the key of p.json was not trusted with racyWindow 0")
+	}
+	probe := filepath.Join(t.TempDir(), "tick")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := os.WriteFile(probe, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(probe, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Ctim.Nano() > key.ctime {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the file-system clock did not tick past the key's ctime in 10 s")
+		}
+	}
+	old, _ := os.ReadFile(path)
+	data := []byte(strings.ReplaceAll(string(old), `"aaaa"`, `"bbbb"`))
+	if err := os.WriteFile(path, data, 0o644); err != nil { // in place, same size
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	reads = r.e.loader.reads
+	r.step(ts("2024-01-01T00:30Z"))
+	if got := r.e.loader.reads - reads; got != 1 {
+		t.Errorf("after one file changed a step read %d files, want 1", got)
+	}
+	if ids := strings.Join(r.e.WorkflowIDs(), ","); ids != "bbbb,q1,s1" {
+		t.Fatalf("after a same-size same-mtime rewrite in place: ids %s, want bbbb,q1,s1", ids)
+	}
+}
+
 // TestSpecialFilesInWorkflowsDir: a FIFO, a socket, a symbolic link to
 // /dev/zero or to a FIFO never block or feed the loader; each is a load
 // error naming what it is. A symbolic link to a regular file that is not a
@@ -316,9 +380,12 @@ func TestOwnerFileThatDoesNotLoadKeepsItsIDs(t *testing.T) {
 }
 
 // BenchmarkLoadUnchanged1000Files: a load of a workflows directory of
-// 1,000 files (5 workflows each, ~3 KiB) none of which changed: every file
-// is read and hashed (SHA-256), none parsed. "stat-only" is what the
-// loader did before (mtime and size), for comparison.
+// 1,000 files (5 workflows each, ~3 KiB) none of which changed: "key" is
+// the loader (an lstat per file, compared with the key of the version
+// read), "hash" reads and hashes (SHA-256) every file, as the loader did
+// before the key and still does for files younger than racyWindow, and
+// "stat-only" is the mtime-and-size check of the first version (which
+// missed same-size, same-mtime replacements), for comparison.
 func BenchmarkLoadUnchanged1000Files(b *testing.B) {
 	dir := b.TempDir()
 	var total int64
@@ -334,7 +401,9 @@ func BenchmarkLoadUnchanged1000Files(b *testing.B) {
 		fi, _ := os.Stat(filepath.Join(dir, fmt.Sprintf("project-%04d.json", i)))
 		total += fi.Size()
 	}
-	b.Run("hash", func(b *testing.B) {
+	loadAll := func(b *testing.B, window time.Duration) {
+		defer func(w time.Duration) { racyWindow = w }(racyWindow)
+		racyWindow = window
 		l := &loader{dir: dir, files: make(map[string]*fileEntry), log: discard}
 		first := l.load()
 		if len(first.ids) != 5000 || len(first.loadErrs) != 0 {
@@ -347,7 +416,13 @@ func BenchmarkLoadUnchanged1000Files(b *testing.B) {
 				b.Fatal("rebuilt")
 			}
 		}
-	})
+	}
+	// key: the loader as it is (racyWindow 0 here, as if the files were
+	// older than the window): an lstat per file, no read.
+	b.Run("key", func(b *testing.B) { loadAll(b, 0) })
+	// hash: every file read and hashed each time (the loader before the
+	// lstat key; what it still does for files younger than racyWindow).
+	b.Run("hash", func(b *testing.B) { loadAll(b, 100*365*24*time.Hour) })
 	b.Run("stat-only", func(b *testing.B) {
 		for b.Loop() {
 			entries, err := os.ReadDir(dir)

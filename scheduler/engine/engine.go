@@ -141,6 +141,10 @@ type StepReport struct {
 	// Fenced counts slot changes and submissions dropped because another
 	// instance took the workflow over during the step (see Options.Owns).
 	Fenced int
+	// Loading is the number of workflows the step did not step because
+	// the store was still reading their state (start-up; see
+	// backgroundLoader): a later step steps them.
+	Loading int
 }
 
 // New loads the workflows directory and returns an engine.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -69,9 +70,9 @@ func openDB(t *testing.T, dir string) *statedb.DB {
 // the others are left to their instance.
 func TestOwnsFiltersWorkflows(t *testing.T) {
 	wdir := t.TempDir()
-	a, b := hourly("a"), hourly("b")
+	a, b := fixture.Hourly("a"), fixture.Hourly("b")
 	a.StartTime, b.StartTime = ts("2026-01-01T10:00:00.000Z"), ts("2026-01-01T10:00:00.000Z")
-	writeProject(t, wdir, "p", a, b)
+	fixture.WriteProject(t, wdir, "p", a, b)
 	db := openDB(t, t.TempDir())
 	svc := newFake()
 	e := ownsEngine(t, wdir, db, svc, func(wf string) bool { return wf == "a" })
@@ -99,9 +100,9 @@ func TestOwnsFiltersWorkflows(t *testing.T) {
 // intent and the slot is submitted exactly once in all.
 func TestOwnershipLostBeforeSubmit(t *testing.T) {
 	wdir, ddir := t.TempDir(), t.TempDir()
-	w := hourly("wf")
+	w := fixture.Hourly("wf")
 	w.StartTime = ts("2026-01-01T10:00:00.000Z")
-	writeProject(t, wdir, "p", w)
+	fixture.WriteProject(t, wdir, "p", w)
 	db := &losingStore{DB: openDB(t, ddir), loseAtIntent: true}
 	db.owned.Store(true)
 	svc := recoverer{newFake()}
@@ -145,9 +146,9 @@ func TestOwnershipLostBeforeSubmit(t *testing.T) {
 func TestFencedWriteIsNotAPersistFailure(t *testing.T) {
 	for _, lose := range []bool{true, false} {
 		wdir := t.TempDir()
-		w := hourly("wf")
+		w := fixture.Hourly("wf")
 		w.StartTime = ts("2026-01-01T10:00:00.000Z")
-		writeProject(t, wdir, "p", w)
+		fixture.WriteProject(t, wdir, "p", w)
 		db := &losingStore{DB: openDB(t, t.TempDir()), refuseStates: true}
 		db.owned.Store(true)
 		e := ownsEngine(t, wdir, db, newFake(), func(string) bool { return !lose || db.owned.Load() })

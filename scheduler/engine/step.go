@@ -45,9 +45,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	c := e.reload()
 	rep.LoadErrors = len(c.loadErrs)
 	todo := e.owned(e.toStep(c, ids))
-	if p, ok := e.db.(preloader); ok {
-		p.Preload(todo, 8) // start-up: read the state files in parallel
-	}
+	todo, rep.Loading = e.loadState(todo, ids != nil)
 	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
@@ -101,6 +99,46 @@ func (e *Engine) toStep(c *config, ids []string) []string {
 		}
 	}
 	return todo
+}
+
+// loadWait is how long a step waits for the store to read the state of the
+// workflows it steps (start-up) before it steps those read so far.
+var loadWait = time.Second
+
+// loadState makes sure the store has read the state of the workflows todo
+// and returns those the step steps, and how many it leaves because their
+// state is still being read. A store that reads in the background
+// (backgroundLoader) is given loadWait; the workflows it has not read by
+// then are left to a later step, so that the first step after a restart
+// of a large installation does not wait for every file. A step of named
+// workflows (all true: POST /scheduler with ids) waits for them, as does
+// a store that can only preload.
+func (e *Engine) loadState(todo []string, all bool) ([]string, int) {
+	bg, ok := e.db.(backgroundLoader)
+	if !ok || all {
+		if p, ok := e.db.(preloader); ok {
+			p.Preload(todo, 8) // start-up: read the state files in parallel
+		}
+		return todo, 0
+	}
+	done := bg.LoadInBackground(todo, 8)
+	select {
+	case <-done:
+		return todo, 0
+	case <-time.After(loadWait):
+	}
+	ready := make([]string, 0, len(todo))
+	for _, wf := range todo {
+		if bg.Loaded(wf) {
+			ready = append(ready, wf)
+		}
+	}
+	left := len(todo) - len(ready)
+	if left > 0 {
+		e.log.Info("step: state still being read; those workflows are stepped once read",
+			"loading", left, "stepped", len(ready))
+	}
+	return ready, left
 }
 
 // writes is the number of files the store wrote so far (0 if it does not

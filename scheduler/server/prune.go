@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -51,7 +52,7 @@ func pruneLimits(now time.Time, keep time.Duration, ws []*workflow.Workflow, log
 		}
 		longer[lb.Workflow] = now.Add(-need)
 		log.Info("keeping a workflow's final slots longer than --prune-older-than: a trigger reads them",
-			"workflow", lb.Workflow, "readBy", lb.By, "lookBack", lb.Back, "olderThan", keep, "keptFor", need)
+			"workflow", lb.Workflow, "readBy", lb.By, "lookBack", humandur.Format(lb.Back), "olderThan", humandur.Format(keep), "keptFor", humandur.Format(need))
 	}
 	return func(wf string) time.Time {
 		if b, ok := longer[wf]; ok {
@@ -64,7 +65,7 @@ func pruneLimits(now time.Time, keep time.Duration, ws []*workflow.Workflow, log
 // checkPruneRetention refuses a retention shorter than statedb.MinRetention.
 func checkPruneRetention(keep time.Duration) error {
 	if keep > 0 && keep < statedb.MinRetention {
-		return fmt.Errorf("--prune-older-than %v: must be at least %v (the 7-day window and a day)", keep, statedb.MinRetention)
+		return fmt.Errorf("--prune-older-than %s: must be at least %s (the 7-day window and a day)", humandur.Format(keep), humandur.Format(statedb.MinRetention))
 	}
 	return nil
 }
@@ -108,15 +109,15 @@ func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*workfl
 			}
 			n, err := p.PruneBefore(now, pruneLimits(now, keep, ws, log))
 			if err != nil {
-				log.Error("prune state database", "olderThan", keep, "deleted", n, "error", err)
+				log.Error("prune state database", "olderThan", humandur.Format(keep), "deleted", n, "error", err)
 			} else {
-				log.Info("pruned state database", "olderThan", keep, "deleted", n, "took", time.Since(start).Round(time.Millisecond))
+				log.Info("pruned state database", "olderThan", humandur.Format(keep), "deleted", n, "took", time.Since(start).Round(time.Millisecond))
 			}
 			if jobs != nil {
 				if m, err := jobs.Prune(now.Add(-keep)); err != nil {
-					log.Error("prune command jobs", "olderThan", keep, "deleted", m, "error", err)
+					log.Error("prune command jobs", "olderThan", humandur.Format(keep), "deleted", m, "error", err)
 				} else {
-					log.Info("pruned command jobs", "olderThan", keep, "deleted", m)
+					log.Info("pruned command jobs", "olderThan", humandur.Format(keep), "deleted", m)
 				}
 			}
 			t := time.NewTimer(pruneInterval)

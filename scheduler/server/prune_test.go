@@ -157,7 +157,7 @@ func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
 	if !strings.Contains(log, "deleted=1") {
 		t.Errorf("c's old slot not pruned:\n%s", log)
 	}
-	if !strings.Contains(log, "workflow=a readBy=b lookBack=240h0m0s olderThan=192h0m0s keptFor=432h0m0s") {
+	if !strings.Contains(log, "workflow=a readBy=b lookBack=10d olderThan=8d keptFor=18d") {
 		t.Errorf("the longer retention of a is not logged:\n%s", log)
 	}
 	if !strings.Contains(log, "pruning without the triggers of a workflows file that did not load") || !strings.Contains(log, "broken.json") {

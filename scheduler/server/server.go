@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,11 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/internal/atomicfile"
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/cluster"
 	"github.com/celos-go/celos/scheduler/external"
@@ -153,28 +156,33 @@ func (cfg Config) withDefaults() Config {
 // Each part is given only the fields of cfg it needs.
 func run(ctx context.Context, cfg Config, open opener) (err error) {
 	cfg = cfg.withDefaults()
+	ln, err := preflight(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			ln.Close() // serve has not taken it over, or has been stopped
+		}
+	}()
 	log, logCloser, err := NewLogger(cfg.Stderr, cfg.Logs, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
 	defer logCloser.Close()
+	started := false
 	defer func() {
-		if err != nil {
+		if err != nil && started {
 			log.Error("celos server stopped", "error", err)
 		}
 	}()
-	if fi, err := os.Stat(cfg.Workflows); err != nil || !fi.IsDir() {
-		return fmt.Errorf("workflows directory %s: must exist and be a directory", cfg.Workflows)
-	}
 	token, err := authToken(authOptions{TokenFile: cfg.AuthTokenFile, Listen: cfg.Listen, InsecureNoAuth: cfg.InsecureNoAuthOnPublicAddress}, log)
 	if err != nil {
 		return err
 	}
-	if err := checkPruneRetention(cfg.PruneOlderThan); err != nil {
-		return err
-	}
 	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", abs(cfg.DB),
-		"logs", abs(cfg.Logs), "autoSchedule", cfg.AutoSchedule, "pid", os.Getpid(), "auth", token != "")
+		"logs", abs(cfg.Logs), "autoSchedule", humandur.Format(cfg.AutoSchedule), "pid", os.Getpid(), "auth", token != "")
+	started = true
 
 	inst, err := loadDefaults(cfg.Defaults)
 	if err != nil {
@@ -227,11 +235,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if err != nil {
 		return err
 	}
-	srv, serveErr, err := serve(protect(mux, token, hostPolicy(cfg.Listen, token), log),
-		listenOptions{host: cfg.Listen, port: cfg.Port, urlFile: cfg.URLFile}, log)
-	if err != nil {
-		return err
-	}
+	srv, serveErr := serve(ln, protect(mux, token, hostPolicy(cfg.Listen, token), log), cfg.URLFile, log)
 
 	// The automatic steps run until stop; a step in flight is not
 	// cancelled and the loop returns once it is done.
@@ -255,7 +259,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down: finishing the step and requests in flight", "timeout", cfg.ShutdownTimeout)
+		log.Info("shutting down: finishing the step and requests in flight", "timeout", humandur.Format(cfg.ShutdownTimeout))
 	case err := <-serveErr:
 		runErr = fmt.Errorf("serve: %w", err)
 	}
@@ -268,26 +272,61 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if runErr != nil {
 		return runErr
 	}
-	log.Info("celos server stopped")
+	logStopped(log, svcs[workflow.ServiceCommand])
 	return nil
 }
 
-// listenOptions are where the server listens: host (--listen) and port
-// (0 picks a free one), and the file that receives its URL once it does
-// (empty: none).
-type listenOptions struct {
-	host    string
-	port    int
-	urlFile string
+// logStopped logs the server's last line. Command jobs outlive the server
+// (command.Service): the line says how many are still running, and that
+// the next start adopts them (reads how they end).
+func logStopped(log *slog.Logger, cmd external.Service) {
+	r, ok := cmd.(interface{ Running() (int, error) })
+	if !ok {
+		log.Info("celos server stopped")
+		return
+	}
+	n, err := r.Running()
+	switch {
+	case err != nil:
+		log.Warn("celos server stopped; could not count the command jobs left running", "error", err)
+	case n > 0:
+		log.Info("celos server stopped, leaving command jobs running: they run on, and the next start adopts them", "commandJobsRunning", n)
+	default:
+		log.Info("celos server stopped", "commandJobsRunning", 0)
+	}
 }
 
-// serve listens and serves handler in the background; Serve's error, if
-// it stops by itself, is sent on the channel.
-func serve(handler http.Handler, o listenOptions, log *slog.Logger) (*http.Server, <-chan error, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen: %w", err)
+// preflight checks what can be checked without creating anything and takes
+// the port, before the log, the state database or the jobs directory is
+// created: a server that cannot start leaves nothing behind, and says why
+// once (the caller prints the error).
+func preflight(cfg Config) (net.Listener, error) {
+	if fi, err := os.Stat(cfg.Workflows); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("workflows directory %s: must exist and be a directory", cfg.Workflows)
 	}
+	if err := checkPruneRetention(cfg.PruneOlderThan); err != nil {
+		return nil, err
+	}
+	return listen(cfg.Listen, cfg.Port)
+}
+
+// listen takes the server's port. A port in use is one line with the fix.
+func listen(host string, port int) (net.Listener, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s: the port is in use (another celos server?); choose another with --port, or --port 0 for a free one", addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return ln, nil
+}
+
+// serve serves handler on ln in the background; Serve's error, if it
+// stops by itself, is sent on the channel. The URL is written to urlFile
+// (when not empty) once it serves.
+func serve(ln net.Listener, handler http.Handler, urlFile string, log *slog.Logger) (*http.Server, <-chan error) {
 	url := "http://" + ln.Addr().String()
 	srv := &http.Server{
 		Handler:           handler,
@@ -301,12 +340,12 @@ func serve(handler http.Handler, o listenOptions, log *slog.Logger) (*http.Serve
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "url", url)
-	if o.urlFile != "" {
-		if err := atomicfile.Write(o.urlFile, []byte(url+"\n"), 0o644, true); err != nil {
-			log.Error("write URL file", "file", o.urlFile, "error", err)
+	if urlFile != "" {
+		if err := atomicfile.Write(urlFile, []byte(url+"\n"), 0o644, true); err != nil {
+			log.Error("write URL file", "file", urlFile, "error", err)
 		}
 	}
-	return srv, serveErr, nil
+	return srv, serveErr
 }
 
 // shutdown stops srv, waiting for the requests in flight, and waits for

@@ -62,6 +62,11 @@ type DB struct {
 	// reloads counts Reload calls: an index read before one (by Preload,
 	// without mu) may miss writes made since and is not installed.
 	reloads uint64
+	// bg is the running background load (LoadInBackground), nil if none;
+	// it is closed when the load ends.
+	bg chan struct{}
+	// stop ends background loads: set by Close.
+	stop atomic.Bool
 }
 
 // errClosed is returned by every use of a closed DB: its lock is released,
@@ -250,6 +255,9 @@ func (db *DB) Preload(wfs []string, workers int) {
 		go func() {
 			defer wg.Done()
 			for wf := range jobs {
+				if db.stop.Load() {
+					continue // closed: drain the jobs, read nothing more
+				}
 				l, err := db.load(wf)
 				if err != nil {
 					continue
@@ -270,6 +278,40 @@ func (db *DB) Preload(wfs []string, workers int) {
 	}
 	close(jobs)
 	wg.Wait()
+}
+
+// LoadInBackground starts Preload(wfs, workers) in the background and
+// returns a channel closed when it ends; while one runs, it returns that
+// one's channel and starts nothing (the next call after it ended loads
+// what is still missing). Reads of a workflow not loaded yet do not wait
+// for it: they load that workflow themselves. A server calls it at
+// start-up so that its first step need not wait for 100,000s of files
+// (see engine: a step steps the workflows loaded so far). Close stops it
+// between two workflows.
+func (db *DB) LoadInBackground(wfs []string, workers int) <-chan struct{} {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.bg != nil {
+		return db.bg
+	}
+	done := make(chan struct{})
+	db.bg = done
+	go func() {
+		db.Preload(wfs, workers)
+		db.mu.Lock()
+		db.bg = nil
+		db.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// Loaded reports whether workflow wf's index is in memory (reads of it
+// need no file).
+func (db *DB) Loaded(wf string) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.wfs[wf] != nil
 }
 
 // loaded is one workflow's index as read from disk, with the problems met.

@@ -3,14 +3,16 @@ package statedb
 import (
 	"encoding/json"
 	"errors"
-	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/store"
 
 	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -637,5 +639,62 @@ func TestRegistersAfterCloseAreRefused(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "register", "b", "k")); err != nil || string(data) != "1" {
 		t.Fatalf("register file after Close: %q %v, want 1", data, err)
+	}
+}
+
+// TestLoadInBackground: the background load returns at once, reads of a
+// workflow it has not reached yet are answered (that workflow is read on
+// demand), a second call while it runs starts nothing, and Close stops it
+// before the next workflow.
+func TestLoadInBackground(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	wfs := []string{"w1", "w2", "w3", "w4"}
+	t1 := ts("2024-01-01T01:00Z")
+	for _, wf := range wfs {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: t1}, Status: slot.Success}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db = open(t, dir)
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var read []string
+	preloadLoaded = func(wf string) {
+		mu.Lock()
+		read = append(read, wf)
+		mu.Unlock()
+		<-gate
+	}
+	t.Cleanup(func() { preloadLoaded = nil })
+	done := db.LoadInBackground(wfs, 1)
+	if again := db.LoadInBackground(wfs, 1); again != done {
+		t.Fatal("a second LoadInBackground while one runs started another")
+	}
+	for _, wf := range wfs {
+		if db.Loaded(wf) {
+			t.Fatalf("%s loaded before the background load passed the gate", wf)
+		}
+	}
+	// w4 is read on demand while the background load waits at w1.
+	if st, found, err := db.Get(slot.ID{Workflow: "w4", Time: t1}); err != nil || !found || st.Status != slot.Success {
+		t.Fatalf("Get during the background load: %+v %v %v", st, found, err)
+	}
+	if !db.Loaded("w4") {
+		t.Fatal("w4 not loaded after a read of it")
+	}
+	gate <- struct{}{} // w1 installed; the load goes on to w2 and waits
+	db.Close()
+	close(gate)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the background load did not end after Close")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(read) > 2 {
+		t.Fatalf("the background load read %v after Close, want at most w1 and the one in progress", read)
 	}
 }

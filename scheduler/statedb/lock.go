@@ -59,5 +59,6 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	db.stop.Store(true) // a background load reads no further workflow
 	return db.lock.Close()
 }

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -246,8 +245,7 @@ func backfill(c *cobra.Command, o *clientOpts, id string, from, to time.Time, dr
 		show(row)
 	}
 	if o.json {
-		b, _ := json.MarshalIndent(rows, "", "  ")
-		writeJSONOut(c.OutOrStdout(), b)
+		writeJSON(c.OutOrStdout(), rows)
 	} else {
 		counts := map[string]int{}
 		for _, r := range rows {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"time"
 	_ "time/tzdata" // --tz and cron time zones work on machines without a zoneinfo database
 
@@ -43,10 +44,16 @@ hour, the repeated one included (never twice in one real hour), so an
 hourly schedule loses no hour; listed hours (*/2, 1,13) follow the
 first-occurrence rule.
 
+Each line is the UTC instant (what the scheduler's slots are named by);
+with a --tz other than UTC it is followed by the wall time in --tz, with
+its offset and abbreviation:
+  2024-03-10T07:30:00Z  2024-03-10T03:30:00-04:00 EDT
+
 --from and --to take RFC 3339 times (2015-09-13T13:40:00Z, with an offset,
-or without seconds: 2015-09-13T13:40Z). --from defaults to now, --to to
-seven days after --from (the scheduler's window). A --from with a fraction
-of a second is rounded up to the next whole second.
+or without seconds: 2015-09-13T13:40Z), or a date (2015-09-13: midnight in
+--tz). --from defaults to now, --to to seven days after --from (the
+scheduler's window). A --from with a fraction of a second is rounded up to
+the next whole second.
 
 At most --limit times are printed (default 10000; 0 for no limit); when
 more follow, a note on stderr says so.
@@ -61,7 +68,7 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
   celos cron '0 0 0 29 2 ?' --from 2023-01-01T00:00Z --to 2030-01-01T00:00Z
 
   # 02:30 every day in New York, across the spring-forward change
-  celos cron '0 30 2 * * ?' --tz America/New_York --from 2024-03-09T00:00Z --to 2024-03-12T00:00Z
+  celos cron '0 30 2 * * ?' --tz America/New_York --from 2024-03-09 --to 2024-03-12
 
   # the third Friday of each month in 2025
   celos cron '0 0 9 ? * FRI#3 2025' --from 2025-01-01T00:00Z --to 2026-01-01T00:00Z`,
@@ -77,7 +84,7 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
 			}
 			from := time.Now().UTC()
 			if fromS != "" {
-				t, err := slot.ParseTime(fromS)
+				t, err := parseCronTime(fromS, loc)
 				if err != nil {
 					return usageError("--from: %v", err)
 				}
@@ -85,7 +92,7 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
 			}
 			to := from.Add(scheduler.Window)
 			if toS != "" {
-				t, err := slot.ParseTime(toS)
+				t, err := parseCronTime(toS, loc)
 				if err != nil {
 					return usageError("--to: %v", err)
 				}
@@ -110,13 +117,8 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
 			if more {
 				times = times[:limit]
 			}
-			w := bufio.NewWriter(c.OutOrStdout())
-			for _, t := range times {
-				w.WriteString(t.Format(time.RFC3339))
-				w.WriteByte('\n')
-			}
-			if err := w.Flush(); err != nil {
-				return fmt.Errorf("write slot times: %w", err)
+			if err := writeCronTimes(c.OutOrStdout(), times, loc); err != nil {
+				return err
 			}
 			if more {
 				fmt.Fprintf(c.ErrOrStderr(), "celos: stopped after %d times (--limit); more follow before %s\n", limit, to.Format(time.RFC3339))
@@ -124,9 +126,42 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
 			return nil
 		},
 	}
-	c.Flags().StringVar(&fromS, "from", "", "start of the window, inclusive (RFC 3339; default now)")
-	c.Flags().StringVar(&toS, "to", "", "end of the window, exclusive (RFC 3339; default --from + 7 days)")
+	c.Flags().StringVar(&fromS, "from", "", "start of the window, inclusive (RFC 3339, or a date: midnight in --tz; default now)")
+	c.Flags().StringVar(&toS, "to", "", "end of the window, exclusive (RFC 3339, or a date: midnight in --tz; default --from + 7 days)")
 	c.Flags().StringVar(&tz, "tz", "UTC", "IANA time zone whose wall clock the expression reads")
 	c.Flags().IntVar(&limit, "limit", defaultCronLimit, "print at most this many times (0: no limit)")
 	return c
+}
+
+// parseCronTime reads --from or --to: an RFC 3339 time as slot.ParseTime
+// reads it, or a date alone (2024-03-10), which is midnight in loc.
+func parseCronTime(s string, loc *time.Location) (time.Time, error) {
+	if len(s) == len("2006-01-02") {
+		if t, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	t, err := slot.ParseTime(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%v, or a date such as 2015-09-13 (midnight in --tz)", err)
+	}
+	return t, nil
+}
+
+// writeCronTimes prints one time a line: the UTC instant and, for a zone
+// other than UTC, the wall time in loc that the expression was read in.
+func writeCronTimes(out io.Writer, times []time.Time, loc *time.Location) error {
+	w := bufio.NewWriter(out)
+	for _, t := range times {
+		w.WriteString(t.Format(time.RFC3339))
+		if loc != time.UTC {
+			w.WriteString("  ")
+			w.WriteString(t.In(loc).Format("2006-01-02T15:04:05-07:00 MST"))
+		}
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write slot times: %w", err)
+	}
+	return nil
 }

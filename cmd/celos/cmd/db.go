@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -86,7 +86,7 @@ prune is quick). Run it from cron, e.g. weekly.`,
 				return usageError("--older-than %q: %v", olderThan, err)
 			}
 			if keep < statedb.MinRetention {
-				return usageError("--older-than %s: must be at least %v (the 7-day window and a day)", olderThan, statedb.MinRetention)
+				return usageError("--older-than %s: must be at least %s (the 7-day window and a day)", olderThan, humandur.Format(statedb.MinRetention))
 			}
 			if wfDir == "" && !ignoreTriggers {
 				return usageError("celos db prune needs --workflows-dir DIR (the server's --workflows) to keep the slot states that triggers looking back still read; --ignore-triggers prunes without that check")
@@ -146,36 +146,17 @@ prune is quick). Run it from cron, e.g. weekly.`,
 	return c
 }
 
-// parseRetention reads a duration with d (24 h) and w (7 d) units besides
-// Go's (h, m, s): 30d, 2w, 36h, 1w2d.
+// parseRetention reads a positive duration as a person writes it: 30d,
+// 2w, 36h, 1w2d (humandur).
 func parseRetention(s string) (time.Duration, error) {
-	var total time.Duration
-	rest := strings.TrimSpace(s)
-	for rest != "" {
-		i := strings.IndexAny(rest, "dw")
-		if i < 0 {
-			d, err := time.ParseDuration(rest)
-			if err != nil {
-				return 0, errors.New("want a duration such as 30d, 2w or 720h")
-			}
-			total += d
-			break
-		}
-		n, err := strconv.Atoi(rest[:i])
-		if err != nil || n < 0 || n > 100000 {
-			return 0, errors.New("want a duration such as 30d, 2w or 720h")
-		}
-		unit := 24 * time.Hour
-		if rest[i] == 'w' {
-			unit *= 7
-		}
-		total += time.Duration(n) * unit
-		rest = rest[i+1:]
+	d, err := humandur.Parse(s)
+	if err != nil {
+		return 0, err
 	}
-	if total <= 0 {
+	if d <= 0 {
 		return 0, errors.New("want a positive duration such as 30d")
 	}
-	return total, nil
+	return d, nil
 }
 
 // checkLookBacks loads the workflows in wfDir as the server does and
@@ -213,22 +194,13 @@ func checkLookBacks(db *statedb.DB, wfDir, olderThan string, keep time.Duration)
 		}
 		longest = max(longest, need)
 		short = append(short, fmt.Sprintf("workflow %s: read %s before their slots by workflow %s: keep at least %s",
-			lb.Workflow, days(lb.Back), lb.By, days(need)))
+			lb.Workflow, humandur.Format(lb.Back), lb.By, humandur.Format(need)))
 	}
 	if len(short) == 0 {
 		return nil
 	}
 	return fmt.Errorf("--older-than %s is too short: it would delete slot states that triggers still read (the 7-day window and a day, plus how far back they read):\n  %s\nnothing deleted; use --older-than %s or more",
-		olderThan, strings.Join(short, "\n  "), days(longest))
-}
-
-// days formats a duration in whole days when it is one ("18d"), else as
-// Go does.
-func days(d time.Duration) string {
-	if d%(24*time.Hour) == 0 {
-		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
-	}
-	return d.String()
+		olderThan, strings.Join(short, "\n  "), humandur.Format(longest))
 }
 
 // countPrunable counts the final slots older than before.

@@ -31,6 +31,7 @@ type deployFlags struct {
 	knownHosts, identities               []string
 	insecure, quiet, asJSON, breakLock   bool
 	dryRun, createDirs, allowForeignApp  bool
+	diffAll                              bool // plan: every line of each file's diff
 	parallel                             int
 	line                                 *progressLine // on a terminal
 }
@@ -69,16 +70,17 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 	}
 	conn := targets.NewConnector(sshOpts, hadoopconf.Options{})
 	o := deploy.Options{
-		Target:    f.target,
-		Project:   f.project,
-		DeployDir: f.deployDir,
-		HDFSRoot:  f.hdfsRoot,
-		User:      os.Getenv("CELOS_CI_USERNAME"),
-		Connector: conn,
-		Compile:   compileProject,
-		BreakLock: f.breakLock,
-		Parallel:  f.parallel,
-		Version:   version(),
+		Target:     f.target,
+		Project:    f.project,
+		DeployDir:  f.deployDir,
+		HDFSRoot:   f.hdfsRoot,
+		User:       os.Getenv("CELOS_CI_USERNAME"),
+		Connector:  conn,
+		Compile:    compileProject,
+		NameSource: schema.NameSource,
+		BreakLock:  f.breakLock,
+		Parallel:   f.parallel,
+		Version:    version(),
 
 		CreateDirs:          f.createDirs,
 		AllowForeignAppPath: f.allowForeignApp,
@@ -200,6 +202,7 @@ celos plan): 0 no change, 2 changes, 1 error.`,
 	}
 	f.register(c.Flags(), true, true)
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change and change nothing (as celos plan)")
+	c.Flags().BoolVar(&f.diffAll, "diff", false, "with --dry-run: show all of each changed text file's diff (default: the first 40 lines)")
 	c.Flags().IntVar(&f.parallel, "parallel", deploy.DefaultParallel, "files uploaded at once")
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		code := ExitUsage
@@ -222,7 +225,11 @@ func report(c *cobra.Command, f *deployFlags, verb string, res *deploy.Result, e
 			out := map[string]any{"ok": false, "error": err.Error()}
 			var se *deploy.StepError
 			if errors.As(err, &se) {
-				out["step"], out["intact"] = se.Step, se.Intact
+				// "intact" says what the text's last sentence says.
+				out["error"], out["step"], out["intact"] = se.Short(), se.Step, se.Intact
+				if se.Note != "" {
+					out["note"] = se.Note
+				}
 			}
 			writeJSON(stdout, out)
 		}
@@ -259,15 +266,22 @@ func summary(verb string, r *deploy.Result) string {
 		fmt.Fprintf(&b, ", %d file(s), %s", r.Files, deploy.HumanBytes(r.Bytes))
 	}
 	fmt.Fprintf(&b, " in %.1fs", r.Seconds)
-	if r.GitCommit != "" {
+	switch {
+	case r.GitCommit != "" && r.GitDirty:
+		fmt.Fprintf(&b, " (commit %.12s + uncommitted changes: dirty)", r.GitCommit)
+	case r.GitCommit != "":
 		fmt.Fprintf(&b, " (commit %.12s)", r.GitCommit)
 	}
 	return b.String()
 }
 
+// writeJSON prints v indented, without encoding/json's HTML escaping (an
+// error's <token> stays <token>, not \u003ctoken\u003e).
 func writeJSON(w io.Writer, v any) {
-	data, _ := json.MarshalIndent(v, "", "  ")
-	fmt.Fprintln(w, string(data))
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 func isTerminal(w io.Writer) bool {

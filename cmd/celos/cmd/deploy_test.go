@@ -76,6 +76,11 @@ workflows: hello: {
 		{[]string{"deploy", "--target", target, "--deploy-dir", filepath.Join(dir, "nonexistent")}, ExitFailure},
 		{[]string{"undeploy", "--target", target, "--project", "tiny"}, ExitOK},
 		{[]string{"plan", "--target", target, "--deploy-dir", project}, ExitChanges},
+		{[]string{"undeploy", "--target", target, "--project", "tiny"}, ExitFailure},
+		{[]string{"undeploy", "--target", target, "--project", "tiny", "--missing-ok"}, ExitOK},
+		{[]string{"deploy", "--target", target, "--deploy-dir", project}, ExitOK},
+		{[]string{"undeploy", "--target", target, "--deploy-dir", project}, ExitOK},
+		{[]string{"undeploy", "--target", target, "--deploy-dir", filepath.Join(dir, "nonexistent")}, ExitUsage},
 	} {
 		if got := code(tc.args...); got != tc.want {
 			t.Errorf("celos %v: exit %d, want %d", tc.args, got, tc.want)

@@ -29,7 +29,9 @@ changing nothing and taking no lock:
   compiled JSON (schedule.cron: "0 0 * * * ?" -> "0 30 * * * ?");
   files of the Oozie directory added, removed and changed (by size, then
   by content: the deploy manifest's checksums while a file's size and time
-  are unchanged, else the file is read back).
+  are unchanged, else the file is read back), with a unified diff of each
+  changed text file (its first 40 lines; --diff shows all) and sizes only
+  for binary files and files over 512 kB.
 
 It fails (exit 1) where deploy would refuse before touching anything (a
 missing workflows or defaults directory unless --create-dirs, an HDFS
@@ -57,6 +59,7 @@ always means "changes").`,
 		RunE: func(c *cobra.Command, _ []string) error { return runPlan(c, &f) },
 	}
 	f.register(c.Flags(), true, false)
+	c.Flags().BoolVar(&f.diffAll, "diff", false, "show all of each changed text file's diff (default: the first 40 lines)")
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
@@ -94,6 +97,8 @@ func runPlan(c *cobra.Command, f *deployFlags) error {
 			*deploy.Plan
 		}{true, p.HasChanges(), p})
 	case f.quiet:
+	case f.diffAll:
+		p.WriteTextDiff(c.OutOrStdout(), -1)
 	default:
 		p.WriteText(c.OutOrStdout())
 	}

@@ -75,7 +75,7 @@ func New() *cobra.Command {
 wait for their data and run as Oozie jobs (or local commands).
 
   author    celos init, celos vet, celos export, celos cron
-  deploy    celos deploy, celos undeploy, celos plan
+  deploy    celos deploy, celos undeploy, celos plan, celos deployments
   schedule  celos server, and a client for its HTTP API
             (celos slots, trigger-status, rerun, kill, pause, unpause, step)`,
 		SilenceUsage:  true,

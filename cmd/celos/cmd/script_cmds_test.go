@@ -18,6 +18,23 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"waitserver": cmdWaitServer,
 	"stepuntil":  cmdStepUntil,
 	"mkfifo":     cmdMkfifo,
+	"waitfile":   cmdWaitFile,
+}
+
+// waitfile PATH: wait until PATH exists (a background job's sign that it
+// started); a bound against hanging, not a timing assertion.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile PATH")
+	}
+	for deadline := time.Now().Add(serverWait); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("no %s after %v", args[0], serverWait)
+		}
+	}
 }
 
 // mkfifo PATH: make a named pipe (hostile-input scripts).
@@ -33,7 +50,8 @@ func cmdMkfifo(ts *testscript.TestScript, neg bool, args []string) {
 const serverWait = 2 * time.Minute
 
 // waitserver FILE: wait until a `celos server --url-file FILE` started in
-// the background listens, and point CELOS_SERVER at it.
+// the background listens, and point CELOS_SERVER at it (and SERVER_PORT at
+// its port).
 func cmdWaitServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: waitserver URLFILE")
@@ -45,6 +63,9 @@ func cmdWaitServer(ts *testscript.TestScript, neg bool, args []string) {
 			if resp, err := http.Get(u + "/healthz"); err == nil {
 				resp.Body.Close()
 				ts.Setenv("CELOS_SERVER", u)
+				if i := strings.LastIndex(u, ":"); i >= 0 {
+					ts.Setenv("SERVER_PORT", u[i+1:])
+				}
 				return
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/cluster"
 	"github.com/celos-go/celos/scheduler/server"
@@ -21,8 +22,8 @@ func init() { register(newServerCmd) }
 func newServerCmd() *cobra.Command {
 	var (
 		cfg          server.Config
-		autoSchedule int
-		pruneOlder   string
+		autoSchedule time.Duration
+		pruneOlder   time.Duration
 		logLevel     string
 	)
 	c := &cobra.Command{
@@ -69,7 +70,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 				return usageError("--port %d: want 0..65535", cfg.Port)
 			}
 			if autoSchedule > 0 {
-				cfg.AutoSchedule = time.Duration(autoSchedule) * time.Second
+				cfg.AutoSchedule = autoSchedule
 			}
 			switch strings.ToLower(logLevel) {
 			case "debug":
@@ -84,20 +85,17 @@ the requests in flight finish first (a second signal stops it at once).`,
 				return usageError("--log-level %q: want debug, info, warn or error", logLevel)
 			}
 			if cfg.StepTimeout <= 0 {
-				return usageError("--step-timeout %v: want a positive duration (10m, 1h)", cfg.StepTimeout)
+				return usageError("--step-timeout %s: want a positive duration (10m, 1h)", humandur.Format(cfg.StepTimeout))
 			}
-			if pruneOlder != "" {
-				d, err := parseRetention(pruneOlder)
-				if err != nil {
-					return usageError("--prune-older-than %q: %v", pruneOlder, err)
-				}
-				cfg.PruneOlderThan = d
+			if pruneOlder < 0 {
+				return usageError("--prune-older-than %s: want a positive duration such as 30d", humandur.Format(pruneOlder))
 			}
-			if cfg.Lease != 0 && cfg.Lease < cluster.MinLease {
-				return usageError("--lease %v: want at least %v", cfg.Lease, cluster.MinLease)
+			cfg.PruneOlderThan = pruneOlder
+			if cfg.Lease < cluster.MinLease {
+				return usageError("--lease %s: want at least %s", humandur.Format(cfg.Lease), humandur.Format(cluster.MinLease))
 			}
 			if cfg.JobGrace < 0 {
-				return usageError("--job-grace %v: want a positive duration", cfg.JobGrace)
+				return usageError("--job-grace %s: want a positive duration such as 5m", humandur.Format(cfg.JobGrace))
 			}
 			cfg.Version = version()
 			cfg.Stderr = c.ErrOrStderr()
@@ -121,7 +119,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.DB, "db", "/var/lib/celos/db", "state database directory (created if missing, locked while the server runs)")
 	f.StringVar(&cfg.Logs, "logs", "/var/log/celos", "directory of celos.log and its daily rolls (empty: stderr only)")
 	f.StringVar(&cfg.Jobs, "jobs", "", "directory of the command service's runs and output logs (default: jobs beside --db)")
-	f.IntVar(&autoSchedule, "autoSchedule", -1, "seconds between automatic steps (≤ 0: none; POST /scheduler steps)")
+	f.Var(newDurationFlag(&autoSchedule, 0, true), "autoSchedule", "time between automatic steps: seconds (60, as Celos) or a duration (90s, 5m); 0: none, POST /scheduler steps")
 	f.StringVar(&cfg.HadoopConf, "hadoop-conf", "", "directory of core-site.xml and hdfs-site.xml (default $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop)")
 	f.StringVar(&cfg.UIConfig, "ui-config", "", `UI groups file, Celos format {"groups":[{"name":..., "workflows":[...]}]}`)
 	f.StringVar(&cfg.HueURL, "hue", "", "Hue URL: the UI links Oozie jobs to it")
@@ -129,11 +127,11 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.AuthTokenFile, "auth-token-file", "", "file holding the API token: POST/PUT/DELETE requests (steps, rerun, kill, pause, registers, UI actions) need Authorization: Bearer <token>; reads stay open")
 	f.BoolVar(&cfg.InsecureNoAuthOnPublicAddress, strings.TrimPrefix(server.InsecureFlag, "--"), false,
 		"INSECURE: allow --listen on a non-loopback address without --auth-token-file (anyone who reaches it can change state)")
-	f.StringVar(&pruneOlder, "prune-older-than", "", "prune at start and daily: final slots older than this (30d, 2w; at least 8d), as celos db prune, and the command service's records and logs of runs that old")
-	f.DurationVar(&cfg.StepTimeout, "step-timeout", api.DefaultStepTimeout, "bound of a scheduler step: /healthz answers 503 while a step has been running longer (a hung read, say)")
+	f.Var(newDurationFlag(&pruneOlder, 0, false), "prune-older-than", "prune at start and daily: final slots older than this (30d, 2w; at least 8d), as celos db prune, and the command service's records and logs of runs that old")
+	f.Var(newDurationFlag(&cfg.StepTimeout, api.DefaultStepTimeout, false), "step-timeout", "bound of a scheduler step: /healthz answers 503 while a step has been running longer (a hung read, say)")
 	f.StringVar(&cfg.InstanceID, "instance-id", "", "with a PostgreSQL --db: this instance's id among the servers sharing it, the same across restarts (default: the host name)")
-	f.DurationVar(&cfg.Lease, "lease", cluster.DefaultLease, "with a PostgreSQL --db: how long a workflow's lease and a heartbeat last without renewal; another instance takes over within about 1⅓ leases")
-	f.DurationVar(&cfg.JobGrace, "job-grace", 0, "with a PostgreSQL --db: how long an instance may miss heartbeats before its running command jobs are declared lost (default: max(1m, 4×lease))")
+	f.Var(newDurationFlag(&cfg.Lease, cluster.DefaultLease, false), "lease", "with a PostgreSQL --db: how long a workflow's lease and a heartbeat last without renewal; another instance takes over within about 1⅓ leases")
+	f.Var(newDurationFlag(&cfg.JobGrace, 0, false), "job-grace", "with a PostgreSQL --db: how long an instance may miss heartbeats before its running command jobs are declared lost (default: max(1m, 4×lease))")
 	f.StringVar(&cfg.URLFile, "url-file", "", "write the server's base URL to this file once it listens")
 	_ = f.MarkHidden("url-file")
 	return c

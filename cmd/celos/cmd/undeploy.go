@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/celos-go/celos/deploy"
@@ -10,8 +12,9 @@ func init() { register(newUndeployCmd) }
 
 func newUndeployCmd() *cobra.Command {
 	var f deployFlags
+	var missingOK bool
 	c := &cobra.Command{
-		Use:   "undeploy --target URL --project NAME [--hdfs-root PATH]",
+		Use:   "undeploy --target URL [--project NAME] [--deploy-dir DIR] [--hdfs-root PATH] [--missing-ok]",
 		Short: "Remove a project's workflows and Oozie directory from a target",
 		Long: `undeploy removes a project from the installation the target file describes:
 first the workflows file WORKFLOWS_DIR/NAME.json (so the server stops
@@ -26,12 +29,27 @@ A missing workflows directory (a typo in the target file?) is refused.
 The slot state kept by the server is not touched. It takes the project's
 lock, like deploy.
 
-Exit status: 0 undeployed (or nothing was deployed), 1 failed, 2 usage error.`,
-		Example: `  celos undeploy --target $PRODUCTION_TARGET --project wordcount`,
-		Args:    cobra.NoArgs,
+Without --project, the project is the one in --deploy-dir (default: the
+current directory), named as deploy names it: its project: field, else
+its CUE package name.
+
+A project that is not deployed is an error (exit 1: a typo in --project
+or --target?) unless --missing-ok, which makes "nothing to undeploy"
+exit 0 (a clean-up job that may run twice).
+
+Exit status: 0 undeployed (or nothing deployed, with --missing-ok), 1
+failed or not deployed, 2 usage error.`,
+		Example: `  celos undeploy --target $PRODUCTION_TARGET                       # the project in the current directory
+  celos undeploy --target $PRODUCTION_TARGET --project wordcount
+  celos undeploy --target $STAGING_TARGET --project pr-123 --missing-ok`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if f.project == "" {
-				return usageError("--project is required")
+				p, _, err := compileProject(f.deployDir)
+				if err != nil {
+					return usageError("no --project given, and the project in %s (its name is the project to undeploy) does not compile:\n%v\npass --project NAME", f.deployDir, err)
+				}
+				f.project = p.Project
 			}
 			o, conn, err := f.options(c)
 			if err != nil {
@@ -41,9 +59,14 @@ Exit status: 0 undeployed (or nothing was deployed), 1 failed, 2 usage error.`,
 			ctx, stop := signalContext()
 			defer stop()
 			res, err := deploy.Undeploy(ctx, o)
+			if err == nil && len(res.Removed) == 0 && !missingOK {
+				err = fmt.Errorf("nothing to undeploy: %s is not deployed on %s (a typo in --project or --target? --missing-ok accepts this)", res.Project, res.Target)
+			}
 			return report(c, &f, "undeployed", res, err)
 		},
 	}
 	f.register(c.Flags(), false, true)
+	c.Flags().StringVar(&f.deployDir, "deploy-dir", ".", "the project directory, whose project is undeployed when --project is not given")
+	c.Flags().BoolVar(&missingOK, "missing-ok", false, "exit 0 when the project is not deployed")
 	return c
 }
