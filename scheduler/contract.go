@@ -24,11 +24,21 @@ var ErrRegisterNotFound = errors.New("register not found")
 // configuration, not of the request or the server. The HTTP API answers 409.
 var ErrUnschedulable = errors.New("workflow has no usable schedule")
 
+// ErrSlotUnreadable is wrapped by the reads of a slot whose stored record
+// cannot be read (a corrupt state file); the error names the record and
+// why, never its content. A rerun or kill rewrites the record. The HTTP
+// API answers 409.
+var ErrSlotUnreadable = errors.New("slot state unreadable")
+
 // ErrRerunRefused is wrapped by Rerun (and CheckRerun) for a slot the
 // workflow does not have yet or at all: a time after the server's clock
 // (not due: it runs at its time, a rerun must not run it early) or before
 // the workflow's startTime. The HTTP API answers 400.
 var ErrRerunRefused = errors.New("rerun refused")
+
+// ErrNoAttempts is wrapped when a workflow's external service keeps no
+// list of a slot's attempts (no AttemptLister); the HTTP API answers 501.
+var ErrNoAttempts = errors.New("this external service keeps no list of a slot's attempts")
 
 // RerunChecker is implemented by a Service that can say whether Rerun
 // would accept a slot without changing anything (GET /rerun, the dry run
@@ -106,4 +116,41 @@ type Service interface {
 	RegisterKeys(ctx context.Context, bucket, prefix string) ([]string, error)
 	// ClearCache drops the cached workflow configuration (POST /clear-cache).
 	ClearCache() error
+}
+
+// Attempt is one run of a slot on its external service: the first
+// submission, each automatic retry and each rerun is one. The slot's state
+// keeps only the last external ID and the retry count; the service keeps
+// the rest.
+type Attempt struct {
+	// ExternalID is the job's ID on the service (an Oozie job ID; a
+	// command job "<workflow>@<slot>.<nanos>").
+	ExternalID string `json:"externalID"`
+	// Submitted, Started and Ended are zero when unknown or not yet.
+	Submitted time.Time `json:"submitted,omitzero"`
+	Started   time.Time `json:"started,omitzero"`
+	Ended     time.Time `json:"ended,omitzero"`
+	// Running is true while the job has not ended; Success once it has.
+	Running bool `json:"running"`
+	Success bool `json:"success"`
+	// Status is the service's own word: "exit 0", "exit 3", "killed",
+	// "timed out", "never started: …" for a command; SUCCEEDED, KILLED,
+	// FAILED, RUNNING for Oozie.
+	Status string `json:"status"`
+	// ExitCode is a command's exit code (absent for Oozie, or when the
+	// command did not exit by itself).
+	ExitCode *int `json:"exitCode,omitempty"`
+	// LogURL is where the service shows the job's log (Oozie's console
+	// URL). A command job's log is served by celos (HasLog).
+	LogURL string `json:"logURL,omitempty"`
+	HasLog bool   `json:"hasLog,omitempty"`
+}
+
+// AttemptLister is implemented by an external service that can list every
+// attempt of a slot (the command service from its job records, the Oozie
+// service from the jobs named after the slot's celosWorkflowName). The
+// server hands it to the HTTP API (GET /slot-attempts) and the UI (the
+// details drawer). Attempts are oldest first.
+type AttemptLister interface {
+	Attempts(ctx context.Context, w *workflow.Workflow, id slot.ID) ([]Attempt, error)
 }

@@ -353,6 +353,13 @@ func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
 		c.addCUEError(err, c.dir)
 		return w, false
 	}
+	data, probs := explicitTriggers(id, data)
+	for _, p := range probs {
+		c.errorf(c.valuePos(v.LookupPath(cue.MakePath(p.path...))), "workflows.%s.%s: %s", cuePathLabel(id), dotted(p.path), p.msg)
+	}
+	if len(probs) > 0 {
+		return w, false
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
@@ -481,7 +488,7 @@ func (c *compiler) references(p *workflow.Project, wfs cue.Value) {
 		walk = func(t *workflow.Trigger, path []cue.Selector, name string) {
 			sub := func(n ...cue.Selector) []cue.Selector { return append(path[:len(path):len(path)], n...) }
 			switch t.Type {
-			case workflow.TriggerSuccess:
+			case workflow.TriggerSuccess, workflow.TriggerFailure, workflow.TriggerSinceLast:
 				if !ids[t.Workflow] {
 					c.warnf(c.valuePos(wv.LookupPath(cue.MakePath(sub(cue.Str("workflow"))...))), "%s.%s.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, name, t.Workflow)
 				}

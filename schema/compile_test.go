@@ -24,6 +24,7 @@ var validProjects = map[string]string{
 	"everything": "../testdata/projects/valid/everything",
 	"raw":        "../testdata/projects/valid/raw",
 	"demo":       "../testdata/demo",
+	"triggers":   "../testdata/projects/valid/triggers",
 }
 
 func TestCompileGolden(t *testing.T) {

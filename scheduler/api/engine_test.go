@@ -497,3 +497,30 @@ func TestRealEngineRerunNotDue(t *testing.T) {
 	s.step("2015-09-13T13:40Z")
 	s.do(200, "POST", "/rerun?id=up&time=2015-09-13T13:40Z", nil)
 }
+
+// TestSlotStateOfACorruptRecord: a slot whose state file does not parse is
+// answered 409 (documented in the OpenAPI description) with what and why,
+// not 500, and without the file's content; a rerun rewrites it.
+func TestSlotStateOfACorruptRecord(t *testing.T) {
+	now := time.Date(2015, 9, 13, 15, 30, 0, 0, time.UTC)
+	s := newRealServer(t, now)
+	w := newWorkflow("wc", fixture.HourlyCron, time.Date(2015, 9, 13, 13, 0, 0, 0, time.UTC), workflow.Trigger{Type: workflow.TriggerAlways}, 0)
+	fixture.WriteProject(t, s.wf, "p", w)
+	s.step("2015-09-13T15:30Z")
+	day := filepath.Join(s.db.Dir(), "state", "wc", "2015-09-13")
+	if err := os.MkdirAll(day, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(day, "13:00:00.000Z"), []byte(`{"status":"SECRET-CONTENT`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.db.Reload()
+	body := s.do(409, "GET", "/slot-state?id=wc&time=2015-09-13T13:00Z", nil)
+	if !strings.Contains(body, "unreadable") || !strings.Contains(body, "rewrites it") || strings.Contains(body, "SECRET") {
+		t.Fatalf("answer %s: want what and why and the way out, without the content", body)
+	}
+	s.do(200, "POST", "/rerun?id=wc&time=2015-09-13T13:00Z", nil)
+	if got := s.status("wc", "2015-09-13T13:00Z"); got != "WAITING/0" {
+		t.Fatalf("after a rerun: %s, want WAITING", got)
+	}
+}

@@ -46,6 +46,9 @@ type Options struct {
 	// 503 while a step has been running for longer (by Now); default
 	// DefaultStepTimeout.
 	StepTimeout time.Duration
+	// Attempts lists every attempt of a slot (GET /slot-attempts): the
+	// server's external services (nil: the route answers 501).
+	Attempts scheduler.AttemptLister
 	// Instance, when set, is what GET /healthz shows of this instance when
 	// several share one database (cluster.Status: id, live instances,
 	// owned workflows, lease renewals, take-overs; docs/ha.md).
@@ -72,6 +75,7 @@ type Handler struct {
 	routes  map[string]*route
 	// stepTimeout is the bound reported by /healthz.
 	stepTimeout time.Duration
+	attempts    scheduler.AttemptLister
 	instance    func() any // Options.Instance
 }
 
@@ -97,6 +101,7 @@ func New(svc scheduler.Service, opts Options) *Handler {
 	if h.version == "" {
 		h.version = "devel"
 	}
+	h.attempts = opts.Attempts
 	h.instance = opts.Instance
 	h.stepTimeout = opts.StepTimeout
 	if h.stepTimeout <= 0 {
@@ -250,11 +255,11 @@ func errorStatus(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter), errors.Is(err, scheduler.ErrRerunRefused):
 		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, scheduler.ErrUnschedulable):
+	case errors.Is(err, scheduler.ErrUnschedulable), errors.Is(err, scheduler.ErrSlotUnreadable):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, external.ErrUnavailable):
 		return http.StatusServiceUnavailable, err.Error()
-	case errors.Is(err, errNotImplemented):
+	case errors.Is(err, errNotImplemented), errors.Is(err, scheduler.ErrNoAttempts):
 		return http.StatusNotImplemented, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, err.Error()

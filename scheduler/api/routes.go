@@ -40,6 +40,9 @@ func (h *Handler) table() []*route {
 		{path: "/slot-state", methods: map[string]*endpoint{
 			http.MethodGet: {params: []param{id, slotTime}, serve: h.slotState},
 		}},
+		{path: "/slot-attempts", methods: map[string]*endpoint{
+			http.MethodGet: {params: []param{id, slotTime}, serve: h.slotAttempts},
+		}},
 		{path: "/trigger-status", methods: map[string]*endpoint{
 			http.MethodGet: {params: []param{id, slotTime}, serve: h.triggerStatus},
 		}},
@@ -320,6 +323,43 @@ func (h *Handler) slotState(w http.ResponseWriter, r *http.Request, q query) err
 		return err
 	}
 	writeJSON(w, http.StatusOK, NewSlot(st))
+	return nil
+}
+
+// SlotAttempts is the answer of GET /slot-attempts: the slot as it is now
+// and every attempt its external service knows of, oldest first.
+type SlotAttempts struct {
+	Slot     Slot                `json:"slot"`
+	Attempts []scheduler.Attempt `json:"attempts"`
+}
+
+func (h *Handler) slotAttempts(w http.ResponseWriter, r *http.Request, q query) error {
+	id, err := slotID(q)
+	if err != nil {
+		return err
+	}
+	wf, err := h.svc.Workflow(id.Workflow)
+	if err != nil {
+		return err
+	}
+	slots, err := h.svc.Slots(r.Context(), id.Workflow, id.Time, id.Time.Add(time.Second))
+	if err != nil {
+		return err
+	}
+	if len(slots) == 0 || !slots[0].ID.Time.Equal(id.Time) {
+		return fmt.Errorf("%w: %s", slot.ErrNotInSchedule, id)
+	}
+	if h.attempts == nil {
+		return fmt.Errorf("%w: GET /slot-attempts", errNotImplemented)
+	}
+	as, err := h.attempts.Attempts(r.Context(), wf, id)
+	if err != nil {
+		return err
+	}
+	if as == nil {
+		as = []scheduler.Attempt{}
+	}
+	writeJSON(w, http.StatusOK, SlotAttempts{Slot: NewSlot(slots[0]), Attempts: as})
 	return nil
 }
 

@@ -654,3 +654,28 @@ func TestPersistentProblemLoggedOnce(t *testing.T) {
 		t.Fatalf("a changed problem was not logged (%d warnings):\n%s", n, buf.String())
 	}
 }
+
+// TestFailuresLoggedAtWarn: a job that fails (retried, then final) is
+// logged at WARN with its job and reason; a success stays at INFO.
+func TestFailuresLoggedAtWarn(t *testing.T) {
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.MaxRetryCount = 1
+	r := newRig(t, nil, w)
+	var buf bytes.Buffer
+	r.e.log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	now := ts("2024-01-01T00:30Z")
+	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	for _, want := range []string{"to=WAITING", "to=FAILURE"} {
+		r.step(now) // → READY
+		r.step(now) // → RUNNING
+		r.svc.finish(id, false)
+		r.step(now) // → WAITING (retry) or FAILURE
+		if !strings.Contains(buf.String(), "level=WARN msg=\"slot transition\"") || !strings.Contains(buf.String(), want) {
+			t.Fatalf("no WARN transition %s in the log:\n%s", want, buf.String())
+		}
+	}
+	if strings.Contains(buf.String(), "to=READY") || strings.Contains(buf.String(), "to=RUNNING") {
+		t.Fatalf("a transition that is not a failure was logged at WARN:\n%s", buf.String())
+	}
+}

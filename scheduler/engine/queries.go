@@ -129,6 +129,9 @@ func (e *Engine) SlotState(ctx context.Context, id slot.ID) (slot.State, error) 
 	if errors.Is(err, store.ErrBadName) {
 		return slot.State{}, fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
 	}
+	if errors.Is(err, store.ErrCorrupt) {
+		return slot.State{}, fmt.Errorf("%w: %s: %v (a rerun or kill of the slot rewrites it)", scheduler.ErrSlotUnreadable, id, err)
+	}
 	if err != nil {
 		return slot.State{}, err
 	}
@@ -148,7 +151,7 @@ func (e *Engine) TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (
 	}
 	tctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
 	defer cancel()
-	st := trigger.Evaluate(tctx, trigger.Env{States: e.db, FS: e.fs}, &w.Trigger, id.Time, now)
+	st := trigger.Evaluate(tctx, trigger.Env{States: e.db, FS: e.fs, Registers: e.regs}, &w.Trigger, id.Time, now)
 	if st.Error == "" {
 		e.mu.RLock()
 		p, ok := e.problems[problemKey{id.Workflow, id.Time.UnixMilli()}]

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sort"
 	"time"
@@ -49,7 +50,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
-		env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}}
+		env: trigger.NewStepEnv(e.db, e.fs, e.regs)}
 	defer st.apply() // also when ctx ends the step early
 	wfs := st.gather(c, todo)
 	for i := range wfs {
@@ -562,6 +563,22 @@ func (s *stepper) fail(id slot.ID, op string, err error) {
 func (s *stepper) transition(from, to slot.State, attrs ...any) {
 	s.rep.Transitions[to.Status]++
 	s.to[to.ID] = to.Status
-	s.e.log.Info("slot transition", append([]any{"slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
+	level := slog.LevelInfo
+	if isFailure(from, to) {
+		level = slog.LevelWarn // what an operator looks for: with the reason
+	}
+	s.e.log.Log(context.Background(), level, "slot transition", append([]any{"slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
 		"externalID", to.ExternalID, "retryCount", to.RetryCount}, attrs...)...)
+}
+
+// isFailure reports whether a transition is a failure: a job that failed
+// (retried or not) or a slot that gave up waiting.
+func isFailure(from, to slot.State) bool {
+	switch {
+	case to.Status == slot.Failure || to.Status == slot.WaitTimeout:
+		return true
+	case from.Status == slot.Running && to.Status == slot.Waiting: // retry after a failure
+		return true
+	}
+	return false
 }

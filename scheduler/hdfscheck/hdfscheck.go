@@ -16,10 +16,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"path"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/trigger"
@@ -54,7 +56,8 @@ type Options struct {
 
 // Stats are counters since New, for metrics.
 type Stats struct {
-	// Calls is the number of getFileInfo RPCs sent to NameNodes.
+	// Calls is the number of operations sent to NameNodes (existence
+	// checks, and listings of dataVolume triggers).
 	Calls int64
 	// Errors counts checks that failed (not "does not exist").
 	Errors int64
@@ -71,7 +74,10 @@ type FS struct {
 	errs atomic.Int64
 }
 
-var _ trigger.FileSystems = (*FS)(nil)
+var (
+	_ trigger.FileSystems = (*FS)(nil)
+	_ trigger.Lister      = (*FS)(nil)
+)
 
 // New returns the HDFS file systems of the Hadoop configuration conf (see
 // hadoopconf.Load and hadoopconf.Dir; nil means an empty configuration, so
@@ -128,6 +134,33 @@ func (f *FS) Exists(ctx context.Context, fsURI, p string) (bool, error) {
 		return false, fmt.Errorf("hdfs %s: %w", key, err)
 	}
 	return ok, nil
+}
+
+// List lists directory dir (absolute, or a full hdfs:// URI) of the file
+// system fsURI for dataVolume triggers: one getListing call (paged by the
+// NameNode for directories of more than its dfs.ls.limit entries). A
+// missing directory lists as empty.
+func (f *FS) List(ctx context.Context, fsURI, dir string) ([]trigger.Entry, error) {
+	key, p, err := f.resolve(fsURI, dir)
+	if err != nil {
+		return nil, err
+	}
+	h, err := f.pool.FS(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	infos, err := h.ReadDir(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil, nil
+	case err != nil:
+		f.errs.Add(1)
+		return nil, fmt.Errorf("hdfs %s: %w", key, err)
+	}
+	return trigger.Entries(infos), nil
 }
 
 // resolve returns the file system key (hdfs://authority) and the path.

@@ -16,6 +16,7 @@ import (
 	"github.com/celos-go/celos/internal/ooziefake"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/oozie"
+	"github.com/celos-go/celos/scheduler/slot"
 )
 
 // backend is an Oozie the client's protocol cases run against: the fake
@@ -286,6 +287,45 @@ func TestBackendsJobsFilter(t *testing.T) {
 		jobs, err = c.Jobs(ctx, oozie.Filter{Name: "backends-nothing@2015-09-12T07:00Z", User: b.user}, 10)
 		if err != nil || len(jobs) != 0 {
 			t.Errorf("jobs of an unknown name: %v, %v", jobs, err)
+		}
+	})
+}
+
+// TestBackendsAttempts: Service.Attempts lists every job of a slot, oldest
+// first, with the status, times and console URL each backend gives; a job
+// of another slot is not one.
+func TestBackendsAttempts(t *testing.T) {
+	forBoth(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		props := b.conf(b.touchApp, "")
+		delete(props, "celosWorkflowName")
+		w := newWorkflow(b.url, props)
+		w.ID = "backends-attempts"
+		s := oozie.NewService(nil, nil)
+		id := slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 7, 0, 0, 0, time.UTC)}
+		c := b.client(t)
+		var ids []string
+		for _, at := range []time.Time{id.Time, id.Time, id.Time.Add(time.Hour)} {
+			jid, err := s.Submit(ctx, w, slot.ID{Workflow: w.ID, Time: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFinal(t, c, jid)
+			ids = append(ids, jid)
+		}
+		got, err := s.Attempts(ctx, w, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotIDs []string
+		for _, a := range got {
+			gotIDs = append(gotIDs, a.ExternalID)
+			if a.Status != "SUCCEEDED" || !a.Success || a.Running || a.Submitted.IsZero() || a.Ended.Before(a.Started) {
+				t.Errorf("attempt %+v", a)
+			}
+		}
+		if diff := cmp.Diff(ids[:2], gotIDs); diff != "" {
+			t.Errorf("attempts of %s (-want +got):\n%s", id, diff)
 		}
 	})
 }

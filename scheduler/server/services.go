@@ -1,8 +1,12 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/slot"
 
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/defaults"
@@ -30,4 +34,17 @@ func externalServices(jobsDir string, d *defaults.Defaults, log *slog.Logger) (m
 		workflow.ServiceCommand: cmd,
 		workflow.ServiceOozie:   oozie.NewService(d, nil),
 	}, nil
+}
+
+// attemptLister lists a slot's attempts through the external service its
+// workflow names (the API's GET /slot-attempts, the UI's details). A
+// service that keeps no list wraps scheduler.ErrNoAttempts.
+type attemptLister map[string]external.Service
+
+func (m attemptLister) Attempts(ctx context.Context, w *workflow.Workflow, id slot.ID) ([]scheduler.Attempt, error) {
+	al, ok := m[w.ExternalService.Type].(scheduler.AttemptLister)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", scheduler.ErrNoAttempts, w.ExternalService.Type)
+	}
+	return al.Attempts(ctx, w, id)
 }

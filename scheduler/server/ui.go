@@ -22,6 +22,7 @@ import (
 // actions need the API token.
 type uiOptions struct {
 	configFile    string
+	workflowsDir  string // where the deploy manifests are
 	hueURL        string
 	version       string
 	tokenRequired bool
@@ -30,13 +31,16 @@ type uiOptions struct {
 
 // mountUI serves the web UI at /ui and redirects / to it.
 func mountUI(mux *http.ServeMux, o uiOptions, svc scheduler.Service, svcs map[string]external.Service) error {
-	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired, Instance: o.instance}
+	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired, Attempts: attemptLister(svcs), Instance: o.instance}
 	if o.configFile != "" {
 		c, err := ui.LoadConfig(o.configFile)
 		if err != nil {
 			return err
 		}
 		opts.Config = c
+	}
+	if o.workflowsDir != "" {
+		opts.Deployment = newDeployments(o.workflowsDir).Deployment
 	}
 	if cmd, ok := svcs[workflow.ServiceCommand].(*command.Service); ok {
 		opts.SlotLog = commandLog(cmd)

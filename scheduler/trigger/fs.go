@@ -22,14 +22,8 @@ type Local struct{}
 
 // Exists reports whether path exists on the local file system.
 func (Local) Exists(ctx context.Context, fsURI, path string) (bool, error) {
-	if fsURI != "" {
-		u, err := url.Parse(fsURI)
-		if err != nil {
-			return false, fmt.Errorf("file system %q: %w", fsURI, err)
-		}
-		if u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
-			return false, fmt.Errorf("file system %q is not a local file: URI", fsURI)
-		}
+	if err := localURI(fsURI); err != nil {
+		return false, err
 	}
 	if path == "" {
 		return false, errors.New("empty path")
@@ -45,6 +39,21 @@ func (Local) Exists(ctx context.Context, fsURI, path string) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// localURI checks that fsURI ("" allowed) names the local file system.
+func localURI(fsURI string) error {
+	if fsURI == "" {
+		return nil
+	}
+	u, err := url.Parse(fsURI)
+	if err != nil {
+		return fmt.Errorf("file system %q: %w", fsURI, err)
+	}
+	if u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+		return fmt.Errorf("file system %q is not a local file: URI", fsURI)
+	}
+	return nil
 }
 
 // Mux routes existence checks by the scheme of the fs URI. An empty fs URI
@@ -66,30 +75,41 @@ func (m *Mux) Handle(scheme string, fsys FileSystems) { m.schemes[strings.ToLowe
 
 // Exists dispatches to the file system of fsURI's scheme.
 func (m *Mux) Exists(ctx context.Context, fsURI, path string) (bool, error) {
-	if fsURI == "" {
-		fsURI = m.Default
-	}
-	if fsURI == "" {
-		return false, errors.New("the trigger names no file system and the installation has no default (CELOS_DEFAULT_HDFS in --defaults, or fs.defaultFS in the Hadoop configuration of --hadoop-conf / HADOOP_CONF_DIR)")
-	}
-	i := strings.IndexByte(fsURI, ':')
-	if i <= 0 {
-		return false, fmt.Errorf("file system %q has no scheme (want file:/// or hdfs://host:port)", fsURI)
-	}
-	fsys, ok := m.schemes[strings.ToLower(fsURI[:i])]
-	if !ok {
-		return false, fmt.Errorf("file system %q: no support for scheme %q", fsURI, fsURI[:i])
+	fsys, fsURI, err := m.route(fsURI)
+	if err != nil {
+		return false, err
 	}
 	return fsys.Exists(ctx, fsURI, path)
 }
 
+// route returns the file systems of fsURI ("" is Default) and the URI.
+func (m *Mux) route(fsURI string) (FileSystems, string, error) {
+	if fsURI == "" {
+		fsURI = m.Default
+	}
+	if fsURI == "" {
+		return nil, "", errors.New("the trigger names no file system and the installation has no default (CELOS_DEFAULT_HDFS in --defaults, or fs.defaultFS in the Hadoop configuration of --hadoop-conf / HADOOP_CONF_DIR)")
+	}
+	i := strings.IndexByte(fsURI, ':')
+	if i <= 0 {
+		return nil, "", fmt.Errorf("file system %q has no scheme (want file:/// or hdfs://host:port)", fsURI)
+	}
+	fsys, ok := m.schemes[strings.ToLower(fsURI[:i])]
+	if !ok {
+		return nil, "", fmt.Errorf("file system %q: no support for scheme %q", fsURI, fsURI[:i])
+	}
+	return fsys, fsURI, nil
+}
+
 // Memo remembers the answers of a FileSystems, errors included, so that a
 // step asks about each distinct (fs, path) once however many triggers name
-// it. Make one per step.
+// it, and lists each distinct (fs, directory) once (List). Make one per
+// step.
 type Memo struct {
-	fs FileSystems
-	mu sync.Mutex
-	m  map[[2]string]memoResult
+	fs    FileSystems
+	mu    sync.Mutex
+	m     map[[2]string]memoResult
+	lists map[[2]string]listResult
 }
 
 type memoResult struct {

@@ -8,13 +8,15 @@ import (
 	"github.com/celos-go/celos/schema/workflow"
 )
 
-// Reads returns, for every workflow whose slot states a success trigger in
-// t reads, the earliest slot it reads relative to the evaluated slot's
-// time, in seconds: the smallest sum of the offsets on a path from t to a
-// success trigger naming that workflow (negative: before the slot, as
+// Reads returns, for every workflow whose slot states a success, failure
+// or sinceLast trigger in t reads, the earliest slot it reads relative to
+// the evaluated slot's time, in seconds: the smallest sum of the offsets
+// on a path from t to a success or failure trigger naming that workflow,
+// or to a sinceLast trigger minus its seconds (negative: before the slot, as
 // `offset -864000` around a success trigger reads the slot ten days
 // earlier). Offsets nest (their seconds add up); and, or and not read what
-// their children read; delay, hdfsCheck and always read no state.
+// their children read; delay, hdfsCheck, always, dataVolume and event read
+// no slot state.
 // Triggers nested deeper than workflow.MaxTriggerDepth are never evaluated
 // and read nothing, as in Evaluate.
 func Reads(t *workflow.Trigger) map[string]int64 {
@@ -24,11 +26,19 @@ func Reads(t *workflow.Trigger) map[string]int64 {
 		if t == nil || depth > workflow.MaxTriggerDepth {
 			return
 		}
-		switch t.Type {
-		case workflow.TriggerSuccess:
-			if cur, ok := out[t.Workflow]; !ok || off < cur {
-				out[t.Workflow] = off
+		read := func(wf string, off int64) {
+			if cur, ok := out[wf]; !ok || off < cur {
+				out[wf] = off
 			}
+		}
+		switch t.Type {
+		case workflow.TriggerSuccess, workflow.TriggerFailure:
+			read(t.Workflow, off)
+		case workflow.TriggerSinceLast:
+			// Ready when no SUCCESS lies in (slot − seconds, slot]: it
+			// reads that far back (a success pruned earlier would make
+			// it ready too soon).
+			read(t.Workflow, off-t.Seconds)
 		case workflow.TriggerAnd, workflow.TriggerOr:
 			for i := range t.Triggers {
 				walk(&t.Triggers[i], off, depth+1)

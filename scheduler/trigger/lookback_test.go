@@ -63,6 +63,11 @@ func TestReads(t *testing.T) {
 		{"or under offset", offset(-100, or(success("a"), offset(50, success("b")), not(offset(-900, success("c"))))),
 			map[string]int64{"a": -100, "b": -50, "c": -1000}},
 		{"self", offset(-3600, success("me")), map[string]int64{"me": -3600}},
+		{"failure as success", offset(-60, workflow.Trigger{Type: workflow.TriggerFailure, Workflow: "a"}), map[string]int64{"a": -60}},
+		{"sinceLast reads its seconds back", or(workflow.Trigger{Type: workflow.TriggerSinceLast, Workflow: "me", Seconds: 30 * 86400},
+			workflow.Trigger{Type: workflow.TriggerDataVolume, Path: "/in/*"}, workflow.Trigger{Type: workflow.TriggerEvent, Bucket: "b", Key: "k"}),
+			map[string]int64{"me": -30 * 86400}},
+		{"sinceLast under offset", offset(3600, workflow.Trigger{Type: workflow.TriggerSinceLast, Workflow: "a", Seconds: 7200}), map[string]int64{"a": -3600}},
 		{"100 years × 16 levels does not overflow", func() workflow.Trigger {
 			tr := success("far")
 			for range workflow.MaxTriggerDepth {
@@ -156,7 +161,12 @@ func FuzzReadsMatchesEvaluate(f *testing.F) {
 			case 0:
 				return workflow.Trigger{Type: workflow.TriggerAlways}
 			case 1:
-				return success(string('a' + rune(next()%3)))
+				b := next()
+				tr := success(string('a' + rune(b%3)))
+				if b&0x80 != 0 { // a failure trigger reads the same slot
+					tr.Type = workflow.TriggerFailure
+				}
+				return tr
 			case 2:
 				n := int(next() % 4)
 				ts := make([]workflow.Trigger, n)

@@ -11,4 +11,8 @@ type Status struct {
 	// Error is set when the trigger could not be evaluated (an unreachable
 	// NameNode, say); Ready is then false.
 	Error string `json:"error,omitempty"`
+	// Files and Bytes (dataVolume) are how many files matched the glob
+	// and their total size, when it could be listed.
+	Files *int64 `json:"files,omitempty"`
+	Bytes *int64 `json:"bytes,omitempty"`
 }

@@ -40,10 +40,16 @@ type FileSystems interface {
 	Exists(ctx context.Context, fsURI, path string) (bool, error)
 }
 
-// Env is what triggers read.
+// Env is what triggers read. A step uses NewStepEnv, which reads each
+// thing once per step.
 type Env struct {
+	// States are read by success and failure triggers, and by sinceLast
+	// when they are also a History.
 	States States
-	FS     FileSystems
+	// FS answers hdfsCheck triggers, and dataVolume when it is a Lister.
+	FS FileSystems
+	// Registers answer event triggers.
+	Registers Registers
 }
 
 // Evaluate evaluates trigger t for the slot at slotTime, at now. It never
@@ -129,45 +135,7 @@ func eval(ctx context.Context, env Env, t *workflow.Trigger, slotTime, now time.
 		return leaf(TypeSuccess, ok, desc(ok))
 
 	case workflow.TriggerAnd, workflow.TriggerOr:
-		and := t.Type == workflow.TriggerAnd
-		subs := make([]Status, len(t.Triggers))
-		anyTrue, anyFalse := false, false
-		var unknown string
-		for i := range t.Triggers {
-			subs[i] = eval(ctx, env, &t.Triggers[i], slotTime, now, depth+1)
-			switch {
-			case subs[i].Error != "":
-				if unknown == "" {
-					unknown = subs[i].Error
-				}
-			case subs[i].Ready:
-				anyTrue = true
-			default:
-				anyFalse = true
-			}
-		}
-		var st Status
-		if and {
-			// Zero children: ready (Celos).
-			ready := !anyFalse && unknown == ""
-			st = Status{Type: TypeAnd, Ready: ready, Description: "Not all nested triggers are ready"}
-			if ready {
-				st.Description = "All nested triggers are ready"
-			} else if !anyFalse {
-				st.Error = unknown
-			}
-		} else {
-			// Zero children: not ready (Celos).
-			ready := anyTrue
-			st = Status{Type: TypeOr, Ready: ready, Description: "None of the nested triggers are ready"}
-			if ready {
-				st.Description = "One or more nested triggers are ready"
-			} else if unknown != "" {
-				st.Error = unknown
-			}
-		}
-		st.SubStatuses = subs
-		return st
+		return evalAndOr(ctx, env, t, slotTime, now, depth)
 
 	case workflow.TriggerNot:
 		sub := eval(ctx, env, t.Trigger, slotTime, now, depth+1)
@@ -199,5 +167,51 @@ func eval(ctx context.Context, env Env, t *workflow.Trigger, slotTime, now time.
 		}
 		return leaf(TypeDelay, false, "Delayed until "+slot.FormatTime(at))
 	}
+	if st, ok := evalNew(ctx, env, t, slotTime); ok {
+		return st
+	}
 	return failed("Trigger", "Unknown trigger type "+t.Type, fmt.Errorf("unknown trigger type %q", t.Type))
+}
+
+// evalAndOr evaluates an and or an or trigger.
+func evalAndOr(ctx context.Context, env Env, t *workflow.Trigger, slotTime, now time.Time, depth int) Status {
+	and := t.Type == workflow.TriggerAnd
+	subs := make([]Status, len(t.Triggers))
+	anyTrue, anyFalse := false, false
+	var unknown string
+	for i := range t.Triggers {
+		subs[i] = eval(ctx, env, &t.Triggers[i], slotTime, now, depth+1)
+		switch {
+		case subs[i].Error != "":
+			if unknown == "" {
+				unknown = subs[i].Error
+			}
+		case subs[i].Ready:
+			anyTrue = true
+		default:
+			anyFalse = true
+		}
+	}
+	var st Status
+	if and {
+		// Zero children: ready (Celos).
+		ready := !anyFalse && unknown == ""
+		st = Status{Type: TypeAnd, Ready: ready, Description: "Not all nested triggers are ready"}
+		if ready {
+			st.Description = "All nested triggers are ready"
+		} else if !anyFalse {
+			st.Error = unknown
+		}
+	} else {
+		// Zero children: not ready (Celos).
+		ready := anyTrue
+		st = Status{Type: TypeOr, Ready: ready, Description: "None of the nested triggers are ready"}
+		if ready {
+			st.Description = "One or more nested triggers are ready"
+		} else if unknown != "" {
+			st.Error = unknown
+		}
+	}
+	st.SubStatuses = subs
+	return st
 }

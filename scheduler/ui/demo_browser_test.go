@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,7 +76,18 @@ func TestBrowserDemo(t *testing.T) {
 	f := &engineFixture{eng: eng, cmd: cmd, now: now}
 	f.settle(t)
 
-	srv := uiServer(t, eng, func() time.Time { return now }, Options{SlotLog: commandLogs(cmd), Version: "demo"})
+	srv := uiServer(t, eng, func() time.Time { return now }, Options{SlotLog: commandLogs(cmd), Attempts: cmd, Version: "demo"})
+	// Without a zoom the minutely demo opens at one minute, one slot a
+	// column (at one hour, everything was in one column). This is the
+	// screenshot of docs/ui.md.
+	run(t, ctx, "load the demo's default view", chromedp.EmulateViewport(1280, 640), chromedp.Navigate(srv.URL+"/ui"), chromedp.WaitVisible(chromedp.CSS("#grid")))
+	if z := eval[string](t, ctx, `document.getElementById('grid').className`); z != "grid z1" {
+		t.Errorf("the demo opens at %q, want zoom 1 (grid z1)", z)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('#grid .row[data-w="produce"] > i.s').length`); n < 3 {
+		t.Errorf("the default view shows %d successful produce slots, want one a minute since 14:03", n)
+	}
+	screenshot(t, ctx, "demo-initial-zoom.png")
 	run(t, ctx, "load the demo's grid", chromedp.Navigate(srv.URL+"/ui?zoom=1&cols=24"), chromedp.WaitVisible(chromedp.CSS("#grid")))
 	g := checkGridAgainstAPI(t, ctx, srv.URL)
 	var ids []string
@@ -102,6 +114,27 @@ func TestBrowserDemo(t *testing.T) {
 		if !strings.Contains(detail, want) {
 			t.Errorf("flaky details lack %q:\n%s", want, detail)
 		}
+	}
+	// Every attempt is listed: the first failed (exit 1), the retry
+	// succeeded; each has its own log.
+	waitJS(t, ctx, "the attempts of flaky", `document.querySelectorAll('#drawer li.attempt').length === 2`)
+	attempts := eval[[]string](t, ctx, `Array.from(document.querySelectorAll('#drawer li.attempt')).map(li => li.innerText)`)
+	for i, want := range [][]string{{"#1", "exit 1", "submitted 20", "started 20", "ended 20", "flaky@20261122T140500Z."}, {"#2", "exit 0", "the slot's current run", st.ExternalID}} {
+		for _, w := range want {
+			if !strings.Contains(attempts[i], w) {
+				t.Errorf("attempt %d lacks %q:\n%s", i+1, w, attempts[i])
+			}
+		}
+	}
+	firstLog := eval[string](t, ctx, `document.querySelector('#drawer li.attempt a.alog').href`)
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	logText, err := chromedp.Run(tctx, chromedp.Evaluate[string](`fetch(document.querySelector('#drawer li.attempt a.alog').href).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("fetch the first attempt's log: %v", err)
+	}
+	if !strings.Contains(logText, "first attempt of 14:05 fails on purpose") {
+		t.Errorf("the first attempt's log (%s) = %q", firstLog, logText)
 	}
 	screenshot(t, ctx, "demo-slot.png")
 

@@ -85,6 +85,7 @@ type slotView struct {
 	CanRerun     bool
 	CanKill      bool
 	Problems     []scheduler.Problem
+	Attempts     attemptsView
 	// Bucket is set when the slot was opened from a bucket of the grid.
 	BucketStart, BucketEnd time.Time
 }
@@ -262,6 +263,11 @@ func (h *handler) slotView(ctx context.Context, wf *workflow.Workflow, st slot.S
 		}
 		v.Trigger = &ts
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		v.Attempts = h.attempts(ctx, wf, st)
+	}()
 	if v.LogEnabled && v.LogWired {
 		q := url.Values{"id": {wf.ID}, "time": {v.TimeISO}}
 		v.LogURL = h.opts.BasePath + "/log?" + q.Encode()
@@ -311,7 +317,10 @@ func (h *handler) readLogTail(ctx context.Context, wf *workflow.Workflow, st slo
 }
 
 func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
-	id, t, _, _, single, err := slotParams(r.URL.Query())
+	q := r.URL.Query()
+	ext := q.Get("ext")
+	q.Del("ext")
+	id, t, _, _, single, err := slotParams(q)
 	if err == nil && !single {
 		err = errors.New("want id and time")
 	}
@@ -337,9 +346,23 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 		h.httpError(w, r, http.StatusNotFound, fmt.Sprintf("%s has no slot at %s", id, slot.FormatTime(t)))
 		return
 	}
-	rc, err := h.opts.SlotLog(r.Context(), wf, slots[0])
+	st := slots[0]
+	if ext != "" && ext != st.ExternalID {
+		// An earlier attempt: only one the service lists for this slot.
+		ok, err := h.attemptOf(r.Context(), wf, st.ID, ext)
+		if err != nil {
+			h.httpError(w, r, http.StatusServiceUnavailable, "list the attempts of "+st.ID.String()+": "+err.Error())
+			return
+		}
+		if !ok {
+			h.httpError(w, r, http.StatusNotFound, fmt.Sprintf("%s is not an attempt of %s", ext, st.ID))
+			return
+		}
+		st.ExternalID = ext
+	}
+	rc, err := h.opts.SlotLog(r.Context(), wf, st)
 	if errors.Is(err, fs.ErrNotExist) {
-		h.httpError(w, r, http.StatusNotFound, "no log for "+slots[0].ID.String())
+		h.httpError(w, r, http.StatusNotFound, "no log for "+st.ID.String())
 		return
 	}
 	if err != nil {
@@ -517,6 +540,14 @@ func triggerName(t string) string {
 		return "delay"
 	case "AlwaysTrigger":
 		return "always"
+	case "DataVolumeTrigger":
+		return "dataVolume"
+	case "FailureTrigger":
+		return "failure"
+	case "SinceLastTrigger":
+		return "sinceLast"
+	case "EventTrigger":
+		return "event"
 	}
 	return t
 }

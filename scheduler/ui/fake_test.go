@@ -56,6 +56,9 @@ func newMem() *memService {
 // add registers a workflow with slots every period.
 func (m *memService) add(id string, period time.Duration, service string) *workflow.Workflow {
 	cron := "0 0 * * * ?"
+	if period >= 24*time.Hour {
+		cron = "0 0 0 * * ?"
+	}
 	if period < time.Hour {
 		cron = fmt.Sprintf("0 0/%d * * * ?", int(period/time.Minute))
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,179 +36,6 @@ func (h *handler) problems(workflow string) []scheduler.Problem {
 	return nil
 }
 
-// Zooms are the bucket sizes the grid offers, in minutes. Each divides a
-// day, so buckets are aligned on UTC midnight as in Celos.
-var Zooms = []int{1, 5, 15, 30, 60, 1440}
-
-// DefaultZoom is the bucket size without a zoom parameter (Celos's).
-const DefaultZoom = 60
-
-// DefaultColumns is the number of buckets shown without a cols parameter
-// (Celos showed min(7 days / zoom, 48)).
-const DefaultColumns = 48
-
-// MaxColumns bounds the cols parameter.
-const MaxColumns = 168
-
-// columnChoices are the widths the toolbar offers.
-var columnChoices = []int{24, 48, 96, 168}
-
-// status presentation: CSS class (one letter, to keep a 1,000-row page
-// small), the glyph the stylesheet draws, the name, and the rank that picks a
-// bucket's worst state (higher is worse).
-type statusStyle struct {
-	Status slot.Status
-	Class  string
-	Glyph  string
-	Name   string
-	rank   uint8
-}
-
-var styles = []statusStyle{
-	{slot.Success, "s", "✓", "success", 1},
-	{slot.Waiting, "w", "·", "waiting", 2},
-	{slot.Ready, "r", "R", "ready", 3},
-	{slot.Running, "u", "▶", "running", 4},
-	{slot.Killed, "k", "K", "killed", 5},
-	{slot.WaitTimeout, "t", "T", "wait timeout", 6},
-	{slot.Failure, "f", "✕", "failure", 7},
-}
-
-// styleByRank is indexed by rank; styleOf maps a status to its style.
-var (
-	styleByRank [8]*statusStyle
-	styleIndex  = map[slot.Status]*statusStyle{}
-)
-
-func init() {
-	for i := range styles {
-		styleByRank[styles[i].rank] = &styles[i]
-		styleIndex[styles[i].Status] = &styles[i]
-	}
-}
-
-func styleOf(s slot.Status) *statusStyle {
-	if st, ok := styleIndex[s]; ok {
-		return st
-	}
-	return styleIndex[slot.Waiting]
-}
-
-// window is the time range the grid shows: Cols buckets of Zoom, the
-// newest (starting at First) on the left, ending at End (exclusive).
-type window struct {
-	End   time.Time
-	Zoom  time.Duration
-	Cols  int
-	First time.Time // start of the newest bucket
-}
-
-// Start is the start of the oldest bucket: the window is [Start, End).
-func (w window) Start() time.Time { return w.First.Add(-time.Duration(w.Cols-1) * w.Zoom) }
-
-// bucketStart returns the start of the i-th bucket (0 = newest).
-func (w window) bucketStart(i int) time.Time { return w.First.Add(-time.Duration(i) * w.Zoom) }
-
-// newWindow aligns buckets on UTC midnight: the newest bucket is the one
-// holding end-1ns... i.e. the last bucket that starts before end.
-func newWindow(end time.Time, zoomMin, cols int) window {
-	z := time.Duration(zoomMin) * time.Minute
-	end = end.UTC()
-	// The newest bucket is the one that contains the last instant before end.
-	last := end.Add(-time.Nanosecond)
-	first := floorTo(last, z)
-	return window{End: end, Zoom: z, Cols: cols, First: first}
-}
-
-// floorTo truncates t to a multiple of d counted from the Unix epoch (a UTC
-// midnight), valid for any d that divides a day.
-func floorTo(t time.Time, d time.Duration) time.Time {
-	s := t.Unix()
-	ds := int64(d / time.Second)
-	m := s % ds
-	if m < 0 {
-		m += ds
-	}
-	return time.Unix(s-m, 0).UTC()
-}
-
-// gridParams are the query parameters of the grid.
-type gridParams struct {
-	End      time.Time
-	Explicit bool // time was given (else it follows now)
-	Zoom     int
-	Cols     int
-}
-
-func parseGridParams(q url.Values, now time.Time) (gridParams, error) {
-	p := gridParams{End: now.UTC(), Zoom: DefaultZoom, Cols: DefaultColumns}
-	for k, v := range q {
-		if len(v) > 1 {
-			return p, fmt.Errorf("parameter %s given %d times", k, len(v))
-		}
-	}
-	if s := q.Get("time"); s != "" {
-		t, err := parseUITime(s)
-		if err != nil {
-			return p, fmt.Errorf("time: %v", err)
-		}
-		p.End, p.Explicit = t, true
-	}
-	if s := q.Get("zoom"); s != "" {
-		z, err := strconv.Atoi(s)
-		if err != nil || z <= 0 {
-			return p, fmt.Errorf("zoom: want minutes, one of %v", Zooms)
-		}
-		p.Zoom = nearestZoom(z)
-	}
-	if s := q.Get("cols"); s != "" {
-		c, err := strconv.Atoi(s)
-		if err != nil || c <= 0 {
-			return p, fmt.Errorf("cols: want a positive number of columns")
-		}
-		p.Cols = c
-	}
-	p.Cols = maxColumns(p.Zoom, p.Cols)
-	return p, nil
-}
-
-// maxColumns clamps a number of columns to MaxColumns and to scheduler.Window at
-// the given zoom.
-func maxColumns(zoom, cols int) int {
-	return max(1, min(cols, MaxColumns, int(scheduler.Window/(time.Duration(zoom)*time.Minute))))
-}
-
-// parseUITime reads the time parameter: ISO 8601 as the API takes it, or
-// the zone-less form of the toolbar's date field (2026-11-22T14:37, read
-// as UTC).
-func parseUITime(s string) (time.Time, error) {
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return slot.ParseTime(s)
-}
-
-// nearestZoom snaps any number of minutes to the closest offered zoom
-// (Celos accepted any integer; buckets must divide a day here).
-func nearestZoom(z int) int {
-	best := Zooms[0]
-	for _, c := range Zooms {
-		if abs(c-z) < abs(best-z) {
-			best = c
-		}
-	}
-	return best
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // gridPage is what templates/grid.html renders.
 type gridPage struct {
 	pageCommon
@@ -228,7 +56,11 @@ type gridPage struct {
 	Following   bool // the window ends at now
 	ColumnStyle template.CSS
 	Stats       stats
-	TimeInput   string // the window end for <input type=datetime-local>
+	Pager       pager
+	// PageURL is this view's URL without the filters and the page (the
+	// script adds them).
+	PageURL   string
+	TimeInput string // the window end for <input type=datetime-local>
 }
 
 type stats struct {
@@ -262,6 +94,15 @@ type groupView struct {
 	Rows    []*rowView
 	Failing int
 	Missing int
+	// File and Deploy are set for a project's group: its workflows file,
+	// and the deploy that wrote it (nil: none known).
+	File   string
+	Deploy *Deployment
+	// Total is the group's number of rows (Rows may be a page's part of
+	// them); Continued marks a group whose rows began on an earlier page.
+	Total     int
+	Continued bool
+	src       *groupView // the whole group a page's part comes from
 }
 
 // rowView is one workflow's row. Cells is rendered by renderCells.
@@ -305,7 +146,9 @@ type cell struct {
 
 func (h *handler) serveGrid(w http.ResponseWriter, r *http.Request) {
 	now := h.opts.Now().UTC()
-	p, err := parseGridParams(r.URL.Query(), now)
+	p, err := parseGridParams(r.URL.Query(), now, func() int {
+		return h.zoom.choose(h.svc, h.svc.WorkflowIDs(), now)
+	})
 	if err != nil {
 		h.httpError(w, r, http.StatusBadRequest, err.Error())
 		return
@@ -319,7 +162,9 @@ func (h *handler) serveGrid(w http.ResponseWriter, r *http.Request) {
 }
 
 // buildGrid gathers the slots of every workflow (concurrently, one Slots
-// call per workflow) and renders each row's cells.
+// call per workflow) for the counts, the filters and the problem marks,
+// then renders the cells of the rows of the requested page only: a view
+// never holds more than pageLines rows and group headers.
 func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*gridPage, error) {
 	win := newWindow(p.End, p.Zoom, p.Cols)
 	page := &gridPage{
@@ -336,14 +181,13 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 	h.headers(page, win, now)
 	h.navigation(page, p, now)
 
-	ids := h.svc.WorkflowIDs()
-	page.Groups = h.group(ids)
+	groups := h.group(h.svc.WorkflowIDs())
 	byWorkflow := map[string][]scheduler.Problem{}
 	for _, p := range h.problems("") {
 		byWorkflow[p.Workflow] = append(byWorkflow[p.Workflow], p)
 	}
 	var rows []*rowView
-	for _, g := range page.Groups {
+	for _, g := range groups {
 		for _, row := range g.Rows {
 			if !row.Missing {
 				row.Problems = byWorkflow[row.ID]
@@ -351,33 +195,28 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 			}
 		}
 	}
-	workers := h.opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(rows)))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cells := make([]cell, win.Cols)
-			var buf []byte
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(rows) {
-					return
-				}
-				buf = h.fillRow(ctx, rows[i], win, cells, buf[:0])
-			}
-		}()
-	}
-	wg.Wait()
+	h.aggregate(ctx, rows, win)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	for _, g := range groups {
+		g.Total = len(g.Rows)
+	}
+	page.Groups, page.Pager = h.paginate(filterRows(groups, p), p)
+	unfiltered := p
+	unfiltered.Query, unfiltered.Problems = "", false
+	page.PageURL = h.gridURL(unfiltered, p.End, p.Explicit, p.Zoom, p.Cols, 0)
+	var shown []*rowView
 	for _, g := range page.Groups {
+		for _, row := range g.Rows {
+			if !row.Missing && row.Err == "" {
+				shown = append(shown, row)
+			}
+		}
+	}
+	h.eachRow(ctx, shown, win, true)
+	h.agg.update(aggKey{win.First.Unix(), win.Zoom, win.Cols}, shown)
+	for _, g := range groups {
 		for _, row := range g.Rows {
 			switch {
 			case row.Missing:
@@ -398,33 +237,60 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 			}
 		}
 	}
-	return page, nil
+	for _, g := range page.Groups {
+		g.Failing, g.Missing = g.src.Failing, g.src.Missing
+	}
+	return page, ctx.Err()
 }
 
-// fillRow reads one workflow's slots and renders its cells.
-func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells []cell, buf []byte) []byte {
+// eachRow fills rows (concurrently, Options.Workers at a time): their
+// counts, and their cells when render is set.
+func (h *handler) eachRow(ctx context.Context, rows []*rowView, win window, render bool) {
+	workers := h.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(rows)))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cells := make([]cell, win.Cols)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(rows) || ctx.Err() != nil {
+					return
+				}
+				h.fillRow(ctx, rows[i], win, cells, render)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// fillRow reads one workflow's slots, counts them, and with render writes
+// its cells.
+func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells []cell, render bool) {
 	if paused, err := h.svc.Paused(row.ID); err == nil {
 		row.Paused = paused
 	}
-	if wf, err := h.svc.Workflow(row.ID); err == nil {
-		row.Service = wf.ExternalService.Type
+	if render { // the service type is for the row's title
+		if wf, err := h.svc.Workflow(row.ID); err == nil {
+			row.Service = wf.ExternalService.Type
+		}
 	}
 	slots, err := h.svc.Slots(ctx, row.ID, win.Start(), win.End)
 	if err != nil {
 		row.Err = err.Error()
-		return buf
+		return
 	}
 	clear(cells)
-	zs := int64(win.Zoom / time.Second)
-	first := win.First.Unix()
+	row.Running, row.Fail = 0, 0
 	for i := range slots {
 		s := &slots[i]
-		ts := s.ID.Time.Unix()
-		m := ts % zs
-		if m < 0 {
-			m += zs
-		}
-		b := (first - (ts - m)) / zs
+		b := win.bucketOf(s.ID.Time)
 		if b < 0 || b >= int64(len(cells)) {
 			continue
 		}
@@ -437,14 +303,16 @@ func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells [
 			row.Running++
 		}
 	}
+	// A killed slot was stopped on purpose (celos kill): only failures
+	// and wait timeouts make a row one "with failures".
 	for i := range cells {
-		if cells[i].rank >= styleIndex[slot.Killed].rank {
+		if cells[i].rank >= styleIndex[slot.WaitTimeout].rank {
 			row.Fail++
 		}
 	}
-	buf = renderCells(buf, cells)
-	row.Cells = template.HTML(buf)
-	return buf
+	if render {
+		row.Cells = template.HTML(renderCells(make([]byte, 0, len(cells)*16), cells))
+	}
 }
 
 // renderCells writes one element per bucket: the class carries the worst
@@ -474,9 +342,14 @@ func renderCells(buf []byte, cells []cell) []byte {
 }
 
 // group arranges workflow ids into groups: the config's (ids not loaded
-// marked missing) and "Unlisted workflows"; or one group without config.
+// marked missing) and "Unlisted workflows"; without a config, one group
+// per project (workflows file) when the service says which file defines a
+// workflow, else one group.
 func (h *handler) group(ids []string) []*groupView {
 	if len(h.opts.Config.Groups) == 0 {
+		if groups, ok := h.projectGroups(ids); ok {
+			return groups
+		}
 		g := &groupView{Name: "All workflows"}
 		for _, id := range ids {
 			g.Rows = append(g.Rows, &rowView{ID: id})
@@ -518,32 +391,36 @@ func (h *handler) group(ids []string) []*groupView {
 // marker, boundaries between days, future buckets).
 func (h *handler) headers(page *gridPage, win window, now time.Time) {
 	zoomMin := int(win.Zoom / time.Minute)
-	spanKey := func(t time.Time) (key, label, title string) {
+	// spanKey names the span of a bucket: its key, its labels from the
+	// longest to the shortest, and its title.
+	spanKey := func(t time.Time) (key string, labels []string, title string) {
 		switch {
 		case zoomMin >= 1440:
-			return t.Format("2006-01"), t.Format("Jan 2006"), t.Format("January 2006")
+			return t.Format("2006-01"), []string{t.Format("Jan 2006"), t.Format("Jan")}, t.Format("January 2006")
 		case zoomMin >= 60:
-			return t.Format("2006-01-02"), t.Format("Mon 2 Jan"), t.Format("Monday 2 January 2006")
+			return t.Format("2006-01-02"), []string{t.Format("Mon 2 Jan"), t.Format("Mon 2"), t.Format("2")}, t.Format("Monday 2 January 2006")
 		default:
 			k := t.Format("2006-01-02 15")
 			if t.Hour() == 0 {
-				return k, t.Format("2 Jan"), t.Format("Monday 2 January 2006, 15:00")
+				return k, []string{t.Format("Mon 2 Jan"), t.Format("2 Jan"), t.Format("2")}, t.Format("Monday 2 January 2006, 15:00")
 			}
-			return k, t.Format("15:00"), t.Format("Monday 2 January 2006, 15:00")
+			return k, []string{t.Format("15:00"), t.Format("15")}, t.Format("Monday 2 January 2006, 15:00")
 		}
 	}
 	var css strings.Builder
 	var boundaries []int
+	var labels [][]string
 	nowCol := -1
 	lastKey := ""
 	for i := 0; i < win.Cols; i++ {
 		t := win.bucketStart(i)
-		key, label, title := spanKey(t)
+		key, ls, title := spanKey(t)
 		if key != lastKey {
 			if i > 0 {
 				boundaries = append(boundaries, i)
 			}
-			page.Spans = append(page.Spans, span{Label: label, Title: title})
+			page.Spans = append(page.Spans, span{Title: title})
+			labels = append(labels, ls)
 			lastKey = key
 		}
 		page.Spans[len(page.Spans)-1].N++
@@ -573,6 +450,15 @@ func (h *handler) headers(page *gridPage, win window, now time.Time) {
 		}
 		page.Ticks = append(page.Ticks, tk)
 	}
+	// A span's label is the longest that fits its columns at their
+	// narrowest, so that none is cut off (a day of two columns is "24").
+	minCell := 22
+	if zoomMin >= 1440 {
+		minCell = 44
+	}
+	for i := range page.Spans {
+		page.Spans[i].Label = fitLabel(labels[i], page.Spans[i].N*minCell)
+	}
 	// Column i is the (i+2)-th child of a row and of the ticks: the first
 	// is the name (or the corner).
 	if len(boundaries) > 0 {
@@ -595,38 +481,36 @@ func (h *handler) headers(page *gridPage, win window, now time.Time) {
 	page.ColumnStyle = template.CSS(css.String())
 }
 
+// fitLabel returns the first label whose text fits width pixels of a
+// header span (7 px a character at the header's 11 px, 6 px of padding),
+// or "" when none does (the span's title still names it).
+func fitLabel(labels []string, width int) string {
+	for _, l := range labels {
+		if 6+len(l)*7 <= width {
+			return l
+		}
+	}
+	return ""
+}
+
 // navigation builds the toolbar links: zoom levels, widths, newer/older.
+// Every link keeps the page of rows and the filters.
 func (h *handler) navigation(page *gridPage, p gridParams, now time.Time) {
 	link := func(end time.Time, explicit bool, zoom, cols int) string {
-		q := url.Values{}
-		if explicit {
-			q.Set("time", end.UTC().Format("2006-01-02T15:04Z"))
-		}
-		if zoom != DefaultZoom {
-			q.Set("zoom", strconv.Itoa(zoom))
-		}
-		if cols != DefaultColumns {
-			q.Set("cols", strconv.Itoa(cols))
-		}
-		if len(q) == 0 {
-			return h.opts.BasePath
-		}
-		return h.opts.BasePath + "?" + q.Encode()
+		return h.gridURL(p, end, explicit, zoom, cols, p.Page)
 	}
-	for _, z := range Zooms {
-		label := fmt.Sprintf("%dm", z)
-		switch {
-		case z == 1440:
-			label = "1d"
-		case z == 60:
-			label = "1h"
-		}
+	zooms := Zooms
+	if !slices.Contains(zooms, p.Zoom) {
+		zooms = append(slices.Clone(zooms), p.Zoom)
+		slices.Sort(zooms)
+	}
+	for _, z := range zooms {
 		// Keep a width the operator chose; the default stays the default.
 		cols := p.Cols
 		if p.Cols == maxColumns(p.Zoom, DefaultColumns) {
 			cols = DefaultColumns
 		}
-		page.Zooms = append(page.Zooms, navLink{Label: label, URL: link(p.End, p.Explicit, z, cols), Active: z == p.Zoom})
+		page.Zooms = append(page.Zooms, navLink{Label: zoomLabel(z), URL: link(p.End, p.Explicit, z, cols), Active: z == p.Zoom})
 	}
 	for _, c := range columnChoices {
 		if c > maxColumns(p.Zoom, MaxColumns) {
@@ -643,4 +527,43 @@ func (h *handler) navigation(page *gridPage, p gridParams, now time.Time) {
 		page.Newer = link(newer, true, p.Zoom, p.Cols)
 	}
 	page.NowURL = link(now, false, p.Zoom, p.Cols)
+}
+
+// gridURL is the URL of a view of the grid: parameters equal to their
+// defaults are left out, the filters are kept.
+func (h *handler) gridURL(p gridParams, end time.Time, explicit bool, zoom, cols, pg int) string {
+	q := url.Values{}
+	if explicit {
+		q.Set("time", end.UTC().Format("2006-01-02T15:04Z"))
+	}
+	if zoom != p.DefaultZoom {
+		q.Set("zoom", strconv.Itoa(zoom))
+	}
+	if cols != DefaultColumns {
+		q.Set("cols", strconv.Itoa(cols))
+	}
+	if p.Query != "" {
+		q.Set("q", p.Query)
+	}
+	if p.Problems {
+		q.Set("problems", "1")
+	}
+	if pg > 0 {
+		q.Set("page", strconv.Itoa(pg+1))
+	}
+	if len(q) == 0 {
+		return h.opts.BasePath
+	}
+	return h.opts.BasePath + "?" + q.Encode()
+}
+
+// zoomLabel names a zoom: 1d, 2h, 45m.
+func zoomLabel(z int) string {
+	switch {
+	case z%1440 == 0:
+		return fmt.Sprintf("%dd", z/1440)
+	case z%60 == 0:
+		return fmt.Sprintf("%dh", z/60)
+	}
+	return fmt.Sprintf("%dm", z)
 }

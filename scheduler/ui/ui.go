@@ -61,6 +61,12 @@ type Options struct {
 	// SlotLog gives access to the command service's log of a local run; nil
 	// means logs are not available on this server.
 	SlotLog LogFunc
+	// Attempts lists every attempt of a slot for its details (the
+	// server's external services); nil shows only the slot's last one.
+	Attempts scheduler.AttemptLister
+	// Deployment tells, for a project's group, the deploy that wrote its
+	// workflows file (commit, time, user); nil shows none.
+	Deployment DeploymentFunc
 	// Version is shown in the footer.
 	Version string
 	// Instance, when set, is named in the footer: the id of the instance
@@ -88,6 +94,8 @@ type handler struct {
 	// assetVersion changes whenever an embedded asset does (cache busting).
 	assetVersion string
 	gzPool       sync.Pool
+	zoom         zoomChooser
+	agg          aggCache
 }
 
 type staticFile struct {

@@ -133,7 +133,7 @@ func TestGridCells(t *testing.T) {
 	m.set("h", base.Add(-3*time.Hour), slot.Running, "z", 0)
 	h := newTestHandler(t, m, Options{})
 	// The window ends at 11:00 (exclusive): the newest bucket is 10:00.
-	page := wantStatus(t, get(t, h, "/ui?time=2026-11-22T11:00Z&cols=5"), 200)
+	page := wantStatus(t, get(t, h, "/ui?time=2026-11-22T11:00Z&zoom=60&cols=5"), 200)
 	if got, want := strings.Join(rowCells(t, page, "q"), " "), "f:4 s:4 t:4 w:4 w:4"; got != want {
 		t.Errorf("q cells = %s, want %s", got, want)
 	}
@@ -146,7 +146,7 @@ func TestGridCells(t *testing.T) {
 		t.Errorf("ticks = %v", ticks)
 	}
 	// A window ending mid-bucket cuts the newest bucket at the end.
-	page = wantStatus(t, get(t, h, "/ui?time=2026-11-22T10:31Z&cols=2"), 200)
+	page = wantStatus(t, get(t, h, "/ui?time=2026-11-22T10:31Z&zoom=60&cols=2"), 200)
 	if got, want := strings.Join(rowCells(t, page, "q"), " "), "f:3 s:4"; got != want {
 		t.Errorf("q cells ending 10:31 = %s, want %s", got, want)
 	}
@@ -168,8 +168,14 @@ func TestGridZoomAndColumns(t *testing.T) {
 		{"zoom=1440&cols=168", 7, "z1440"},
 		{"zoom=60&cols=168", 168, "z60"},
 		{"zoom=60&cols=1000", 168, "z60"},
-		{"zoom=45", 48, "z30"}, // snapped to the nearest level
+		// Any whole number of minutes, clamped into 1..1440 (Celos's UI).
+		{"zoom=45", 48, "z45"},
+		{"zoom=7", 48, "z7"},
+		{"zoom=0", 48, "z1"},
+		{"zoom=-5", 48, "z1"},
 		{"zoom=100000", 7, "z1440"},
+		{"zoom=99999999999999999999", 7, "z1440"},
+		{"zoom=2000&cols=168", 7, "z1440"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			page := wantStatus(t, get(t, h, "/ui?"+tc.query), 200)
@@ -198,7 +204,7 @@ func TestGridTimeForms(t *testing.T) {
 
 func TestGridBadParameters(t *testing.T) {
 	h := newTestHandler(t, demoService(), Options{})
-	for _, q := range []string{"time=yesterday", "zoom=abc", "zoom=-5", "cols=0", "cols=x", "zoom=60&zoom=5", "time=2026-11-22T10:00Z&time=2026-11-22T11:00Z"} {
+	for _, q := range []string{"time=yesterday", "zoom=abc", "zoom=1.5", "cols=0", "page=0", "problems=yes", "cols=x", "zoom=60&zoom=5", "time=2026-11-22T10:00Z&time=2026-11-22T11:00Z"} {
 		rec := get(t, h, "/ui?"+q)
 		if rec.Code != 400 {
 			t.Errorf("%s: status %d, want 400", q, rec.Code)
@@ -254,6 +260,13 @@ func TestWindowAlignment(t *testing.T) {
 		{"2026-11-22T14:37:00Z", 15, "2026-11-22T14:30:00Z"},
 		{"2026-11-22T14:37:30Z", 1, "2026-11-22T14:37:00Z"},
 		{"1969-12-31T23:30:00Z", 60, "1969-12-31T23:00:00Z"},
+		// A zoom that does not divide a day: multiples of it back from the
+		// next UTC midnight (Celos's UIServlet). 14:37 is 563 min before
+		// midnight; 81 steps of 7 min = 567 min: 14:33.
+		{"2026-11-22T14:37:00Z", 7, "2026-11-22T14:33:00Z"},
+		{"2026-11-22T14:37:00Z", 45, "2026-11-22T14:15:00Z"},
+		{"2026-11-22T00:10:00Z", 45, "2026-11-22T00:00:00Z"},
+		{"2026-11-22T23:59:00Z", 100, "2026-11-22T22:20:00Z"},
 	} {
 		end, _ := time.Parse(time.RFC3339, tc.end)
 		w := newWindow(end, tc.zoom, 3)

@@ -175,6 +175,9 @@ func (t *Trigger) validate(depth int) error {
 		}
 		return nil
 	default:
+		if known, err := t.validateNew(); known {
+			return err
+		}
 		return fmt.Errorf("unknown trigger type %q", clip(t.Type))
 	}
 }

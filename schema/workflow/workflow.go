@@ -110,24 +110,45 @@ const (
 	TriggerOffset    = "offset"
 	TriggerDelay     = "delay"
 	TriggerAlways    = "always"
+	// TriggerDataVolume: files matching a glob add up to enough.
+	TriggerDataVolume = "dataVolume"
+	// TriggerFailure: another workflow's slot is FAILURE or WAIT_TIMEOUT.
+	TriggerFailure = "failure"
+	// TriggerSinceLast: enough time since a workflow's last SUCCESS.
+	TriggerSinceLast = "sinceLast"
+	// TriggerEvent: a register exists.
+	TriggerEvent = "event"
 )
 
 // Trigger decides whether a slot's preconditions hold. Which fields are set
 // depends on Type.
 type Trigger struct {
 	Type string `json:"type"`
-	// Path (hdfsCheck) may hold ${year} ${month} ${day} ${hour} ${minute} ${second}.
+	// Path (hdfsCheck, dataVolume) may hold ${year} ${month} ${day}
+	// ${hour} ${minute} ${second}. For dataVolume it is a glob whose last
+	// element may hold the wildcards * ? and [...] (see GlobDir).
 	Path string `json:"path,omitempty"`
-	// FS (hdfsCheck) is the file system URI (hdfs://nn:8020, file:///);
-	// empty means the installation default.
+	// FS (hdfsCheck, dataVolume) is the file system URI (hdfs://nn:8020,
+	// file:///); empty means the installation default.
 	FS string `json:"fs,omitempty"`
-	// Workflow (success) is the id of the other workflow.
+	// Workflow (success, failure, sinceLast) is the id of the other
+	// workflow; for sinceLast the compiler writes the workflow's own id
+	// when the author named none.
 	Workflow string `json:"workflow,omitempty"`
+	// MinFiles and MinBytes (dataVolume, both always present) are how many
+	// files must match and how many bytes they must hold together.
+	MinFiles *int64 `json:"minFiles,omitempty"`
+	MinBytes *int64 `json:"minBytes,omitempty"`
+	// Bucket and Key (event) name the register that must exist; Key may
+	// hold the slot-time variables of Path.
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
 	// Triggers are the children of and/or.
 	Triggers []Trigger `json:"triggers,omitempty"`
 	// Trigger is the child of not/offset.
 	Trigger *Trigger `json:"trigger,omitempty"`
-	// Seconds is the offset (may be negative) or the delay (≥ 0).
+	// Seconds is the offset (may be negative), the delay (≥ 0) or the
+	// sinceLast interval (≥ 1).
 	Seconds int64 `json:"seconds,omitempty"`
 }
 

@@ -158,8 +158,12 @@
         case "End": col = ticks.length - 1; break;
         case "ArrowUp": r = Math.max(0, r - 1); break;
         case "ArrowDown": r = Math.min(rows.length - 1, r + 1); break;
-        case "PageUp": r = Math.max(0, r - 10); break;
-        case "PageDown": r = Math.min(rows.length - 1, r + 10); break;
+        case "PageUp":
+          if (r === 0 && pageLink("prev")) { ev.preventDefault(); location.href = pageLink("prev"); return; }
+          r = Math.max(0, r - 10); break;
+        case "PageDown":
+          if (r === rows.length - 1 && pageLink("next")) { ev.preventDefault(); location.href = pageLink("next"); return; }
+          r = Math.min(rows.length - 1, r + 10); break;
         case "Enter": case " ":
           ev.preventDefault();
           openCell(cursor, ev.shiftKey);
@@ -172,6 +176,12 @@
   }
 
   var cursor = null; // the keyboard's cell
+
+  // pageLink is the URL of the previous or next page of rows, if any.
+  function pageLink(rel) {
+    var a = document.querySelector(".pager a.page-" + rel);
+    return a ? a.getAttribute("href") : null;
+  }
 
   // cellRows lists the rows that have cells and are shown (not filtered out
   // or folded).
@@ -430,14 +440,35 @@
     $("nomatch").hidden = shown > 0 || (!q && !onlyBad);
     try { sessionStorage.setItem("celos.filter", JSON.stringify({ q: filter.value, bad: onlyBad })); } catch (e) { /* ignore */ }
   }
+  // A grid of several pages (or already filtered by the server) filters
+  // on the server, over every workflow: Enter, or a pause in typing, loads
+  // the filtered view; the rows of this page are filtered at once meanwhile.
+  var paged = !!grid && grid.dataset.paged === "1";
+  var filterTimer = null;
+  function serverFilter() {
+    clearTimeout(filterTimer);
+    var u = grid.dataset.url, params = [], q = filter.value.trim();
+    if (q) { params.push("q=" + encodeURIComponent(q)); }
+    if (problems.checked) { params.push("problems=1"); }
+    var target = u + (params.length ? (u.indexOf("?") >= 0 ? "&" : "?") + params.join("&") : "");
+    if (target !== location.pathname + location.search) { location.href = target; }
+  }
   if (filter) {
-    try {
-      var saved = JSON.parse(sessionStorage.getItem("celos.filter") || "null");
-      if (saved) { filter.value = saved.q || ""; problems.checked = !!saved.bad; }
-    } catch (e) { /* ignore */ }
-    filter.addEventListener("input", applyFilter);
-    problems.addEventListener("change", applyFilter);
-    applyFilter();
+    if (!paged) {
+      try {
+        var saved = JSON.parse(sessionStorage.getItem("celos.filter") || "null");
+        if (saved) { filter.value = saved.q || ""; problems.checked = !!saved.bad; }
+      } catch (e) { /* ignore */ }
+    }
+    filter.addEventListener("input", function () {
+      applyFilter();
+      if (paged) { clearTimeout(filterTimer); filterTimer = setTimeout(serverFilter, 700); }
+    });
+    filter.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" && paged) { ev.preventDefault(); serverFilter(); }
+    });
+    problems.addEventListener("change", function () { if (paged) { serverFilter(); } else { applyFilter(); } });
+    if (!paged) { applyFilter(); }
   }
 
   function saveFolds() {
