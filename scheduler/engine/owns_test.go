@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,5 +162,57 @@ func TestFencedWriteIsNotAPersistFailure(t *testing.T) {
 		} else if !errors.Is(err, ErrPersist) || rep.Fenced != 0 {
 			t.Fatalf("still owns the workflow: step error %v, fenced %d; want ErrPersist, 0", err, rep.Fenced)
 		}
+	}
+}
+
+// flakyRecoverer is a recoverer whose Recover fails while down is set.
+type flakyRecoverer struct {
+	recoverer
+	down atomic.Bool
+}
+
+func (f *flakyRecoverer) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
+	if f.down.Load() {
+		return "", false, fmt.Errorf("%w: Oozie unreachable", external.ErrUnavailable)
+	}
+	return f.recoverer.Recover(ctx, w, id, since)
+}
+
+// TestUnresolvedIntentHoldsNewSubmissions: a workflow taken over (or
+// restarted) with a submit intent the service cannot resolve yet gets no
+// new submission until it is resolved: the job the intent may stand for
+// would not count against the workflow's concurrency.
+func TestUnresolvedIntentHoldsNewSubmissions(t *testing.T) {
+	wdir := t.TempDir()
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2026-01-01T10:00:00.000Z")
+	w.SchedulingStrategy.Concurrency = 2
+	fixture.WriteProject(t, wdir, "p", w)
+	db := openDB(t, t.TempDir())
+	svc := &flakyRecoverer{recoverer: recoverer{newFake()}}
+	e := ownsEngine(t, wdir, db, svc, nil)
+	now := ts("2026-01-01T11:30:00.000Z")
+	if err := e.Step(context.Background(), now, nil); err != nil { // both READY
+		t.Fatal(err)
+	}
+	// The previous owner wrote the 10:00 slot's intent and died.
+	first := slot.ID{Workflow: "wf", Time: ts("2026-01-01T10:00:00.000Z")}
+	if failed := db.PutIntents(map[slot.ID]store.Intent{first: {Time: now}}); len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	svc.down.Store(true)
+	if err := e.Step(context.Background(), now, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := svc.submitted(); len(got) != 0 {
+		t.Fatalf("submitted %v while the 10:00 intent was unresolved", got)
+	}
+	svc.down.Store(false)
+	if err := e.Step(context.Background(), now, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []slot.ID{first, {Workflow: "wf", Time: ts("2026-01-01T11:00:00.000Z")}}
+	if d := cmp.Diff(want, svc.submitted()); d != "" {
+		t.Fatalf("submissions once resolved (-want +got):\n%s", d)
 	}
 }

@@ -37,6 +37,10 @@ func (s *stepper) submitAll(ctx context.Context) {
 	s.pending = nil
 	intents := make(map[slot.ID]store.Intent)
 	var todo []pendingSubmit
+	// unresolved: workflows with a submit intent that could not be read or
+	// resolved: nothing new is submitted for them until it is (a job the
+	// service may hold would not count against the workflow's concurrency).
+	unresolved := make(map[string]bool)
 	for _, p := range pending {
 		id := p.st.ID
 		if p.svc == nil {
@@ -45,6 +49,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 		}
 		in, left, err := p.intent.in, p.intent.left, p.intent.err
 		if err != nil {
+			unresolved[id.Workflow] = true
 			s.fail(id, "submit", err)
 			continue
 		}
@@ -70,6 +75,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 					return err
 				})
 				if err != nil {
+					unresolved[id.Workflow] = true
 					s.fail(id, "recover", err)
 					continue
 				}
@@ -86,6 +92,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 		intents[id] = store.Intent{Attempt: p.st.RetryCount, Time: e.clock()}
 		todo = append(todo, p)
 	}
+	todo = s.holdUnresolved(todo, intents, unresolved)
 	if len(todo) == 0 {
 		return
 	}
@@ -127,6 +134,26 @@ func (s *stepper) submitAll(ctx context.Context) {
 		}
 		s.running(p, ext)
 	}
+}
+
+// holdUnresolved drops from todo (and intents) the new submissions of
+// workflows with an unresolved submit intent: the instance that takes a
+// workflow over (or restarts) resolves every open intent of it before it
+// submits anything new for it.
+func (s *stepper) holdUnresolved(todo []pendingSubmit, intents map[slot.ID]store.Intent, unresolved map[string]bool) []pendingSubmit {
+	if len(unresolved) == 0 {
+		return todo
+	}
+	out := todo[:0]
+	for _, p := range todo {
+		if !unresolved[p.st.ID.Workflow] {
+			out = append(out, p)
+			continue
+		}
+		delete(intents, p.st.ID)
+		s.fail(p.st.ID, "submit", fmt.Errorf("held: an earlier submission of workflow %s is not resolved yet (see its recover problem)", p.st.ID.Workflow))
+	}
+	return out
 }
 
 // intentOf reports whether submit intent in belongs to the current attempt

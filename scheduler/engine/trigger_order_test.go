@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -35,7 +36,7 @@ func TestFailureAndSinceLastReadTheStepsSnapshot(t *testing.T) {
 			[]slot.Status{slot.Success, slot.Ready, slot.Running}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := hourly("a"), hourly("b")
+			a, b := fixture.Hourly("a"), fixture.Hourly("b")
 			a.StartTime, b.StartTime = start, ts(tc.otherAt)
 			b.Trigger = tc.other
 			aID := slot.ID{Workflow: "a", Time: start}
