@@ -242,7 +242,9 @@ func TestOperatorWriteAdvancesToken(t *testing.T) {
 	if holder.Owns("wf") {
 		t.Fatal("the holder owns wf before its next step")
 	}
-	holder.BeginStep()
+	if err := holder.BeginStep(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
 	if !holder.Owns("wf") {
 		t.Fatal("the holder does not own wf at its next step")
 	}
@@ -346,7 +348,9 @@ func TestOwnsFuncStepsOnlyLeasesTakenBeforeTheStep(t *testing.T) {
 	if !a.Owns("first") || owns("first") {
 		t.Fatalf("before the step: Owns %v, OwnsFunc %v; want true, false", a.Owns("first"), owns("first"))
 	}
-	a.BeginStep()
+	if err := a.BeginStep(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
 	if !owns("first") {
 		t.Fatal("OwnsFunc false for a lease taken before the step")
 	}
@@ -356,11 +360,49 @@ func TestOwnsFuncStepsOnlyLeasesTakenBeforeTheStep(t *testing.T) {
 	if owns("second") || !owns("first") {
 		t.Fatalf("during the step: second %v, first %v; want false, true", owns("second"), owns("first"))
 	}
-	a.BeginStep()
+	if err := a.BeginStep(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
 	if !owns("second") {
 		t.Fatal("OwnsFunc false at the next step")
 	}
 	if (*Cluster)(nil).OwnsFunc() != nil {
 		t.Fatal("a nil Cluster's OwnsFunc is not nil (one instance steps everything)")
+	}
+}
+
+// TestBeginStepAdoptsOperatorTokens: a step that begins right after an
+// operator's write elsewhere (before any renewal) writes with the new
+// token; a write refused for an advanced token makes Owns false at once.
+func TestBeginStepAdoptsOperatorTokens(t *testing.T) {
+	pool := openPool(t, newDB(t))
+	holder := member(t, pool, "holder", time.Minute, "wf")
+	tick(t, holder)
+	other := member(t, pool, "other", time.Minute)
+	operatorWrite := func() {
+		t.Helper()
+		if err := other.Operator(func() error { return write(ctxT(t), pool, other, "wf") }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	operatorWrite()
+	if err := holder.BeginStep(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(ctxT(t), pool, holder, "wf"); err != nil {
+		t.Fatalf("the holder's write in the step after an operator's write: %v", err)
+	}
+	operatorWrite() // during the holder's step
+	if err := write(ctxT(t), pool, holder, "wf"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the holder's write after another operator's write: %v, want ErrFenced", err)
+	}
+	if holder.Owns("wf") || holder.OwnsFunc()("wf") {
+		t.Fatal("Owns true after a write refused for an advanced token")
+	}
+	if err := holder.BeginStep(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !holder.Owns("wf") {
+		t.Fatal("the lease is not ours again at the next step")
 	}
 }

@@ -79,7 +79,40 @@ ORDER BY l.workflow FOR SHARE OF l`, mine, tokens, c.id, c.incarnation)
 			bad = append(bad, wf)
 		}
 	}
+	c.learn(ctx, tx, bad)
 	return c.fenced(bad, "lease expired or taken over")
+}
+
+// learn finds out why the leases of wfs failed the check, so that Owns
+// says so at once (the engine then counts the step's refused changes as
+// fenced, not as failed writes): a token advanced by an operator's write
+// elsewhere (the lease stays ours; BeginStep adopts the token), or a lease
+// lost (dropped).
+func (c *Cluster) learn(ctx context.Context, tx pgx.Tx, wfs []string) {
+	rows, err := tx.Query(ctx, `SELECT workflow, token FROM cluster_leases
+WHERE workflow = ANY($1) AND holder = $2 AND incarnation = $3 AND expires > clock_timestamp()`, wfs, c.id, c.incarnation)
+	if err != nil {
+		return
+	}
+	cur, err := collectTokens(rows)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, wf := range wfs {
+		l, ok := c.held[wf]
+		if !ok {
+			continue
+		}
+		if tok, mine := cur[wf]; mine {
+			l.bumped = tok
+			c.held[wf] = l
+		} else {
+			delete(c.held, wf)
+			c.stats.lost.Add(1)
+		}
+	}
 }
 
 func (c *Cluster) fenced(wfs []string, why string) error {
@@ -122,23 +155,44 @@ func (c *Cluster) Operator(f func() error) error {
 	return f()
 }
 
-// BeginStep marks the beginning of a step: the step (OwnsFunc) steps the
-// leases held now, not those taken while it runs, and the tokens that
-// operator writes on other instances advanced since the last step (see
-// Check) are adopted. The caller must call it before each step, with no
-// other step running, and then bring the store's view of those
-// workflows up to date (statepg's Refresh) before the step reads them:
-// a workflow taken over may have been written by another instance.
-func (c *Cluster) BeginStep() {
+// BeginStep marks the beginning of a step: it reads the tokens of the
+// leases this incarnation holds (one query) and adopts those that
+// operators' writes on other instances advanced (see Check), drops those
+// taken over, and makes the step (OwnsFunc) step the leases held now, not
+// those taken while it runs. The caller must call it before each step,
+// with no other step running, and then bring the store's view of the
+// workflows up to date (statepg's Refresh) before the step reads them: a
+// workflow taken over or written by an operator elsewhere changed.
+func (c *Cluster) BeginStep(ctx context.Context) error {
+	rows, err := c.pool.Query(ctx, `SELECT workflow, token FROM cluster_leases
+WHERE holder = $1 AND incarnation = $2 AND expires > clock_timestamp()`, c.id, c.incarnation)
+	if err != nil {
+		return schemaErr("reading this instance's leases", err)
+	}
+	cur, err := collectTokens(rows)
+	if err != nil {
+		return schemaErr("reading this instance's leases", err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stepGen = c.gen
+	lost := 0
 	for wf, l := range c.held {
-		if l.bumped != 0 {
-			l.token, l.bumped = l.bumped, 0
+		tok, ok := cur[wf]
+		switch {
+		case !ok:
+			delete(c.held, wf)
+			lost++
+		case tok != l.token:
+			l.token, l.bumped = tok, 0
+			c.held[wf] = l
+		case l.bumped != 0:
+			l.bumped = 0
 			c.held[wf] = l
 		}
 	}
+	c.stats.lost.Add(int64(lost))
+	return nil
 }
 
 // Deadline returns until when (local clock) this instance may act on wf's

@@ -272,7 +272,9 @@ var _ scheduler.Service = (*clustered)(nil)
 func (s *clustered) Step(ctx context.Context, now time.Time, ids []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.c.BeginStep()
+	if err := s.c.BeginStep(ctx); err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrPersist, err)
+	}
 	if s.store != nil {
 		if _, err := s.store.Refresh(ctx); err != nil {
 			return fmt.Errorf("%w: %v", engine.ErrPersist, err)
