@@ -18,6 +18,7 @@ import (
 
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/cluster"
+	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/metrics"
@@ -83,17 +84,20 @@ func isPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// clusterFor returns this server's membership when --db is a PostgreSQL
-// database (nil otherwise) and the services the engine is to use.
-func clusterFor(cfg Config, svcs map[string]external.Service, log *slog.Logger) (*instance, map[string]external.Service, error) {
-	if !isPostgres(cfg.DB) {
-		return nil, svcs, nil
+// services builds this host's external services (externalServices) and,
+// when --db is a PostgreSQL database, this server's membership of the
+// cluster sharing it (nil otherwise) and the services the engine is to
+// use (the command service with job rows).
+func services(cfg Config, d *defaults.Defaults, log *slog.Logger) (local, forEngine map[string]external.Service, member *instance, err error) {
+	local, err = externalServices(cfg.Jobs, d, log)
+	if err != nil || !isPostgres(cfg.DB) {
+		return local, local, nil, err
 	}
-	in, err := newInstance(cfg.DB, cfg, log)
+	member, err = newInstance(cfg.DB, cfg, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return in, in.wrapServices(svcs, cfg.JobGrace), nil
+	return local, member.wrapServices(local, cfg.JobGrace), member, nil
 }
 
 // membership is the cluster, nil for a nil instance.

@@ -189,7 +189,9 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 		return err
 	}
 	m := metrics.New()
-	svcs, err := externalServices(cfg.Jobs, inst, log)
+	// svcs are this host's services (the UI reads command logs from them);
+	// the engine's are the cluster's with a PostgreSQL --db (member).
+	svcs, engineSvcs, member, err := services(cfg, inst, log)
 	if err != nil {
 		return err
 	}
@@ -207,10 +209,6 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			closeFS()
 		}
 	}()
-	member, engineSvcs, err := clusterFor(cfg, svcs, log)
-	if err != nil {
-		return err
-	}
 	defer member.close() // after the step loop: its leases go to the others (nil: nothing)
 	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(engineSvcs), fs: fsys, metrics: m, log: log, cluster: member.membership()})
 	if err != nil {
