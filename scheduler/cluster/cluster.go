@@ -202,7 +202,7 @@ func (c *Cluster) Owned() []string {
 func (c *Cluster) Live() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return append([]string(nil), c.live...)
+	return append(make([]string, 0, len(c.live)), c.live...) // [] not null in JSON
 }
 
 // Stats are the instance's counters since it started.

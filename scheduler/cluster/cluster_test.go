@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -404,5 +405,23 @@ func TestBeginStepAdoptsOperatorTokens(t *testing.T) {
 	}
 	if !holder.Owns("wf") {
 		t.Fatal("the lease is not ours again at the next step")
+	}
+}
+
+// TestStatusJSON: /healthz's "instance" has lists, never null, before the
+// first tick too.
+func TestStatusJSON(t *testing.T) {
+	pool := openPool(t, newDB(t))
+	c, err := New(pool, Options{ID: "x", Host: "h", Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(c.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"x","host":"h","lease":"1s","live":[],"owned":[],"leaseRenewals":0,"takeOvers":0,"leasesLost":0,"fencedWrites":0}`
+	if string(data) != want {
+		t.Fatalf("status JSON\n got %s\nwant %s", data, want)
 	}
 }
