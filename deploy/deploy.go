@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,15 +21,24 @@ import (
 
 // Result summarises a deploy or undeploy.
 type Result struct {
-	Project       string  `json:"project"`
-	Target        string  `json:"target"`
-	WorkflowsFile string  `json:"workflowsFile"`
-	HDFSDir       string  `json:"hdfsDir,omitempty"`
-	Workflows     int     `json:"workflows"`
-	Files         int     `json:"files"`
-	Bytes         int64   `json:"bytes"`
-	Seconds       float64 `json:"seconds"`
-	GitCommit     string  `json:"gitCommit,omitempty"`
+	Project       string `json:"project"`
+	Target        string `json:"target"`
+	WorkflowsFile string `json:"workflowsFile"`
+	HDFSDir       string `json:"hdfsDir,omitempty"`
+	Workflows     int    `json:"workflows"`
+	Files         int    `json:"files"`
+	Bytes         int64  `json:"bytes"`
+	// FilesSent and BytesSent are what was uploaded: the files of the
+	// Oozie directory that changed (the others are kept or hard-linked).
+	FilesSent int   `json:"filesSent"`
+	BytesSent int64 `json:"bytesSent"`
+	// HDFSUnchanged: the Oozie directory was already the project's; it
+	// was neither uploaded nor swapped. WorkflowsUnchanged: the workflows
+	// file already had this content and was not rewritten.
+	HDFSUnchanged      bool    `json:"hdfsUnchanged,omitempty"`
+	WorkflowsUnchanged bool    `json:"workflowsUnchanged,omitempty"`
+	Seconds            float64 `json:"seconds"`
+	GitCommit          string  `json:"gitCommit,omitempty"`
 	// GitDirty: the tree had uncommitted changes (as the manifest records).
 	GitDirty bool `json:"gitDirty,omitempty"`
 	// Removed lists what an undeploy removed (URLs).
@@ -135,22 +145,29 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 
 	var old string // the previous Oozie directory while the new one is tried
 	var hashes map[string]string
+	var listed map[string]fs.FileInfo // the live files, when kept as they were
 	if c.tree != nil {
 		res.HDFSDir = s.hdfsURL(s.hdfsDir())
 		res.Files, res.Bytes = len(c.tree.files), c.tree.bytes
-		if old, hashes, err = s.uploadAndSwap(ctx, hfs, c.tree, o.Parallel, o.Progress); err != nil {
+		up, err := s.uploadAndSwap(ctx, hfs, c.tree, prev, start, o.Parallel, o.Progress)
+		if err != nil {
 			return nil, err
 		}
+		old, hashes, listed = up.old, up.hashes, up.listed
+		res.FilesSent, res.BytesSent, res.HDFSUnchanged = up.filesSent, up.bytesSent, up.unchanged
 	}
 
-	if err := s.writeWorkflowsFile(ctx, hfs, c, old); err != nil {
+	if sameRemoteFile(s.wf, s.wfFile, c.json) {
+		res.WorkflowsUnchanged = true // nothing to write, nothing to reload
+	} else if err := s.writeWorkflowsFile(ctx, hfs, c, old); err != nil {
 		return nil, err
 	}
 
 	s.begin("write manifest")
-	m := s.newManifest(hfs, c, hashes)
+	m := s.newManifest(hfs, c, hashes, listed)
 	res.GitCommit, res.GitDirty = m.GitCommit, m.GitDirty
-	if err := s.writeManifest(ctx, m); err != nil {
+	changed := !res.WorkflowsUnchanged || (c.tree != nil && !res.HDFSUnchanged) || (c.tree == nil && prev != nil && prev.HDFS != nil)
+	if err := s.recordManifest(ctx, m, prev, changed); err != nil {
 		return nil, &StepError{Step: s.step, Err: err, Note: "The new deployment is in place and running; only its manifest could not be written (undeploy and plan will miss it): rerun the deploy."}
 	}
 
@@ -223,20 +240,48 @@ func (s *session) prepareHDFS(ctx context.Context, c *compiled, prev *Manifest) 
 	return hfs, nil
 }
 
-// uploadAndSwap uploads the project's hdfs/ tree beside the live Oozie
-// directory, with the owner record, and swaps it in. It returns the
-// previous directory (kept until the deploy is done, to swap back on
-// failure; "" when there was none) and the uploaded files' checksums. A
-// failed upload is removed; only a swap that could not put the previous
-// directory back leaves the deployment broken.
-func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *localTree, parallel int, progress func(Progress)) (old string, hashes map[string]string, err error) {
+// swapped is what uploadAndSwap did.
+type swapped struct {
+	// old is the previous directory, kept until the deploy is done to
+	// swap back on failure ("" when there was none, or no swap).
+	old       string
+	hashes    map[string]string      // every file's SHA-256
+	unchanged bool                   // the live directory was kept as it is
+	listed    map[string]fs.FileInfo // then: its files as listed
+	filesSent int
+	bytesSent int64
+}
+
+// uploadAndSwap makes the live Oozie directory the project's hdfs/ tree.
+// When the live directory already is (incremental.go), nothing is
+// written. Otherwise the tree is built beside it, with the owner record
+// (files equal to trusted live ones hard-linked where the file system
+// can, the others uploaded), and swapped in. A failed upload is removed;
+// only a swap that could not put the previous directory back leaves the
+// deployment broken.
+func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *localTree, prev *Manifest, start time.Time, parallel int, progress func(Progress)) (*swapped, error) {
 	live := s.hdfsDir()
 	s.begin("upload HDFS directory")
+	st, err := s.inspectLive(hfs, prev)
+	if err != nil {
+		return nil, s.fail(err, true)
+	}
+	hc := openFileHashes(s.o.CacheDir, tree)
+	same, unchanged, err := reusable(ctx, tree, st, hc)
+	if err != nil {
+		return nil, s.fail(err, true)
+	}
+	if hc != nil {
+		_ = hc.Save() // a hint for the next deploy; without it, files are read again
+	}
+	if unchanged {
+		return &swapped{hashes: same, unchanged: true, listed: st.listed}, nil
+	}
 	if err := hfs.MkdirAll(s.hdfsRoot); err != nil {
-		return "", nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
+		return nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
 	}
 	tmp := targets.TempName(live, "tmp")
-	hashes, err = upload(ctx, hfs, tree, tmp, parallel, progress)
+	up, err := upload(ctx, hfs, tree, uploadPlan{dest: tmp, link: same, from: live, start: start}, parallel, progress)
 	if err == nil {
 		owner := s.ownerData()
 		if werr := hfs.WriteNew(ctx, path.Join(tmp, OwnerFile), bytes.NewReader(owner), int64(len(owner)), true); werr != nil {
@@ -247,17 +292,18 @@ func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *local
 		if rerr := hfs.RemoveAll(tmp); rerr != nil {
 			s.warn("could not remove the partial upload %s (the next deploy will): %v", s.hdfsURL(tmp), rerr)
 		}
-		return "", nil, s.fail(err, true)
+		return nil, s.fail(err, true)
 	}
 	s.begin("swap HDFS directory")
-	if old, err = swapDir(hfs, tmp, live); err != nil {
+	old, err := swapDir(hfs, tmp, live)
+	if err != nil {
 		_ = hfs.RemoveAll(tmp)
 		if errors.Is(err, errNotRestored) {
-			return "", nil, &StepError{Step: s.step, Err: err, Note: "The Oozie directory is missing until the next deploy restores it; rerun the deploy."}
+			return nil, &StepError{Step: s.step, Err: err, Note: "The Oozie directory is missing until the next deploy restores it; rerun the deploy."}
 		}
-		return "", nil, s.fail(err, true)
+		return nil, s.fail(err, true)
 	}
-	return old, hashes, nil
+	return &swapped{old: old, hashes: up.hashes, filesSent: up.filesSent, bytesSent: up.bytesSent}, nil
 }
 
 // writeWorkflowsFile writes the compiled workflows file over the previous
@@ -284,8 +330,9 @@ func (s *session) writeWorkflowsFile(ctx context.Context, hfs targets.FS, c *com
 // newManifest records the deployment just made: who, from which commit,
 // the workflows file's checksum and workflow IDs, and the Oozie
 // directory's files with their checksums (hashes, from the upload) and
-// modification times as HDFS reports them.
-func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]string) *Manifest {
+// modification times as HDFS reports them (listed, when the live
+// directory was kept as it was listed; else listed again).
+func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]string, listed map[string]fs.FileInfo) *Manifest {
 	userName, host := who(s.o)
 	commit, dirty := gitCommit(s.o.DeployDir)
 	sum := sha256.Sum256(c.json)
@@ -301,7 +348,11 @@ func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]str
 		live := s.hdfsDir()
 		m.HDFS = &HDFSManifest{FS: s.hdfsName, Dir: live, Bytes: c.tree.bytes}
 		mtimes := map[string]time.Time{}
-		if files, _, err := targets.Walk(hfs, live); err == nil {
+		if listed != nil {
+			for p, fi := range listed {
+				mtimes[p] = fi.ModTime().UTC()
+			}
+		} else if files, _, err := targets.Walk(hfs, live); err == nil {
 			for _, f := range files {
 				mtimes[f.Path] = f.Info.ModTime().UTC()
 			}
@@ -311,6 +362,24 @@ func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]str
 		}
 	}
 	return m
+}
+
+// recordManifest writes m, unless the deploy changed nothing and m says
+// what prev says but for the time (the same commit, user, host, version,
+// files): a deploy that changed nothing then writes nothing at all. A
+// deploy that changed nothing but its provenance is recorded, without
+// fsync (a manifest lost in a crash leaves prev, naming the same files).
+func (s *session) recordManifest(ctx context.Context, m, prev *Manifest, changed bool) error {
+	if !changed && prev != nil {
+		a, b := *m, *prev
+		a.DeployedAt, b.DeployedAt = time.Time{}, time.Time{}
+		ja, erra := json.Marshal(a)
+		jb, errb := json.Marshal(b)
+		if erra == nil && errb == nil && bytes.Equal(ja, jb) {
+			return nil
+		}
+	}
+	return s.writeManifest(ctx, m, changed || prev == nil)
 }
 
 // cleanUp is the deploy's last step, after the new deployment is in place:

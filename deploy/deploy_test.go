@@ -773,7 +773,9 @@ func TestRecoverInterruptedSwap(t *testing.T) {
 	// Another project's leftovers are not touched.
 	writeFiles(t, filepath.Join(f.hdfsRoot, ".wordcount2.tmp-aaaaaaaaaaaa"), map[string]string{"x": "x"})
 
-	// A failing upload still leaves the restored directory in place.
+	// A failing upload (of a changed file: an unchanged project uploads
+	// nothing) still leaves the restored directory in place.
+	writeFiles(t, filepath.Join(f.deployDir, "hdfs"), map[string]string{"workflow.xml": "<workflow-app name='wordcount-v2'/>\n"})
 	f.conn.Close()
 	f.conn = targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
 	f.conn.Wrap = func(fsys targets.FS) targets.FS {
@@ -813,6 +815,8 @@ func TestSwapFailsHalfWay(t *testing.T) {
 	if _, err := Deploy(ctx, f.options()); err != nil {
 		t.Fatal(err)
 	}
+	// A changed file (an unchanged project is not swapped).
+	writeFiles(t, filepath.Join(f.deployDir, "hdfs"), map[string]string{"workflow.xml": "<workflow-app name='wordcount-v2'/>\n"})
 	f.conn.Close()
 	f.conn = targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
 	f.conn.Wrap = func(fsys targets.FS) targets.FS {
@@ -979,7 +983,7 @@ func TestUploadProgressInsideAFile(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := upload(context.Background(), fsys, lt, filepath.ToSlash(filepath.Join(t.TempDir(), "dest")), 2, report)
+		_, err := upload(context.Background(), fsys, lt, uploadPlan{dest: filepath.ToSlash(filepath.Join(t.TempDir(), "dest"))}, 2, report)
 		done <- err
 	}()
 	select {

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,16 +100,32 @@ func (s *session) readManifest() (*Manifest, error) {
 	return &m, nil
 }
 
-func (s *session) writeManifest(ctx context.Context, m *Manifest) error {
+// writeManifest replaces the manifest with m, atomically. With durable
+// false it is not synced to the server's disk (a deploy that changed
+// nothing: a manifest lost in a crash leaves the previous one, which
+// describes the same files).
+func (s *session) writeManifest(ctx context.Context, m *Manifest, durable bool) error {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
+	data = append(data, '\n')
 	if err := s.wf.MkdirAll(s.stateDir); err != nil {
 		return err
 	}
-	if err := targets.WriteFileAtomic(ctx, s.wf, s.manifestPath(), append(data, '\n')); err != nil {
-		return fmt.Errorf("write manifest %s: %w", s.manifestPath(), err)
+	p := s.manifestPath()
+	if durable {
+		err = targets.WriteFileAtomic(ctx, s.wf, p, data)
+	} else {
+		tmp := targets.TempName(p, "tmp")
+		if err = s.wf.WriteNew(ctx, tmp, bytes.NewReader(data), int64(len(data)), false); err == nil {
+			if err = s.wf.Rename(tmp, p); err != nil {
+				_ = s.wf.Remove(tmp)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write manifest %s: %w", p, err)
 	}
 	return nil
 }

@@ -584,7 +584,7 @@ func TestHDFSTreeFIFONeverOpened(t *testing.T) {
 		t.Fatal("hashLocal read a FIFO")
 	}
 	err = within(t, "upload", func() error {
-		_, err := upload(context.Background(), targets.Local{}, lt, filepath.ToSlash(filepath.Join(t.TempDir(), "dest")), 2, nil)
+		_, err := upload(context.Background(), targets.Local{}, lt, uploadPlan{dest: filepath.ToSlash(filepath.Join(t.TempDir(), "dest"))}, 2, nil)
 		return err
 	})
 	if !errors.Is(err, ErrUnsafeLocalFile) || !strings.Contains(err.Error(), "a.jar") {

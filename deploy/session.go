@@ -66,6 +66,10 @@ type Options struct {
 	Parallel int
 	// Version is celos's version, recorded in the manifest.
 	Version string
+	// CacheDir, if set, is celos's cache directory (internal/cache):
+	// the SHA-256 of the local files is kept there by their identity,
+	// so an unchanged project is compared without reading its files.
+	CacheDir string
 	// Step, if set, is told when each step begins.
 	Step func(name string)
 	// Progress, if set, is told of upload progress a few times a second

@@ -35,9 +35,10 @@ type localTree struct {
 }
 
 type localFile struct {
-	rel  string // slash-separated, relative to root
-	path string // what to open: the real path (symbolic links resolved)
-	size int64
+	rel   string // slash-separated, relative to root
+	path  string // what to open: the real path (symbolic links resolved)
+	size  int64
+	mtime time.Time
 }
 
 // scanLocal lists deployDir/hdfs. It returns nil when the project has no
@@ -116,7 +117,7 @@ func scanLocal(deployDir string) (*localTree, error) {
 		case info.IsDir():
 			t.dirs = append(t.dirs, rel)
 		case info.Mode().IsRegular():
-			t.files = append(t.files, localFile{rel: rel, path: open, size: info.Size()})
+			t.files = append(t.files, localFile{rel: rel, path: open, size: info.Size(), mtime: info.ModTime()})
 			t.bytes += info.Size()
 		default:
 			return fmt.Errorf("%s is not a regular file or directory (%s); refused without opening it%.0w", shown, regfile.Kind(info.Mode()), ErrUnsafeLocalFile)
@@ -207,21 +208,153 @@ func (c countingReader) Read(p []byte) (int, error) {
 // other per session, so many files in flight keep its sessions busy.
 const DefaultParallel = 16
 
-// upload copies the tree into dest (which must not exist) on fsys, several
-// files at a time, and returns each file's SHA-256. A file whose write
-// fails is removed and written again (twice at most: HDFS has no pipeline
-// recovery); the first file that fails for good stops the upload.
-func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, parallel int, report func(Progress)) (map[string]string, error) {
-	if err := fsys.MkdirAll(dest); err != nil {
+// uploadPlan says where upload writes and what it may link instead.
+type uploadPlan struct {
+	dest string // the new directory, which must not exist
+	// link lists the files (relative path to SHA-256) equal to the file
+	// of the same name under from, the live directory: on a
+	// targets.Linker they are hard-linked from there, not sent.
+	link map[string]string
+	from string
+	// start is the deploy's start: uploaded files are stamped with
+	// uploadStamp on a targets.TimeSetter.
+	start time.Time
+}
+
+// uploaded is what upload did.
+type uploaded struct {
+	hashes    map[string]string // every file's SHA-256
+	filesSent int
+	bytesSent int64
+}
+
+// uploader is one upload's shared state.
+type uploader struct {
+	fsys   targets.FS
+	linker targets.Linker // nil when fsys cannot link
+	plan   uploadPlan
+	toSend int64 // bytes of the files not linked
+
+	bytesDone, filesDone atomic.Int64
+	noLink               atomic.Bool // the server turned out not to link
+	mu                   sync.Mutex
+	out                  uploaded
+	total                int
+}
+
+func (u *uploader) progress() Progress {
+	return Progress{Files: int(u.filesDone.Load()), TotalFiles: u.total, Bytes: u.bytesDone.Load(), TotalBytes: u.toSend}
+}
+
+func (u *uploader) done(f localFile, sum string, sent bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.out.hashes[f.rel] = sum
+	if sent {
+		u.out.filesSent++
+		u.out.bytesSent += f.size
+	}
+}
+
+// link hard-links f from the live directory when the plan says it is
+// equal there; it reports whether it did. A link that fails for another
+// reason than a lost connection is no error: the file is sent instead.
+func (u *uploader) link(ctx context.Context, f localFile) (bool, error) {
+	sum, ok := u.plan.link[f.rel]
+	if !ok || u.linker == nil || u.noLink.Load() {
+		return false, nil
+	}
+	err := u.linker.Link(path.Join(u.plan.from, f.rel), path.Join(u.plan.dest, f.rel))
+	if err == nil {
+		u.done(f, sum, false)
+		return true, nil
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
+		u.noLink.Store(true)
+	}
+	if ctx.Err() != nil || errors.Is(err, targets.ErrConnectionLost) {
+		return false, err
+	}
+	return false, nil // the live file gone? Send it.
+}
+
+// one links or uploads one file.
+func (u *uploader) one(ctx context.Context, f localFile) error {
+	if linked, err := u.link(ctx, f); linked || err != nil {
+		return err
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			}
+		}
+		var sum string
+		var sent atomic.Int64 // this attempt's bytes
+		// bytesDone grows while the file is read, so the progress of a
+		// big file shows; a failed attempt takes its bytes back.
+		sum, err = uploadFile(ctx, u.fsys, f, path.Join(u.plan.dest, f.rel), uploadStamp(f.mtime, u.plan.start), &sent, &u.bytesDone)
+		if err == nil {
+			u.done(f, sum, true)
+			return nil
+		}
+		u.bytesDone.Add(-sent.Load())
+		if ctx.Err() != nil || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, targets.ErrConnectionLost) || errors.Is(err, ErrUnsafeLocalFile) {
+			return err
+		}
+	}
+	return err
+}
+
+// ticker reports u's progress a few times a second until stop is closed.
+func (u *uploader) ticker(report func(Progress), stop <-chan struct{}) (done <-chan struct{}) {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		if report == nil {
+			return
+		}
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				report(u.progress())
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// upload copies the tree into p.dest on fsys, several files at a time,
+// linking the files p.link names where fsys can, and returns each file's
+// SHA-256. A file whose write fails is removed and written again (twice
+// at most: HDFS has no pipeline recovery); the first file that fails for
+// good stops the upload. A link that fails is replaced by an upload.
+func upload(ctx context.Context, fsys targets.FS, t *localTree, p uploadPlan, parallel int, report func(Progress)) (*uploaded, error) {
+	if err := fsys.MkdirAll(p.dest); err != nil {
 		return nil, err
 	}
 	for _, d := range t.dirs {
-		if err := fsys.MkdirAll(path.Join(dest, d)); err != nil {
+		if err := fsys.MkdirAll(path.Join(p.dest, d)); err != nil {
 			return nil, err
 		}
 	}
 	if parallel <= 0 {
 		parallel = DefaultParallel
+	}
+	u := &uploader{fsys: fsys, plan: p, toSend: t.bytes, total: len(t.files), out: uploaded{hashes: make(map[string]string, len(t.files))}}
+	if u.linker, _ = fsys.(targets.Linker); u.linker != nil {
+		for _, f := range t.files {
+			if _, ok := p.link[f.rel]; ok {
+				u.toSend -= f.size
+			}
+		}
 	}
 	// Big files first, so the long transfer overlaps the many small ones.
 	order := make([]localFile, len(t.files))
@@ -231,69 +364,19 @@ func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, par
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		bytesDone atomic.Int64
-		filesDone atomic.Int64
-		mu        sync.Mutex
-		hashes    = make(map[string]string, len(t.files))
-		firstErr  error
-		wg        sync.WaitGroup
-		work      = make(chan localFile)
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		work     = make(chan localFile)
+		stop     = make(chan struct{})
 	)
-	progress := func() Progress {
-		return Progress{Files: int(filesDone.Load()), TotalFiles: len(t.files), Bytes: bytesDone.Load(), TotalBytes: t.bytes}
-	}
-	stopTicker := make(chan struct{})
-	tickerDone := make(chan struct{})
-	go func() {
-		defer close(tickerDone)
-		if report == nil {
-			return
-		}
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				report(progress())
-			case <-stopTicker:
-				return
-			}
-		}
-	}()
-	one := func(f localFile) error {
-		var err error
-		for attempt := 0; attempt < 3; attempt++ {
-			if attempt > 0 {
-				select {
-				case <-ctx.Done():
-					return err
-				case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
-				}
-			}
-			var sum string
-			var sent atomic.Int64
-			// bytesDone grows while the file is read, so the progress of a
-			// big file shows; a failed attempt takes its bytes back.
-			sum, err = uploadFile(ctx, fsys, f.path, path.Join(dest, f.rel), f.size, &sent, &bytesDone)
-			if err == nil {
-				mu.Lock()
-				hashes[f.rel] = sum
-				mu.Unlock()
-				return nil
-			}
-			bytesDone.Add(-sent.Load())
-			if ctx.Err() != nil || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, targets.ErrConnectionLost) || errors.Is(err, ErrUnsafeLocalFile) {
-				return err
-			}
-		}
-		return err
-	}
+	tickerDone := u.ticker(report, stop)
 	for i := 0; i < min(parallel, max(len(order), 1)); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for f := range work {
-				if err := one(f); err != nil {
+				if err := u.one(ctx, f); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = fmt.Errorf("upload %s: %w", f.rel, err)
@@ -302,7 +385,7 @@ func upload(ctx context.Context, fsys targets.FS, t *localTree, dest string, par
 					cancel()
 					continue
 				}
-				filesDone.Add(1)
+				u.filesDone.Add(1)
 			}
 		}()
 	}
@@ -316,21 +399,24 @@ feed:
 	}
 	close(work)
 	wg.Wait()
-	close(stopTicker)
+	close(stop)
 	<-tickerDone
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
 	if report != nil {
-		report(progress())
+		report(u.progress())
 	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	return hashes, nil
+	return &u.out, nil
 }
 
-func uploadFile(ctx context.Context, fsys targets.FS, local, remote string, size int64, sent, total *atomic.Int64) (string, error) {
+// uploadFile writes the local file lf to remote, stamped with mtime where
+// fsys can set it, and returns its SHA-256.
+func uploadFile(ctx context.Context, fsys targets.FS, lf localFile, remote string, mtime time.Time, sent, total *atomic.Int64) (string, error) {
+	local, size := lf.path, lf.size
 	f, err := openLocal(local)
 	if err != nil {
 		return "", err
@@ -344,6 +430,12 @@ func uploadFile(ctx context.Context, fsys targets.FS, local, remote string, size
 	if sent.Load() != size {
 		_ = fsys.Remove(remote)
 		return "", fmt.Errorf("%s changed size during the upload", local)
+	}
+	if ts, ok := fsys.(targets.TimeSetter); ok {
+		if err := ts.SetModTime(remote, mtime); err != nil {
+			_ = fsys.Remove(remote)
+			return "", err
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -17,7 +17,7 @@ import (
 	"cuelang.org/go/cue/load"
 )
 
-// WriteBenchProject writes a project of n generated workflows, each with a
+// writeBenchProject writes a project of n generated workflows, each with a
 // trigger tree of 8 nodes, with the schema vendored so that `cue export`
 // evaluates the same package. It is the input of BenchmarkExport1000 and
 // of scripts/bench-export.sh (through TestWriteBenchProject).
@@ -54,6 +54,33 @@ workflows: "wf-%04d": {
 		must(os.WriteFile(filepath.Join(vendor, f.Name), f.Data, 0o644))
 	}
 	must(os.WriteFile(filepath.Join(dir, "perf.cue"), []byte(b.String()), 0o644))
+}
+
+// TestWriteBenchProject writes the benchmark project into the directory
+// $CELOS_BENCH_PROJECT ($CELOS_BENCH_N workflows, default 1,000) for
+// scripts/bench-export.sh; without it, a project of 20 workflows into a
+// temporary directory. Either way it checks that the project compiles
+// with every workflow.
+func TestWriteBenchProject(t *testing.T) {
+	dir, n := os.Getenv("CELOS_BENCH_PROJECT"), 20
+	if dir == "" {
+		dir = t.TempDir()
+	} else {
+		n = 1000
+		if s := os.Getenv("CELOS_BENCH_N"); s != "" {
+			if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 1 {
+				t.Fatalf("CELOS_BENCH_N=%q: want a positive number", s)
+			}
+		}
+	}
+	writeBenchProject(t, dir, n)
+	p, _, err := Compile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Workflows) != n || p.Project != "perf" {
+		t.Fatalf("compiled %q with %d workflows, want perf with %d", p.Project, len(p.Workflows), n)
+	}
 }
 
 // cpuTime is the CPU time (user + system) this process has used so far.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/celos-go/celos/schema/cron"
 	"github.com/celos-go/celos/schema/workflow"
+	"github.com/celos-go/celos/schema/workflow/testcase"
 )
 
 // Compile loads the CUE package in dir with the embedded schema (even when
@@ -36,13 +37,29 @@ import (
 // diagnostic, warnings included, sorted by position. When the project is
 // invalid, the Project is nil and err is a Diagnostics of the errors alone;
 // Compile never panics on bad input.
+//
+// The project's test cases (its tests field) are checked too, as
+// CompileWithTests checks them: a project with an invalid test case is
+// invalid for every command.
 func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
+	p, _, diags, err = compileDir(dir)
+	return p, diags, err
+}
+
+// compileDir is CompileWithTests.
+func compileDir(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
 	c := &compiler{embedPos: map[string]token.Pos{}}
+	return c.run(dir)
+}
+
+// run is CompileWithTests with c's options (its cache).
+func (c *compiler) run(dir string) (p *workflow.Project, suite *testcase.Suite, diags []Diagnostic, err error) {
 	c.cwd, _ = os.Getwd()
 	defer func() {
 		if r := recover(); r != nil {
 			// A bug in CUE or here: report it as a diagnostic, not a crash.
 			c.errorf("", "internal error compiling %s: %v", dir, r)
+			c.panicked = true
 			p = nil
 		}
 		diags = c.sorted()
@@ -53,11 +70,14 @@ func Compile(dir string) (p *workflow.Project, diags []Diagnostic, err error) {
 			}
 		}
 		if len(errs) > 0 {
-			p, err = nil, errs
+			p, suite, err = nil, nil, errs
 		}
 	}()
 	p = c.compile(dir)
-	return p, nil, nil
+	if p != nil {
+		suite = c.extractTests(p)
+	}
+	return p, suite, nil, nil
 }
 
 type compiler struct {
@@ -71,6 +91,15 @@ type compiler struct {
 	deferred  []cueerrors.Error    // errors left to scanMissing
 	fsys      *inputFS             // every file of the project is read through it
 	embedPos  map[string]token.Pos // host path of an embedded file → its first @embed
+
+	cache *Cache // CompileCached's, or nil
+	// paths are the fixture and expected-output paths the test cases
+	// named, with what localPath answered: a cached answer holds only
+	// while each still answers the same (see CompileCached).
+	paths    []pathCheck
+	key      string    // the cache key, once the files are read
+	hit      *Compiled // the cache's answer
+	panicked bool
 }
 
 // syntheticModule is the module file overlaid when the project has no
@@ -89,6 +118,9 @@ func (c *compiler) compile(dir string) *workflow.Project {
 		return nil
 	}
 	if !c.readProject(dir, abs, root, overlay) {
+		return nil
+	}
+	if c.cache != nil && c.lookupCache(dir) {
 		return nil
 	}
 	inst := c.loadInstance(dir, abs, root)
@@ -194,7 +226,7 @@ func (c *compiler) readProject(dir, abs, root string, overlay map[string][]byte)
 			"the vendored schema differs from the one built into celos (%s); celos checks with its own. Update the copy with: celos init --update-schema %s", why, rootName)
 	}
 	if pkg := c.packageName(abs); pkg != "" {
-		fsys.overlay[checkFile] = []byte("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\n")
+		fsys.overlay[checkFile] = []byte("package " + pkg + "\n\nimport celos_ \"" + SchemaImportPath + "\"\n\nproject?: celos_.#ID\nworkflows: celos_.#Workflows\ntests?: celos_.#Tests\n")
 		fsys.dirs[abs] = append(fsys.dirs[abs], filepath.Base(checkFile))
 		c.checkFile = checkFile
 	}
@@ -283,14 +315,14 @@ func (c *compiler) evaluate(inst *build.Instance, dir string) cue.Value {
 			}
 		}
 	}
-	// As #Project, the package is closed: only project and workflows.
+	// As #Project, the package is closed: only project, workflows and tests.
 	if it, err := pv.Fields(); err == nil {
 		for it.Next() {
 			switch it.Selector().String() {
-			case "project", "workflows":
+			case "project", "workflows", "tests":
 			default:
-				hint := "a project declares only project and workflows; helpers belong in definitions, #name, or hidden fields, _name"
-				if best := closest(it.Selector().Unquoted(), []string{"project", "workflows"}); best != "" {
+				hint := "a project declares only project, workflows and tests; helpers belong in definitions, #name, or hidden fields, _name"
+				if best := closest(it.Selector().Unquoted(), []string{"project", "workflows", "tests"}); best != "" {
 					hint = "did you mean " + best + "? " + hint
 				}
 				c.errorf(c.valuePos(it.Value()), "%s: field not allowed (%s)", it.Selector(), hint)
@@ -322,8 +354,15 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 		c.addCUEError(err, dir)
 		return nil
 	}
+	// One MarshalJSON of all workflows costs a third of one per workflow
+	// (CUE finalizes the value on each call); a workflow it fails for is
+	// marshalled on its own below, for the error at its position.
+	var all map[string]json.RawMessage
+	if data, err := wfs.MarshalJSON(); err == nil {
+		_ = json.Unmarshal(data, &all)
+	}
 	for it.Next() {
-		w, ok := c.workflow(it.Selector().Unquoted(), it.Value())
+		w, ok := c.workflow(it.Selector().Unquoted(), it.Value(), all[it.Selector().Unquoted()])
 		if ok {
 			p.Workflows = append(p.Workflows, w)
 		}
@@ -344,14 +383,17 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 	return p
 }
 
-// workflow converts one concrete workflow value and makes the checks the
-// schema cannot make, at the positions of the values concerned.
-func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
+// workflow converts one concrete workflow value (data: its JSON, if
+// already marshalled) and makes the checks the schema cannot make, at the
+// positions of the values concerned.
+func (c *compiler) workflow(id string, v cue.Value, data []byte) (workflow.Workflow, bool) {
 	var w workflow.Workflow
-	data, err := v.MarshalJSON()
-	if err != nil {
-		c.addCUEError(err, c.dir)
-		return w, false
+	if data == nil {
+		var err error
+		if data, err = v.MarshalJSON(); err != nil {
+			c.addCUEError(err, c.dir)
+			return w, false
+		}
 	}
 	data, probs := explicitTriggers(id, data)
 	for _, p := range probs {

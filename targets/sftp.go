@@ -28,6 +28,7 @@ type SFTP struct {
 	c           *sftp.Client
 	conn        *ssh.Client // nil for NewSFTPClient: no extra sessions
 	posixRename bool
+	hardlink    bool
 	fsync       bool
 	packet      int
 
@@ -138,6 +139,7 @@ func newSFTP(name string, c *sftp.Client) (*SFTP, error) {
 	s := &SFTP{name: name, c: c, packet: sftpPacket}
 	_, s.posixRename = c.HasExtension("posix-rename@openssh.com")
 	_, s.fsync = c.HasExtension("fsync@openssh.com")
+	_, s.hardlink = c.HasExtension("hardlink@openssh.com")
 	if _, ok := c.HasExtension("limits@openssh.com"); ok {
 		s.packet = openSSHPacket
 		if err := sftp.MaxPacketUnchecked(s.packet)(c); err != nil {

@@ -30,27 +30,10 @@ func (s *Service) Attempts(ctx context.Context, w *workflow.Workflow, id slot.ID
 	if !workflow.IDPattern.MatchString(id.Workflow) || id.Workflow == "." || id.Workflow == ".." {
 		return nil, fmt.Errorf("command service: %q is not a workflow id", id.Workflow)
 	}
-	entries, err := os.ReadDir(filepath.Join(s.dir, id.Workflow))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	jobs, err := s.slotJobs(id)
 	if err != nil {
 		return nil, fmt.Errorf("command service: attempts of %s: %w", id, err)
 	}
-	type job struct {
-		name    string
-		started int64
-	}
-	var jobs []job
-	want := id.Time.UTC().Format(slotLayout)
-	for _, e := range entries {
-		t, started, err := parseJobName(e.Name())
-		if err != nil || !e.IsDir() || t.Format(slotLayout) != want {
-			continue
-		}
-		jobs = append(jobs, job{e.Name(), started})
-	}
-	sort.Slice(jobs, func(i, j int) bool { return jobs[i].started < jobs[j].started })
 	if len(jobs) > maxAttempts {
 		jobs = jobs[len(jobs)-maxAttempts:]
 	}
@@ -133,4 +116,33 @@ func withExit(a scheduler.Attempt, job jobRecord, dir string, rec ExitRecord) sc
 		a.ExitCode = &code
 	}
 	return a
+}
+
+// slotJob is a job record directory of a slot: its name and start (ns).
+type slotJob struct {
+	name    string
+	started int64
+}
+
+// slotJobs lists the job records of slot id, oldest first; none when the
+// workflow has no directory.
+func (s *Service) slotJobs(id slot.ID) ([]slotJob, error) {
+	entries, err := os.ReadDir(filepath.Join(s.dir, id.Workflow))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var jobs []slotJob
+	want := id.Time.UTC().Format(slotLayout)
+	for _, e := range entries {
+		t, started, err := parseJobName(e.Name())
+		if err != nil || !e.IsDir() || t.Format(slotLayout) != want {
+			continue
+		}
+		jobs = append(jobs, slotJob{e.Name(), started})
+	}
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].started < jobs[j].started })
+	return jobs, nil
 }

@@ -17,11 +17,36 @@ import (
 // were started before before. Jobs still running, or whose end is not
 // recorded, are kept. It returns the number of jobs removed.
 func (s *Service) Prune(before time.Time) (int, error) {
+	n := 0
+	err := s.eachJob(func(dir, externalID string, started int64) error {
+		if started >= before.UnixNano() || !s.over(dir, externalID) {
+			return nil
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// over reports whether the job in dir has ended or will never end
+// (abandoned).
+func (s *Service) over(dir, externalID string) bool {
+	_, ended, _ := readExit(dir)
+	return ended || s.abandoned(dir, externalID)
+}
+
+// eachJob calls fn for the directory of every job record under the
+// service's directory, with its external ID and start time (ns), and
+// returns the errors of the directories it could not list and of fn,
+// joined; it goes on past them.
+func (s *Service) eachJob(fn func(dir, externalID string, started int64) error) error {
 	wfs, err := os.ReadDir(s.dir)
 	if err != nil {
-		return 0, fmt.Errorf("command service: %w", err)
+		return fmt.Errorf("command service: %w", err)
 	}
-	n := 0
 	var errs []error
 	for _, wf := range wfs {
 		if !wf.IsDir() || !workflow.IDPattern.MatchString(wf.Name()) {
@@ -34,21 +59,15 @@ func (s *Service) Prune(before time.Time) (int, error) {
 		}
 		for _, j := range jobs {
 			_, started, err := parseJobName(j.Name())
-			if err != nil || started >= before.UnixNano() {
+			if err != nil {
 				continue
 			}
-			dir := filepath.Join(s.dir, wf.Name(), j.Name())
-			if _, ended, _ := readExit(dir); !ended && !s.abandoned(dir, wf.Name()+"@"+j.Name()) {
-				continue
-			}
-			if err := os.RemoveAll(dir); err != nil {
+			if err := fn(filepath.Join(s.dir, wf.Name(), j.Name()), wf.Name()+"@"+j.Name(), started); err != nil {
 				errs = append(errs, err)
-				continue
 			}
-			n++
 		}
 	}
-	return n, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // abandoned reports whether a job without an exit record will never get

@@ -3,13 +3,7 @@ package command
 // Counting the jobs still running, and logging how jobs end.
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-
 	"github.com/celos-go/celos/scheduler/external"
-	"github.com/celos-go/celos/schema/workflow"
 )
 
 // Running counts the jobs that have not ended: started by this process or
@@ -17,32 +11,14 @@ import (
 // leaves them running; the next start adopts them (Status reads their
 // records), so the shutdown log says how many there are.
 func (s *Service) Running() (int, error) {
-	wfs, err := os.ReadDir(s.dir)
-	if err != nil {
-		return 0, fmt.Errorf("command service: %w", err)
-	}
 	n := 0
-	var errs []error
-	for _, wf := range wfs {
-		if !wf.IsDir() || !workflow.IDPattern.MatchString(wf.Name()) {
-			continue
+	err := s.eachJob(func(dir, externalID string, _ int64) error {
+		if !s.over(dir, externalID) {
+			n++
 		}
-		jobs, err := os.ReadDir(filepath.Join(s.dir, wf.Name()))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, j := range jobs {
-			if _, _, err := parseJobName(j.Name()); err != nil {
-				continue
-			}
-			dir := filepath.Join(s.dir, wf.Name(), j.Name())
-			if _, ended, _ := readExit(dir); !ended && !s.abandoned(dir, wf.Name()+"@"+j.Name()) {
-				n++
-			}
-		}
-	}
-	return n, errors.Join(errs...)
+		return nil
+	})
+	return n, err
 }
 
 // ended is the status of a job whose end is recorded. The first time this

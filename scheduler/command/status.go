@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/external"
@@ -143,27 +142,16 @@ func (s *Service) legacyStatus(dir string, job jobRecord, externalID string) (ex
 // is abandoned here, logged, and not returned: the engine then submits the
 // slot once more, and the abandoned job can no longer start.
 func (s *Service) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
-	entries, err := os.ReadDir(filepath.Join(s.dir, id.Workflow))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
-	}
+	jobs, err := s.slotJobs(id)
 	if err != nil {
 		return "", false, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
 	}
-	type cand struct {
-		name    string
-		started int64
-	}
-	var cands []cand
-	want := id.Time.UTC().Format(slotLayout)
-	for _, e := range entries {
-		t, started, err := parseJobName(e.Name())
-		if err != nil || t.Format(slotLayout) != want || started < since.UnixNano() {
-			continue
+	var cands []slotJob // newest first
+	for i := len(jobs) - 1; i >= 0; i-- {
+		if jobs[i].started >= since.UnixNano() {
+			cands = append(cands, jobs[i])
 		}
-		cands = append(cands, cand{e.Name(), started})
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].started > cands[j].started })
 	for _, c := range cands {
 		extID := id.Workflow + "@" + c.name
 		dir := filepath.Join(s.dir, id.Workflow, c.name)

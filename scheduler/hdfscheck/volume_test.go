@@ -131,7 +131,7 @@ func newVolumeFixture(tb testing.TB, c *hdfstest.Cluster, fsURI string, n, globs
 	mux := trigger.NewMux("")
 	mux.Handle("hdfs", fs)
 	eng, err := engine.New(engine.Options{
-		WorkflowsDir: dir, DB: db, FS: mux,
+		WorkflowsDir: dir, Store: db, FS: mux,
 		Services: map[string]external.Service{workflow.ServiceOozie: oozie.NewService(nil, nil)},
 	})
 	if err != nil {

@@ -1,8 +1,10 @@
 // Package scaffold writes a new celos project (`celos init`): a CUE package
-// with the two-data-centre wordcount example, the Oozie directory hdfs/, a
-// cue.mod with the celos schema vendored (so that plain `cue vet -c ./...`
-// works offline), a pre-commit configuration, a GitHub Actions deploy job
-// and a Jenkinsfile.
+// with the two-data-centre wordcount example and a test case for it (with
+// its fixtures under test/), the Oozie directory hdfs/, a cue.mod with the
+// celos schema vendored (so that plain `cue vet -c ./...` works offline), a
+// pre-commit configuration, a GitHub Actions job and a Jenkinsfile that
+// vet, test and plan on pull requests and deploy from main, pinned to the
+// celos version that wrote them.
 package scaffold
 
 import (
@@ -31,7 +33,9 @@ type Options struct {
 	// Name is the project name (default: the directory's base name).
 	Name string
 	// Rev is the celos version the CI files install and the pre-commit
-	// hook pins (default "main").
+	// hook pins: the version of the celos writing them. A version that is
+	// not a release (v1.2.3) gives "main", with a comment saying to pin a
+	// release tag.
 	Rev string
 	// Force allows writing into a directory that is not empty; files of
 	// the scaffold that exist are overwritten, others are left alone.
@@ -49,6 +53,8 @@ var (
 
 type data struct {
 	Name, Package, Module, Rev string
+	// Pinned is set when Rev is a release version.
+	Pinned bool
 }
 
 // Write creates the project in dir (created if missing) and returns the
@@ -78,11 +84,11 @@ func Write(dir string, opt Options) ([]string, error) {
 	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' || pkg[0] == '_' {
 		pkg = "p" + pkg
 	}
-	rev := opt.Rev
-	if !semver.MatchString(rev) {
+	rev, pinned := opt.Rev, semver.MatchString(opt.Rev)
+	if !pinned {
 		rev = "main"
 	}
-	d := data{Name: name, Package: pkg, Module: "example.com/" + strings.ToLower(name), Rev: rev}
+	d := data{Name: name, Package: pkg, Module: "example.com/" + strings.ToLower(name), Rev: rev, Pinned: pinned}
 
 	var written []string
 	err = fs.WalkDir(templateFS, "template", func(p string, e fs.DirEntry, err error) error {

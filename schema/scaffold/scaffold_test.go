@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/celos-go/celos/deploy"
+	"github.com/celos-go/celos/scheduler/sandbox"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -234,5 +236,95 @@ func TestScaffoldAppPathIsWhereDeployPutsIt(t *testing.T) {
 		if problems := deploy.AppPathProblems(p, "/apps/celos/"+name, ""); len(problems) != n {
 			t.Errorf("%s: another HDFS root: %d problems, want %d", name, len(problems), n)
 		}
+	}
+}
+
+// TestScaffoldCI checks the CI files against what docs/deploy.md
+// recommends: on pull requests vet, test, then plan; deploy on push to
+// main; one run at a time; celos installed at the version that wrote the
+// files (a development build says to pin a release instead).
+func TestScaffoldCI(t *testing.T) {
+	read := func(dir, name string) string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	inOrder := func(name, text string, parts ...string) {
+		t.Helper()
+		at := 0
+		for _, p := range parts {
+			i := strings.Index(text[at:], p)
+			if i < 0 {
+				t.Errorf("%s: %q missing, or not after %q:\n%s", name, p, parts, text)
+				return
+			}
+			at += i + len(p)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "wc")
+	if _, err := Write(dir, Options{Rev: "v1.4.0"}); err != nil {
+		t.Fatal(err)
+	}
+	gha := read(dir, ".github/workflows/deploy.yml")
+	inOrder("deploy.yml", gha, "pull_request:", "concurrency: deploy-production", "cmd/celos@v1.4.0", "run: celos vet",
+		"run: celos test --junit celos-test.xml", "if: github.event_name == 'pull_request'", `celos plan --target "$PRODUCTION_TARGET" --project wc || [ $? -eq 2 ]`,
+		"if: github.event_name == 'push'", `celos deploy --target "$PRODUCTION_TARGET" --project wc`)
+	if strings.Contains(gha, "@main") || strings.Contains(gha, "development build") {
+		t.Errorf("deploy.yml is not pinned:\n%s", gha)
+	}
+	jf := read(dir, "Jenkinsfile")
+	inOrder("Jenkinsfile", jf, "cmd/celos@v1.4.0", "disableConcurrentBuilds()", "sh 'celos vet'", "sh 'celos test --junit celos-test.xml'",
+		"junit testResults: 'celos-test.xml'", "when { changeRequest() }", "celos plan --target", "when { branch 'main' }", "celos deploy --target")
+	if pc := read(dir, ".pre-commit-config.yaml"); !strings.Contains(pc, "    rev: v1.4.0\n") || strings.Contains(pc, "rev: main") {
+		t.Errorf(".pre-commit-config.yaml is not pinned:\n%s", pc)
+	}
+	// A development build cannot be pinned: main, and a comment saying so.
+	dev := filepath.Join(t.TempDir(), "wc")
+	if _, err := Write(dev, Options{Rev: "devel"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".github/workflows/deploy.yml", ".pre-commit-config.yaml", "Jenkinsfile"} {
+		if text := read(dev, name); !strings.Contains(text, "a development build") || !strings.Contains(text, "main") {
+			t.Errorf("%s of a development build does not say to pin a release:\n%s", name, text)
+		}
+	}
+}
+
+// TestScaffoldTestCasePasses runs the scaffold's test case as `celos
+// test` does (on the local disk, the stand-in in place of Oozie): it
+// passes; with one expected count changed it fails with the diff.
+func TestScaffoldTestCasePasses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wordcount")
+	if _, err := Write(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	runIt := func() sandbox.Result {
+		t.Helper()
+		p, suite, _, err := schema.CompileWithTests(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(suite.Cases) != 1 {
+			t.Fatalf("%d test cases, want 1", len(suite.Cases))
+		}
+		res, err := sandbox.Run(context.Background(), sandbox.Options{Project: p, Dir: dir, HDFSDir: filepath.Join(dir, "hdfs"), TempDir: t.TempDir()}, suite.Cases)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	if r := runIt(); !r.Passed {
+		t.Fatalf("the scaffold's test case fails: %q", r.Failures)
+	}
+	exp := filepath.Join(dir, "test", "wordcount-nyc", "output", "1100", "part-r-00000")
+	if err := os.WriteFile(exp, []byte("end\t1\nthe\t2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runIt()
+	if r.Passed || len(r.Failures) == 0 || !strings.Contains(r.Failures[0], "1100/part-r-00000: contents differ") || !strings.Contains(r.Failures[0], "-the\t2\n    +the\t1") {
+		t.Errorf("a wrong expected count: %q", r.Failures)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ func init() {
 	register(newWorkflowsCmd)
 	register(newSlotsCmd)
 	register(newTriggerStatusCmd)
+	register(newAttemptsCmd)
 }
 
 func newWorkflowsCmd() *cobra.Command {
@@ -120,13 +122,19 @@ func printSlots(w io.Writer, id string, ws api.WorkflowSlots) {
 }
 
 func newTriggerStatusCmd() *cobra.Command {
-	var id, at string
-	c := &cobra.Command{
+	return slotReadCmd(&cobra.Command{
 		Use:     "trigger-status --id WORKFLOW --time TIME",
 		Short:   "Explain why a slot is waiting: its trigger as a tree (GET /trigger-status)",
 		Example: `  celos trigger-status --id wordcount --time 2015-09-13T13:00Z`,
-		Args:    cobra.NoArgs,
-	}
+	}, "/trigger-status", func(w io.Writer, _ string, st trigger.Status) { printTrigger(w, st, 0) })
+}
+
+// slotReadCmd completes c as a client command that GETs path for the slot
+// named by --id and --time and prints the answer with print, or as JSON
+// with --json.
+func slotReadCmd[T any](c *cobra.Command, path string, print func(w io.Writer, id string, v T)) *cobra.Command {
+	var id, at string
+	c.Args = cobra.NoArgs
 	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
 	c.Flags().StringVar(&at, "time", "", "slot time (required)")
 	o := addClientFlags(c)
@@ -139,8 +147,8 @@ func newTriggerStatusCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var st trigger.Status
-		body, err := cl.json(c.Context(), "GET", "/trigger-status", slotQuery(id, t), callTimeout, &st)
+		var v T
+		body, err := cl.json(c.Context(), "GET", path, slotQuery(id, t), callTimeout, &v)
 		if err != nil {
 			return failed(err)
 		}
@@ -148,7 +156,7 @@ func newTriggerStatusCmd() *cobra.Command {
 			writeJSONOut(c.OutOrStdout(), body)
 			return nil
 		}
-		printTrigger(c.OutOrStdout(), st, 0)
+		print(c.OutOrStdout(), id, v)
 		return nil
 	}
 	return c
@@ -167,4 +175,38 @@ func printTrigger(w io.Writer, st trigger.Status, depth int) {
 	for _, s := range st.SubStatuses {
 		printTrigger(w, s, depth+1)
 	}
+}
+
+func newAttemptsCmd() *cobra.Command {
+	return slotReadCmd(&cobra.Command{
+		Use:   "attempts --id WORKFLOW --time TIME",
+		Short: "List every attempt of a slot: status, times, external ID (GET /slot-attempts)",
+		Long: `List every attempt the slot's external service knows of, oldest first:
+its status (a command's exit code, Oozie's job status), when it was
+submitted, started and ended, and its external ID. The slot's state now is
+the first line.`,
+		Example: `  celos attempts --id wordcount --time 2015-09-13T13:00Z`,
+	}, "/slot-attempts", printAttempts)
+}
+
+// printAttempts writes the slot's state, then a table of its attempts.
+func printAttempts(w io.Writer, id string, sa api.SlotAttempts) {
+	fmt.Fprintf(w, "%s@%s: %s (retryCount %d)\n", id, sa.Slot.Time, sa.Slot.Status, sa.Slot.RetryCount)
+	if len(sa.Attempts) == 0 {
+		fmt.Fprintln(w, "no attempts")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tSTATUS\tSUBMITTED\tSTARTED\tENDED\tEXTERNAL ID")
+	for i, a := range sa.Attempts {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, a.Status, timeOrDash(a.Submitted), timeOrDash(a.Started), timeOrDash(a.Ended), a.ExternalID)
+	}
+	tw.Flush()
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return slot.FormatTime(t)
 }

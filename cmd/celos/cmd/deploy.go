@@ -81,6 +81,7 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 		BreakLock:  f.breakLock,
 		Parallel:   f.parallel,
 		Version:    version(),
+		CacheDir:   cacheDir(),
 
 		CreateDirs:          f.createDirs,
 		AllowForeignAppPath: f.allowForeignApp,
@@ -98,8 +99,11 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 }
 
 // compileProject is the compile step: the same checks as `celos vet`.
+// An unchanged project is answered from the compile cache, as celos vet.
 func compileProject(dir string) (*workflow.Project, []string, error) {
-	p, diags, err := schema.Compile(dir)
+	r := schema.CompileCached(dir, compileCache(false))
+	p, err := r.Load()
+	diags := r.Diags
 	var warnings []string
 	for _, d := range diags {
 		if d.Warning {

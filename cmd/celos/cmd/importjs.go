@@ -73,7 +73,7 @@ was not converted, left as TODO, or differs; 2 usage error.`,
 	c.Flags().BoolVar(&f.force, "force", false, "overwrite the files of an earlier import in -o")
 	c.Flags().StringVar(&f.pkg, "package", "", "the CUE package `NAME` (default: from the -o directory's name)")
 	c.Flags().StringVar(&f.project, "project", "", "the project `NAME` written in project.cue (default: the -o directory's name)")
-	c.Flags().DurationVar(&f.timeout, "timeout", celosjs.DefaultTimeout, "time limit for evaluating one file, and for each property function call")
+	c.Flags().Var(newDurationFlag(&f.timeout, celosjs.DefaultTimeout, false), "timeout", "time limit for evaluating one file, and for each property function call")
 	return c
 }
 

@@ -25,13 +25,17 @@ func newInitCmd() *cobra.Command {
 		Long: `init creates a working celos project in DIR (created if missing):
 
   workflows.cue                   the two-data-centre wordcount example
+  tests.cue, test/                a test case for it and its fixtures (celos test)
   hdfs/workflow.xml               the Oozie workflow it runs (uploaded by deploy)
   cue.mod/                        the CUE module, with the celos schema vendored
                                   in cue.mod/pkg/celos.dev/celos, so that plain
                                   "cue vet -c ./..." works offline
   .pre-commit-config.yaml         celos vet before every commit
-  .github/workflows/deploy.yml    GitHub Actions: vet, and deploy on push to main
+  .github/workflows/deploy.yml    GitHub Actions: vet, test and plan on pull
+                                  requests, deploy on push to main
   Jenkinsfile                     the same as a Jenkins pipeline
+
+The CI files and the pre-commit hook are pinned to this celos's version.
   README.md
 
 The project is named after DIR unless --name says otherwise. A DIR that is
@@ -76,7 +80,7 @@ celos vet warns that the vendored schema differs).`,
 			for _, f := range files {
 				fmt.Fprintf(out, "wrote %s\n", filepath.Join(dir, f))
 			}
-			fmt.Fprintf(out, "\nNext:\n  cd %s\n  celos vet          # check\n  celos export       # the compiled JSON\n  cue vet -c ./...   # plain CUE works too (schema %s vendored)\n", dir, schema.SchemaImportPath)
+			fmt.Fprintf(out, "\nNext:\n  cd %s\n  celos vet          # check\n  celos test         # run the test case\n  celos export       # the compiled JSON\n  cue vet -c ./...   # plain CUE works too (schema %s vendored)\n", dir, schema.SchemaImportPath)
 			return nil
 		},
 	}

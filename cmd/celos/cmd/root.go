@@ -74,10 +74,12 @@ func New() *cobra.Command {
 		Long: `celos turns periodic Hadoop workflows written in CUE into time slots that
 wait for their data and run as Oozie jobs (or local commands).
 
-  author    celos init, celos vet, celos export, celos cron
+  author    celos init, celos vet, celos export, celos cron, celos test,
+            celos import-js
   deploy    celos deploy, celos undeploy, celos plan, celos deployments
   schedule  celos server, and a client for its HTTP API
-            (celos slots, trigger-status, rerun, kill, pause, unpause, step)`,
+            (celos workflows, slots, attempts, trigger-status, rerun, kill,
+            pause, unpause, step)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),

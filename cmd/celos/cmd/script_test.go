@@ -33,6 +33,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("REPO", repo)
 			env.Setenv("CUE_REGISTRY", "none")
 			env.Setenv("HOME", env.WorkDir)
+			// celos's cache (internal/cache) inside the script's directory.
+			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
 			return nil
 		},
 	})

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,13 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/celos-go/celos/schema"
-	"github.com/celos-go/celos/schema/workflow"
 )
 
 func init() { register(newVetCmd) }
 
 func newVetCmd() *cobra.Command {
-	return &cobra.Command{
+	var noCache bool
+	c := &cobra.Command{
 		Use:   "vet [DIR]",
 		Short: "Check a project: schema, cron expressions, references",
 		Long: `vet loads the CUE package in DIR (default: the current directory) with the
@@ -34,6 +35,11 @@ vendors its own copy (cue.mod/pkg/celos.dev/celos, written by celos init)
 gets a warning when that copy differs from celos's. A project may import
 the CUE standard library and packages vendored under cue.mod/pkg.
 
+The answer for a project whose files have not changed comes from celos's
+cache (` + "`$CELOS_CACHE_DIR`" + `, else the user cache directory's celos/; keyed
+by the content of every file the check reads and by the celos build);
+--no-cache, or CELOS_CACHE_DIR=off, checks from scratch.
+
 Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 		Example: `  celos vet                 # the project in the current directory
   celos vet ./workflows     # another directory
@@ -44,10 +50,12 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
   #     hooks: [{id: celos-vet}]`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			_, err := compileArg(c, args)
+			_, err := compileArg(c, args, noCache)
 			return err
 		},
 	}
+	c.Flags().BoolVar(&noCache, "no-cache", false, "check from scratch: neither read nor write celos's cache")
+	return c
 }
 
 // tuneGC lets the heap grow to three times the live data between
@@ -72,18 +80,23 @@ func printDiagnostics(w io.Writer, diags []schema.Diagnostic) {
 }
 
 // compileArg compiles the project named by the optional DIR argument (the
-// current directory by default), printing its diagnostics to stderr; an
-// invalid project ends the command with exit 1.
-func compileArg(c *cobra.Command, args []string) (*workflow.Project, error) {
+// current directory by default), from the cache unless noCache, printing
+// its diagnostics to stderr; an invalid project ends the command with
+// exit 1.
+func compileArg(c *cobra.Command, args []string, noCache bool) (*schema.Compiled, error) {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]
 	}
 	defer tuneGC()()
-	p, diags, err := schema.Compile(dir)
-	printDiagnostics(c.ErrOrStderr(), diags)
-	if err != nil {
+	r := schema.CompileCached(dir, compileCache(noCache))
+	printDiagnostics(c.ErrOrStderr(), r.Diags)
+	if r.Err != nil {
+		var diags schema.Diagnostics
+		if !errors.As(r.Err, &diags) {
+			fmt.Fprintf(c.ErrOrStderr(), "celos: %v\n", r.Err)
+		}
 		return nil, silentExit(ExitFailure)
 	}
-	return p, nil
+	return r, nil
 }

@@ -1,0 +1,187 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/internal/testenv/oozietest"
+	"github.com/celos-go/celos/scheduler/defaults"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/hdfscheck"
+	"github.com/celos-go/celos/scheduler/oozie"
+	"github.com/celos-go/celos/scheduler/trigger"
+	"github.com/celos-go/celos/schema/workflow"
+	"github.com/celos-go/celos/schema/workflow/testcase"
+	"github.com/celos-go/celos/targets"
+	"github.com/celos-go/celos/targets/hadoopconf"
+)
+
+func TestMain(m *testing.M) { oozietest.Main(m) }
+
+// touchApp is an Oozie application of fs actions only (it runs inside the
+// real Oozie of oozietest, with no YARN): it writes ${outputDir}/_SUCCESS.
+const touchApp = `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
+  <start to="touch"/>
+  <action name="touch">
+    <fs>
+      <name-node>${nameNode}</name-node>
+      <mkdir path="${nameNode}${outputDir}"/>
+      <touchz path="${nameNode}${outputDir}/_SUCCESS"/>
+    </fs>
+    <ok to="end"/>
+    <error to="fail"/>
+  </action>
+  <kill name="fail"><message>touch failed: ${wf:errorMessage(wf:lastErrorNode())}</message></kill>
+  <end name="end"/>
+</workflow-app>
+`
+
+// TestRunOnHDFSWithOozie runs test cases against the real HDFS mini
+// cluster and a real Apache Oozie: the project's hdfs/ directory is
+// deployed under each case's prefix on HDFS, inputs are written there,
+// hdfsCheck triggers ask HDFS, Oozie runs the application from the
+// prefix with its output path rewritten, the outputs are read back from
+// HDFS and compared, and every prefix is removed afterwards. One case
+// passes; one expects an hour outside its range and fails with the
+// missing file named.
+func TestRunOnHDFSWithOozie(t *testing.T) {
+	env := oozietest.Shared(t)
+	c := env.HDFS
+	uri := "hdfs://" + c.Addr()
+	hdfsDir := filepath.Join(t.TempDir(), "hdfs")
+	if err := os.MkdirAll(filepath.Join(hdfsDir, "touch"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hdfsDir, "touch", "workflow.xml"), []byte(touchApp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := fixture.Hourly("touch")
+	w.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/in/${year}${month}${day}${hour}/_READY"}
+	w.ExternalService = fixture.Oozie(map[string]string{
+		"oozie.wf.application.path": "${nameNode}/user/celos/app/p/touch",
+		"outputDir":                 "/out/${year}${month}${day}${hour}",
+	})
+	w.ExternalService.URL = ""
+	p := fixture.Project("p", w)
+	d := &defaults.Defaults{HDFS: uri, Oozie: env.Oozie.URL(), OozieProperties: map[string]string{"user.name": c.User(), "nameNode": uri}}
+	pool := targets.NewHDFSPool(nil, targets.HDFSOptions{Client: hadoopconf.Options{User: c.User()}})
+	defer pool.Close()
+	fsys, err := pool.FS(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := hdfscheck.New(nil, hdfscheck.Options{User: c.User()})
+	defer checks.Close()
+	mux := trigger.NewMux(uri)
+	mux.Handle("hdfs", checks)
+	base := "/" + t.Name()
+	ready := []testcase.Input{{Path: "/in", Files: map[string]string{"2026010110/_READY": "", "2026010111/_READY": ""}}}
+	pass := testcase.Case{Name: "two-hours", Start: day.Add(10 * time.Hour), End: day.Add(11 * time.Hour), Timeout: 3 * time.Minute,
+		Inputs: ready, PathProperties: []string{"outputDir"},
+		Outputs: []testcase.Output{{Path: "/out", Comparer: testcase.Comparer{Type: "plain"},
+			Files: map[string]string{"2026010110/_SUCCESS": "", "2026010111/_SUCCESS": ""}}}}
+	fail := pass
+	fail.Name = "hour-outside-range"
+	fail.End = day.Add(10 * time.Hour).Add(30 * time.Minute)
+	res, err := Run(context.Background(), Options{
+		Project: p, HDFSDir: hdfsDir, TempDir: t.TempDir(), Poll: 200 * time.Millisecond,
+		Env: Env{FS: fsys, FSURI: uri, Base: base, Triggers: mux,
+			Services: map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil)}},
+	}, []testcase.Case{pass, fail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Passed {
+		t.Errorf("%s failed: %q", res[0].Name, res[0].Failures)
+	}
+	if !strings.HasPrefix(res[0].Prefix, base+"/celos-test-p-") {
+		t.Errorf("prefix %s is not under %s", res[0].Prefix, base)
+	}
+	want := []string{
+		"/out: 2026010111: expected a directory, missing from the output",
+		"/out: 2026010111/_SUCCESS: expected a file (0 bytes), missing from the output",
+	}
+	if diff := cmp.Diff(want, res[1].Failures); diff != "" {
+		t.Errorf("%s: failures (-want +got):\n%s", res[1].Name, diff)
+	}
+	left, err := c.Client().ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("left on HDFS under %s: %s", base, left[0].Name())
+	}
+}
+
+// TestRunAgainstTarget runs a case against an installation named by a
+// target file, as `celos test --target` does: the Hadoop configuration
+// of the target (the mini cluster's), the Oozie URL and properties of
+// the defaults.json in its defaults directory, its hdfs.root.
+func TestRunAgainstTarget(t *testing.T) {
+	env := oozietest.Shared(t)
+	c := env.HDFS
+	uri := "hdfs://" + c.Addr()
+	dir := t.TempDir()
+	hdfsDir := filepath.Join(dir, "project", "hdfs")
+	for name, data := range map[string]string{
+		"project/hdfs/touch/workflow.xml": touchApp,
+		"defaults/defaults.json": `{"CELOS_DEFAULT_OOZIE": "` + env.Oozie.URL() + `",
+			"CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": "` + c.User() + `", "nameNode": "` + uri + `"}}`,
+		"target.json": `{"hadoop.core-site.xml": "file://` + c.ConfDir() + `/core-site.xml",
+			"hadoop.hdfs-site.xml": "file://` + c.ConfDir() + `/hdfs-site.xml",
+			"workflows.dir.uri": "file://` + dir + `/workflows",
+			"defaults.dir.uri": "file://` + dir + `/defaults",
+			"hdfs.root": "/apps"}`,
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
+	defer conn.Close()
+	in, err := LoadInstallation(context.Background(), conn, filepath.Join(dir, "target.json"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.HDFSRoot != "/apps" || in.Defaults == nil || in.Defaults.Oozie != env.Oozie.URL() {
+		t.Fatalf("installation: root %q, defaults %+v", in.HDFSRoot, in.Defaults)
+	}
+	base := "/" + t.Name()
+	tenv, closeEnv, err := TargetEnv(in, c.User(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEnv()
+	w := fixture.Hourly("touch")
+	w.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/in/${year}${month}${day}${hour}/_READY"}
+	w.ExternalService = fixture.Oozie(map[string]string{
+		"oozie.wf.application.path": "${nameNode}/apps/p/touch",
+		"outputDir":                 "/out/${year}${month}${day}${hour}",
+	})
+	w.ExternalService.URL = ""
+	cs := testcase.Case{Name: "one-hour", Start: day.Add(10 * time.Hour), End: day.Add(10*time.Hour + 30*time.Minute), Timeout: 3 * time.Minute,
+		Inputs: []testcase.Input{{Path: "/in/2026010110", Files: map[string]string{"_READY": ""}}}, PathProperties: []string{"outputDir"},
+		Outputs: []testcase.Output{{Path: "/out", Comparer: testcase.Comparer{Type: "plain"}, Files: map[string]string{"2026010110/_SUCCESS": ""}}}}
+	res, err := Run(context.Background(), Options{Project: fixture.Project("p", w), HDFSDir: hdfsDir, HDFSRoot: in.HDFSRoot,
+		TempDir: t.TempDir(), Poll: 200 * time.Millisecond, Env: tenv}, []testcase.Case{cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Passed {
+		t.Errorf("failed: %q", res[0].Failures)
+	}
+	if left, err := c.Client().ReadDir(base); err != nil || len(left) > 0 {
+		t.Errorf("left on HDFS under %s: %v %v", base, left, err)
+	}
+}
