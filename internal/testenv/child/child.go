@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// envName names the test whose body a child process runs.
-const envName = "CELOS_TEST_CHILD"
+// env names the test whose body a child process runs.
+const env = "CELOS_TEST_CHILD"
 
 // done is what a child prints when its body has run and passed, so that a
 // -test.run pattern that matches nothing does not pass for a success.
@@ -28,7 +28,7 @@ const done = "child: body passed"
 // body itself.
 func Run(t *testing.T, deadline time.Duration, memLimit uint64, body func() error) {
 	t.Helper()
-	if os.Getenv(envName) == t.Name() {
+	if os.Getenv(env) == t.Name() {
 		lim := &syscall.Rlimit{Cur: memLimit, Max: memLimit}
 		if err := syscall.Setrlimit(syscall.RLIMIT_AS, lim); err != nil {
 			t.Fatal(err)
@@ -42,7 +42,7 @@ func Run(t *testing.T, deadline time.Duration, memLimit uint64, body func() erro
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), envName+"="+t.Name())
+	cmd.Env = append(os.Environ(), env+"="+t.Name())
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("not finished within %s (killed):\n%s", deadline, out)
@@ -61,28 +61,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// Is reports whether this process is the child that Command started for
-// test t.
-func Is(t *testing.T) bool { return os.Getenv(envName) == t.Name() }
-
-// Command returns (not started) a long-running child: this test binary
-// again, running only test t, with Is(t) true in it and extra environment
-// variables env ("K=V"). Unlike Run it does not wait and sets no limits:
-// fault tests stop (SIGSTOP), continue and kill it, and talk to it through
-// the pipes they set. A child still running at the end of the test is
-// killed.
-func Command(t *testing.T, env ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(append(os.Environ(), envName+"="+t.Name()), env...)
-	t.Cleanup(func() {
-		if cmd.Process != nil && cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGCONT)
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	return cmd
 }
