@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/metrics"
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -78,19 +78,13 @@ func (in *instance) workflows() []string {
 	return e.WorkflowIDs()
 }
 
-// isPostgres reports whether --db names a PostgreSQL database.
-// TEMPORARY: statepg.IsDSN once the store is on main.
-func isPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
-}
-
 // services builds this host's external services (externalServices) and,
 // when --db is a PostgreSQL database, this server's membership of the
 // cluster sharing it (nil otherwise) and the services the engine is to
 // use (the command service with job rows).
 func services(cfg Config, d *defaults.Defaults, log *slog.Logger) (local, forEngine map[string]external.Service, member *instance, err error) {
 	local, err = externalServices(cfg.Jobs, d, log)
-	if err != nil || !isPostgres(cfg.DB) {
+	if err != nil || !statepg.IsDSN(cfg.DB) {
 		return local, local, nil, err
 	}
 	member, err = newInstance(cfg.DB, cfg, log)
