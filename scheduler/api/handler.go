@@ -49,6 +49,10 @@ type Options struct {
 	// Attempts lists every attempt of a slot (GET /slot-attempts): the
 	// server's external services (nil: the route answers 501).
 	Attempts scheduler.AttemptLister
+	// Instance, when set, is what GET /healthz shows of this instance when
+	// several share one database (cluster.Status: id, live instances,
+	// owned workflows, lease renewals, take-overs; docs/ha.md).
+	Instance func() any
 }
 
 // DefaultStepTimeout is the default bound of a step: the server's write
@@ -72,6 +76,7 @@ type Handler struct {
 	// stepTimeout is the bound reported by /healthz.
 	stepTimeout time.Duration
 	attempts    scheduler.AttemptLister
+	instance    func() any // Options.Instance
 }
 
 // New returns the API handler for svc.
@@ -97,6 +102,7 @@ func New(svc scheduler.Service, opts Options) *Handler {
 		h.version = "devel"
 	}
 	h.attempts = opts.Attempts
+	h.instance = opts.Instance
 	h.stepTimeout = opts.StepTimeout
 	if h.stepTimeout <= 0 {
 		h.stepTimeout = DefaultStepTimeout

@@ -614,12 +614,17 @@ type Health struct {
 	Error              string   `json:"error,omitempty"`
 	StepRunningSeconds *float64 `json:"stepRunningSeconds,omitempty"`
 	StepTimeoutSeconds *float64 `json:"stepTimeoutSeconds,omitempty"`
+	// Instance is this instance, when several share one database.
+	Instance any `json:"instance,omitempty"`
 }
 
 // healthz answers 200 while the server is up and no step has been running
 // for longer than its bound, else 503.
 func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request, _ query) error {
 	out := Health{Status: "ok"}
+	if h.instance != nil {
+		out.Instance = h.instance()
+	}
 	run, running, ok := h.metrics.OldestStep()
 	if !ok {
 		writeJSON(w, http.StatusOK, out)

@@ -61,8 +61,9 @@ var maxFileSize int64 = workflow.MaxDocumentSize
 // content changed since the last load.
 type loader struct {
 	dir   string
-	db    Store        // holds the owner records
-	log   *slog.Logger // nil: slog.Default()
+	db    Store                // holds the owner records
+	owns  func(wf string) bool // Options.Owns: records only the workflows it owns
+	log   *slog.Logger         // nil: slog.Default()
 	files map[string]*fileEntry
 	owner map[string]string // workflow id → file that had it at the last load
 	// owners are the owner records of the state database (read on the
@@ -414,8 +415,8 @@ func (l *loader) recordHolds(id string) (o store.Owner, file string, broken, ok 
 func (l *loader) recordOwners(c *config) {
 	for id, name := range c.file {
 		o := store.Owner{Project: l.files[name].proj.Project, File: name}
-		if l.owners[id] == o {
-			continue
+		if l.owners[id] == o || (l.owns != nil && !l.owns(id)) {
+			continue // (another instance records the workflows it owns)
 		}
 		l.owners[id] = o
 		if l.db == nil || l.ownersUnread {

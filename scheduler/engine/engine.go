@@ -89,6 +89,11 @@ type Options struct {
 	// notification targets, once the step's state is recorded. It is called
 	// from the step and must not block (scheduler/notify queues).
 	OnEvent func(scheduler.Event)
+	// Owns, if set, says which workflows this engine may step: several
+	// instances share one database and each steps the workflows whose
+	// lease it holds (scheduler/cluster, docs/ha.md). It is asked when a
+	// step begins and again just before each submission; nil means all.
+	Owns func(wf string) bool
 }
 
 // Engine is the slot engine. It implements scheduler.Service. Steps and the
@@ -151,6 +156,9 @@ type StepReport struct {
 	LoadErrors int
 	// Writes is the number of files the step wrote or removed.
 	Writes int64
+	// Fenced counts slot changes and submissions dropped because another
+	// instance took the workflow over during the step (see Options.Owns).
+	Fenced int
 	// Loading is the number of workflows the step did not step because
 	// the store was still reading their state (start-up; see
 	// backgroundLoader): a later step steps them.
@@ -178,7 +186,7 @@ func New(opts Options) (*Engine, error) {
 		fs:       opts.FS,
 		clock:    opts.Clock,
 		log:      opts.Logger,
-		loader:   &loader{dir: opts.WorkflowsDir, db: opts.Store, files: make(map[string]*fileEntry)},
+		loader:   &loader{dir: opts.WorkflowsDir, db: opts.Store, owns: opts.Owns, files: make(map[string]*fileEntry)},
 		done:     make(map[string]doneMark),
 		problems: make(map[problemKey]scheduler.Problem),
 		sla:      make(map[slot.ID]scheduler.Problem),

@@ -46,7 +46,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	c := e.reload()
 	pools := e.loadPools()
 	rep.LoadErrors = len(c.loadErrs)
-	todo := e.toStep(c, ids)
+	todo := e.owned(e.toStep(c, ids))
 	todo, rep.Loading = e.loadState(todo, ids != nil)
 	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status), stepped: make(map[string]bool),
 		// The store is not written before apply: triggers read the state
@@ -532,10 +532,13 @@ func (s *stepper) apply() {
 	}
 	s.writes = nil
 	for id, err := range failed {
-		s.rep.Errors["persist"]++
 		if st, ok := s.to[id]; ok {
 			s.rep.Transitions[st]--
 		}
+		if s.lostOwnership(id, "write", err) {
+			continue
+		}
+		s.rep.Errors["persist"]++
 		s.persistFailed(err)
 		s.e.setProblem(id.Workflow, id.Time, "persist", err)
 		s.e.log.Error("slot transition not saved", "slot", id.String(), "error", err)

@@ -37,6 +37,10 @@ func (s *stepper) submitAll(ctx context.Context) {
 	s.pending = nil
 	intents := make(map[slot.ID]store.Intent)
 	var todo []pendingSubmit
+	// unresolved: workflows with a submit intent that could not be read or
+	// resolved: nothing new is submitted for them until it is (a job the
+	// service may hold would not count against the workflow's concurrency).
+	unresolved := make(map[string]bool)
 	for _, p := range pending {
 		id := p.st.ID
 		if p.svc == nil {
@@ -45,6 +49,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 		}
 		in, left, err := p.intent.in, p.intent.left, p.intent.err
 		if err != nil {
+			unresolved[id.Workflow] = true
 			s.fail(id, "submit", err)
 			continue
 		}
@@ -55,6 +60,9 @@ func (s *stepper) submitAll(ctx context.Context) {
 			e.log.Info("dropping the submit intent of an earlier attempt", "slot", id.String(),
 				"intentAttempt", in.Attempt, "retryCount", p.st.RetryCount)
 			left = false
+		}
+		if s.lostOwnership(id, "submit", nil) {
+			continue
 		}
 		if left {
 			if rec, ok := p.svc.(external.Recoverer); ok {
@@ -67,6 +75,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 					return err
 				})
 				if err != nil {
+					unresolved[id.Workflow] = true
 					s.fail(id, "recover", err)
 					continue
 				}
@@ -83,6 +92,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 		intents[id] = store.Intent{Attempt: p.st.RetryCount, Time: e.clock()}
 		todo = append(todo, p)
 	}
+	todo = s.holdUnresolved(todo, intents, unresolved)
 	if len(todo) == 0 {
 		return
 	}
@@ -90,12 +100,21 @@ func (s *stepper) submitAll(ctx context.Context) {
 	for _, p := range todo {
 		id := p.st.ID
 		if err := failed[id]; err != nil {
+			if s.lostOwnership(id, "submit intent", err) {
+				continue
+			}
 			s.fail(id, "submit", fmt.Errorf("record submit intent: %w", err))
 			s.persistFailed(err)
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			s.fail(id, "submit", err) // the intent stays; harmless
+			continue
+		}
+		// Asked again at the last moment: an instance stopped or cut off
+		// since the intent was written must not submit (the intent stays;
+		// the new owner resolves it).
+		if s.lostOwnership(id, "submit", nil) {
 			continue
 		}
 		var ext string
@@ -115,6 +134,26 @@ func (s *stepper) submitAll(ctx context.Context) {
 		}
 		s.running(p, ext)
 	}
+}
+
+// holdUnresolved drops from todo (and intents) the new submissions of
+// workflows with an unresolved submit intent: the instance that takes a
+// workflow over (or restarts) resolves every open intent of it before it
+// submits anything new for it.
+func (s *stepper) holdUnresolved(todo []pendingSubmit, intents map[slot.ID]store.Intent, unresolved map[string]bool) []pendingSubmit {
+	if len(unresolved) == 0 {
+		return todo
+	}
+	out := todo[:0]
+	for _, p := range todo {
+		if !unresolved[p.st.ID.Workflow] {
+			out = append(out, p)
+			continue
+		}
+		delete(intents, p.st.ID)
+		s.fail(p.st.ID, "submit", fmt.Errorf("held: an earlier submission of workflow %s is not resolved yet (see its recover problem)", p.st.ID.Workflow))
+	}
+	return out
 }
 
 // intentOf reports whether submit intent in belongs to the current attempt

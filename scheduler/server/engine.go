@@ -23,7 +23,11 @@ import (
 // openEngine opens the state database (taking its lock) and builds the
 // engine over it. Closing the returned closer releases the lock.
 func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
-	db, err := openStore(cfg.DB)
+	var fence statepg.Fence // (a nil *cluster.Cluster is not a nil Fence)
+	if d.cluster != nil {
+		fence = d.cluster
+	}
+	db, err := openStore(cfg.DB, fence)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,6 +52,7 @@ func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
 		},
 		PoolsFile: cfg.Pools,
 		OnEvent:   d.events,
+		Owns:      d.cluster.OwnsFunc(),
 	})
 	if err != nil {
 		db.Close()
@@ -69,11 +74,13 @@ type stateStore interface {
 // else the file store in that directory. A PostgreSQL store is connected
 // to and migrated here, within its connect timeout; its errors and this
 // one name the database without the password.
-func openStore(db string) (stateStore, error) {
+//
+// fence is the cluster's (docs/ha.md), nil with one instance.
+func openStore(db string, fence statepg.Fence) (stateStore, error) {
 	if statepg.IsDSN(db) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		s, err := statepg.Open(ctx, db, statepg.Options{})
+		s, err := statepg.Open(ctx, db, statepg.Options{Fence: fence})
 		if err != nil {
 			return nil, fmt.Errorf("state database (--db): %w", err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/cluster"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/loop"
 	"github.com/celos-go/celos/scheduler/metrics"
@@ -99,6 +100,15 @@ type Config struct {
 	// then daily: the files of final slots older than this (at least
 	// statedb.MinRetention), as `celos db prune` does.
 	PruneOlderThan time.Duration
+	// InstanceID, Lease and JobGrace configure this instance's membership
+	// of the cluster of servers sharing a PostgreSQL DB (docs/ha.md):
+	// its id (default: the host name), the lease (default
+	// cluster.DefaultLease) and how long an instance may miss heartbeats
+	// before its command jobs are declared lost (default
+	// cluster.DefaultGrace). Unused with the file store.
+	InstanceID string
+	Lease      time.Duration
+	JobGrace   time.Duration
 }
 
 // Server timeouts. WriteTimeout is long because POST /scheduler answers
@@ -131,6 +141,9 @@ type deps struct {
 	// events receives the events of workflows with notification targets
 	// (the webhook sender's Send; it never blocks).
 	events func(scheduler.Event)
+	// cluster is this instance's membership when several share the
+	// database (its fence and Owns); nil with one instance.
+	cluster *cluster.Cluster
 }
 
 // withDefaults fills in the defaults of the fields left zero.
@@ -187,7 +200,9 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 		return err
 	}
 	m := metrics.New()
-	svcs, err := externalServices(cfg.Jobs, inst, log)
+	// svcs are this host's services (the UI reads command logs from them);
+	// the engine's are the cluster's with a PostgreSQL --db (member).
+	svcs, engineSvcs, member, err := services(cfg, inst, log)
 	if err != nil {
 		return err
 	}
@@ -209,7 +224,8 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	// the engine's last step (deferred before the engine's close).
 	sender, closeSender := startNotifier(log, m)
 	defer closeSender()
-	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(svcs), fs: fsys, metrics: m, log: log, events: sender.Send})
+	defer member.close() // after the step loop: its leases go to the others (nil: nothing)
+	engine, engineCloser, err := open(cfg, deps{services: m.InstrumentServices(engineSvcs), fs: fsys, metrics: m, log: log, events: sender.Send, cluster: member.membership()})
 	if err != nil {
 		return err
 	}
@@ -222,10 +238,13 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			log.Error("close state database", "error", cerr)
 		}
 	}()
+	if engine, err = member.attach(engine, engineCloser, m); err != nil { // (nil member: unchanged)
+		return err
+	}
 	// One stepper for the --autoSchedule timer and POST /scheduler.
 	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
-	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Attempts: attemptLister(svcs)})
-	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, workflowsDir: cfg.Workflows, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != ""})
+	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Attempts: attemptLister(svcs), Instance: member.status()})
+	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, workflowsDir: cfg.Workflows, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != "", instance: member.id()})
 	if err != nil {
 		return err
 	}

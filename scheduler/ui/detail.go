@@ -43,6 +43,7 @@ type pageCommon struct {
 	AssetVersion  string
 	TokenRequired bool
 	Version       string
+	Instance      string
 	Fragment      bool
 }
 
@@ -56,6 +57,7 @@ func (h *handler) common(pageTitle string) pageCommon {
 		AssetVersion:  h.assetVersion,
 		TokenRequired: h.opts.TokenRequired,
 		Version:       h.opts.Version,
+		Instance:      h.opts.Instance,
 	}
 }
 

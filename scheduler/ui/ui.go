@@ -69,6 +69,9 @@ type Options struct {
 	Deployment DeploymentFunc
 	// Version is shown in the footer.
 	Version string
+	// Instance, when set, is named in the footer: the id of the instance
+	// that served the page, when several share one database (docs/ha.md).
+	Instance string
 	// Title is the page title ("celos" when empty), e.g. the installation name.
 	Title string
 	// Workers bounds the concurrent Slots calls while building the grid

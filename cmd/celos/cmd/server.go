@@ -13,6 +13,7 @@ import (
 
 	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/cluster"
 	"github.com/celos-go/celos/scheduler/server"
 )
 
@@ -62,6 +63,11 @@ GET /healthz answers 503 while a step has been running for longer than
 --step-timeout (a read that hangs, say); /metrics has the step's running
 time as celos_step_running_seconds.
 
+Several servers can share one PostgreSQL --db (docs/ha.md): each steps
+the workflows whose lease it holds (--instance-id, --lease), they take
+over from each other when one stops, and every one serves the whole API
+and UI.
+
 SIGTERM or SIGINT stops it gracefully: the step and
 the requests in flight finish first (a second signal stops it at once).`,
 		Example: `  celos server --port 8080 --workflows /etc/celos/workflows --db /var/lib/celos/db --autoSchedule 60
@@ -94,6 +100,12 @@ the requests in flight finish first (a second signal stops it at once).`,
 				return usageError("--prune-older-than %s: want a positive duration such as 30d", humandur.Format(pruneOlder))
 			}
 			cfg.PruneOlderThan = pruneOlder
+			if cfg.Lease < cluster.MinLease {
+				return usageError("--lease %s: want at least %s", humandur.Format(cfg.Lease), humandur.Format(cluster.MinLease))
+			}
+			if cfg.JobGrace < 0 {
+				return usageError("--job-grace %s: want a positive duration such as 5m", humandur.Format(cfg.JobGrace))
+			}
 			cfg.Version = version()
 			cfg.Stderr = c.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -127,6 +139,9 @@ the requests in flight finish first (a second signal stops it at once).`,
 		"INSECURE: allow --listen on a non-loopback address without --auth-token-file (anyone who reaches it can change state)")
 	f.Var(newDurationFlag(&pruneOlder, 0, false), "prune-older-than", "prune at start and daily: final slots older than this (30d, 2w; at least 8d), as celos db prune, and the command service's records and logs of runs that old")
 	f.Var(newDurationFlag(&cfg.StepTimeout, api.DefaultStepTimeout, false), "step-timeout", "bound of a scheduler step: /healthz answers 503 while a step has been running longer (a hung read, say)")
+	f.StringVar(&cfg.InstanceID, "instance-id", "", "with a PostgreSQL --db: this instance's id among the servers sharing it, the same across restarts (default: the host name)")
+	f.Var(newDurationFlag(&cfg.Lease, cluster.DefaultLease, false), "lease", "with a PostgreSQL --db: how long a workflow's lease and a heartbeat last without renewal; another instance takes over within about 1⅓ leases")
+	f.Var(newDurationFlag(&cfg.JobGrace, 0, false), "job-grace", "with a PostgreSQL --db: how long an instance may miss heartbeats before its running command jobs are declared lost (default: max(1m, 4×lease))")
 	f.StringVar(&cfg.URLFile, "url-file", "", "write the server's base URL to this file once it listens")
 	_ = f.MarkHidden("url-file")
 	return c
