@@ -158,7 +158,7 @@ func TestRunAgainstTarget(t *testing.T) {
 		t.Fatalf("installation: root %q, defaults %+v", in.HDFSRoot, in.Defaults)
 	}
 	base := "/" + t.Name()
-	tenv, closeEnv, err := TargetEnv(in, c.User(), base)
+	tenv, closeEnv, err := TargetEnv(context.Background(), in, c.User(), base)
 	if err != nil {
 		t.Fatal(err)
 	}
