@@ -177,3 +177,37 @@ func (in *Installation) fileSystem() (uri, from string, err error) {
 	return "", "", fmt.Errorf("%w: its Hadoop configuration has no fs.defaultFS and its defaults.json no CELOS_DEFAULT_HDFS "+
 		"(an installation on the local disk says fs.defaultFS file:/// in its core-site.xml)", ErrNoFileSystem)
 }
+
+// CheckOozie checks, within PingTimeout, that the Oozie d names (the
+// installation's CELOS_DEFAULT_OOZIE) answers, when a workflow of p runs
+// on it (an Oozie workflow without a url of its own). Run before any case
+// starts: a submission to an Oozie that does not answer is retried, and
+// the case would wait for its timeout with the slot READY.
+func CheckOozie(ctx context.Context, d *defaults.Defaults, p *workflow.Project) error {
+	if d == nil || d.Oozie == "" || !usesDefaultOozie(p) {
+		return nil
+	}
+	c, err := oozie.NewClient(d.Oozie, oozie.WithTimeout(PingTimeout))
+	if err != nil {
+		return fmt.Errorf("CELOS_DEFAULT_OOZIE: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, PingTimeout)
+	defer cancel()
+	if _, err := c.Versions(ctx); err != nil {
+		return fmt.Errorf("the Oozie of its defaults (CELOS_DEFAULT_OOZIE %s) does not answer, and workflow %s runs on it: %w", d.Oozie, firstDefaultOozie(p), err)
+	}
+	return nil
+}
+
+func usesDefaultOozie(p *workflow.Project) bool { return firstDefaultOozie(p) != "" }
+
+// firstDefaultOozie is the id of the first workflow of p that runs on the
+// default Oozie, "" if none does.
+func firstDefaultOozie(p *workflow.Project) string {
+	for _, w := range p.Workflows {
+		if w.ExternalService.Type == workflow.ServiceOozie && w.ExternalService.URL == "" {
+			return w.ID
+		}
+	}
+	return ""
+}

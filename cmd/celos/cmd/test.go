@@ -58,7 +58,8 @@ defaults directory's defaults.json, as Celos CI did. On HDFS the run's
 sandboxes go under /user/USER/.celos-test/PROJECT (--hdfs-prefix). The
 target is checked before any case runs: it must name its file system
 (fs.defaultFS, or CELOS_DEFAULT_HDFS in defaults.json; file:/// for an
-installation on the local disk), and that HDFS must answer.
+installation on the local disk), that HDFS must answer, and so must the
+Oozie of its defaults.json if a workflow runs on it.
 
 A target read over SFTP is read as deploy reads it: host keys verified
 against known_hosts (--known-hosts, $CELOS_KNOWN_HOSTS, else
@@ -216,6 +217,9 @@ func (f *testFlags) env(ctx context.Context, stderr io.Writer, p *workflow.Proje
 				return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--defaults: %w", err)}
 			}
 		}
+		if err := sandbox.CheckOozie(ctx, d, p); err != nil {
+			return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--defaults %s: %w", f.defaults, err)}
+		}
 		env, closeEnv, err := sandbox.HDFSEnv(ctx, f.hdfs, "", base, d)
 		if err != nil {
 			return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--hdfs: %w", err)}
@@ -231,6 +235,9 @@ func (f *testFlags) env(ctx context.Context, stderr io.Writer, p *workflow.Proje
 	}
 	if f.hdfsRoot == "" {
 		f.hdfsRoot = in.HDFSRoot
+	}
+	if err := sandbox.CheckOozie(ctx, in.Defaults, p); err != nil {
+		return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--target: target file %s: %w", in.Source, err)}
 	}
 	env, closeEnv, err := sandbox.TargetEnv(ctx, in, "", base)
 	if err != nil {
