@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/external"
@@ -25,15 +26,21 @@ func SandboxBase(user, project string) string {
 	return path.Join("/user", user, ".celos-test", project)
 }
 
+// PingTimeout bounds the check, before any case runs, that the HDFS of
+// HDFSEnv and TargetEnv answers.
+const PingTimeout = 30 * time.Second
+
 // HDFSEnv is the Env of sandboxes on the HDFS at uri (hdfs://host:port,
 // reached with an empty Hadoop configuration as user; "" means
 // $HADOOP_USER_NAME, else the OS user) under base, with the Oozie of d if
-// d names one (nil: none). Close releases its connections.
-func HDFSEnv(uri, user, base string, d *defaults.Defaults) (Env, func(), error) {
-	return hdfsEnv(nil, uri, user, base, d)
+// d names one (nil: none). It checks that the NameNode answers (within
+// PingTimeout), so that an HDFS that is not there is reported before any
+// case runs. Close releases its connections.
+func HDFSEnv(ctx context.Context, uri, user, base string, d *defaults.Defaults) (Env, func(), error) {
+	return hdfsEnv(ctx, nil, uri, user, base, d)
 }
 
-func hdfsEnv(conf hadoopconf.Conf, uri, user, base string, d *defaults.Defaults) (Env, func(), error) {
+func hdfsEnv(ctx context.Context, conf hadoopconf.Conf, uri, user, base string, d *defaults.Defaults) (Env, func(), error) {
 	u, err := url.Parse(uri)
 	if err != nil || u.Scheme != "hdfs" || u.Host == "" {
 		return Env{}, nil, fmt.Errorf("%q is not an hdfs://host:port URI", uri)
@@ -44,6 +51,13 @@ func hdfsEnv(conf hadoopconf.Conf, uri, user, base string, d *defaults.Defaults)
 	if err != nil {
 		pool.Close()
 		return Env{}, nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, PingTimeout)
+	err = fsys.Ping(pctx)
+	cancel()
+	if err != nil {
+		pool.Close()
+		return Env{}, nil, fmt.Errorf("HDFS %s does not answer: %w", uri, err)
 	}
 	checks := hdfscheck.New(conf, hdfscheck.Options{User: user})
 	def := uri
@@ -65,6 +79,8 @@ func hdfsEnv(conf hadoopconf.Conf, uri, user, base string, d *defaults.Defaults)
 // Installation is what a target file says about an installation, for
 // TargetEnv.
 type Installation struct {
+	// Source is the target file's URL, for messages.
+	Source string
 	// Conf is its Hadoop configuration (core-site.xml, hdfs-site.xml).
 	Conf hadoopconf.Conf
 	// Defaults are its defaults (defaults.json of the target's defaults
@@ -87,7 +103,7 @@ func LoadInstallation(ctx context.Context, conn *targets.Connector, rawURL, user
 	if err != nil {
 		return nil, err
 	}
-	in := &Installation{Conf: conf, HDFSRoot: t.HDFSRoot}
+	in := &Installation{Source: t.Source, Conf: conf, HDFSRoot: t.HDFSRoot}
 	if t.DefaultsDir == nil {
 		return in, nil
 	}
@@ -109,20 +125,21 @@ func LoadInstallation(ctx context.Context, conn *targets.Connector, rawURL, user
 	return in, nil
 }
 
+// ErrNoFileSystem is wrapped by TargetEnv's error for an installation
+// that names no file system for the sandboxes.
+var ErrNoFileSystem = errors.New("the target names no file system")
+
 // TargetEnv is the Env of sandboxes on the installation's HDFS (its
-// defaults' CELOS_DEFAULT_HDFS, else fs.defaultFS) under base, with its
-// Oozie; an installation whose file system is file: gets sandboxes on the
-// local disk.
-func TargetEnv(in *Installation, user, base string) (Env, func(), error) {
-	uri := ""
-	if in.Defaults != nil {
-		uri = in.Defaults.HDFS
-	}
-	if uri == "" {
-		var err error
-		if uri, err = in.Conf.DefaultFS(); err != nil {
-			return Env{}, nil, err
-		}
+// defaults' CELOS_DEFAULT_HDFS, else fs.defaultFS of its Hadoop
+// configuration) under base, with its Oozie; an installation whose file
+// system is file: (said so: Hadoop's default of file:/// does not count)
+// gets sandboxes on the local disk. Everything it finds wrong (no file
+// system, one of another kind, an HDFS that does not answer) is reported
+// before any case runs.
+func TargetEnv(ctx context.Context, in *Installation, user, base string) (Env, func(), error) {
+	uri, from, err := in.fileSystem()
+	if err != nil {
+		return Env{}, nil, err
 	}
 	if strings.HasPrefix(uri, "file:") {
 		// An installation on the local disk (the demo's): sandboxes there
@@ -134,7 +151,63 @@ func TargetEnv(in *Installation, user, base string) (Env, func(), error) {
 		return env, func() {}, nil
 	}
 	if !strings.HasPrefix(uri, "hdfs://") {
-		return Env{}, nil, fmt.Errorf("the target's file system is %s: celos test runs on hdfs:// and file: ones", uri)
+		return Env{}, nil, fmt.Errorf("the target's file system is %s (%s): celos test runs on hdfs:// and file: ones", uri, from)
 	}
-	return hdfsEnv(in.Conf, uri, user, base, in.Defaults)
+	env, closeEnv, err := hdfsEnv(ctx, in.Conf, uri, user, base, in.Defaults)
+	if err != nil {
+		return Env{}, nil, fmt.Errorf("the target's file system (%s): %w", from, err)
+	}
+	return env, closeEnv, nil
+}
+
+// fileSystem is the installation's file system and where it is named.
+func (in *Installation) fileSystem() (uri, from string, err error) {
+	if in.Defaults != nil && in.Defaults.HDFS != "" {
+		return in.Defaults.HDFS, "CELOS_DEFAULT_HDFS of its defaults.json", nil
+	}
+	for _, k := range []string{"fs.defaultFS", "fs.default.name"} {
+		v, err := in.Conf.Expand(k)
+		if err != nil {
+			return "", "", fmt.Errorf("the target's Hadoop configuration: %w", err)
+		}
+		if v != "" {
+			return v, k + " of its Hadoop configuration", nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: its Hadoop configuration has no fs.defaultFS and its defaults.json no CELOS_DEFAULT_HDFS "+
+		"(an installation on the local disk says fs.defaultFS file:/// in its core-site.xml)", ErrNoFileSystem)
+}
+
+// CheckOozie checks, within PingTimeout, that the Oozie d names (the
+// installation's CELOS_DEFAULT_OOZIE) answers, when a workflow of p runs
+// on it (an Oozie workflow without a url of its own). Run before any case
+// starts: a submission to an Oozie that does not answer is retried, and
+// the case would wait for its timeout with the slot READY.
+func CheckOozie(ctx context.Context, d *defaults.Defaults, p *workflow.Project) error {
+	if d == nil || d.Oozie == "" || !usesDefaultOozie(p) {
+		return nil
+	}
+	c, err := oozie.NewClient(d.Oozie, oozie.WithTimeout(PingTimeout))
+	if err != nil {
+		return fmt.Errorf("CELOS_DEFAULT_OOZIE: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, PingTimeout)
+	defer cancel()
+	if _, err := c.Versions(ctx); err != nil {
+		return fmt.Errorf("the Oozie of its defaults (CELOS_DEFAULT_OOZIE %s) does not answer, and workflow %s runs on it: %w", d.Oozie, firstDefaultOozie(p), err)
+	}
+	return nil
+}
+
+func usesDefaultOozie(p *workflow.Project) bool { return firstDefaultOozie(p) != "" }
+
+// firstDefaultOozie is the id of the first workflow of p that runs on the
+// default Oozie, "" if none does.
+func firstDefaultOozie(p *workflow.Project) string {
+	for _, w := range p.Workflows {
+		if w.ExternalService.Type == workflow.ServiceOozie && w.ExternalService.URL == "" {
+			return w.ID
+		}
+	}
+	return ""
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
+	"github.com/celos-go/celos/internal/testenv/sshtest"
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/hdfscheck"
@@ -121,44 +122,52 @@ func TestRunOnHDFSWithOozie(t *testing.T) {
 }
 
 // TestRunAgainstTarget runs a case against an installation named by a
-// target file, as `celos test --target` does: the Hadoop configuration
-// of the target (the mini cluster's), the Oozie URL and properties of
-// the defaults.json in its defaults directory, its hdfs.root.
+// target file on a real OpenSSH server, as `celos test --target sftp://`
+// does: the Hadoop configuration of the target (the mini cluster's, read
+// over SFTP), the Oozie URL and properties of the defaults.json in its
+// defaults directory (the real Oozie's), its hdfs.root.
 func TestRunAgainstTarget(t *testing.T) {
 	env := oozietest.Shared(t)
 	c := env.HDFS
 	uri := "hdfs://" + c.Addr()
-	dir := t.TempDir()
-	hdfsDir := filepath.Join(dir, "project", "hdfs")
-	for name, data := range map[string]string{
-		"project/hdfs/touch/workflow.xml": touchApp,
-		"defaults/defaults.json": `{"CELOS_DEFAULT_OOZIE": "` + env.Oozie.URL() + `",
-			"CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": "` + c.User() + `", "nameNode": "` + uri + `"}}`,
-		"target.json": `{"hadoop.core-site.xml": "file://` + c.ConfDir() + `/core-site.xml",
-			"hadoop.hdfs-site.xml": "file://` + c.ConfDir() + `/hdfs-site.xml",
-			"workflows.dir.uri": "file://` + dir + `/workflows",
-			"defaults.dir.uri": "file://` + dir + `/defaults",
-			"hdfs.root": "/apps"}`,
-	} {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn := targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
-	defer conn.Close()
-	in, err := LoadInstallation(context.Background(), conn, filepath.Join(dir, "target.json"), "")
+	srv := sshtest.Start(t, sshtest.Options{})
+	dir := srv.Root
+	hdfsDir := filepath.Join(t.TempDir(), "project", "hdfs")
+	core, err := os.ReadFile(filepath.Join(c.ConfDir(), "core-site.xml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.HDFSRoot != "/apps" || in.Defaults == nil || in.Defaults.Oozie != env.Oozie.URL() {
-		t.Fatalf("installation: root %q, defaults %+v", in.HDFSRoot, in.Defaults)
+	for name, data := range map[string]string{
+		hdfsDir + "/touch/workflow.xml": touchApp,
+		dir + "/hadoop/core-site.xml":   string(core),
+		dir + "/hadoop/hdfs-site.xml":   "<configuration/>\n",
+		dir + "/defaults/defaults.json": `{"CELOS_DEFAULT_OOZIE": "` + env.Oozie.URL() + `",
+			"CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": "` + c.User() + `", "nameNode": "` + uri + `"}}`,
+		dir + "/target.json": `{"hadoop.core-site.xml": "` + srv.URL(dir+"/hadoop/core-site.xml") + `",
+			"hadoop.hdfs-site.xml": "` + srv.URL(dir+"/hadoop/hdfs-site.xml") + `",
+			"workflows.dir.uri": "` + srv.URL(dir+"/workflows") + `",
+			"defaults.dir.uri": "` + srv.URL(dir+"/defaults") + `",
+			"hdfs.root": "/apps"}`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := targets.NewConnector(targets.SSHOptions{KnownHosts: []string{srv.KnownHostsPath},
+		Identities: []string{srv.ClientKeyPath}, NoAgent: true}, hadoopconf.Options{})
+	defer conn.Close()
+	in, err := LoadInstallation(context.Background(), conn, srv.URL(dir+"/target.json"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(in.Source, "sftp://") || in.HDFSRoot != "/apps" || in.Defaults == nil || in.Defaults.Oozie != env.Oozie.URL() {
+		t.Fatalf("installation: source %s, root %q, defaults %+v", in.Source, in.HDFSRoot, in.Defaults)
 	}
 	base := "/" + t.Name()
-	tenv, closeEnv, err := TargetEnv(in, c.User(), base)
+	tenv, closeEnv, err := TargetEnv(context.Background(), in, c.User(), base)
 	if err != nil {
 		t.Fatal(err)
 	}

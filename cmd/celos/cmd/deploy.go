@@ -28,21 +28,19 @@ func init() { register(newDeployCmd) }
 // deployFlags are the flags deploy, undeploy and plan share.
 type deployFlags struct {
 	target, project, deployDir, hdfsRoot string
-	knownHosts, identities               []string
-	insecure, quiet, asJSON, breakLock   bool
-	dryRun, createDirs, allowForeignApp  bool
-	diffAll                              bool // plan: every line of each file's diff
-	parallel                             int
-	line                                 *progressLine // on a terminal
+	sshFlags
+	quiet, asJSON, breakLock            bool
+	dryRun, createDirs, allowForeignApp bool
+	diffAll                             bool // plan: every line of each file's diff
+	parallel                            int
+	line                                *progressLine // on a terminal
 }
 
 func (f *deployFlags) register(fs *pflag.FlagSet, withDeployDir, withLock bool) {
 	fs.StringVar(&f.target, "target", "", "the target file: a file: or sftp: URL (or a local path)")
 	fs.StringVar(&f.project, "project", "", "the project name: the workflows file is NAME.json, the Oozie directory HDFS_ROOT/NAME")
 	fs.StringVar(&f.hdfsRoot, "hdfs-root", "", "HDFS root of Oozie directories (default: the target's hdfs.root, else "+deploy.DefaultHDFSRoot+")")
-	fs.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file to verify SSH host keys with (repeatable; default $CELOS_KNOWN_HOSTS, else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
-	fs.StringArrayVar(&f.identities, "identity", nil, "SSH private key file (repeatable; default $CELOS_SSH_IDENTITY, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa); ssh-agent is tried first")
-	fs.BoolVar(&f.insecure, "insecure-ignore-host-key", false, "DANGEROUS: do not verify SSH host keys (anyone on the network path can impersonate the server)")
+	f.sshFlags.register(fs)
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
 	fs.BoolVar(&f.asJSON, "json", false, "print a JSON summary on stdout")
 	if withDeployDir {
@@ -60,14 +58,7 @@ func (f *deployFlags) options(c *cobra.Command) (deploy.Options, *targets.Connec
 	if f.target == "" {
 		return deploy.Options{}, nil, usageError("--target is required (a file: or sftp: URL of a target file, e.g. --target $PRODUCTION_TARGET)")
 	}
-	sshOpts := targets.SSHOptionsFromEnv(targets.SSHOptions{
-		KnownHosts:            f.knownHosts,
-		Identities:            f.identities,
-		InsecureIgnoreHostKey: f.insecure,
-	})
-	if f.insecure {
-		fmt.Fprintln(c.ErrOrStderr(), "celos: WARNING: --insecure-ignore-host-key: SSH host keys are NOT verified; anyone on the network path can impersonate the server and receive your workflows")
-	}
+	sshOpts := f.sshFlags.options(c.ErrOrStderr(), "receive your workflows")
 	conn := targets.NewConnector(sshOpts, hadoopconf.Options{})
 	o := deploy.Options{
 		Target:     f.target,

@@ -65,9 +65,7 @@ error.`,
 	}
 	fs := c.Flags()
 	fs.StringVar(&f.target, "target", "", "the target file: a file: or sftp: URL (or a local path)")
-	fs.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file to verify SSH host keys with (repeatable; default $CELOS_KNOWN_HOSTS, else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
-	fs.StringArrayVar(&f.identities, "identity", nil, "SSH private key file (repeatable; default $CELOS_SSH_IDENTITY, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa); ssh-agent is tried first")
-	fs.BoolVar(&f.insecure, "insecure-ignore-host-key", false, "DANGEROUS: do not verify SSH host keys")
+	f.sshFlags.register(fs)
 	fs.BoolVar(&f.asJSON, "json", false, "print the list as JSON on stdout")
 	return c
 }

@@ -31,6 +31,7 @@ type testFlags struct {
 	target, defaults, pools                string
 	verbose, keep                          bool
 	parallel                               int
+	ssh                                    sshFlags // --target over SFTP
 }
 
 func newTestCmd() *cobra.Command {
@@ -54,7 +55,17 @@ service (an Oozie workflow needs a stand-in in the case's services).
 FILE naming an Oozie for Oozie workflows); --target URL runs against an
 installation: the HDFS of its Hadoop configuration and the Oozie of its
 defaults directory's defaults.json, as Celos CI did. On HDFS the run's
-sandboxes go under /user/USER/.celos-test/PROJECT (--hdfs-prefix).
+sandboxes go under /user/USER/.celos-test/PROJECT (--hdfs-prefix). The
+target is checked before any case runs: it must name its file system
+(fs.defaultFS, or CELOS_DEFAULT_HDFS in defaults.json; file:/// for an
+installation on the local disk), that HDFS must answer, and so must the
+Oozie of its defaults.json if a workflow runs on it.
+
+A target read over SFTP is read as deploy reads it: host keys verified
+against known_hosts (--known-hosts, $CELOS_KNOWN_HOSTS, else
+~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts), keys from ssh-agent,
+then --identity / $CELOS_SSH_IDENTITY; $CELOS_CI_USERNAME replaces the
+user of its sftp: URLs.
 
 Output is like go test's: a "--- FAIL: NAME (time)" block with the
 differences for each failed case (-v: every case, with its slot
@@ -83,6 +94,7 @@ tests are invalid, 2 usage error.`,
 	fs.StringVar(&f.hdfsRoot, "hdfs-root", "", "where hdfs/ goes under each prefix, as for deploy (default: the target's hdfs.root, else "+sandbox.DefaultHDFSRoot+")")
 	fs.StringVar(&f.target, "target", "", "run against the installation of this target file (file: or sftp: URL): its HDFS, and the Oozie of its defaults directory")
 	fs.StringVar(&f.defaults, "defaults", "", "with --hdfs: a celos defaults file (CELOS_DEFAULT_OOZIE and its properties) for Oozie workflows")
+	f.ssh.register(fs)
 	return c
 }
 
@@ -127,7 +139,7 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	env, closeEnv, err := f.env(ctx, p)
+	env, closeEnv, err := f.env(ctx, stderr, p)
 	if err != nil {
 		return err
 	}
@@ -163,6 +175,8 @@ func (f *testFlags) check() error {
 		return usageError("--hdfs-prefix needs --hdfs or --target")
 	case f.defaults != "" && f.hdfs == "":
 		return usageError("--defaults needs --hdfs (a target names its defaults)")
+	case f.target == "" && (len(f.ssh.knownHosts) > 0 || len(f.ssh.identities) > 0 || f.ssh.insecure):
+		return usageError("--known-hosts, --identity and --insecure-ignore-host-key need --target (they are for reading it over SFTP)")
 	}
 	if f.hdfs != "" {
 		u, err := url.Parse(f.hdfs)
@@ -179,8 +193,10 @@ func (f *testFlags) check() error {
 }
 
 // env is where the sandboxes live: the local disk, --hdfs or --target. It
-// may set f.hdfsRoot from the target.
-func (f *testFlags) env(ctx context.Context, p *workflow.Project) (sandbox.Env, func(), error) {
+// may set f.hdfsRoot from the target. Everything wrong with the place (a
+// target that cannot be read, an HDFS that does not answer) is reported
+// here, before any case runs.
+func (f *testFlags) env(ctx context.Context, stderr io.Writer, p *workflow.Project) (sandbox.Env, func(), error) {
 	if f.hdfs == "" && f.target == "" {
 		return sandbox.Env{}, func() {}, nil
 	}
@@ -202,13 +218,17 @@ func (f *testFlags) env(ctx context.Context, p *workflow.Project) (sandbox.Env, 
 				return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--defaults: %w", err)}
 			}
 		}
-		env, closeEnv, err := sandbox.HDFSEnv(f.hdfs, "", base, d)
+		if err := sandbox.CheckOozie(ctx, d, p); err != nil {
+			return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--defaults %s: %w", f.defaults, err)}
+		}
+		env, closeEnv, err := sandbox.HDFSEnv(ctx, f.hdfs, "", base, d)
 		if err != nil {
-			return sandbox.Env{}, nil, usageError("--hdfs: %v", err)
+			return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--hdfs: %w", err)}
 		}
 		return env, closeEnv, nil
 	}
-	conn := targets.NewConnector(targets.SSHOptionsFromEnv(targets.SSHOptions{}), hadoopconf.Options{})
+	sshOpts := f.ssh.options(stderr, "choose the HDFS and the Oozie your test cases run on")
+	conn := targets.NewConnector(sshOpts, hadoopconf.Options{})
 	defer conn.Close()
 	in, err := sandbox.LoadInstallation(ctx, conn, f.target, os.Getenv("CELOS_CI_USERNAME"))
 	if err != nil {
@@ -217,9 +237,12 @@ func (f *testFlags) env(ctx context.Context, p *workflow.Project) (sandbox.Env, 
 	if f.hdfsRoot == "" {
 		f.hdfsRoot = in.HDFSRoot
 	}
-	env, closeEnv, err := sandbox.TargetEnv(in, "", base)
+	if err := sandbox.CheckOozie(ctx, in.Defaults, p); err != nil {
+		return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--target: target file %s: %w", in.Source, err)}
+	}
+	env, closeEnv, err := sandbox.TargetEnv(ctx, in, "", base)
 	if err != nil {
-		return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--target: %w", err)}
+		return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--target: target file %s: %w", in.Source, err)}
 	}
 	return env, closeEnv, nil
 }
