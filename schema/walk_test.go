@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,9 +32,13 @@ var walkMismatches struct {
 // TestMain makes every compile of the package's tests (the goldens of
 // testdata/projects, the fuzz seeds, the hostile inputs) check each
 // workflow the walker converted against the conversion through JSON, and
-// fails the run if one differs.
+// fails the run if one differs. Benchmarks (-bench) run without the check,
+// which would add the conversion through JSON to what they measure.
 func TestMain(m *testing.M) {
-	walkCheck = recordWalk
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		walkCheck = recordWalk
+	}
 	code := m.Run()
 	walkMismatches.Lock()
 	defer walkMismatches.Unlock()
