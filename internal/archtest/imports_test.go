@@ -47,9 +47,9 @@ var rules = []rule{
 		forbidden: ours(anyUnder("scheduler/api", "scheduler/ui", "scheduler/metrics", "scheduler/loop", "scheduler/server")),
 	},
 	{
-		name:      "scheduler/engine does not depend on a store implementation (statedb): a second store plugs in behind engine.Store",
+		name:      "scheduler/engine does not depend on a store implementation (statedb, statepg): a store plugs in behind engine.Store",
 		applies:   anyUnder("scheduler/engine"),
-		forbidden: ours(anyUnder("scheduler/statedb")),
+		forbidden: ours(anyUnder("scheduler/statedb", "scheduler/statepg")),
 	},
 	{
 		name:      "scheduler/store (the records every store shares) depends on nothing of ours but slot",

@@ -135,9 +135,24 @@ type rig struct {
 	t    tlike
 	wdir string
 	ddir string
-	db   *statedb.DB
+	db   rigDB
 	svc  *fakeService
 	e    *Engine
+}
+
+// rigDB is the store of a rig: statedb.DB, or another store that the
+// tests run the same checks on (see TestEnginePropertiesOnPostgres).
+type rigDB interface {
+	Store
+	Range(wf string, start, end time.Time) ([]slot.State, error)
+	PutIntent(id slot.ID, in store.Intent) error
+	Close() error
+}
+
+// openRigDB opens a rig's store in dir: the file store, unless a test
+// sets it to another.
+var openRigDB = func(t tlike, dir string) (rigDB, error) {
+	return statedb.OpenWith(dir, statedb.Options{NoSync: !syncedRig})
 }
 
 func newRig(t tlike, svc external.Service, ws ...workflow.Workflow) *rig {
@@ -147,7 +162,7 @@ func newRig(t tlike, svc external.Service, ws ...workflow.Workflow) *rig {
 		fixture.WriteProject(t, r.wdir, "p", ws...)
 	}
 	var err error
-	r.db, err = statedb.OpenWith(r.ddir, statedb.Options{NoSync: !syncedRig})
+	r.db, err = openRigDB(t, r.ddir)
 	if err != nil {
 		t.Fatal(err)
 	}

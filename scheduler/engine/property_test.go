@@ -14,7 +14,6 @@ import (
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema/workflow"
 	"pgregory.net/rapid"
 )
@@ -41,7 +40,7 @@ func (t *tb) done() {
 }
 
 // allStates returns every stored state of wf, by time.
-func allStates(t tlike, db *statedb.DB, wf string) map[time.Time]slot.State {
+func allStates(t tlike, db rigDB, wf string) map[time.Time]slot.State {
 	sts, err := db.Range(wf, time.Unix(0, 0), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/celos-go/celos/scheduler"
 
@@ -13,15 +15,16 @@ import (
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/hdfscheck"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/scheduler/trigger"
 )
 
 // openEngine opens the state database (taking its lock) and builds the
 // engine over it. Closing the returned closer releases the lock.
 func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
-	db, err := statedb.Open(cfg.DB)
+	db, err := openStore(cfg.DB)
 	if err != nil {
-		return nil, nil, fmt.Errorf("state database %s (--db): %w", cfg.DB, err)
+		return nil, nil, err
 	}
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: cfg.Workflows,
@@ -38,6 +41,45 @@ func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
 		return nil, nil, fmt.Errorf("engine: %w", err)
 	}
 	return eng, db, nil
+}
+
+// stateStore is what the server needs of a state store: the engine's
+// Store and Registers, and closing it.
+type stateStore interface {
+	engine.Store
+	engine.Registers
+	io.Closer
+}
+
+// openStore opens the state store --db names: a PostgreSQL database for a
+// postgres:// URL or a keyword/value connection string (statepg.IsDSN),
+// else the file store in that directory. A PostgreSQL store is connected
+// to and migrated here, within its connect timeout; its errors and this
+// one name the database without the password.
+func openStore(db string) (stateStore, error) {
+	if statepg.IsDSN(db) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		s, err := statepg.Open(ctx, db, statepg.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("state database (--db): %w", err)
+		}
+		return s, nil
+	}
+	s, err := statedb.Open(db)
+	if err != nil {
+		return nil, fmt.Errorf("state database %s (--db): %w", db, err)
+	}
+	return s, nil
+}
+
+// describeDB names --db for the log: a directory as an absolute path, a
+// PostgreSQL database without its password.
+func describeDB(db string) string {
+	if statepg.IsDSN(db) {
+		return statepg.Redact(db)
+	}
+	return abs(db)
 }
 
 // loadDefaults reads the installation defaults (--defaults: a file, or a

@@ -26,6 +26,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/loop"
 	"github.com/celos-go/celos/scheduler/metrics"
+	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -43,7 +44,9 @@ type Config struct {
 	// defaults.json): default file system, Oozie URL and properties; empty
 	// means none.
 	Defaults string
-	// DB is the state database directory.
+	// DB is the state database: a directory (the Celos file layout), or a
+	// PostgreSQL database (a postgres:// URL or a keyword/value string,
+	// see statepg.IsDSN).
 	DB string
 	// Jobs is the command service's directory of local runs (records and
 	// output logs).
@@ -133,7 +136,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 5 * time.Minute
 	}
-	if cfg.Jobs == "" {
+	if cfg.Jobs == "" && !statepg.IsDSN(cfg.DB) {
 		cfg.Jobs = filepath.Join(filepath.Dir(filepath.Clean(cfg.DB)), "jobs")
 	}
 	return cfg
@@ -167,7 +170,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if err != nil {
 		return err
 	}
-	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", abs(cfg.DB),
+	log.Info("celos server starting", "version", cfg.Version, "workflows", abs(cfg.Workflows), "db", describeDB(cfg.DB),
 		"logs", abs(cfg.Logs), "autoSchedule", humandur.Format(cfg.AutoSchedule), "pid", os.Getpid(), "auth", token != "")
 	started = true
 
@@ -285,6 +288,9 @@ func preflight(cfg Config) (net.Listener, error) {
 	}
 	if err := checkPruneRetention(cfg.PruneOlderThan); err != nil {
 		return nil, err
+	}
+	if cfg.Jobs == "" {
+		return nil, fmt.Errorf("--jobs DIR is needed when --db is a PostgreSQL database (the command service's runs and logs are files)")
 	}
 	return listen(cfg.Listen, cfg.Port)
 }

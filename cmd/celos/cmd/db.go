@@ -16,6 +16,7 @@ import (
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -25,13 +26,13 @@ func init() { register(newDBCmd) }
 func newDBCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "db",
-		Short: "Maintain the state database (prune old slot files)",
+		Short: "Maintain the state database (prune old slot files; migrate to and export from PostgreSQL)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return usageError("celos db needs a subcommand: prune")
+			return usageError("celos db needs a subcommand: prune, migrate or export")
 		},
 	}
-	c.AddCommand(newDBPruneCmd())
+	c.AddCommand(newDBPruneCmd(), newDBMigrateCmd(), newDBExportCmd())
 	return c
 }
 
@@ -70,8 +71,13 @@ file that does not load is refused too: its triggers are unknown.
 
 The database must not be in use: prune takes its lock, and fails naming
 the server's process if one holds it (stop the server, prune, start it:
-prune is quick). Run it from cron, e.g. weekly.`,
+prune is quick). Run it from cron, e.g. weekly.
+
+--db may also be a PostgreSQL database (postgres://... or host=... dbname=...,
+as celos server --db): the same rules, counted in slot states; it may run
+while servers use the database (one transaction per workflow).`,
 		Example: `  celos db prune --db /var/lib/celos/db --older-than 30d --workflows-dir /etc/celos/workflows
+  celos db prune --db postgres://celos@db1/celos --older-than 30d --workflows-dir /etc/celos/workflows
   celos db prune --db /var/lib/celos/db --older-than 90d --workflows-dir /etc/celos/workflows --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -101,6 +107,9 @@ prune is quick). Run it from cron, e.g. weekly.`,
 				}
 			}
 			before := now.Add(-keep)
+			if statepg.IsDSN(dir) {
+				return prunePostgres(c.OutOrStdout(), pruneArgs{dsn: dir, wfDir: wfDir, olderThan: olderThan, keep: keep, before: before, now: now, dryRun: dryRun})
+			}
 			files0, bytes0 := dirUsage(dir)
 			db, err := statedb.Open(dir)
 			if err != nil {
@@ -137,7 +146,7 @@ prune is quick). Run it from cron, e.g. weekly.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&dir, "db", "", "state database directory (as celos server --db)")
+	f.StringVar(&dir, "db", "", "state database directory, or PostgreSQL URL or connection string (as celos server --db)")
 	f.StringVar(&olderThan, "older-than", "", "retention: delete final slots older than this (30d, 2w, 720h; at least 8d)")
 	f.BoolVar(&dryRun, "dry-run", false, "only count the slot files that would be deleted")
 	f.StringVar(&wfDir, "workflows-dir", "", "the server's workflows directory: refuse a retention that would delete what a trigger still reads")
@@ -164,7 +173,7 @@ func parseRetention(s string) (time.Duration, error) {
 // state a trigger reads before its slot (trigger.LookBacks): every
 // workflow read needs statedb.MinRetention plus its look-back. A
 // workflows file that does not load is refused: its triggers are unknown.
-func checkLookBacks(db *statedb.DB, wfDir, olderThan string, keep time.Duration) error {
+func checkLookBacks(db engine.Store, wfDir, olderThan string, keep time.Duration) error {
 	if fi, err := os.Stat(wfDir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("workflows directory %s (--workflows-dir): must exist and be a directory", wfDir)
 	}
@@ -203,8 +212,14 @@ func checkLookBacks(db *statedb.DB, wfDir, olderThan string, keep time.Duration)
 		olderThan, strings.Join(short, "\n  "), humandur.Format(longest))
 }
 
+// rangeLister is what countPrunable reads (statedb.DB, statepg.DB).
+type rangeLister interface {
+	Workflows() ([]string, error)
+	Range(wf string, start, end time.Time) ([]slot.State, error)
+}
+
 // countPrunable counts the final slots older than before.
-func countPrunable(db *statedb.DB, before time.Time) (int, error) {
+func countPrunable(db rangeLister, before time.Time) (int, error) {
 	wfs, err := db.Workflows()
 	if err != nil {
 		return 0, err

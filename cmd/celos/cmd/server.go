@@ -42,6 +42,14 @@ step ends; without it, POST /scheduler (from cron) steps.
 Logs go to stderr and to --logs/celos.log, rolled daily (UTC) to
 celos-YYYY-MM-DD.log.
 
+--db is a directory (Celos's file layout, the default) or a PostgreSQL
+database: a URL (postgres://celos@db1/celos) or a keyword/value string
+("host=db1 dbname=celos user=celos"). Give the password in PGPASSWORD or
+~/.pgpass rather than on the command line; it is never logged. The schema
+is created or migrated at start-up; a server that cannot connect, or meets
+a newer schema or a role without the privileges it needs, does not start.
+With PostgreSQL, --jobs is required. See docs/postgres.md.
+
 With --auth-token-file, every request that changes state (POST /scheduler,
 /rerun, /kill, /pause, /clear-cache, PUT and DELETE /register, and so the
 UI's actions) needs "Authorization: Bearer <token>"; reads stay open. The
@@ -57,7 +65,8 @@ time as celos_step_running_seconds.
 SIGTERM or SIGINT stops it gracefully: the step and
 the requests in flight finish first (a second signal stops it at once).`,
 		Example: `  celos server --port 8080 --workflows /etc/celos/workflows --db /var/lib/celos/db --autoSchedule 60
-  celos server --listen 0.0.0.0 --auth-token-file /etc/celos/token --workflows /etc/celos/workflows --db /var/lib/celos/db`,
+  celos server --listen 0.0.0.0 --auth-token-file /etc/celos/token --workflows /etc/celos/workflows --db /var/lib/celos/db
+  PGPASSFILE=/etc/celos/pgpass celos server --workflows /etc/celos/workflows --db postgres://celos@db1/celos --jobs /var/lib/celos/jobs`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if cfg.Port < 0 || cfg.Port > 65535 {
@@ -104,7 +113,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1", "address to listen on (0.0.0.0 for every interface)")
 	f.StringVar(&cfg.Workflows, "workflows", "/etc/celos/workflows", "directory of compiled workflows files (*.json); must exist")
 	f.StringVar(&cfg.Defaults, "defaults", "", "installation defaults: CELOS_DEFAULT_HDFS, CELOS_DEFAULT_OOZIE, CELOS_DEFAULT_OOZIE_PROPERTIES (a JSON file, or a directory holding defaults.json; see docs/oozie.md)")
-	f.StringVar(&cfg.DB, "db", "/var/lib/celos/db", "state database directory (created if missing, locked while the server runs)")
+	f.StringVar(&cfg.DB, "db", "/var/lib/celos/db", "state database: a directory (created if missing, locked while the server runs) or a PostgreSQL URL or connection string (docs/postgres.md)")
 	f.StringVar(&cfg.Logs, "logs", "/var/log/celos", "directory of celos.log and its daily rolls (empty: stderr only)")
 	f.StringVar(&cfg.Jobs, "jobs", "", "directory of the command service's runs and output logs (default: jobs beside --db)")
 	f.Var(newDurationFlag(&autoSchedule, 0, true), "autoSchedule", "time between automatic steps: seconds (60, as Celos) or a duration (90s, 5m); 0: none, POST /scheduler steps")

@@ -1,0 +1,155 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/statepg"
+)
+
+// The PostgreSQL side of celos db: migrate and export move a state between
+// the file store and PostgreSQL (scheduler/statepg's Migrate and Export);
+// prune --db postgres://... prunes the database.
+
+func newDBMigrateCmd() *cobra.Command {
+	var from, to string
+	c := &cobra.Command{
+		Use:   "migrate --from DIR --to postgres://...",
+		Short: "Copy a state directory (Celos layout) into a PostgreSQL database",
+		Long: `migrate copies every record of the state directory --from (slot states,
+rerun markers, submit intents, paused flags, workflow owners, registers)
+into the PostgreSQL database --to, creating its schema if needed, one
+workflow per transaction. It is idempotent and resumable: run it again
+after an interruption and it copies only the workflows that differ. At the
+end it compares the two sides by counts and a sha256 checksum and fails
+if they differ.
+
+It refuses, copying nothing, a source with files that do not parse (it
+names them) and a destination that holds workflows the source does not.
+Stop the server on the directory first (migrate takes its lock). Give the
+password in PGPASSWORD or ~/.pgpass. See docs/postgres.md.`,
+		Example: `  PGPASSWORD=... celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos`,
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if from == "" || to == "" {
+				return usageError("celos db migrate needs --from DIR and --to postgres://...")
+			}
+			if !statepg.IsDSN(to) {
+				return usageError("--to %q: want a PostgreSQL URL (postgres://...) or connection string (host=... dbname=...)", to)
+			}
+			if fi, err := os.Stat(from); err != nil || !fi.IsDir() {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s (--from): must exist and be a directory", from)}
+			}
+			return copyState(c.OutOrStdout(), from, to, true)
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "the state directory to copy (as celos server --db)")
+	c.Flags().StringVar(&to, "to", "", "the PostgreSQL database: a URL or a keyword/value connection string")
+	return c
+}
+
+func newDBExportCmd() *cobra.Command {
+	var from, to string
+	c := &cobra.Command{
+		Use:   "export --from postgres://... --to DIR",
+		Short: "Write a PostgreSQL state database out as a state directory (Celos layout)",
+		Long: `export writes every record of the PostgreSQL database --from into the state
+directory --to (created if missing; it should be new or empty: records are
+written, never deleted), so that the file store can take over again. It
+skips workflows already equal, and compares the two sides by counts and a
+sha256 checksum at the end. Stop the servers on the database first.`,
+		Example: `  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db`,
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if from == "" || to == "" {
+				return usageError("celos db export needs --from postgres://... and --to DIR")
+			}
+			if !statepg.IsDSN(from) {
+				return usageError("--from %q: want a PostgreSQL URL (postgres://...) or connection string (host=... dbname=...)", from)
+			}
+			return copyState(c.OutOrStdout(), to, from, false)
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "the PostgreSQL database: a URL or a keyword/value connection string")
+	c.Flags().StringVar(&to, "to", "", "the state directory to write (as celos server --db)")
+	return c
+}
+
+// copyState opens both stores and copies dir into dsn (toPG) or dsn into
+// dir, printing the summary.
+func copyState(out io.Writer, dir, dsn string, toPG bool) error {
+	ctx := context.Background()
+	pg, err := statepg.Open(ctx, dsn, statepg.Options{})
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	defer pg.Close()
+	fdb, err := statedb.Open(dir)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s: %w", dir, err)}
+	}
+	defer fdb.Close()
+	start := time.Now()
+	var sum statepg.Summary
+	what := ""
+	if toPG {
+		sum, err = statepg.Migrate(ctx, fdb, pg, out)
+		what = fmt.Sprintf("%s → %s", dir, pg)
+	} else {
+		sum, err = statepg.Export(ctx, pg, fdb, out)
+		what = fmt.Sprintf("%s → %s", pg, dir)
+	}
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	fmt.Fprintf(out, "copied %s in %v: %d workflows written, %d already there\n%v\nsha256 %s (the same on both sides)\n",
+		what, time.Since(start).Round(time.Millisecond), sum.Copied, sum.Skipped, sum.Counts, sum.Checksum)
+	return nil
+}
+
+// pruneArgs are celos db prune's, checked.
+type pruneArgs struct {
+	dsn, wfDir, olderThan string
+	keep                  time.Duration
+	before, now           time.Time
+	dryRun                bool
+}
+
+// prunePostgres is celos db prune on a PostgreSQL database: the same
+// rules as on a directory (statepg.Prune), counted in rows. It may run
+// beside servers: each workflow is pruned in a transaction of its own.
+func prunePostgres(out io.Writer, a pruneArgs) error {
+	ctx := context.Background()
+	db, err := statepg.Open(ctx, a.dsn, statepg.Options{})
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	defer db.Close()
+	if a.wfDir != "" {
+		if err := checkLookBacks(db, a.wfDir, a.olderThan, a.keep); err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+	}
+	if a.dryRun {
+		n, err := countPrunable(db, a.before)
+		if err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		fmt.Fprintf(out, "would delete %d slot states older than %s from %s\n", n, slot.FormatTime(a.before), db)
+		return nil
+	}
+	start := time.Now()
+	n, err := db.Prune(a.before, a.now)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("prune %s: %w (deleted %d slot states before the error)", db, err, n)}
+	}
+	fmt.Fprintf(out, "deleted %d slot states older than %s from %s in %v\n", n, slot.FormatTime(a.before), db, time.Since(start).Round(time.Millisecond))
+	return nil
+}

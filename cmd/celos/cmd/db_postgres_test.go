@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/internal/testenv/pgtest"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
+)
+
+// TestDBMigrateExport: celos db migrate copies a state directory into a
+// real PostgreSQL database (a second run copies nothing), celos db export
+// writes it back as the same tree, and errors name no password.
+func TestDBMigrateExport(t *testing.T) {
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	src := filepath.Join(t.TempDir(), "db")
+	db, err := statedb.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 24 {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: "wc", Time: t0.Add(time.Duration(i) * time.Hour)}, Status: slot.Success, ExternalID: "j"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.SetPaused("wc", true)
+	db.PutIntent(slot.ID{Workflow: "wc", Time: t0}, store.Intent{Attempt: 0, Time: t0})
+	db.PutRegister("b", "k", []byte(`{"x": 1}`))
+	db.Close()
+
+	celos := func(want int, args ...string) (string, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != want {
+			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errOut.String())
+		}
+		for _, s := range []string{out.String(), errOut.String()} {
+			if strings.Contains(s, srv.Password) {
+				t.Fatalf("celos %v printed the password:\n%s", args, s)
+			}
+		}
+		return out.String(), errOut.String()
+	}
+	out, _ := celos(0, "db", "migrate", "--from", src, "--to", dsn)
+	if !strings.Contains(out, "1 workflows written, 0 already there") || !strings.Contains(out, "1 workflows: 24 slot states, 0 rerun marks, 1 submit intents, 1 paused, 0 owners; 1 registers") {
+		t.Fatalf("migrate printed:\n%s", out)
+	}
+	out, _ = celos(0, "db", "migrate", "--from", src, "--to", dsn)
+	if !strings.Contains(out, "0 workflows written, 1 already there") {
+		t.Fatalf("second migrate printed:\n%s", out)
+	}
+	dst := filepath.Join(t.TempDir(), "back")
+	celos(0, "db", "export", "--from", dsn, "--to", dst)
+	if d := cmp.Diff(files(t, src), files(t, dst)); d != "" {
+		t.Fatalf("exported tree differs (-source +export):\n%s", d)
+	}
+
+	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z", "--dry-run")
+	if !strings.Contains(out, "would delete 24 slot states older than 2024-02-22T00:00:00.000Z from postgres://celos@") {
+		t.Fatalf("prune --dry-run printed:\n%s", out)
+	}
+	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z")
+	if !strings.Contains(out, "deleted 24 slot states older than 2024-02-22T00:00:00.000Z") {
+		t.Fatalf("prune printed:\n%s", out)
+	}
+	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z", "--dry-run")
+	if !strings.Contains(out, "would delete 0 slot states") {
+		t.Fatalf("prune --dry-run after prune printed:\n%s", out)
+	}
+
+	_, errOut := celos(ExitUsage, "db", "migrate", "--from", src)
+	if !strings.Contains(errOut, "needs --from DIR and --to") {
+		t.Errorf("usage: %s", errOut)
+	}
+	_, errOut = celos(ExitUsage, "db", "export", "--from", src, "--to", dst)
+	if !strings.Contains(errOut, "want a PostgreSQL URL") {
+		t.Errorf("usage: %s", errOut)
+	}
+	_, errOut = celos(ExitFailure, "db", "migrate", "--from", src, "--to", strings.Replace(dsn, srv.Password, "Wr0ng", 1))
+	if !strings.Contains(errOut, "password authentication failed") || strings.Contains(errOut, "Wr0ng") {
+		t.Errorf("wrong password: %s", errOut)
+	}
+}
+
+func files(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() != ".lock" {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(dir, p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	return out
+}

@@ -1,0 +1,75 @@
+package statedb
+
+// Listing everything the database holds, for copying it to another store
+// (celos db migrate, scheduler/statepg).
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/store"
+)
+
+// AllWorkflows lists, sorted, every workflow that has a record of any
+// kind: slot states, rerun markers, submit intents, a paused flag or an
+// owner record.
+func (db *DB) AllWorkflows() ([]string, error) {
+	seen := make(map[string]bool)
+	for _, area := range []string{"state", "rerun", "intent", "owner", "paused"} {
+		entries, err := db.readDir(area)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("state database: %w", err)
+		}
+		for _, e := range entries {
+			isDir := area != "owner" && area != "paused"
+			if e.IsDir() == isDir && validWorkflow(e.Name()) == nil {
+				seen[e.Name()] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for wf := range seen {
+		out = append(out, wf)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Intents returns the submit intents of workflow wf by slot time.
+func (db *DB) Intents(wf string) (map[time.Time]store.Intent, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ix, err := db.index(wf)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[time.Time]store.Intent, len(ix.intents))
+	for k, in := range ix.intents {
+		out[keyTime(k)] = in
+	}
+	return out, nil
+}
+
+// RegisterBuckets lists the register buckets, sorted.
+func (db *DB) RegisterBuckets() ([]string, error) {
+	entries, err := db.readDir("register")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && validName("bucket", e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}

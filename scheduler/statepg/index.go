@@ -1,0 +1,355 @@
+package statepg
+
+// The in-memory index: loading workflows, following this instance's
+// writes, refreshing after another instance's.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
+)
+
+// loadChunk is how many workflows one load reads together.
+const loadChunk = 500
+
+// loadBackoff is how long after a failed load the reads of workflows not
+// loaded fail at once with its error, instead of each waiting for the
+// database again (a step over 1,000 workflows while the server is down
+// would otherwise wait for 1,000 connect timeouts).
+const loadBackoff = 5 * time.Second
+
+// validWorkflow checks a workflow id as the file store does (so that a
+// state can be exported back to it): not empty, no leading dot, no '/',
+// '\\' or control character, at most 255 bytes, and valid UTF-8.
+func validWorkflow(id string) error {
+	if id == "" || strings.HasPrefix(id, ".") {
+		return fmt.Errorf("%w: workflow id %q is empty or starts with a dot", store.ErrBadName, id)
+	}
+	if len(id) > 255 {
+		return fmt.Errorf("%w: workflow id %.40q... is longer than 255 bytes", store.ErrBadName, id)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: workflow id %q is not valid UTF-8", store.ErrBadName, id)
+	}
+	for _, r := range id {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%w: workflow id %q may not contain '/', '\\' or control characters", store.ErrBadName, id)
+		}
+	}
+	return nil
+}
+
+// read calls fn with workflow wf's index, loading it first if needed; fn
+// runs with db.mu held.
+func (db *DB) read(wf string, fn func(ix *wfIndex)) error {
+	if err := validWorkflow(wf); err != nil {
+		return err
+	}
+	for range 3 {
+		db.mu.Lock()
+		if db.closed {
+			db.mu.Unlock()
+			return errClosed
+		}
+		if ix := db.wfs[wf]; ix != nil {
+			fn(ix)
+			db.mu.Unlock()
+			return nil
+		}
+		if err := db.loadFailed; err != nil && time.Since(db.loadFailedAt) < loadBackoff {
+			db.mu.Unlock()
+			return err
+		}
+		db.mu.Unlock()
+		db.wmu.Lock()
+		err := db.loadLocked([]string{wf})
+		db.wmu.Unlock()
+		db.mu.Lock()
+		db.loadFailed, db.loadFailedAt = err, time.Now()
+		db.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		// Loaded; dropped again only if a write failed in between: retry.
+	}
+	return fmt.Errorf("PostgreSQL state store: workflow %s: its index keeps being invalidated", wf)
+}
+
+// Preload reads the indexes of the named workflows not loaded yet, a
+// chunk of workflows per query (a server calls it before its first step).
+// workers is ignored: one query reads a whole chunk. A workflow that fails
+// to load is left to fail on first use.
+func (db *DB) Preload(wfs []string, workers int) {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	_ = db.loadLocked(wfs)
+}
+
+// loadLocked loads the indexes of those of wfs that are valid and not
+// loaded; db.wmu is held (no write of this instance runs meanwhile).
+func (db *DB) loadLocked(wfs []string) error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return errClosed
+	}
+	var todo []string
+	for _, wf := range wfs {
+		if db.wfs[wf] == nil && validWorkflow(wf) == nil {
+			todo = append(todo, wf)
+		}
+	}
+	db.mu.Unlock()
+	for len(todo) > 0 {
+		n := min(len(todo), loadChunk)
+		ixs, err := db.fetch(todo[:n])
+		if err != nil {
+			return fmt.Errorf("PostgreSQL state store: read the state of %d workflows (%s, ...): %w", n, todo[0], pgError(err))
+		}
+		db.mu.Lock()
+		for wf, ix := range ixs {
+			if db.wfs[wf] == nil {
+				db.wfs[wf] = ix
+			}
+		}
+		db.mu.Unlock()
+		todo = todo[n:]
+	}
+	return nil
+}
+
+// fetch reads the records of wfs in one repeatable-read transaction (one
+// snapshot: the version read is that of the rows read).
+func (db *DB) fetch(wfs []string) (map[string]*wfIndex, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	out := make(map[string]*wfIndex, len(wfs))
+	for _, wf := range wfs {
+		out[wf] = newIndex()
+	}
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue("SELECT workflow, version FROM celos_workflows WHERE workflow = ANY($1)", wfs)
+		b.Queue("SELECT workflow, slot_time, status, external_id, retry_count FROM celos_slots WHERE workflow = ANY($1)", wfs)
+		b.Queue("SELECT workflow, slot_time, marked_at FROM celos_rerun_marks WHERE workflow = ANY($1)", wfs)
+		b.Queue("SELECT workflow, slot_time, attempt, intended_at FROM celos_intents WHERE workflow = ANY($1)", wfs)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		var (
+			wf     string
+			t, at  time.Time
+			v      int64
+			status string
+			r      rec
+			n      int64
+		)
+		scan := func(dest []any, use func()) error {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			_, err = pgx.ForEachRow(rows, dest, func() error { use(); n++; return nil })
+			return err
+		}
+		if err := scan([]any{&wf, &v}, func() { out[wf].version = v }); err != nil {
+			return err
+		}
+		if err := scan([]any{&wf, &t, &status, &r.ext, &r.retry}, func() {
+			r.status = statusOf(status)
+			out[wf].setRec(key(t), r)
+		}); err != nil {
+			return err
+		}
+		if err := scan([]any{&wf, &t, &at}, func() { out[wf].reruns[key(t)] = at.UTC() }); err != nil {
+			return err
+		}
+		var in store.Intent
+		if err := scan([]any{&wf, &t, &in.Attempt, &at}, func() {
+			in.Time = at.UTC()
+			out[wf].intents[key(t)] = in
+		}); err != nil {
+			return err
+		}
+		db.reads.Add(n)
+		return br.Close()
+	})
+	return out, err
+}
+
+// statusOf returns the slot.Status constant named s (one string shared by
+// every record, not one per row).
+func statusOf(s string) slot.Status {
+	for _, st := range slot.Statuses {
+		if string(st) == s {
+			return st
+		}
+	}
+	return slot.Status(s)
+}
+
+// writeTx runs fn in one transaction that also checks the fence for wfs
+// and bumps their versions, and commits it; db.wmu is held. It returns the
+// versions after the write. On error nothing of the transaction is
+// committed and the indexes stay as they were — unless the commit itself
+// failed (a lost connection: the outcome is unknown), when the indexes of
+// wfs are dropped, to be read again.
+func (db *DB) writeTx(what string, wfs []string, fn func(ctx context.Context, tx pgx.Tx) (int64, error)) (map[string]int64, error) {
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	}
+	wfs = sortedUnique(wfs)
+	ctx, cancel := db.ctx()
+	defer cancel()
+	versions := make(map[string]int64, len(wfs))
+	fail := func(err error) (map[string]int64, error) {
+		return nil, fmt.Errorf("PostgreSQL state store: %s: %w", what, pgError(err))
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback(context.Background()) // after Commit: a no-op
+	if db.fence != nil {
+		if err := db.fence.Check(ctx, tx, wfs); err != nil {
+			if errors.Is(err, ErrFenced) {
+				db.fenced.Add(1)
+			}
+			return fail(err)
+		}
+	}
+	rows, err := fn(ctx, tx)
+	if err != nil {
+		return fail(err)
+	}
+	if err := bumpVersions(ctx, tx, wfs, versions); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		db.forget(wfs)
+		return fail(err)
+	}
+	db.writes.Add(rows)
+	return versions, nil
+}
+
+// bumpVersions increments the versions of wfs (creating their rows) and
+// records the new ones in out. wfs is sorted: two instances lock the rows
+// in the same order.
+func bumpVersions(ctx context.Context, tx pgx.Tx, wfs []string, out map[string]int64) error {
+	if len(wfs) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO celos_workflows AS w (workflow, version)
+SELECT unnest($1::text[]), 1
+ON CONFLICT (workflow) DO UPDATE SET version = w.version + 1
+RETURNING workflow, version`, wfs)
+	if err != nil {
+		return err
+	}
+	var wf string
+	var v int64
+	_, err = pgx.ForEachRow(rows, []any{&wf, &v}, func() error { out[wf] = v; return nil })
+	return err
+}
+
+// follow applies a committed write to the loaded indexes of the workflows
+// it bumped: apply runs for each one this instance's index was current
+// for; an index that missed another instance's write is dropped instead.
+func (db *DB) follow(versions map[string]int64, apply func(wf string, ix *wfIndex)) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for wf, v := range versions {
+		ix := db.wfs[wf]
+		if ix == nil {
+			continue
+		}
+		if ix.version+1 != v {
+			delete(db.wfs, wf)
+			continue
+		}
+		ix.version = v
+		apply(wf, ix)
+	}
+}
+
+// forget drops the indexes of wfs: they are read again on next use.
+func (db *DB) forget(wfs []string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, wf := range wfs {
+		delete(db.wfs, wf)
+	}
+}
+
+// Reload drops every index and reads the paused flags again (POST
+// /clear-cache): everything is read from the database on next use.
+func (db *DB) Reload() error {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	db.mu.Lock()
+	db.wfs = make(map[string]*wfIndex)
+	db.mu.Unlock()
+	ctx, cancel := db.ctx()
+	defer cancel()
+	if err := db.loadPaused(ctx); err != nil {
+		return fmt.Errorf("PostgreSQL state store: read paused flags: %w", err)
+	}
+	return nil
+}
+
+// Refresh brings the indexes up to date with writes made by other
+// instances, in one query: every loaded workflow whose version in the
+// database is not the index's is dropped (read again on next use), and
+// the paused flags are read again. It returns how many were dropped.
+func (db *DB) Refresh(ctx context.Context) (int, error) {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	rows, err := db.pool.Query(ctx, "SELECT workflow, version FROM celos_workflows")
+	if err != nil {
+		return 0, fmt.Errorf("PostgreSQL state store: refresh: %w", pgError(err))
+	}
+	cur := make(map[string]int64)
+	var wf string
+	var v int64
+	if _, err := pgx.ForEachRow(rows, []any{&wf, &v}, func() error { cur[wf] = v; return nil }); err != nil {
+		return 0, fmt.Errorf("PostgreSQL state store: refresh: %w", pgError(err))
+	}
+	n := 0
+	db.mu.Lock()
+	for wf, ix := range db.wfs {
+		if ix.version != cur[wf] {
+			delete(db.wfs, wf)
+			n++
+		}
+	}
+	db.mu.Unlock()
+	if err := db.loadPaused(ctx); err != nil {
+		return n, fmt.Errorf("PostgreSQL state store: refresh paused flags: %w", err)
+	}
+	return n, nil
+}
+
+func sortedUnique(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	j := 0
+	for i, v := range out {
+		if i == 0 || v != out[j-1] {
+			out[j] = v
+			j++
+		}
+	}
+	return out[:j]
+}

@@ -1,0 +1,110 @@
+package statepg
+
+// Pruning old final slots, intents and expired rerun markers.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
+)
+
+// MinRetention is the shortest history Prune keeps: the engine's window
+// and a day more (as the file store's statedb.MinRetention).
+const MinRetention = scheduler.Window + 24*time.Hour
+
+// Workflows lists the workflows that have state, sorted.
+func (db *DB) Workflows() ([]string, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT workflow FROM celos_workflows ORDER BY workflow COLLATE "C"`)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: list workflows: %w", pgError(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: list workflows: %w", pgError(err))
+	}
+	return out, nil
+}
+
+// Prune deletes the final slots older than before, the submit intents of
+// slots older than before and the expired rerun markers of final slots, in
+// every workflow; before must be at least MinRetention before now. It
+// returns the number of slot states deleted.
+func (db *DB) Prune(before, now time.Time) (int, error) {
+	if before.After(now.Add(-MinRetention)) {
+		return 0, fmt.Errorf("prune: %s is inside the last %v: slots there may still be stepped", slot.FormatTime(before), MinRetention)
+	}
+	return db.PruneBefore(now, func(string) time.Time { return before })
+}
+
+// PruneBefore is Prune with a limit per workflow (see statedb.PruneBefore):
+// each workflow is pruned in a transaction of its own, under the fence.
+func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int, error) {
+	wfs, err := db.Workflows()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, wf := range wfs {
+		b := before(wf)
+		if b.After(now.Add(-MinRetention)) {
+			errs = append(errs, fmt.Errorf("prune %s: %s is inside the last %v: slots there may still be stepped", wf, slot.FormatTime(b), MinRetention))
+			continue
+		}
+		m, err := db.pruneWorkflow(wf, b, now)
+		n += m
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
+	var states int64
+	expired := now.Add(-store.RerunExpiry)
+	err := db.slotWrite("prune "+wf, wf, func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		tag, err := tx.Exec(ctx, `DELETE FROM celos_slots WHERE workflow = $1 AND slot_time < $2
+AND status IN ('SUCCESS', 'FAILURE', 'WAIT_TIMEOUT', 'KILLED')`, wf, before)
+		if err != nil {
+			return 0, err
+		}
+		states = tag.RowsAffected()
+		tag, err = tx.Exec(ctx, "DELETE FROM celos_intents WHERE workflow = $1 AND slot_time < $2", wf, before)
+		if err != nil {
+			return 0, err
+		}
+		n := states + tag.RowsAffected()
+		tag, err = tx.Exec(ctx, `DELETE FROM celos_rerun_marks m WHERE workflow = $1 AND marked_at < $2
+AND NOT EXISTS (SELECT 1 FROM celos_slots s WHERE s.workflow = m.workflow AND s.slot_time = m.slot_time
+  AND s.status IN ('WAITING', 'READY', 'RUNNING'))`, wf, expired)
+		return n + tag.RowsAffected(), err
+	}, func(ix *wfIndex) {
+		lim := key(before)
+		for k, r := range ix.recs {
+			if k < lim && r.status.Final() {
+				delete(ix.recs, k)
+			}
+		}
+		for k := range ix.intents {
+			if k < lim {
+				delete(ix.intents, k)
+			}
+		}
+		for k, at := range ix.reruns {
+			if r, ok := ix.recs[k]; (!ok || r.status.Final()) && at.Before(expired) {
+				delete(ix.reruns, k)
+			}
+		}
+	})
+	return int(states), err
+}

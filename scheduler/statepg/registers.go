@@ -1,0 +1,152 @@
+package statepg
+
+// Registers: rows of celos_registers, read and written directly (the
+// API's register calls are not on a step's path).
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/celos-go/celos/scheduler/store"
+)
+
+// validName checks a bucket or key as the file store does: not empty, at
+// most 255 bytes, no '/', '\\', '.' or control character, valid UTF-8.
+func validName(kind, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is empty", store.ErrBadName, kind)
+	}
+	if len(s) > 255 {
+		return fmt.Errorf("%w: %s %.40q... is longer than 255 bytes", store.ErrBadName, kind, s)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", store.ErrBadName, kind, s)
+	}
+	for _, r := range s {
+		if r == '/' || r == '\\' || r == '.' || r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%w: %s %q may not contain '/', '\\', '.' or control characters", store.ErrBadName, kind, s)
+		}
+	}
+	return nil
+}
+
+func validRegister(bucket, key string) error {
+	if err := validName("bucket", bucket); err != nil {
+		return err
+	}
+	return validName("key", key)
+}
+
+// GetRegister returns the JSON stored under bucket/key (ErrNotFound if none).
+func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
+	if err := validRegister(bucket, key); err != nil {
+		return nil, err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var v string
+	err := db.pool.QueryRow(ctx, "SELECT value::text FROM celos_registers WHERE bucket = $1 AND key = $2", bucket, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: register %s/%s", store.ErrNotFound, bucket, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: register %s/%s: %w", bucket, key, pgError(err))
+	}
+	db.reads.Add(1)
+	return json.RawMessage(v), nil
+}
+
+// PutRegister stores value (which must be valid JSON in UTF-8) under
+// bucket/key, byte for byte.
+func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
+	if err := validRegister(bucket, key); err != nil {
+		return err
+	}
+	if !json.Valid(value) || !utf8.Valid(value) {
+		return fmt.Errorf("%w: register value is not valid JSON", store.ErrBadName)
+	}
+	if strings.Contains(string(value), `\u0000`) || strings.ContainsRune(string(value), 0) {
+		return fmt.Errorf("%w: register value holds a NUL character, which PostgreSQL cannot store", store.ErrBadName)
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	_, err := db.pool.Exec(ctx, `INSERT INTO celos_registers (bucket, key, value) VALUES ($1, $2, $3::text::json)
+ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value`, bucket, key, string(value))
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store: put register %s/%s: %w", bucket, key, pgError(err))
+	}
+	db.writes.Add(1)
+	return nil
+}
+
+// DeleteRegister removes bucket/key (a missing one is not an error).
+func (db *DB) DeleteRegister(bucket, key string) error {
+	if err := validRegister(bucket, key); err != nil {
+		return err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	tag, err := db.pool.Exec(ctx, "DELETE FROM celos_registers WHERE bucket = $1 AND key = $2", bucket, key)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store: delete register %s/%s: %w", bucket, key, pgError(err))
+	}
+	db.writes.Add(tag.RowsAffected())
+	return nil
+}
+
+func checkPrefix(bucket, prefix string) error {
+	if err := validName("bucket", bucket); err != nil {
+		return err
+	}
+	if prefix != "" && strings.ContainsAny(prefix, "/\\.") {
+		return fmt.Errorf("%w: prefix %q may not contain '/', '\\' or '.'", store.ErrBadName, prefix)
+	}
+	if !utf8.ValidString(prefix) || strings.ContainsRune(prefix, 0) {
+		return fmt.Errorf("%w: prefix %q is not valid UTF-8 text", store.ErrBadName, prefix)
+	}
+	return nil
+}
+
+// DeleteRegistersWithPrefix removes every key of bucket starting with
+// prefix, in one statement.
+func (db *DB) DeleteRegistersWithPrefix(bucket, prefix string) error {
+	if err := checkPrefix(bucket, prefix); err != nil {
+		return err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	tag, err := db.pool.Exec(ctx, "DELETE FROM celos_registers WHERE bucket = $1 AND starts_with(key, $2)", bucket, prefix)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store: delete registers %s/%s*: %w", bucket, prefix, pgError(err))
+	}
+	db.writes.Add(tag.RowsAffected())
+	return nil
+}
+
+// RegisterKeys lists the keys of bucket starting with prefix, sorted by
+// byte (as the file store lists them). An unknown bucket has no keys.
+func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
+	if err := checkPrefix(bucket, prefix); err != nil {
+		return nil, err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT key FROM celos_registers WHERE bucket = $1 AND starts_with(key, $2) ORDER BY key COLLATE "C"`, bucket, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: list registers %s/%s*: %w", bucket, prefix, pgError(err))
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: list registers %s/%s*: %w", bucket, prefix, pgError(err))
+	}
+	if keys == nil {
+		keys = []string{}
+	}
+	db.reads.Add(int64(len(keys)))
+	return keys, nil
+}

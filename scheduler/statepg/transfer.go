@@ -1,0 +1,460 @@
+package statepg
+
+// Copying a whole state between the file store and this one (celos db
+// migrate and celos db export).
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
+)
+
+// Records are everything a store holds of one workflow.
+type Records struct {
+	States  []slot.State
+	Marks   []store.RerunMark
+	Intents map[time.Time]store.Intent
+	Paused  bool
+	Owner   *store.Owner
+}
+
+// Counts says how many records of each kind a copy holds.
+type Counts struct {
+	Workflows, States, Marks, Intents, Paused, Owners, Registers int
+}
+
+func (c Counts) String() string {
+	return fmt.Sprintf("%d workflows: %d slot states, %d rerun marks, %d submit intents, %d paused, %d owners; %d registers",
+		c.Workflows, c.States, c.Marks, c.Intents, c.Paused, c.Owners, c.Registers)
+}
+
+// Summary is what Migrate and Export report: the counts and the checksum
+// of the copy, equal in the source and the destination, and how many
+// workflows were already there.
+type Summary struct {
+	Counts   Counts
+	Checksum string // sha256 of the canonical listing (see digest)
+	Copied   int    // workflows written
+	Skipped  int    // workflows already equal in the destination
+}
+
+// side is one store seen whole.
+type side struct {
+	workflows func() ([]string, error)
+	owners    func() (map[string]store.Owner, error)
+	records   func(wf string, owners map[string]store.Owner) (Records, error)
+	buckets   func() ([]string, error)
+	regs      interface {
+		RegisterKeys(bucket, prefix string) ([]string, error)
+		GetRegister(bucket, key string) (json.RawMessage, error)
+	}
+}
+
+var (
+	beginning = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	end       = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// fileSide reads the file store.
+func fileSide(db *statedb.DB) side {
+	return side{
+		workflows: db.AllWorkflows,
+		owners:    db.Owners,
+		records: func(wf string, owners map[string]store.Owner) (r Records, err error) {
+			if r.States, err = db.Range(wf, beginning, end); err != nil {
+				return r, err
+			}
+			if r.Marks, err = db.RerunMarks(wf); err != nil {
+				return r, err
+			}
+			if r.Intents, err = db.Intents(wf); err != nil {
+				return r, err
+			}
+			r.Paused = db.Paused(wf)
+			if o, ok := owners[wf]; ok {
+				r.Owner = &o
+			}
+			return r, nil
+		},
+		buckets: db.RegisterBuckets,
+		regs:    db,
+	}
+}
+
+// pgSide reads this store.
+func pgSide(db *DB) side {
+	return side{
+		workflows: db.AllWorkflows,
+		owners:    db.Owners,
+		records: func(wf string, owners map[string]store.Owner) (r Records, err error) {
+			if r.States, err = db.Range(wf, beginning, end); err != nil {
+				return r, err
+			}
+			if r.Marks, err = db.RerunMarks(wf); err != nil {
+				return r, err
+			}
+			err = db.read(wf, func(ix *wfIndex) {
+				r.Intents = make(map[time.Time]store.Intent, len(ix.intents))
+				for k, in := range ix.intents {
+					r.Intents[keyTime(k)] = in
+				}
+			})
+			r.Paused = db.Paused(wf)
+			if o, ok := owners[wf]; ok {
+				r.Owner = &o
+			}
+			return r, err
+		},
+		buckets: db.RegisterBuckets,
+		regs:    db,
+	}
+}
+
+// AllWorkflows lists, sorted, every workflow with a record of any kind.
+func (db *DB) AllWorkflows() ([]string, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT w FROM (SELECT workflow FROM celos_workflows UNION SELECT workflow FROM celos_paused
+UNION SELECT workflow FROM celos_owners) AS u(w) ORDER BY w COLLATE "C"`)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: list workflows: %w", pgError(err))
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// RegisterBuckets lists the register buckets, sorted by byte.
+func (db *DB) RegisterBuckets() ([]string, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT DISTINCT bucket COLLATE "C" FROM celos_registers ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: list register buckets: %w", pgError(err))
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// writeRecords writes one workflow's records.
+type writeRecords func(wf string, r Records) error
+
+// copyAll makes dst hold what src holds: every workflow whose records
+// differ is written (one transaction per workflow in PostgreSQL), the
+// registers are copied, and then both sides are listed again and their
+// counts and checksums compared. A destination holding a workflow or
+// register bucket the source lacks is refused before anything is written.
+func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.RawMessage) error, progress io.Writer) (Summary, error) {
+	var sum Summary
+	wfs, err := src.workflows()
+	if err != nil {
+		return sum, fmt.Errorf("list the source's workflows: %w", err)
+	}
+	dwfs, err := dst.workflows()
+	if err != nil {
+		return sum, fmt.Errorf("list the destination's workflows: %w", err)
+	}
+	if extra := missingFrom(dwfs, wfs); len(extra) > 0 {
+		return sum, fmt.Errorf("nothing copied: the destination holds workflows the source does not (%s): copy into an empty database", strings.Join(first(extra, 5), ", "))
+	}
+	dbs, err := dst.buckets()
+	if err != nil {
+		return sum, fmt.Errorf("list the destination's registers: %w", err)
+	}
+	sbs, err := src.buckets()
+	if err != nil {
+		return sum, fmt.Errorf("list the source's registers: %w", err)
+	}
+	if extra := missingFrom(dbs, sbs); len(extra) > 0 {
+		return sum, fmt.Errorf("nothing copied: the destination holds register buckets the source does not (%s): copy into an empty database", strings.Join(first(extra, 5), ", "))
+	}
+	sown, err := src.owners()
+	if err != nil {
+		return sum, fmt.Errorf("read the source's owner records: %w", err)
+	}
+	down, err := dst.owners()
+	if err != nil {
+		return sum, fmt.Errorf("read the destination's owner records: %w", err)
+	}
+	for i, wf := range wfs {
+		r, err := src.records(wf, sown)
+		if err != nil {
+			return sum, fmt.Errorf("read workflow %s from the source: %w", wf, err)
+		}
+		d, err := dst.records(wf, down)
+		if err != nil {
+			return sum, fmt.Errorf("read workflow %s from the destination: %w", wf, err)
+		}
+		if digestRecords(wf, r) == digestRecords(wf, d) {
+			sum.Skipped++
+			continue
+		}
+		if err := write(wf, r); err != nil {
+			return sum, fmt.Errorf("write workflow %s (%d of %d; run again to resume): %w", wf, i+1, len(wfs), err)
+		}
+		sum.Copied++
+		if progress != nil && sum.Copied%100 == 0 {
+			fmt.Fprintf(progress, "%d of %d workflows\n", i+1, len(wfs))
+		}
+	}
+	for _, b := range sbs {
+		keys, err := src.regs.RegisterKeys(b, "")
+		if err != nil {
+			return sum, fmt.Errorf("list registers of %s: %w", b, err)
+		}
+		for _, k := range keys {
+			v, err := src.regs.GetRegister(b, k)
+			if err != nil {
+				return sum, fmt.Errorf("read register %s/%s: %w", b, k, err)
+			}
+			if err := putReg(b, k, v); err != nil {
+				return sum, fmt.Errorf("write register %s/%s: %w", b, k, err)
+			}
+		}
+	}
+	sc, sd, err := digest(src)
+	if err != nil {
+		return sum, fmt.Errorf("verify: the source: %w", err)
+	}
+	dc, dd, err := digest(dst)
+	if err != nil {
+		return sum, fmt.Errorf("verify: the destination: %w", err)
+	}
+	sum.Counts, sum.Checksum = sc, sd
+	if sc != dc || sd != dd {
+		return sum, fmt.Errorf("verify: the copy differs from the source: source %v, checksum %s; destination %v, checksum %s", sc, short(sd), dc, short(dd))
+	}
+	return sum, nil
+}
+
+// digest lists a side in a canonical order and returns its counts and the
+// sha256 of the listing.
+func digest(s side) (Counts, string, error) {
+	var c Counts
+	h := sha256.New()
+	wfs, err := s.workflows()
+	if err != nil {
+		return c, "", err
+	}
+	owners, err := s.owners()
+	if err != nil {
+		return c, "", err
+	}
+	for _, wf := range wfs {
+		r, err := s.records(wf, owners)
+		if err != nil {
+			return c, "", fmt.Errorf("workflow %s: %w", wf, err)
+		}
+		io.WriteString(h, digestRecords(wf, r))
+		c.Workflows++
+		c.States += len(r.States)
+		c.Marks += len(r.Marks)
+		c.Intents += len(r.Intents)
+		if r.Paused {
+			c.Paused++
+		}
+		if r.Owner != nil {
+			c.Owners++
+		}
+	}
+	bs, err := s.buckets()
+	if err != nil {
+		return c, "", err
+	}
+	for _, b := range bs {
+		keys, err := s.regs.RegisterKeys(b, "")
+		if err != nil {
+			return c, "", err
+		}
+		for _, k := range keys {
+			v, err := s.regs.GetRegister(b, k)
+			if err != nil {
+				return c, "", err
+			}
+			fmt.Fprintf(h, "G %q %q %d %s\n", b, k, len(v), v)
+			c.Registers++
+		}
+	}
+	return c, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// digestRecords is the canonical listing of one workflow's records.
+func digestRecords(wf string, r Records) string {
+	var b strings.Builder
+	for _, st := range r.States {
+		fmt.Fprintf(&b, "S %q %d %s %q %d\n", wf, key(st.ID.Time), st.Status, st.ExternalID, st.RetryCount)
+	}
+	for _, m := range r.Marks {
+		fmt.Fprintf(&b, "R %q %d %d\n", wf, key(m.Slot), key(m.At))
+	}
+	ts := make([]time.Time, 0, len(r.Intents))
+	for t := range r.Intents {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	for _, t := range ts {
+		fmt.Fprintf(&b, "I %q %d %d %d\n", wf, key(t), r.Intents[t].Attempt, key(r.Intents[t].Time))
+	}
+	if r.Paused {
+		fmt.Fprintf(&b, "P %q\n", wf)
+	}
+	if r.Owner != nil {
+		fmt.Fprintf(&b, "O %q %q %q\n", wf, r.Owner.Project, r.Owner.File)
+	}
+	return b.String()
+}
+
+func missingFrom(have, want []string) []string {
+	in := make(map[string]bool, len(want))
+	for _, w := range want {
+		in[w] = true
+	}
+	var out []string
+	for _, h := range have {
+		if !in[h] {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
+}
+
+// Migrate copies the file store src into db (celos db migrate): each
+// workflow whose records differ is replaced in one transaction (its rows
+// deleted, the source's copied in), the registers are upserted, and both
+// are verified by counts and checksum. It is idempotent and resumable: a
+// run that stopped part way is run again, and skips the workflows already
+// copied. A source with files that do not parse is refused (Problems
+// lists them), and so is a destination holding workflows the source does
+// not. The server must not be running on either.
+func Migrate(ctx context.Context, src *statedb.DB, db *DB, progress io.Writer) (Summary, error) {
+	wfs, err := src.AllWorkflows()
+	if err != nil {
+		return Summary{}, err
+	}
+	src.Preload(wfs, 8)
+	if p := src.Problems(); len(p) > 0 {
+		return Summary{}, fmt.Errorf("nothing copied: %d files of the source cannot be read (repair or remove them, then run again):\n  %s", len(p), strings.Join(first(p, 10), "\n  "))
+	}
+	db.Preload(wfs, 0)
+	return copyAll(fileSide(src), pgSide(db), func(wf string, r Records) error { return db.replace(ctx, wf, r) },
+		db.PutRegister, progress)
+}
+
+// Export copies db into the file store dst (celos db export), which
+// should be a new directory: records are written over, never deleted, so
+// a destination holding other records fails the verification.
+func Export(ctx context.Context, db *DB, dst *statedb.DB, progress io.Writer) (Summary, error) {
+	wfs, err := db.AllWorkflows()
+	if err != nil {
+		return Summary{}, err
+	}
+	db.Preload(wfs, 0)
+	return copyAll(pgSide(db), fileSide(dst), func(wf string, r Records) error { return writeFiles(dst, wf, r) },
+		dst.PutRegister, progress)
+}
+
+// writeFiles writes one workflow's records into the file store.
+func writeFiles(dst *statedb.DB, wf string, r Records) error {
+	b := dst.Batch()
+	for _, st := range r.States {
+		if err := b.Put(st); err != nil {
+			return err
+		}
+	}
+	for id, err := range b.Commit() {
+		return fmt.Errorf("slot %s: %w", id, err)
+	}
+	for _, m := range r.Marks {
+		if err := dst.MarkRerun(slot.ID{Workflow: wf, Time: m.Slot}, m.At); err != nil {
+			return err
+		}
+	}
+	for t, in := range r.Intents {
+		if err := dst.PutIntent(slot.ID{Workflow: wf, Time: t}, in); err != nil {
+			return err
+		}
+	}
+	if r.Paused {
+		if err := dst.SetPaused(wf, true); err != nil {
+			return err
+		}
+	}
+	if r.Owner != nil {
+		return dst.SetOwner(wf, *r.Owner)
+	}
+	return nil
+}
+
+// replace makes workflow wf's rows r, in one transaction.
+func (db *DB) replace(ctx context.Context, wf string, r Records) error {
+	for _, st := range r.States {
+		if err := checkState(st); err != nil {
+			return err
+		}
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	_, err := db.writeTx("copy workflow "+wf, []string{wf}, func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		for _, t := range []string{"celos_slots", "celos_rerun_marks", "celos_intents", "celos_paused", "celos_owners"} {
+			if _, err := tx.Exec(ctx, "DELETE FROM "+t+" WHERE workflow = $1", wf); err != nil {
+				return 0, err
+			}
+		}
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{"celos_slots"}, []string{"workflow", "slot_time", "status", "external_id", "retry_count"},
+			pgx.CopyFromSlice(len(r.States), func(i int) ([]any, error) {
+				st := r.States[i]
+				return []any{wf, st.ID.Time, string(st.Status), st.ExternalID, int32(st.RetryCount)}, nil
+			}))
+		if err != nil {
+			return 0, err
+		}
+		b := &pgx.Batch{}
+		for _, m := range r.Marks {
+			b.Queue("INSERT INTO celos_rerun_marks (workflow, slot_time, marked_at) VALUES ($1, $2, $3)", wf, m.Slot, m.At)
+		}
+		for t, in := range r.Intents {
+			b.Queue("INSERT INTO celos_intents (workflow, slot_time, attempt, intended_at) VALUES ($1, $2, $3, $4)", wf, t, int32(in.Attempt), in.Time)
+		}
+		if r.Paused {
+			b.Queue("INSERT INTO celos_paused (workflow) VALUES ($1)", wf)
+		}
+		if r.Owner != nil {
+			b.Queue("INSERT INTO celos_owners (workflow, project, file) VALUES ($1, $2, $3)", wf, r.Owner.Project, r.Owner.File)
+		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return 0, err
+			}
+		}
+		return n + int64(b.Len()), nil
+	})
+	// The index of wf is dropped either way (writeTx on error; here on
+	// success): it is read again from the rows just written.
+	db.forget([]string{wf})
+	if err == nil {
+		db.mu.Lock()
+		if r.Paused {
+			db.paused[wf] = true
+		} else {
+			delete(db.paused, wf)
+		}
+		db.mu.Unlock()
+	}
+	return err
+}
