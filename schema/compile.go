@@ -380,13 +380,7 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 // walk.go, or where the walker leaves it, through JSON) and makes the
 // checks the schema cannot make, at the positions of the values concerned.
 func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
-	w, ok := walkWorkflow(id, v)
-	if walkCheck != nil && ok {
-		quiet := *c
-		quiet.diags = nil
-		decoded, decodedOK := quiet.decodeWorkflow(id, v)
-		walkCheck(id, w, decoded, decodedOK)
-	}
+	w, ok := c.walk(id, v)
 	if !ok {
 		if w, ok = c.decodeWorkflow(id, v); !ok {
 			return w, false

@@ -2,17 +2,18 @@ package schema
 
 // Converting an evaluated workflow to its Go type by looking its fields
 // up, without CUE's JSON export: cue.Value.MarshalJSON (and Fields) sort
-// the fields of every struct topologically, which cost about a third of a
+// the fields of every struct topologically, a fifth of the CPU of a
 // compile of 1,000 workflows (docs/benchmarks.md, "vet without the JSON
-// export"). The walker looks up the fields the Go types have, by name; it
-// answers only for the ordinary case and leaves everything else (a value
-// of another kind, an integer out of range, a size it cannot read, a
-// string that is not UTF-8, a start time that is not RFC 3339) to the
-// conversion through JSON, which reports the error at its position as
-// before. The schema is closed, so a workflow that got this far has no
-// field the Go types lack; the tests check every compiled workflow against
-// the conversion through JSON (walkCheck) and that the walker knows every
-// field of the Go types (TestWalkerKnowsEveryField).
+// export"). The walker looks up, by name, the fields each shape of the
+// schema has; it answers only for the ordinary case and leaves everything
+// else (a value of another kind, an integer out of range, a size it cannot
+// read, a string that is not UTF-8, a start time that is not RFC 3339, a
+// type it does not know) to the conversion through JSON, which reports
+// the error at its position as before. The schema is closed, so a
+// workflow that got this far has no field the shapes lack. The tests
+// check every compiled workflow against the conversion through JSON
+// (walkCheck), the shapes against the schema (TestWalkerFieldsMatchSchema)
+// and against the Go types (TestWalkerKnowsEveryField).
 
 import (
 	"strconv"
@@ -79,6 +80,19 @@ func init() {
 			add(names)
 		}
 	}
+}
+
+// walk is walkWorkflow, checked against decodeWorkflow when the tests
+// ask for it (walkCheck).
+func (c *compiler) walk(id string, v cue.Value) (workflow.Workflow, bool) {
+	w, ok := walkWorkflow(id, v)
+	if walkCheck != nil && ok {
+		quiet := *c
+		quiet.diags = nil
+		decoded, decodedOK := quiet.decodeWorkflow(id, v)
+		walkCheck(id, w, decoded, decodedOK)
+	}
+	return w, ok
 }
 
 // walker converts one workflow; ok turns false at the first value it
@@ -273,7 +287,12 @@ func (k *walker) field(v cue.Value, name string, want cue.Kind) (cue.Value, bool
 	if !k.ok {
 		return cue.Value{}, false
 	}
-	f := v.LookupPath(paths[name])
+	p, known := paths[name]
+	if !known {
+		k.ok = false
+		return cue.Value{}, false
+	}
+	f := v.LookupPath(p)
 	if !f.Exists() {
 		return cue.Value{}, false
 	}
