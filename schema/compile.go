@@ -363,15 +363,8 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 		c.addCUEError(err, dir)
 		return nil
 	}
-	// One MarshalJSON of all workflows costs a third of one per workflow
-	// (CUE finalizes the value on each call); a workflow it fails for is
-	// marshalled on its own below, for the error at its position.
-	var all map[string]json.RawMessage
-	if data, err := wfs.MarshalJSON(); err == nil {
-		_ = json.Unmarshal(data, &all)
-	}
 	for it.Next() {
-		w, ok := c.workflow(it.Selector().Unquoted(), it.Value(), all[it.Selector().Unquoted()])
+		w, ok := c.workflow(it.Selector().Unquoted(), it.Value())
 		if ok {
 			p.Workflows = append(p.Workflows, w)
 		}
@@ -392,17 +385,27 @@ func (c *compiler) extractProject(pv cue.Value, pkgName, dir string) *workflow.P
 	return p
 }
 
-// workflow converts one concrete workflow value (data: its JSON, if
-// already marshalled) and makes the checks the schema cannot make, at the
-// positions of the values concerned.
-func (c *compiler) workflow(id string, v cue.Value, data []byte) (workflow.Workflow, bool) {
-	var w workflow.Workflow
-	if data == nil {
-		var err error
-		if data, err = v.MarshalJSON(); err != nil {
-			c.addCUEError(err, c.dir)
+// workflow converts one concrete workflow value (by walking its fields,
+// walk.go, or where the walker leaves it, through JSON) and makes the
+// checks the schema cannot make, at the positions of the values concerned.
+func (c *compiler) workflow(id string, v cue.Value) (workflow.Workflow, bool) {
+	w, ok := c.walk(id, v)
+	if !ok {
+		if w, ok = c.decodeWorkflow(id, v); !ok {
 			return w, false
 		}
+	}
+	return c.checkWorkflow(id, v, w)
+}
+
+// decodeWorkflow converts one concrete workflow value through CUE's JSON
+// export, reporting what it cannot convert at its position.
+func (c *compiler) decodeWorkflow(id string, v cue.Value) (workflow.Workflow, bool) {
+	var w workflow.Workflow
+	data, err := v.MarshalJSON()
+	if err != nil {
+		c.addCUEError(err, c.dir)
+		return w, false
 	}
 	data, probs := explicitTriggers(id, data)
 	for _, p := range probs {
@@ -424,6 +427,12 @@ func (c *compiler) workflow(id string, v cue.Value, data []byte) (workflow.Workf
 		c.errorf(c.valuePos(v), "workflows.%s: internal error: the schema and the compiled form disagree: %v", cuePathLabel(id), err)
 		return w, false
 	}
+	return w, true
+}
+
+// checkWorkflow makes the checks of workflow w, converted from v, that the
+// schema cannot make, at the positions of the values concerned.
+func (c *compiler) checkWorkflow(id string, v cue.Value, w workflow.Workflow) (workflow.Workflow, bool) {
 	ok := true
 	at := func(path ...cue.Selector) string { return c.valuePos(v.LookupPath(cue.MakePath(path...))) }
 	label := "workflows." + cuePathLabel(id)

@@ -45,7 +45,15 @@ func FuzzCompile(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "p.cue"), src, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		walkMismatches.Lock()
+		bad := len(walkMismatches.list)
+		walkMismatches.Unlock()
 		p, diags, err := Compile(dir)
+		walkMismatches.Lock()
+		if len(walkMismatches.list) > bad {
+			t.Errorf("the walker and the conversion through JSON disagree:\n%s", strings.Join(walkMismatches.list[bad:], "\n"))
+		}
+		walkMismatches.Unlock()
 		for _, d := range diags {
 			if strings.Contains(d.Msg, "internal error") || strings.Contains(d.Msg, "\n") || d.Pos == "" {
 				t.Errorf("diagnostic %q", d)
