@@ -110,6 +110,11 @@ func testRealOozieMission(t *testing.T) {
 		}
 	}
 	write(filepath.Join(proj, "workflows.cue"), fmt.Sprintf(missionCUE, hour.Format(time.RFC3339)))
+	// The scaffold's test case is about the example workflows replaced
+	// above.
+	if err := os.Remove(filepath.Join(proj, "tests.cue")); err != nil {
+		t.Fatal(err)
+	}
 	write(filepath.Join(proj, "hdfs", "workflow.xml"), realApps["touch"])
 
 	// The installation: target file, defaults naming the real Oozie.
