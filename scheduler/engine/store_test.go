@@ -297,3 +297,63 @@ func storeLife(t *testing.T, store Store) []string {
 	}
 	return trace
 }
+
+// refusingStore is a memStore whose PutStates refuses the slots of refuse.
+type refusingStore struct {
+	*memStore
+	refuse map[slot.ID]bool
+}
+
+func (r *refusingStore) PutStates(sts []slot.State) map[slot.ID]error {
+	var ok []slot.State
+	failed := make(map[slot.ID]error)
+	for _, st := range sts {
+		if r.refuse[norm(st.ID)] {
+			failed[st.ID] = errors.New("disk full")
+			continue
+		}
+		ok = append(ok, st)
+	}
+	for id, err := range r.memStore.PutStates(ok) {
+		failed[id] = err
+	}
+	return failed
+}
+
+// TestStepReportCountsOnlyRecordedTransitions: a transition the store
+// refused is not counted in the step's report (the slot stays as it was),
+// whether decide chose it or a submission did (READY → RUNNING: the last
+// transition of the slot in the step is taken back).
+func TestStepReportCountsOnlyRecordedTransitions(t *testing.T) {
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	wdir := t.TempDir()
+	fixture.WriteProject(t, wdir, "p", w)
+	st := &refusingStore{memStore: newMemStore(), refuse: map[slot.ID]bool{}}
+	e, err := New(Options{WorkflowsDir: wdir, Store: st, Services: map[string]external.Service{workflow.ServiceCommand: newFake()}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := ts("2024-01-01T02:30Z")
+	step := func() StepReport {
+		t.Helper()
+		if err := e.Step(context.Background(), now, nil); !errors.Is(err, ErrPersist) {
+			t.Fatalf("Step: %v, want ErrPersist", err)
+		}
+		return e.LastStep()
+	}
+	type counts struct{ Ready, Running, Persist int }
+	got := func(rep StepReport) counts {
+		return counts{rep.Transitions[slot.Ready], rep.Transitions[slot.Running], rep.Errors["persist"]}
+	}
+	// Step 1: 00:00, 01:00, 02:00 WAITING → READY; 01:00 refused.
+	st.refuse[norm(slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")})] = true
+	if d := cmp.Diff(counts{Ready: 2, Persist: 1}, got(step())); d != "" {
+		t.Errorf("step 1 (-want +got):\n%s", d)
+	}
+	// Step 2: 00:00 submitted (READY → RUNNING) and refused; 01:00 READY.
+	st.refuse = map[slot.ID]bool{norm(slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}): true}
+	if d := cmp.Diff(counts{Ready: 1, Running: 0, Persist: 1}, got(step())); d != "" {
+		t.Errorf("step 2 (-want +got):\n%s", d)
+	}
+}
