@@ -51,10 +51,16 @@ go build -o "$work/celos" ./cmd/celos
 go build -o "$work/soak" ./cmd/celos-soak
 echo "bench-scale: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
+# The tmpfs directory, made here (not in base's subshell) so that cleanup
+# removes it.
+for n in $sizes; do
+  if [ "$n" -ge "$shm_from" ] && [ -d /dev/shm ] && [ -z "$shm" ]; then
+    shm=$(mktemp -d /dev/shm/celos-bench-scale.XXXXXX)
+  fi
+done
 # base N: the directory of size N's databases (tmpfs from shm_from on).
 base() {
-  if [ "$1" -ge "$shm_from" ] && [ -d /dev/shm ]; then
-    [ -n "$shm" ] || shm=$(mktemp -d /dev/shm/celos-bench-scale.XXXXXX)
+  if [ "$1" -ge "$shm_from" ] && [ -n "$shm" ]; then
     echo "$shm/$1"
   else
     echo "$work/$1"
