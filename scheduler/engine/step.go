@@ -46,7 +46,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	rep.LoadErrors = len(c.loadErrs)
 	todo := e.toStep(c, ids)
 	todo, rep.Loading = e.loadState(todo, ids != nil)
-	st := &stepper{e: e, now: now, rep: &rep,
+	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
 		env: trigger.Env{States: e.db, FS: trigger.NewMemo(e.fs)}}
@@ -173,6 +173,7 @@ type stepper struct {
 	// writes are the states the step changed, written together by apply.
 	writes []slot.State
 	unmark []slot.ID // rerun markers to drop after the write
+	to     map[slot.ID]slot.Status
 	// pending are the READY slots to submit at the end of the step;
 	// submitted are those now RUNNING (their intents go after the
 	// write), dropIntents those whose submission was refused outright.
@@ -496,19 +497,10 @@ func (s *stepper) apply() {
 	if len(s.writes) > 0 {
 		failed = s.e.db.PutStates(s.writes)
 	}
-	// A refused slot's last transition in the step is not counted. (Found
-	// in the writes, not kept in a map beside them: a fresh 7-day fill
-	// writes 100,000s of slots.)
-	to := make(map[slot.ID]slot.Status, len(failed))
-	for _, st := range s.writes {
-		if _, bad := failed[st.ID]; bad {
-			to[st.ID] = st.Status
-		}
-	}
 	s.writes = nil
 	for id, err := range failed {
 		s.rep.Errors["persist"]++
-		if st, ok := to[id]; ok {
+		if st, ok := s.to[id]; ok {
 			s.rep.Transitions[st]--
 		}
 		s.persistFailed(err)
@@ -539,6 +531,7 @@ func (s *stepper) apply() {
 		}
 	}
 	s.submitted, s.dropIntents = nil, nil
+	clear(s.to)
 }
 
 // failSlot is fail for a slot of a gathered workflow: the slot's problems
@@ -565,6 +558,7 @@ func (s *stepper) fail(id slot.ID, op string, err error) {
 
 func (s *stepper) transition(from, to slot.State, attrs ...any) {
 	s.rep.Transitions[to.Status]++
+	s.to[to.ID] = to.Status
 	s.e.log.Info("slot transition", append([]any{"slot", to.ID.String(), "from", string(from.Status), "to", string(to.Status),
 		"externalID", to.ExternalID, "retryCount", to.RetryCount}, attrs...)...)
 }
