@@ -8,7 +8,7 @@ LDFLAGS  := -X github.com/celos-go/celos/cmd/celos/cmd.Version=$(VERSION)
 PORT     ?= 8080
 VAR      := var
 
-.PHONY: all build run test test-go deps bench lint fuzz soak clean
+.PHONY: all build run test test-go deps bench bench-scale lint fuzz soak clean
 
 all: build
 
@@ -44,6 +44,13 @@ fuzz:
 # bounded in time (about 10 minutes). See docs/reliability.md.
 soak:
 	./scripts/soak.sh
+
+# The growth table of issue 18 (not part of test): fresh 7-day fill, first
+# step after a restart, first GET /ui, steady step for 100 / 1,000 / 10,000
+# hourly workflows, printed as a table (BENCH_SCALE_SIZES to choose; the
+# 10,000 case keeps its state on /dev/shm). See docs/benchmarks.md.
+bench-scale:
+	./scripts/bench-scale.sh
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }

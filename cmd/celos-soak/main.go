@@ -15,6 +15,8 @@
 //	    -prune-every steps. It prints the live heap (after a GC), the state
 //	    database's files and bytes, and step times as it goes, and fails if
 //	    the heap or the database keeps growing once the retention is reached.
+//	soak fill, soak restart
+//	    the scale measurements of `make bench-scale` (see scale.go).
 package main
 
 import (
@@ -44,7 +46,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: soak gen|steps [flags]")
+		fmt.Fprintln(os.Stderr, "usage: soak gen|steps|fill|restart [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -53,6 +55,10 @@ func main() {
 		err = gen(os.Args[2:])
 	case "steps":
 		err = steps(os.Args[2:])
+	case "fill":
+		err = fill(os.Args[2:])
+	case "restart":
+		err = restart(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}

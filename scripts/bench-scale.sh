@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# `make bench-scale`: the growth table of issue 18 (docs/benchmarks.md,
+# "Scale: 100 / 1,000 / 10,000 workflows"), measured on this machine and
+# printed. Not part of `make test`. For each size N (hourly workflows, a
+# full 7-day window = N × 168 slots):
+#
+#   fill     the engine's first step on an empty state database (soak fill):
+#            unsynced, and synced as a server writes (up to
+#            BENCH_SCALE_SYNC_MAX workflows: on a shared disk a synced fill
+#            of 10,000 takes many minutes); slots/s and peak RSS.
+#   restart  a state database of N × 168 SUCCESS slots (soak gen), opened as
+#            after a restart (soak restart): the first step (it waits at
+#            most a second for the background read), when every state had
+#            been read, the steady step (median of 5), peak RSS.
+#   ui       `celos server` on that database: the time from the start of the
+#            process to the answer of the first GET /ui, its size, a second
+#            GET /ui, and the server's RSS after them.
+#
+# Sizes from BENCH_SCALE_SHM_FROM workflows on (default 10,000) keep their
+# state database on tmpfs (/dev/shm) when there is one, so that the run is
+# bounded on a small shared disk: those rows measure the code and the
+# kernel's file-system layer, not the disk, and say "tmpfs".
+#
+# Knobs (environment): BENCH_SCALE_SIZES ("100 1000 10000"),
+# BENCH_SCALE_SYNC_MAX (1000), BENCH_SCALE_SHM_FROM (10000), BENCH_SCALE_DIR
+# (default: a new /tmp/celos-bench-scale.*; removed at the end unless set).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sizes=${BENCH_SCALE_SIZES:-100 1000 10000}
+sync_max=${BENCH_SCALE_SYNC_MAX:-1000}
+shm_from=${BENCH_SCALE_SHM_FROM:-10000}
+if [ -n "${BENCH_SCALE_DIR:-}" ]; then
+  work=$BENCH_SCALE_DIR
+  mkdir -p "$work"
+else
+  work=$(mktemp -d /tmp/celos-bench-scale.XXXXXX)
+fi
+shm=""
+server=""
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null || true
+  [ -n "$shm" ] && rm -rf "$shm"
+  [ -z "${BENCH_SCALE_DIR:-}" ] && rm -rf "$work"
+  return 0
+}
+trap cleanup EXIT
+
+echo "bench-scale: building into $work"
+go build -o "$work/celos" ./cmd/celos
+go build -o "$work/soak" ./cmd/celos-soak
+echo "bench-scale: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# The tmpfs directory, made here (not in base's subshell) so that cleanup
+# removes it.
+for n in $sizes; do
+  if [ "$n" -ge "$shm_from" ] && [ -d /dev/shm ] && [ -z "$shm" ]; then
+    shm=$(mktemp -d /dev/shm/celos-bench-scale.XXXXXX)
+  fi
+done
+# base N: the directory of size N's databases (tmpfs from shm_from on).
+base() {
+  if [ "$1" -ge "$shm_from" ] && [ -n "$shm" ]; then
+    echo "$shm/$1"
+  else
+    echo "$work/$1"
+  fi
+}
+# field OUTPUT KEY: the value of KEY= on the "result:" line of a soak run.
+field() { sed -n "s/^result:.* $2=\([^ ]*\).*/\1/p" <<< "$1"; }
+rss() { awk '/VmRSS/ {printf "%.0f MiB", $2/1024}' "/proc/$1/status"; }
+
+rows=()
+for n in $sizes; do
+  b=$(base "$n")
+  where=disk
+  case $b in /dev/shm/*) where=tmpfs ;; esac
+  rm -rf "$b"
+  mkdir -p "$b"
+  echo
+  echo "== $n workflows ($where: $b)"
+
+  # The fills' files are removed only at the end of the size: on ext4 a
+  # file created just after many were deleted costs ~10x the CPU (the inode
+  # allocator skips recently deleted inodes one by one, reading each).
+  out=$("$work/soak" fill -dir "$b/fill" -workflows "$n")
+  echo "$out"
+  fill_nosync="$(field "$out" secs) s (cpu $(field "$out" cpu) s), $(field "$out" rate) slots/s, peak RSS $(field "$out" rss)"
+  fill_sync="not run (BENCH_SCALE_SYNC_MAX=$sync_max)"
+  if [ "$n" -le "$sync_max" ]; then
+    out=$("$work/soak" fill -dir "$b/fill-sync" -workflows "$n" -fsync)
+    echo "$out"
+    fill_sync="$(field "$out" secs) s (cpu $(field "$out" cpu) s), $(field "$out" rate) slots/s, peak RSS $(field "$out" rss)"
+  fi
+
+  "$work/soak" gen -dir "$b/gen" -workflows "$n" -days 7
+  sync
+  out=$("$work/soak" restart -dir "$b/gen" -workflows "$n")
+  echo "$out"
+  restart="first step $(field "$out" first) s, all read $(field "$out" all) s, peak RSS $(field "$out" rss)"
+  steady="$(field "$out" steady) ms"
+
+  rm -f "$b/url"
+  t0=$(date +%s.%N)
+  "$work/celos" server --listen 127.0.0.1 --port 0 --workflows "$b/gen/wf" --db "$b/gen/db" \
+    --jobs "$b/jobs" --logs '' --log-level warn --url-file "$b/url" 2> "$b/server.log" &
+  server=$!
+  for _ in $(seq 1 1200); do
+    [ -s "$b/url" ] && break
+    kill -0 "$server" 2>/dev/null || { cat "$b/server.log" >&2; exit 1; }
+    sleep 0.05
+  done
+  url=$(cat "$b/url")
+  case $url in http://127.0.0.1:*) ;; *) echo "bench-scale: server URL $url is not loopback" >&2; exit 1 ;; esac
+  first=$(curl -sS -o /dev/null -w '%{http_code} %{size_download}' --max-time 600 "$url/ui")
+  t1=$(date +%s.%N)
+  second=$(curl -sS -o /dev/null -w '%{time_total}' --max-time 600 "$url/ui")
+  ui="first $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f s", b-a}') after start (HTTP ${first% *}, $(awk -v s="${first#* }" 'BEGIN {printf "%.0f KB", s/1000}')), again $(awk -v s="$second" 'BEGIN {printf "%.0f ms", s*1000}'), server RSS $(rss "$server")"
+  echo "ui: $ui"
+  kill -TERM "$server"
+  wait "$server" || true
+  server=""
+  rm -rf "$b"
+
+  rows+=("| $n ($where) | $fill_nosync | $fill_sync | $restart | $steady | $ui |")
+done
+
+echo
+echo "bench-scale: load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+echo
+echo "| workflows (state on) | fresh 7-day fill, unsynced | fresh fill, synced | after a restart | steady step | GET /ui (time from process start) |"
+echo "|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
