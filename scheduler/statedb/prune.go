@@ -5,16 +5,15 @@ package statedb
 import (
 	"errors"
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/store"
 
-	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler"
 )
 
 // Workflows lists the workflows that have a state directory, sorted.
@@ -46,8 +45,8 @@ const MinRetention = scheduler.Window + 24*time.Hour
 // before must be at least MinRetention before now. Slots that are not final are
 // kept whatever their age. It returns the number of slot files deleted.
 func (db *DB) Prune(before, now time.Time) (int, error) {
-	if before.After(now.Add(-MinRetention)) {
-		return 0, fmt.Errorf("prune: %s is inside the last %v: slots there may still be stepped", slot.FormatTime(before), MinRetention)
+	if err := store.CheckRetention(before, now, MinRetention); err != nil {
+		return 0, err
 	}
 	return db.PruneBefore(now, func(string) time.Time { return before })
 }
@@ -61,21 +60,9 @@ func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int,
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	var errs []error
-	for _, wf := range wfs {
-		b := before(wf)
-		if b.After(now.Add(-MinRetention)) {
-			errs = append(errs, fmt.Errorf("prune %s: %s is inside the last %v: slots there may still be stepped", wf, slot.FormatTime(b), MinRetention))
-			continue
-		}
-		m, err := db.pruneWorkflow(wf, b, now)
-		n += m
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return n, errors.Join(errs...)
+	return store.PruneEach(wfs, now, MinRetention, before, func(wf string, b time.Time) (int, error) {
+		return db.pruneWorkflow(wf, b, now)
+	})
 }
 
 // pruneChunk is how many files pruneWorkflow removes per hold of db.mu:

@@ -4,14 +4,12 @@ package statepg
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/celos-go/celos/scheduler"
-	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/store"
 )
 
@@ -39,8 +37,8 @@ func (db *DB) Workflows() ([]string, error) {
 // every workflow; before must be at least MinRetention before now. It
 // returns the number of slot states deleted.
 func (db *DB) Prune(before, now time.Time) (int, error) {
-	if before.After(now.Add(-MinRetention)) {
-		return 0, fmt.Errorf("prune: %s is inside the last %v: slots there may still be stepped", slot.FormatTime(before), MinRetention)
+	if err := store.CheckRetention(before, now, MinRetention); err != nil {
+		return 0, err
 	}
 	return db.PruneBefore(now, func(string) time.Time { return before })
 }
@@ -52,21 +50,9 @@ func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int,
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	var errs []error
-	for _, wf := range wfs {
-		b := before(wf)
-		if b.After(now.Add(-MinRetention)) {
-			errs = append(errs, fmt.Errorf("prune %s: %s is inside the last %v: slots there may still be stepped", wf, slot.FormatTime(b), MinRetention))
-			continue
-		}
-		m, err := db.pruneWorkflow(wf, b, now)
-		n += m
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return n, errors.Join(errs...)
+	return store.PruneEach(wfs, now, MinRetention, before, func(wf string, b time.Time) (int, error) {
+		return db.pruneWorkflow(wf, b, now)
+	})
 }
 
 func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
