@@ -106,26 +106,7 @@ func benchSteady(b *testing.B, n int, expr string) {
 	// leaves the others to later steps (loadState): first-step-ms is the
 	// first step, all-read-ms the end of the first step that had every
 	// workflow's state; together those steps considered every slot once.
-	t0 := time.Now()
-	var first, all time.Duration
-	seen := 0
-	for {
-		if err := e.Step(ctx, benchNow, nil); err != nil {
-			b.Fatal(err)
-		}
-		if first == 0 {
-			first = time.Since(t0)
-		}
-		rep := e.LastStep()
-		if rep.Writes != 0 {
-			b.Fatalf("a first step wrote %d files, want 0", rep.Writes)
-		}
-		seen += rep.Slots
-		if rep.Loading == 0 {
-			all = time.Since(t0)
-			break
-		}
-	}
+	first, all, seen := stepUntilRead(b, e)
 	if seen != slots {
 		b.Fatalf("the steps until every state was read considered %d slots, want %d", seen, slots)
 	}
@@ -163,9 +144,7 @@ func BenchmarkSteadyStep100Minutely(b *testing.B) { benchSteady(b, 100, fixture.
 func BenchmarkStepNewHour1000Hourly(b *testing.B) {
 	e, db, _ := benchSetup(b, 1000, fixture.HourlyCron)
 	ctx := context.Background()
-	if err := e.Step(ctx, benchNow, nil); err != nil {
-		b.Fatal(err)
-	}
+	stepUntilRead(b, e)
 	now := benchNow
 	w0 := db.Stats().Writes
 	steps := 0
@@ -192,6 +171,34 @@ func BenchmarkSlotsMinutely7Days(b *testing.B) {
 	}
 }
 
+// stepUntilRead steps at benchNow until a step had every workflow's state
+// (StepReport.Loading 0: after a restart the file store reads it in the
+// background and a step steps what is read). It returns the time of the
+// first step, the time until the end of the first step that had every
+// state, and the slots those steps considered together (each slot once:
+// a workflow's first step enumerates its window). A step that writes
+// fails the benchmark.
+func stepUntilRead(b *testing.B, e *Engine) (first, all time.Duration, slots int) {
+	b.Helper()
+	t0 := time.Now()
+	for {
+		if err := e.Step(context.Background(), benchNow, nil); err != nil {
+			b.Fatal(err)
+		}
+		if first == 0 {
+			first = time.Since(t0)
+		}
+		rep := e.LastStep()
+		if rep.Writes != 0 {
+			b.Fatalf("a first step wrote %d files, want 0", rep.Writes)
+		}
+		slots += rep.Slots
+		if rep.Loading == 0 {
+			return first, time.Since(t0), slots
+		}
+	}
+}
+
 // BenchmarkFullWindowStep1000Hourly is the steady step without the done
 // marks (forgotten before each step, as after a restart with the index
 // already loaded): every one of the 168,000 slots is enumerated and looked
@@ -199,9 +206,7 @@ func BenchmarkSlotsMinutely7Days(b *testing.B) {
 func BenchmarkFullWindowStep1000Hourly(b *testing.B) {
 	e, db, slots := benchSetup(b, 1000, fixture.HourlyCron)
 	ctx := context.Background()
-	if err := e.Step(ctx, benchNow, nil); err != nil {
-		b.Fatal(err)
-	}
+	stepUntilRead(b, e)
 	w0 := db.Stats().Writes
 	for b.Loop() {
 		e.mu.Lock()
