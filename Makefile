@@ -31,7 +31,7 @@ test-go:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-bench:
+bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 $(PKGS)
 
 # Every Go fuzz target for FUZZTIME each; CI runs it after the tests.
