@@ -109,6 +109,11 @@ type Engine struct {
 	stepMu sync.Mutex // held by Step, Rerun, Kill, ClearCache
 
 	loader *loader  // guarded by stepMu
+	// stateRead is the config for whose workflows a background load of the
+	// store has completed: while the config stays the same, a step need
+	// not ask the store to load anything (a read loads a workflow on
+	// demand). Guarded by stepMu; ClearCache forgets it.
+	stateRead *config
 	wfBuf  []wfStep // the workflows of a step (gather); guarded by stepMu
 	pools  *pool.File
 	// runs are the recent submission times of workflows with minInterval
@@ -352,6 +357,7 @@ func (e *Engine) ClearCache() error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
 	e.loader.forget()
+	e.stateRead = nil
 	var err error
 	if r, ok := e.db.(reloader); ok {
 		err = r.Reload()

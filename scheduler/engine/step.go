@@ -47,7 +47,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	pools := e.loadPools()
 	rep.LoadErrors = len(c.loadErrs)
 	todo := e.owned(e.toStep(c, ids))
-	todo, rep.Loading = e.loadState(todo, ids != nil)
+	todo, rep.Loading = e.loadState(c, todo, ids != nil)
 	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status), stepped: make(map[string]bool),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
@@ -122,7 +122,10 @@ var loadWait = time.Second
 // of a large installation does not wait for every file. A step of named
 // workflows (all true: POST /scheduler with ids) waits for them, as does
 // a store that can only preload.
-func (e *Engine) loadState(todo []string, all bool) ([]string, int) {
+func (e *Engine) loadState(c *config, todo []string, all bool) ([]string, int) {
+	if e.stateRead == c {
+		return todo, 0 // read for these workflows: nothing to ask the store
+	}
 	bg, ok := e.db.(backgroundLoader)
 	if !ok || all {
 		if p, ok := e.db.(preloader); ok {
@@ -133,6 +136,7 @@ func (e *Engine) loadState(todo []string, all bool) ([]string, int) {
 	done := bg.LoadInBackground(todo, 8)
 	select {
 	case <-done:
+		e.stateRead = c
 		return todo, 0
 	case <-time.After(loadWait):
 	}
