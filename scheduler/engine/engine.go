@@ -108,14 +108,14 @@ type Engine struct {
 	log    *slog.Logger
 	stepMu sync.Mutex // held by Step, Rerun, Kill, ClearCache
 
-	loader *loader  // guarded by stepMu
+	loader *loader // guarded by stepMu
 	// stateRead is the config for whose workflows a background load of the
 	// store has completed: while the config stays the same, a step need
 	// not ask the store to load anything (a read loads a workflow on
 	// demand). Guarded by stepMu; ClearCache forgets it.
 	stateRead *config
-	wfBuf  []wfStep // the workflows of a step (gather); guarded by stepMu
-	pools  *pool.File
+	wfBuf     []wfStep // the workflows of a step (gather); guarded by stepMu
+	pools     *pool.File
 	// runs are the recent submission times of workflows with minInterval
 	// or maxRuns (runsOf); guarded by stepMu.
 	runs map[string][]time.Time
