@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/colinmarc/hdfs/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
@@ -33,21 +32,7 @@ import (
 // practice (docs/oozie.md), so the crash-recovery lookup is one call.
 var realApps = map[string]string{
 	// touch: an fs action writes ${outputDir}/_SUCCESS.
-	"touch": `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
-  <start to="touch"/>
-  <action name="touch">
-    <fs>
-      <name-node>${nameNode}</name-node>
-      <mkdir path="${nameNode}${outputDir}"/>
-      <touchz path="${nameNode}${outputDir}/_SUCCESS"/>
-    </fs>
-    <ok to="end"/>
-    <error to="fail"/>
-  </action>
-  <kill name="fail"><message>touch failed: ${wf:errorMessage(wf:lastErrorNode())}</message></kill>
-  <end name="end"/>
-</workflow-app>
-`,
+	"touch": oozietest.TouchApp,
 	// fail: straight to a kill node.
 	"fail": `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
   <start to="fail"/>
@@ -103,7 +88,7 @@ func newRealProject(t testing.TB, env oozietest.Env, project *workflow.Project) 
 	ctx := context.Background()
 	c := env.HDFS
 	for name, xml := range realApps {
-		putFile(t, c, "/real/app/"+name+"/workflow.xml", xml)
+		hdfstest.WriteFile(t, c.Client(), "/real/app/"+name+"/workflow.xml", xml)
 	}
 	dir := t.TempDir()
 	wfDir := filepath.Join(dir, "workflows")
@@ -168,35 +153,6 @@ func newRealProject(t testing.TB, env oozietest.Env, project *workflow.Project) 
 		}
 	}
 	return &real{t: t, ctx: ctx, hdfs: c, oozie: env.Oozie, client: cl, engine: eng, db: db, defaults: d, releaseDir: releaseDir}
-}
-
-func putFile(t testing.TB, c *hdfstest.Cluster, p, data string) {
-	t.Helper()
-	cl := c.Client()
-	if err := cl.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = cl.Remove(p)
-	w, err := cl.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data != "" { // an empty Write would open a block that never fills
-		if _, err := w.Write([]byte(data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A close can race the DataNode's block report on a busy machine.
-	for i := 0; ; i++ {
-		err = w.Close()
-		if !hdfs.IsErrReplicating(err) || i == 50 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("write %s: %v", p, err)
-	}
 }
 
 func (r *real) step(now time.Time, only ...string) {
@@ -295,7 +251,7 @@ func TestRealOozieSuccessChain(t *testing.T) {
 	if st := r.state("produce", t20); st.Status != slot.Waiting {
 		t.Fatalf("produce@20:00 is %s before its input, want WAITING", st.Status)
 	}
-	putFile(t, r.hdfs, "/real/input/2015-09-12T2000/_READY", "")
+	hdfstest.WriteFile(t, r.hdfs.Client(), "/real/input/2015-09-12T2000/_READY", "")
 	began := time.Now()
 	st := r.stepUntil(now, "produce", t20, slot.Running)
 	submitted := time.Since(began)
@@ -424,7 +380,7 @@ func TestRealOozieKillSuspendRerun(t *testing.T) {
 func TestRealOozieRecoverAfterCrash(t *testing.T) {
 	r := newReal(t, oozietest.Shared(t))
 	now := t20.Add(30 * time.Minute)
-	putFile(t, r.hdfs, "/real/input/2015-09-12T2000/_READY", "")
+	hdfstest.WriteFile(t, r.hdfs.Client(), "/real/input/2015-09-12T2000/_READY", "")
 	r.stepUntil(now, "produce", t20, slot.Ready)
 
 	// What the crashed process did: recorded its intent, and Oozie took the job.
@@ -478,7 +434,7 @@ func TestRealOozieStoppedMidStep(t *testing.T) {
 	now := t20.Add(30 * time.Minute)
 	running := r.stepUntil(now, "long", t20, slot.Running)
 	r.waitJob(running.ExternalID, "RUNNING")
-	putFile(t, r.hdfs, "/real/input/2015-09-12T2000/_READY", "")
+	hdfstest.WriteFile(t, r.hdfs.Client(), "/real/input/2015-09-12T2000/_READY", "")
 	r.stepUntil(now, "produce", t20, slot.Ready)
 
 	r.oozie.Kill() // a crash: no clean shutdown
