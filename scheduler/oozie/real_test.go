@@ -13,12 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/engine"
-	"github.com/celos-go/celos/scheduler/external"
-	"github.com/celos-go/celos/scheduler/hdfscheck"
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -92,56 +91,17 @@ func newRealProject(t testing.TB, env oozietest.Env, project *workflow.Project) 
 	}
 	dir := t.TempDir()
 	wfDir := filepath.Join(dir, "workflows")
-	if err := os.MkdirAll(wfDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, err := project.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wfDir, project.Project+".json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Write(t, wfDir, project)
 	releaseDir := filepath.Join(dir, "release")
 	if err := os.MkdirAll(releaseDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defaultsPath := filepath.Join(dir, "defaults.json")
 	doc := fmt.Sprintf(`{
   "CELOS_DEFAULT_HDFS": "hdfs://%s",
   "CELOS_DEFAULT_OOZIE": %q,
   "CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": %q, "nameNode": "hdfs://%s", "releaseDir": %q}
 }`, c.Addr(), env.Oozie.URL(), c.User(), c.Addr(), releaseDir)
-	if err := os.WriteFile(defaultsPath, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := defaults.Load(defaultsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux, hfs, err := hdfscheck.Setup(d, c.ConfDir(), hdfscheck.Options{User: c.User(), CallTimeout: 5 * time.Second, CoolDown: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hfs.Close() })
-	db, err := statedb.Open(filepath.Join(dir, "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	eng, err := engine.New(engine.Options{
-		WorkflowsDir: wfDir,
-		Store:        db,
-		Services:     map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(5*time.Second))},
-		FS:           mux,
-		CallTimeout:  5 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs := eng.LoadErrors(); len(errs) > 0 {
-		t.Fatalf("load errors: %v", errs)
-	}
+	inst := newServerEngine(t, c, dir, wfDir, doc, 5*time.Second)
 	cl, err := oozie.NewClient(env.Oozie.URL(), oozie.WithAuth(oozie.SimpleAuth{User: c.User()}))
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +112,7 @@ func newRealProject(t testing.TB, env oozietest.Env, project *workflow.Project) 
 			t.Fatal(err)
 		}
 	}
-	return &real{t: t, ctx: ctx, hdfs: c, oozie: env.Oozie, client: cl, engine: eng, db: db, defaults: d, releaseDir: releaseDir}
+	return &real{t: t, ctx: ctx, hdfs: c, oozie: env.Oozie, client: cl, engine: inst.engine, db: inst.db, defaults: inst.defaults, releaseDir: releaseDir}
 }
 
 func (r *real) step(now time.Time, only ...string) {
