@@ -130,12 +130,19 @@ func (e *e2e) step(now time.Time) {
 
 func (e *e2e) state(wf string, t time.Time) slot.State {
 	e.t.Helper()
-	st, err := e.engine.SlotState(e.ctx, slot.ID{Workflow: wf, Time: t})
+	return engineSlotState(e.t, e.engine, wf, t)
+}
+
+// engineSlotState is the state of wf's slot at t in eng: WAITING for a
+// slot the store has no record of yet.
+func engineSlotState(t testing.TB, eng *engine.Engine, wf string, at time.Time) slot.State {
+	t.Helper()
+	st, err := eng.SlotState(context.Background(), slot.ID{Workflow: wf, Time: at})
 	if errors.Is(err, slot.ErrSlotNotFound) {
-		return slot.NewWaiting(slot.ID{Workflow: wf, Time: t})
+		return slot.NewWaiting(slot.ID{Workflow: wf, Time: at})
 	}
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return st
 }

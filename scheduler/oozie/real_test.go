@@ -2,7 +2,6 @@ package oozie_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -124,14 +123,7 @@ func (r *real) step(now time.Time, only ...string) {
 
 func (r *real) state(wf string, t time.Time) slot.State {
 	r.t.Helper()
-	st, err := r.engine.SlotState(r.ctx, slot.ID{Workflow: wf, Time: t})
-	if errors.Is(err, slot.ErrSlotNotFound) {
-		return slot.NewWaiting(slot.ID{Workflow: wf, Time: t})
-	}
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return st
+	return engineSlotState(r.t, r.engine, wf, t)
 }
 
 // stepUntil steps workflow wf (Oozie runs jobs asynchronously) until its
