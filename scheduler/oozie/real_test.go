@@ -40,17 +40,7 @@ var realApps = map[string]string{
 `,
 	// wait: RUNNING until the local file ${releaseDir}/${hour} exists (the
 	// test server's wait action, standing in for a long job on YARN).
-	"wait": `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
-  <start to="work"/>
-  <action name="work">
-    <wait xmlns="uri:celos:wait:0.1"><until>${releaseDir}/${hour}</until></wait>
-    <ok to="end"/>
-    <error to="fail"/>
-  </action>
-  <kill name="fail"><message>work failed</message></kill>
-  <end name="end"/>
-</workflow-app>
-`,
+	"wait": oozietest.WaitApp,
 }
 
 // real is an installation as `celos server` wires it, against a real Oozie

@@ -20,3 +20,19 @@ const TouchApp = `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWork
   <end name="end"/>
 </workflow-app>
 `
+
+// WaitApp is an Oozie workflow application whose one action, the test
+// server's wait action (standing in for a long job on YARN), keeps the job
+// RUNNING until the local file ${releaseDir}/${hour} exists. Its jobs are
+// named ${celosWorkflowName}.
+const WaitApp = `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
+  <start to="work"/>
+  <action name="work">
+    <wait xmlns="uri:celos:wait:0.1"><until>${releaseDir}/${hour}</until></wait>
+    <ok to="end"/>
+    <error to="fail"/>
+  </action>
+  <kill name="fail"><message>work failed</message></kill>
+  <end name="end"/>
+</workflow-app>
+`

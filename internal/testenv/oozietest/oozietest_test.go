@@ -147,32 +147,19 @@ func TestRestart(t *testing.T) {
 	}
 }
 
-// waitWorkflow runs the test server's wait action, RUNNING until the local
-// file ${release} exists.
-const waitWorkflow = `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${name}">
-  <start to="work"/>
-  <action name="work">
-    <wait xmlns="uri:celos:wait:0.1"><until>${release}</until></wait>
-    <ok to="end"/>
-    <error to="fail"/>
-  </action>
-  <kill name="fail"><message>work failed</message></kill>
-  <end name="end"/>
-</workflow-app>
-`
-
 // TestWaitAction: a job that runs until the test releases it can be
 // suspended, resumed and killed, as a long job on a cluster.
 func TestWaitAction(t *testing.T) {
 	env := oozietest.Shared(t)
 	base, c, u := env.Oozie.URL(), env.HDFS, env.HDFS.User()
-	hdfstest.WriteFile(t, c.Client(), "/wait/app/workflow.xml", waitWorkflow)
-	release := t.TempDir() + "/release"
+	hdfstest.WriteFile(t, c.Client(), "/wait/app/workflow.xml", oozietest.WaitApp)
+	releaseDir := t.TempDir()
 	conf := map[string]string{
 		"user.name":                 u,
 		"oozie.wf.application.path": c.URL("/wait/app"),
-		"name":                      "wait",
-		"release":                   release,
+		"celosWorkflowName":         "wait",
+		"releaseDir":                releaseDir,
+		"hour":                      "20",
 	}
 	id := submit(t, base, conf)
 	waitStatus(t, base, id, u, "RUNNING")
@@ -180,12 +167,12 @@ func TestWaitAction(t *testing.T) {
 	waitStatus(t, base, id, u, "SUSPENDED")
 	call(t, http.MethodPut, base+"/v2/job/"+id+"?action=resume&user.name="+u, nil, http.StatusOK, nil)
 	waitStatus(t, base, id, u, "RUNNING")
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(releaseDir, "20"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, base, id, u, "SUCCEEDED")
 
-	conf["release"] = t.TempDir() + "/never"
+	conf["releaseDir"] = t.TempDir() // never released
 	id = submit(t, base, conf)
 	waitStatus(t, base, id, u, "RUNNING")
 	call(t, http.MethodPut, base+"/v2/job/"+id+"?action=kill&user.name="+u, nil, http.StatusOK, nil)
