@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/child"
-	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/sshtest"
 	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
@@ -88,15 +87,7 @@ func TestDeployIncrementalOpenSSH(t *testing.T) {
 // noticed; a changed project is uploaded whole (HDFS has no hard links:
 // docs/deploy.md).
 func TestDeployIncrementalHDFS(t *testing.T) {
-	cl := hdfstest.Shared(t)
-	core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := sshtest.Start(t, sshtest.Options{})
-	root := "/" + t.Name() + "/app"
-	r := newRemote(t, srv, string(core), root)
-	r.user = cl.User()
+	r, cl, root := newHDFSRemote(t)
 	ctx := context.Background()
 	c := cl.Client()
 	if _, err := Deploy(ctx, r.options(t)); err != nil {

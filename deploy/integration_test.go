@@ -82,6 +82,19 @@ func newRemoteIn(t testing.TB, srv *sshtest.Server, base, coreSite, hdfsRoot str
 	return r
 }
 
+// newHDFSRemote is newRemote on a new OpenSSH server whose core-site.xml
+// is the shared mini cluster's: the Oozie directory goes to HDFS under
+// /<test name>/app, deployed as the cluster's superuser.
+func newHDFSRemote(t *testing.T) (r *remote, cl *hdfstest.Cluster, root string) {
+	t.Helper()
+	cl = hdfstest.Shared(t)
+	srv := sshtest.Start(t, sshtest.Options{})
+	root = "/" + t.Name() + "/app"
+	r = newRemote(t, srv, cl.CoreSite(t), root)
+	r.user = cl.User()
+	return r, cl, root
+}
+
 func (r *remote) options(t testing.TB) Options {
 	conn := targets.NewConnector(targets.SSHOptions{
 		KnownHosts: []string{r.srv.KnownHostsPath},
@@ -153,15 +166,7 @@ func hdfsNames(t *testing.T, c *hdfs.Client, dir string) []string {
 // workflows file goes there, and the Oozie directory goes to the real
 // HDFS mini cluster. Deploy, redeploy with changes, dry run, undeploy.
 func TestDeployOpenSSHAndHDFS(t *testing.T) {
-	cl := hdfstest.Shared(t)
-	core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := sshtest.Start(t, sshtest.Options{})
-	root := "/" + t.Name() + "/app"
-	r := newRemote(t, srv, string(core), root)
-	r.user = cl.User()
+	r, cl, root := newHDFSRemote(t)
 	ctx := context.Background()
 	c := cl.Client()
 
@@ -374,38 +379,88 @@ func subtree(m map[string]string, prefix string) map[string]string {
 	return out
 }
 
+// nameNodeFixture is a local installation (newFixture) whose Oozie
+// directory goes to /apps/celos on a mini cluster of the test's own, for
+// tests that stop or freeze its NameNode in the middle of a deploy.
+type nameNodeFixture struct {
+	*fixture
+	cl          *hdfstest.Cluster
+	callTimeout time.Duration // the connectors' HDFSCallTimeout (0: the default)
+}
+
+func newNameNodeFixture(t *testing.T, callTimeout time.Duration) *nameNodeFixture {
+	t.Helper()
+	cl := hdfstest.StartT(t, hdfstest.Options{})
+	f := &nameNodeFixture{fixture: newFixture(t), cl: cl, callTimeout: callTimeout}
+	writeFiles(t, filepath.Join(f.root, "installation", "conf"), map[string]string{"core-site.xml": cl.CoreSite(t)})
+	f.hdfsRoot = "/apps/celos"
+	return f
+}
+
+// newConn replaces the connector by a new one, which has no connection to
+// the NameNode yet.
+func (f *nameNodeFixture) newConn() {
+	f.conn.Close()
+	f.conn = targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{User: f.cl.User(), DialTimeout: 5 * time.Second})
+	f.conn.HDFSCallTimeout = f.callTimeout
+}
+
+// hdfsOptions are the fixture's options, deploying to its HDFS root.
+func (f *nameNodeFixture) hdfsOptions() Options {
+	o := f.options()
+	o.HDFSRoot = f.hdfsRoot
+	return o
+}
+
+// deployFirst deploys the project on a new connector and returns the
+// Oozie directory on HDFS and the workflows file it left.
+func (f *nameNodeFixture) deployFirst(t *testing.T) (map[string]string, string) {
+	t.Helper()
+	f.newConn()
+	if _, err := Deploy(context.Background(), f.hdfsOptions()); err != nil {
+		t.Fatal(err)
+	}
+	return hdfsTree(t, f.cl.Client(), f.hdfsRoot+"/wordcount"), tree(t, f.wfDir)["wordcount.json"]
+}
+
+// intactThenRerun checks, once the NameNode answers again, that the Oozie
+// directory on HDFS is still before, and that a rerun on a new connector
+// deploys the project whole and leaves nothing else in the HDFS root.
+func (f *nameNodeFixture) intactThenRerun(t *testing.T, before map[string]string) {
+	t.Helper()
+	c, err := f.cl.NewClient(f.cl.User())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if d := cmp.Diff(before, hdfsTree(t, c, f.hdfsRoot+"/wordcount")); d != "" {
+		t.Fatalf("Oozie dir changed (-before +after):\n%s", d)
+	}
+	f.newConn()
+	if _, err := Deploy(context.Background(), f.hdfsOptions()); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, hdfsTree(t, c, f.hdfsRoot+"/wordcount"))); d != "" {
+		t.Fatalf("after rerun (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"wordcount"}, hdfsNames(t, c, f.hdfsRoot)); d != "" {
+		t.Fatalf("leftovers (-want +got):\n%s", d)
+	}
+}
+
 // TestDeployNameNodeStopped: the NameNode goes down in the middle of a
 // redeploy's upload, and is down when the next deploy starts. Both fail
 // naming the step, the previous deployment stays intact, and a rerun after
 // the NameNode is back succeeds.
 func TestDeployNameNodeStopped(t *testing.T) {
-	cl := hdfstest.StartT(t, hdfstest.Options{})
-	core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t)
-	writeFiles(t, filepath.Join(f.root, "installation", "conf"), map[string]string{"core-site.xml": string(core)})
-	root := "/apps/celos"
-	f.hdfsRoot = root
-	hdfsOpts := hadoopconf.Options{User: cl.User(), DialTimeout: 5 * time.Second}
-	newConn := func() {
-		f.conn.Close()
-		f.conn = targets.NewConnector(targets.SSHOptions{}, hdfsOpts)
-	}
-	newConn()
+	f := newNameNodeFixture(t, 0)
+	cl := f.cl
 	ctx := context.Background()
-	o := f.options()
-	o.HDFSRoot = root
-	if _, err := Deploy(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	before := hdfsTree(t, cl.Client(), root+"/wordcount")
-	beforeWF := tree(t, f.wfDir)["wordcount.json"]
+	before, beforeWF := f.deployFirst(t)
 
 	f.project = project("wordcount", "wordcount-v2")
 	writeFiles(t, filepath.Join(f.deployDir, "hdfs"), map[string]string{"lib/big.jar": strings.Repeat("b", 8<<20)})
-	newConn()
+	f.newConn()
 	var once sync.Once
 	f.conn.Wrap = func(fsys targets.FS) targets.FS {
 		return &killingFS{FS: fsys, once: &once, kill: func() {
@@ -414,9 +469,7 @@ func TestDeployNameNodeStopped(t *testing.T) {
 			}
 		}}
 	}
-	o = f.options()
-	o.HDFSRoot = root
-	_, err = Deploy(ctx, o)
+	_, err := Deploy(ctx, f.hdfsOptions())
 	var se *StepError
 	t.Logf("NameNode stopped mid-upload: %v", err)
 	if !errors.As(err, &se) || se.Step != "upload HDFS directory" || !se.Intact {
@@ -428,10 +481,8 @@ func TestDeployNameNodeStopped(t *testing.T) {
 
 	// Still down: the next deploy fails at once, saying the NameNode is
 	// unreachable.
-	newConn()
-	o = f.options()
-	o.HDFSRoot = root
-	_, err = Deploy(ctx, o)
+	f.newConn()
+	_, err = Deploy(ctx, f.hdfsOptions())
 	t.Logf("NameNode down: %v", err)
 	if !errors.As(err, &se) || se.Step != "connect to HDFS" || !se.Intact || !strings.Contains(err.Error(), cl.Addr()) {
 		t.Fatalf("NameNode down: want an intact failure at connect, got %v", err)
@@ -440,26 +491,7 @@ func TestDeployNameNodeStopped(t *testing.T) {
 	if err := cl.StartNameNode(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cl.NewClient(cl.User())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if d := cmp.Diff(before, hdfsTree(t, c, root+"/wordcount")); d != "" {
-		t.Fatalf("Oozie dir changed (-before +after):\n%s", d)
-	}
-	newConn()
-	o = f.options()
-	o.HDFSRoot = root
-	if _, err := Deploy(ctx, o); err != nil {
-		t.Fatalf("rerun: %v", err)
-	}
-	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, hdfsTree(t, c, root+"/wordcount"))); d != "" {
-		t.Fatalf("after rerun (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff([]string{"wordcount"}, hdfsNames(t, c, root)); d != "" {
-		t.Fatalf("leftovers (-want +got):\n%s", d)
-	}
+	f.intactThenRerun(t, before)
 }
 
 // TestDeployPermissionDenied: the deploying user may not write the HDFS
@@ -468,19 +500,12 @@ func TestDeployNameNodeStopped(t *testing.T) {
 // nothing.
 func TestDeployPermissionDenied(t *testing.T) {
 	t.Run("HDFS root", func(t *testing.T) {
-		cl := hdfstest.Shared(t)
-		core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := sshtest.Start(t, sshtest.Options{})
-		root := "/" + t.Name() + "/app"
+		r, cl, root := newHDFSRemote(t)
 		if err := cl.Client().MkdirAll(root, 0o755); err != nil { // the superuser's
 			t.Fatal(err)
 		}
-		r := newRemote(t, srv, string(core), root)
 		r.user = "celos-intruder"
-		_, err = Deploy(context.Background(), r.options(t))
+		_, err := Deploy(context.Background(), r.options(t))
 		t.Logf("HDFS root not writable: %v", err)
 		var se *StepError
 		if !errors.As(err, &se) || se.Step != "upload HDFS directory" || !se.Intact {
@@ -549,14 +574,11 @@ func TestDeployPermissionDenied(t *testing.T) {
 // both installations and HDFS as they were.
 func TestDeploySharedHDFSRootOpenSSHAndHDFS(t *testing.T) {
 	cl := hdfstest.Shared(t)
-	core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	core := cl.CoreSite(t)
 	srv := sshtest.Start(t, sshtest.Options{})
 	root := "/" + t.Name() + "/app"
-	a := newRemoteIn(t, srv, filepath.Join(srv.Root, "a"), string(core), root)
-	b := newRemoteIn(t, srv, filepath.Join(srv.Root, "b"), string(core), root)
+	a := newRemoteIn(t, srv, filepath.Join(srv.Root, "a"), core, root)
+	b := newRemoteIn(t, srv, filepath.Join(srv.Root, "b"), core, root)
 	a.user, b.user = cl.User(), cl.User()
 	ctx := context.Background()
 	c := cl.Client()
@@ -575,7 +597,7 @@ func TestDeploySharedHDFSRootOpenSSHAndHDFS(t *testing.T) {
 		}
 	}
 	b.project = project("wordcount", "wordcount-b")
-	_, err = Deploy(ctx, b.options(t))
+	_, err := Deploy(ctx, b.options(t))
 	if !errors.Is(err, ErrOwnedElsewhere) || !strings.Contains(err.Error(), a.wfDir) {
 		t.Fatalf("deploy through b: want ErrOwnedElsewhere naming %s, got %v", a.wfDir, err)
 	}

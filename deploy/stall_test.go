@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/targets"
-	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
 // freezingFS freezes the cluster before the first file of the upload is
@@ -45,34 +40,15 @@ func TestDeployNameNodeStalled(t *testing.T) {
 	// after the first failure the file system is not dialled again for the
 	// cool-down: the deploy ends within a few call timeouts.
 	const bound = 10 * callTimeout
-	cl := hdfstest.StartT(t, hdfstest.Options{})
+	f := newNameNodeFixture(t, callTimeout)
+	cl := f.cl
 	t.Cleanup(func() { cl.Thaw() })
-	core, err := os.ReadFile(filepath.Join(cl.ConfDir(), "core-site.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t)
-	writeFiles(t, filepath.Join(f.root, "installation", "conf"), map[string]string{"core-site.xml": string(core)})
-	root := "/apps/celos"
-	f.hdfsRoot = root
-	newConn := func() {
-		f.conn.Close()
-		f.conn = targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{User: cl.User(), DialTimeout: 5 * time.Second})
-		f.conn.HDFSCallTimeout = callTimeout
-	}
-	newConn()
 	ctx := context.Background()
-	o := f.options()
-	o.HDFSRoot = root
-	if _, err := Deploy(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	before := hdfsTree(t, cl.Client(), root+"/wordcount")
-	beforeWF := tree(t, f.wfDir)["wordcount.json"]
+	before, beforeWF := f.deployFirst(t)
 
 	f.project = project("wordcount", "wordcount-v2")
 	writeFiles(t, filepath.Join(f.deployDir, "hdfs"), map[string]string{"lib/new.jar": "new"})
-	newConn()
+	f.newConn()
 	var once sync.Once
 	var frozen time.Time
 	f.conn.Wrap = func(fsys targets.FS) targets.FS {
@@ -83,13 +59,13 @@ func TestDeployNameNodeStalled(t *testing.T) {
 			frozen = time.Now()
 		}}
 	}
-	o = f.options()
-	o.HDFSRoot = root
+	o := f.hdfsOptions()
 	done := make(chan error, 1)
 	go func() {
 		_, err := Deploy(ctx, o)
 		done <- err
 	}()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(bound + 30*time.Second):
@@ -120,24 +96,5 @@ func TestDeployNameNodeStalled(t *testing.T) {
 	if err := cl.Thaw(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cl.NewClient(cl.User())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if diff := cmp.Diff(before, hdfsTree(t, c, root+"/wordcount")); diff != "" {
-		t.Fatalf("Oozie dir changed (-before +after):\n%s", diff)
-	}
-	newConn()
-	o = f.options()
-	o.HDFSRoot = root
-	if _, err := Deploy(ctx, o); err != nil {
-		t.Fatalf("rerun: %v", err)
-	}
-	if diff := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, hdfsTree(t, c, root+"/wordcount"))); diff != "" {
-		t.Fatalf("after rerun (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"wordcount"}, hdfsNames(t, c, root)); diff != "" {
-		t.Fatalf("leftovers (-want +got):\n%s", diff)
-	}
+	f.intactThenRerun(t, before)
 }

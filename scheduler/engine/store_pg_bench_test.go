@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/pgtest"
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/external"
@@ -210,43 +207,8 @@ func dirMiB(dir string) float64 {
 func BenchmarkPGSteadyStep10000Hourly(b *testing.B) {
 	pgServer(b)
 	ctx := context.Background()
-	if err := pgBench.srv.Exec(ctx, "postgres", "CREATE DATABASE bench10k"); err != nil {
-		b.Fatal(err)
-	}
+	wdir, _, n, fill := pgFillHourly(b, "bench10k", 10000)
 	pg, err := statepg.Open(ctx, pgBench.srv.DSN("bench10k"), statepg.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := make([]workflow.Workflow, 10000)
-	ids := make([]string, len(ws))
-	for i := range ws {
-		ws[i] = fixture.Hourly(fmt.Sprintf("wf-%05d", i))
-		ids[i] = ws[i].ID
-	}
-	wdir := b.TempDir()
-	fixture.WriteProject(b, wdir, "bench", ws...)
-	sched, err := newCron("0 0 * * * ?")
-	if err != nil {
-		b.Fatal(err)
-	}
-	times := sched.Times(benchNow.Add(-scheduler.Window), benchNow)
-	t0 := time.Now()
-	n, err := pg.Pool().CopyFrom(ctx, pgx.Identifier{"celos_slots"}, []string{"workflow", "slot_time", "status", "external_id", "retry_count"},
-		pgx.CopyFromSlice(len(ids)*len(times), func(i int) ([]any, error) {
-			return []any{ids[i/len(times)], times[i%len(times)], "SUCCESS", "job", int32(0)}, nil
-		}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := pg.Pool().Exec(ctx, "INSERT INTO celos_workflows (workflow) SELECT unnest($1::text[])", ids); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := pg.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
-		b.Fatal(err)
-	}
-	fill := time.Since(t0)
-	pg.Close()
-	pg, err = statepg.Open(ctx, pgBench.srv.DSN("bench10k"), statepg.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -335,21 +335,7 @@ func BenchmarkHA10000HourlyFileStore(b *testing.B) {
 	e, fdb, slots := benchSetup(b, 10000, fixture.HourlyCron)
 	fill := time.Since(t0)
 	ctx := context.Background()
-	t1, seen := time.Now(), 0
-	var first, all time.Duration
-	for all == 0 { // the file store reads the states in the background
-		if err := e.Step(ctx, benchNow, nil); err != nil {
-			b.Fatal(err)
-		}
-		if first == 0 {
-			first = time.Since(t1)
-		}
-		rep := e.LastStep()
-		seen += rep.Slots
-		if rep.Loading == 0 {
-			all = time.Since(t1)
-		}
-	}
+	first, all, seen := stepUntilRead(b, e) // the file store reads the states in the background
 	if seen != slots {
 		b.Fatalf("the steps until every state was read considered %d slots, want %d", seen, slots)
 	}

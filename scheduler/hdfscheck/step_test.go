@@ -3,7 +3,6 @@ package hdfscheck_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -48,14 +47,17 @@ func newStepFixtureAt(tb testing.TB, c *hdfstest.Cluster, fsURI string, proxy *r
 		w.StartTime = now.Add(-time.Hour + time.Minute) // one slot: 20:00
 		p.Workflows = append(p.Workflows, w)
 	}
+	eng, fs := newHDFSEngine(tb, c, p)
+	return &stepFixture{engine: eng, proxy: proxy, fs: fs, now: now}
+}
+
+// newHDFSEngine writes project p and starts an engine over it with a file
+// state database, the Oozie service (never reached: no slot gets ready)
+// and a hdfscheck client of the cluster's user for hdfs: URIs.
+func newHDFSEngine(tb testing.TB, c *hdfstest.Cluster, p *workflow.Project) (*engine.Engine, *hdfscheck.FS) {
+	tb.Helper()
 	dir := tb.TempDir()
-	data, err := p.Marshal()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bench.json"), data, 0o644); err != nil {
-		tb.Fatal(err)
-	}
+	fixture.Write(tb, dir, p)
 	db, err := statedb.Open(filepath.Join(dir, "db"))
 	if err != nil {
 		tb.Fatal(err)
@@ -75,7 +77,7 @@ func newStepFixtureAt(tb testing.TB, c *hdfstest.Cluster, fsURI string, proxy *r
 	if errs := eng.LoadErrors(); len(errs) > 0 {
 		tb.Fatal(errs)
 	}
-	return &stepFixture{engine: eng, proxy: proxy, fs: fs, now: now}
+	return eng, fs
 }
 
 func (f *stepFixture) step(tb testing.TB) engine.StepReport {

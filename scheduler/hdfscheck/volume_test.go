@@ -4,19 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/scheduler/engine"
-	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/hdfscheck"
-	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
-	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
@@ -94,11 +89,20 @@ func TestDataVolumeOnHDFS(t *testing.T) {
 	}
 }
 
-// volumeFixture is an engine over n hourly workflows, three slots each in
-// the window, whose dataVolume triggers name globs distinct distinct
-// directories (one per day, so the three slots share it).
-func newVolumeFixture(tb testing.TB, c *hdfstest.Cluster, fsURI string, n, globs int) (*engine.Engine, *hdfscheck.FS, time.Time) {
+// newVolumeFixture is an engine over 1,000 hourly workflows, three slots
+// each in the window, whose dataVolume triggers name 100 distinct globs
+// (one directory per day, so the three slots share it) through the
+// RPC-counting proxy. The directories of every other glob hold one 10-byte
+// file.
+func newVolumeFixture(tb testing.TB) (*engine.Engine, *rpcProxy, time.Time) {
 	tb.Helper()
+	const n, globs = 1000, 100
+	c := hdfstest.Shared(tb)
+	for g := 0; g < globs; g += 2 {
+		putFile(tb, c, fmt.Sprintf("/volume/in/%d/20150912/part-0", g), 10)
+	}
+	proxy := startRPCProxy(tb, c.Addr())
+	fsURI := "hdfs://" + proxy.addr
 	now := time.Date(2015, 9, 12, 20, 30, 0, 0, time.UTC)
 	p := &workflow.Project{Format: workflow.FormatVersion, Project: "bench"}
 	for i := 0; i < n; i++ {
@@ -113,34 +117,8 @@ func newVolumeFixture(tb testing.TB, c *hdfstest.Cluster, fsURI string, n, globs
 			WaitTimeoutSeconds: workflow.NeverTimeout,
 		})
 	}
-	dir := tb.TempDir()
-	data, err := p.Marshal()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bench.json"), data, 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	db, err := statedb.Open(filepath.Join(dir, "db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	fs := hdfscheck.New(nil, hdfscheck.Options{User: c.User()})
-	tb.Cleanup(func() { fs.Close() })
-	mux := trigger.NewMux("")
-	mux.Handle("hdfs", fs)
-	eng, err := engine.New(engine.Options{
-		WorkflowsDir: dir, Store: db, FS: mux,
-		Services: map[string]external.Service{workflow.ServiceOozie: oozie.NewService(nil, nil)},
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if errs := eng.LoadErrors(); len(errs) > 0 {
-		tb.Fatal(errs)
-	}
-	return eng, fs, now
+	eng, _ := newHDFSEngine(tb, c, p)
+	return eng, proxy, now
 }
 
 func stepVolume(tb testing.TB, eng *engine.Engine, now time.Time, slots int) {
@@ -162,12 +140,7 @@ func stepVolume(tb testing.TB, eng *engine.Engine, now time.Time, slots int) {
 // per distinct glob too, the only RPC for a directory that does not
 // exist.)
 func TestDataVolumeStepListsEachGlobOnce(t *testing.T) {
-	c := hdfstest.Shared(t)
-	for g := 0; g < 100; g += 2 {
-		putFile(t, c, fmt.Sprintf("/volume/in/%d/20150912/part-0", g), 10)
-	}
-	proxy := startRPCProxy(t, c.Addr())
-	eng, _, now := newVolumeFixture(t, c, "hdfs://"+proxy.addr, 1000, 100)
+	eng, proxy, now := newVolumeFixture(t)
 	for i := 0; i < 2; i++ {
 		list, stat := proxy.count("getListing"), proxy.count("getFileInfo")
 		stepVolume(t, eng, now, 3000)
@@ -194,12 +167,7 @@ func TestDataVolumeStepListsEachGlobOnce(t *testing.T) {
 //
 //	go test -run '^$' -bench StepDataVolume1000 -benchtime 20x -benchmem ./scheduler/hdfscheck/
 func BenchmarkStepDataVolume1000(b *testing.B) {
-	c := hdfstest.Shared(b)
-	for g := 0; g < 100; g += 2 {
-		putFile(b, c, fmt.Sprintf("/volume/in/%d/20150912/part-0", g), 10)
-	}
-	proxy := startRPCProxy(b, c.Addr())
-	eng, _, now := newVolumeFixture(b, c, "hdfs://"+proxy.addr, 1000, 100)
+	eng, proxy, now := newVolumeFixture(b)
 	stepVolume(b, eng, now, 3000) // connect, read the state
 	list, stat := proxy.count("getListing"), proxy.count("getFileInfo")
 	b.ResetTimer()

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/ooziefake"
+	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -56,8 +57,8 @@ func fakeBackend(t *testing.T) backend {
 func realBackend(t *testing.T) backend {
 	env := oozietest.Shared(t)
 	c := env.HDFS
-	putFile(t, c, "/backends/touch/workflow.xml", realApps["touch"])
-	putFile(t, c, "/backends/wait/workflow.xml", realApps["wait"])
+	hdfstest.WriteFile(t, c.Client(), "/backends/touch/workflow.xml", realApps["touch"])
+	hdfstest.WriteFile(t, c.Client(), "/backends/wait/workflow.xml", realApps["wait"])
 	return backend{
 		url: env.Oozie.URL(), user: c.User(),
 		touchApp: c.URL("/backends/touch"), waitApp: c.URL("/backends/wait"), missingApp: c.URL("/backends/missing"),

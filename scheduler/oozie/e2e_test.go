@@ -62,12 +62,32 @@ func newE2E(t *testing.T, c *hdfstest.Cluster, project *workflow.Project, only .
 	wfDir := filepath.Join(dir, "workflows")
 	fixture.Write(t, wfDir, project)
 	// The installation defaults file, as `celos server --defaults` reads it.
-	defaultsPath := filepath.Join(dir, "defaults.json")
 	doc := fmt.Sprintf(`{
   "CELOS_DEFAULT_HDFS": "hdfs://%s",
   "CELOS_DEFAULT_OOZIE": %q,
   "CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": "celos", "nameNode": "hdfs://%s", "queue": "default", "jobTracker": "rm:8032"}
 }`, c.Addr(), f.URL, c.Addr())
+	inst := newServerEngine(t, c, dir, wfDir, doc, 2*time.Second)
+	return &e2e{t: t, ctx: ctx, hdfs: c, oozie: f, engine: inst.engine, db: inst.db, fs: inst.fs, workDir: dir, only: only}
+}
+
+// serverEngine is what `celos server` wires for the tests against an
+// Oozie (the fake or the real one): an engine on the workflows of wfDir
+// with a file state database in dir/db, hdfsCheck set up from the mini
+// cluster's configuration, and the oozie service of the installation
+// defaults, which it writes to dir/defaults.json from doc.
+type serverEngine struct {
+	engine   *engine.Engine
+	db       *statedb.DB
+	fs       *hdfscheck.FS
+	defaults *defaults.Defaults
+}
+
+// newServerEngine starts a serverEngine whose oozie service waits
+// oozieTimeout for an answer to a call.
+func newServerEngine(t testing.TB, c *hdfstest.Cluster, dir, wfDir, doc string, oozieTimeout time.Duration) serverEngine {
+	t.Helper()
+	defaultsPath := filepath.Join(dir, "defaults.json")
 	if err := os.WriteFile(defaultsPath, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +100,6 @@ func newE2E(t *testing.T, c *hdfstest.Cluster, project *workflow.Project, only .
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hfs.Close() })
-
 	db, err := statedb.Open(filepath.Join(dir, "db"))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +108,7 @@ func newE2E(t *testing.T, c *hdfstest.Cluster, project *workflow.Project, only .
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: wfDir,
 		Store:        db,
-		Services:     map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(2*time.Second))},
+		Services:     map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(oozieTimeout))},
 		FS:           mux,
 		CallTimeout:  5 * time.Second,
 	})
@@ -99,7 +118,7 @@ func newE2E(t *testing.T, c *hdfstest.Cluster, project *workflow.Project, only .
 	if errs := eng.LoadErrors(); len(errs) > 0 {
 		t.Fatalf("load errors: %v", errs)
 	}
-	return &e2e{t: t, ctx: ctx, hdfs: c, oozie: f, engine: eng, db: db, fs: hfs, workDir: dir, only: only}
+	return serverEngine{engine: eng, db: db, fs: hfs, defaults: d}
 }
 
 func (e *e2e) step(now time.Time) {
@@ -111,12 +130,19 @@ func (e *e2e) step(now time.Time) {
 
 func (e *e2e) state(wf string, t time.Time) slot.State {
 	e.t.Helper()
-	st, err := e.engine.SlotState(e.ctx, slot.ID{Workflow: wf, Time: t})
+	return engineSlotState(e.t, e.engine, wf, t)
+}
+
+// engineSlotState is the state of wf's slot at t in eng: WAITING for a
+// slot the store has no record of yet.
+func engineSlotState(t testing.TB, eng *engine.Engine, wf string, at time.Time) slot.State {
+	t.Helper()
+	st, err := eng.SlotState(context.Background(), slot.ID{Workflow: wf, Time: at})
 	if errors.Is(err, slot.ErrSlotNotFound) {
-		return slot.NewWaiting(slot.ID{Workflow: wf, Time: t})
+		return slot.NewWaiting(slot.ID{Workflow: wf, Time: at})
 	}
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return st
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv"
+	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -188,7 +189,7 @@ func testRealOozieMission(t *testing.T) {
 	}
 
 	// The slot's input lands; the server does the rest.
-	putFile(t, c, "/mission/input/"+hour.Format("2006010215")+"/_READY", "")
+	hdfstest.WriteFile(t, c.Client(), "/mission/input/"+hour.Format("2006010215")+"/_READY", "")
 	landed := time.Now()
 	var slot struct {
 		Status, ExternalID string
@@ -274,7 +275,7 @@ func testRealOozieKill9MidSubmit(t *testing.T) {
 	c := env.HDFS
 	dir := t.TempDir()
 	for name, xml := range realApps {
-		putFile(t, c, "/real/app/"+name+"/workflow.xml", xml)
+		hdfstest.WriteFile(t, c.Client(), "/real/app/"+name+"/workflow.xml", xml)
 	}
 	const n = 8
 	p := bulkProject("k9", "touch")

@@ -2,7 +2,6 @@ package oozie_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,15 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/colinmarc/hdfs/v2"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/engine"
-	"github.com/celos-go/celos/scheduler/external"
-	"github.com/celos-go/celos/scheduler/hdfscheck"
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -33,21 +30,7 @@ import (
 // practice (docs/oozie.md), so the crash-recovery lookup is one call.
 var realApps = map[string]string{
 	// touch: an fs action writes ${outputDir}/_SUCCESS.
-	"touch": `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
-  <start to="touch"/>
-  <action name="touch">
-    <fs>
-      <name-node>${nameNode}</name-node>
-      <mkdir path="${nameNode}${outputDir}"/>
-      <touchz path="${nameNode}${outputDir}/_SUCCESS"/>
-    </fs>
-    <ok to="end"/>
-    <error to="fail"/>
-  </action>
-  <kill name="fail"><message>touch failed: ${wf:errorMessage(wf:lastErrorNode())}</message></kill>
-  <end name="end"/>
-</workflow-app>
-`,
+	"touch": oozietest.TouchApp,
 	// fail: straight to a kill node.
 	"fail": `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
   <start to="fail"/>
@@ -57,17 +40,7 @@ var realApps = map[string]string{
 `,
 	// wait: RUNNING until the local file ${releaseDir}/${hour} exists (the
 	// test server's wait action, standing in for a long job on YARN).
-	"wait": `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
-  <start to="work"/>
-  <action name="work">
-    <wait xmlns="uri:celos:wait:0.1"><until>${releaseDir}/${hour}</until></wait>
-    <ok to="end"/>
-    <error to="fail"/>
-  </action>
-  <kill name="fail"><message>work failed</message></kill>
-  <end name="end"/>
-</workflow-app>
-`,
+	"wait": oozietest.WaitApp,
 }
 
 // real is an installation as `celos server` wires it, against a real Oozie
@@ -103,60 +76,21 @@ func newRealProject(t testing.TB, env oozietest.Env, project *workflow.Project) 
 	ctx := context.Background()
 	c := env.HDFS
 	for name, xml := range realApps {
-		putFile(t, c, "/real/app/"+name+"/workflow.xml", xml)
+		hdfstest.WriteFile(t, c.Client(), "/real/app/"+name+"/workflow.xml", xml)
 	}
 	dir := t.TempDir()
 	wfDir := filepath.Join(dir, "workflows")
-	if err := os.MkdirAll(wfDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, err := project.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wfDir, project.Project+".json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Write(t, wfDir, project)
 	releaseDir := filepath.Join(dir, "release")
 	if err := os.MkdirAll(releaseDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defaultsPath := filepath.Join(dir, "defaults.json")
 	doc := fmt.Sprintf(`{
   "CELOS_DEFAULT_HDFS": "hdfs://%s",
   "CELOS_DEFAULT_OOZIE": %q,
   "CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": %q, "nameNode": "hdfs://%s", "releaseDir": %q}
 }`, c.Addr(), env.Oozie.URL(), c.User(), c.Addr(), releaseDir)
-	if err := os.WriteFile(defaultsPath, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := defaults.Load(defaultsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux, hfs, err := hdfscheck.Setup(d, c.ConfDir(), hdfscheck.Options{User: c.User(), CallTimeout: 5 * time.Second, CoolDown: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hfs.Close() })
-	db, err := statedb.Open(filepath.Join(dir, "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	eng, err := engine.New(engine.Options{
-		WorkflowsDir: wfDir,
-		Store:        db,
-		Services:     map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.WithCallTimeout(5*time.Second))},
-		FS:           mux,
-		CallTimeout:  5 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs := eng.LoadErrors(); len(errs) > 0 {
-		t.Fatalf("load errors: %v", errs)
-	}
+	inst := newServerEngine(t, c, dir, wfDir, doc, 5*time.Second)
 	cl, err := oozie.NewClient(env.Oozie.URL(), oozie.WithAuth(oozie.SimpleAuth{User: c.User()}))
 	if err != nil {
 		t.Fatal(err)
@@ -167,36 +101,7 @@ func newRealProject(t testing.TB, env oozietest.Env, project *workflow.Project) 
 			t.Fatal(err)
 		}
 	}
-	return &real{t: t, ctx: ctx, hdfs: c, oozie: env.Oozie, client: cl, engine: eng, db: db, defaults: d, releaseDir: releaseDir}
-}
-
-func putFile(t testing.TB, c *hdfstest.Cluster, p, data string) {
-	t.Helper()
-	cl := c.Client()
-	if err := cl.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = cl.Remove(p)
-	w, err := cl.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data != "" { // an empty Write would open a block that never fills
-		if _, err := w.Write([]byte(data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A close can race the DataNode's block report on a busy machine.
-	for i := 0; ; i++ {
-		err = w.Close()
-		if !hdfs.IsErrReplicating(err) || i == 50 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("write %s: %v", p, err)
-	}
+	return &real{t: t, ctx: ctx, hdfs: c, oozie: env.Oozie, client: cl, engine: inst.engine, db: inst.db, defaults: inst.defaults, releaseDir: releaseDir}
 }
 
 func (r *real) step(now time.Time, only ...string) {
@@ -208,14 +113,7 @@ func (r *real) step(now time.Time, only ...string) {
 
 func (r *real) state(wf string, t time.Time) slot.State {
 	r.t.Helper()
-	st, err := r.engine.SlotState(r.ctx, slot.ID{Workflow: wf, Time: t})
-	if errors.Is(err, slot.ErrSlotNotFound) {
-		return slot.NewWaiting(slot.ID{Workflow: wf, Time: t})
-	}
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return st
+	return engineSlotState(r.t, r.engine, wf, t)
 }
 
 // stepUntil steps workflow wf (Oozie runs jobs asynchronously) until its
@@ -295,7 +193,7 @@ func TestRealOozieSuccessChain(t *testing.T) {
 	if st := r.state("produce", t20); st.Status != slot.Waiting {
 		t.Fatalf("produce@20:00 is %s before its input, want WAITING", st.Status)
 	}
-	putFile(t, r.hdfs, "/real/input/2015-09-12T2000/_READY", "")
+	hdfstest.WriteFile(t, r.hdfs.Client(), "/real/input/2015-09-12T2000/_READY", "")
 	began := time.Now()
 	st := r.stepUntil(now, "produce", t20, slot.Running)
 	submitted := time.Since(began)
@@ -424,7 +322,7 @@ func TestRealOozieKillSuspendRerun(t *testing.T) {
 func TestRealOozieRecoverAfterCrash(t *testing.T) {
 	r := newReal(t, oozietest.Shared(t))
 	now := t20.Add(30 * time.Minute)
-	putFile(t, r.hdfs, "/real/input/2015-09-12T2000/_READY", "")
+	hdfstest.WriteFile(t, r.hdfs.Client(), "/real/input/2015-09-12T2000/_READY", "")
 	r.stepUntil(now, "produce", t20, slot.Ready)
 
 	// What the crashed process did: recorded its intent, and Oozie took the job.
@@ -478,7 +376,7 @@ func TestRealOozieStoppedMidStep(t *testing.T) {
 	now := t20.Add(30 * time.Minute)
 	running := r.stepUntil(now, "long", t20, slot.Running)
 	r.waitJob(running.ExternalID, "RUNNING")
-	putFile(t, r.hdfs, "/real/input/2015-09-12T2000/_READY", "")
+	hdfstest.WriteFile(t, r.hdfs.Client(), "/real/input/2015-09-12T2000/_READY", "")
 	r.stepUntil(now, "produce", t20, slot.Ready)
 
 	r.oozie.Kill() // a crash: no clean shutdown

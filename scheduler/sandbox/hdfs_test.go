@@ -26,23 +26,19 @@ import (
 
 func TestMain(m *testing.M) { oozietest.Main(m) }
 
-// touchApp is an Oozie application of fs actions only (it runs inside the
-// real Oozie of oozietest, with no YARN): it writes ${outputDir}/_SUCCESS.
-const touchApp = `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${celosWorkflowName}">
-  <start to="touch"/>
-  <action name="touch">
-    <fs>
-      <name-node>${nameNode}</name-node>
-      <mkdir path="${nameNode}${outputDir}"/>
-      <touchz path="${nameNode}${outputDir}/_SUCCESS"/>
-    </fs>
-    <ok to="end"/>
-    <error to="fail"/>
-  </action>
-  <kill name="fail"><message>touch failed: ${wf:errorMessage(wf:lastErrorNode())}</message></kill>
-  <end name="end"/>
-</workflow-app>
-`
+// touchWorkflow is the hourly workflow "touch": its hdfsCheck trigger
+// waits for /in/<hour>/_READY, and Oozie runs oozietest.TouchApp deployed
+// at appPath, which writes /out/<hour>/_SUCCESS.
+func touchWorkflow(appPath string) workflow.Workflow {
+	w := fixture.Hourly("touch")
+	w.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/in/${year}${month}${day}${hour}/_READY"}
+	w.ExternalService = fixture.Oozie(map[string]string{
+		"oozie.wf.application.path": appPath,
+		"outputDir":                 "/out/${year}${month}${day}${hour}",
+	})
+	w.ExternalService.URL = ""
+	return w
+}
 
 // TestRunOnHDFSWithOozie runs test cases against the real HDFS mini
 // cluster and a real Apache Oozie: the project's hdfs/ directory is
@@ -60,17 +56,10 @@ func TestRunOnHDFSWithOozie(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(hdfsDir, "touch"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(hdfsDir, "touch", "workflow.xml"), []byte(touchApp), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(hdfsDir, "touch", "workflow.xml"), []byte(oozietest.TouchApp), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := fixture.Hourly("touch")
-	w.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/in/${year}${month}${day}${hour}/_READY"}
-	w.ExternalService = fixture.Oozie(map[string]string{
-		"oozie.wf.application.path": "${nameNode}/user/celos/app/p/touch",
-		"outputDir":                 "/out/${year}${month}${day}${hour}",
-	})
-	w.ExternalService.URL = ""
-	p := fixture.Project("p", w)
+	p := fixture.Project("p", touchWorkflow("${nameNode}/user/celos/app/p/touch"))
 	d := &defaults.Defaults{HDFS: uri, Oozie: env.Oozie.URL(), OozieProperties: map[string]string{"user.name": c.User(), "nameNode": uri}}
 	pool := targets.NewHDFSPool(nil, targets.HDFSOptions{Client: hadoopconf.Options{User: c.User()}})
 	defer pool.Close()
@@ -133,13 +122,9 @@ func TestRunAgainstTarget(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.Options{})
 	dir := srv.Root
 	hdfsDir := filepath.Join(t.TempDir(), "project", "hdfs")
-	core, err := os.ReadFile(filepath.Join(c.ConfDir(), "core-site.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for name, data := range map[string]string{
-		hdfsDir + "/touch/workflow.xml": touchApp,
-		dir + "/hadoop/core-site.xml":   string(core),
+		hdfsDir + "/touch/workflow.xml": oozietest.TouchApp,
+		dir + "/hadoop/core-site.xml":   c.CoreSite(t),
 		dir + "/hadoop/hdfs-site.xml":   "<configuration/>\n",
 		dir + "/defaults/defaults.json": `{"CELOS_DEFAULT_OOZIE": "` + env.Oozie.URL() + `",
 			"CELOS_DEFAULT_OOZIE_PROPERTIES": {"user.name": "` + c.User() + `", "nameNode": "` + uri + `"}}`,
@@ -172,13 +157,7 @@ func TestRunAgainstTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeEnv()
-	w := fixture.Hourly("touch")
-	w.Trigger = workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: "/in/${year}${month}${day}${hour}/_READY"}
-	w.ExternalService = fixture.Oozie(map[string]string{
-		"oozie.wf.application.path": "${nameNode}/apps/p/touch",
-		"outputDir":                 "/out/${year}${month}${day}${hour}",
-	})
-	w.ExternalService.URL = ""
+	w := touchWorkflow("${nameNode}/apps/p/touch")
 	cs := testcase.Case{Name: "one-hour", Start: day.Add(10 * time.Hour), End: day.Add(10*time.Hour + 30*time.Minute), Timeout: 3 * time.Minute,
 		Inputs: []testcase.Input{{Path: "/in/2026010110", Files: map[string]string{"_READY": ""}}}, PathProperties: []string{"outputDir"},
 		Outputs: []testcase.Output{{Path: "/out", Comparer: testcase.Comparer{Type: "plain"}, Files: map[string]string{"2026010110/_SUCCESS": ""}}}}

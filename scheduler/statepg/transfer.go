@@ -155,35 +155,23 @@ type writeRecords func(wf string, r Records) error
 // register bucket the source lacks is refused before anything is written.
 func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.RawMessage) error, progress io.Writer) (Summary, error) {
 	var sum Summary
-	wfs, err := src.workflows()
+	wfs, dwfs, err := readBoth("list", "workflows", src.workflows, dst.workflows)
 	if err != nil {
-		return sum, fmt.Errorf("list the source's workflows: %w", err)
-	}
-	dwfs, err := dst.workflows()
-	if err != nil {
-		return sum, fmt.Errorf("list the destination's workflows: %w", err)
+		return sum, err
 	}
 	if extra := missingFrom(dwfs, wfs); len(extra) > 0 {
 		return sum, fmt.Errorf("nothing copied: the destination holds workflows the source does not (%s): copy into an empty database", strings.Join(first(extra, 5), ", "))
 	}
-	dbs, err := dst.buckets()
+	sbs, dbs, err := readBoth("list", "registers", src.buckets, dst.buckets)
 	if err != nil {
-		return sum, fmt.Errorf("list the destination's registers: %w", err)
-	}
-	sbs, err := src.buckets()
-	if err != nil {
-		return sum, fmt.Errorf("list the source's registers: %w", err)
+		return sum, err
 	}
 	if extra := missingFrom(dbs, sbs); len(extra) > 0 {
 		return sum, fmt.Errorf("nothing copied: the destination holds register buckets the source does not (%s): copy into an empty database", strings.Join(first(extra, 5), ", "))
 	}
-	sown, err := src.owners()
+	sown, down, err := readBoth("read", "owner records", src.owners, dst.owners)
 	if err != nil {
-		return sum, fmt.Errorf("read the source's owner records: %w", err)
-	}
-	down, err := dst.owners()
-	if err != nil {
-		return sum, fmt.Errorf("read the destination's owner records: %w", err)
+		return sum, err
 	}
 	for i, wf := range wfs {
 		r, err := src.records(wf, sown)
@@ -234,6 +222,19 @@ func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.
 		return sum, fmt.Errorf("verify: the copy differs from the source: source %v, checksum %s; destination %v, checksum %s", sc, short(sd), dc, short(dd))
 	}
 	return sum, nil
+}
+
+// readBoth reads the same thing from the source and then from the
+// destination; an error says "<verb> the source's <what>" (or the
+// destination's).
+func readBoth[T any](verb, what string, src, dst func() (T, error)) (s, d T, err error) {
+	if s, err = src(); err != nil {
+		return s, d, fmt.Errorf("%s the source's %s: %w", verb, what, err)
+	}
+	if d, err = dst(); err != nil {
+		return s, d, fmt.Errorf("%s the destination's %s: %w", verb, what, err)
+	}
+	return s, d, nil
 }
 
 // digest lists a side in a canonical order and returns its counts and the

@@ -315,14 +315,7 @@ func (c *Cluster) probe() error {
 		w.Close()
 		return err
 	}
-	for i := 0; ; i++ {
-		err = w.Close()
-		if !hdfs.IsErrReplicating(err) || i == 50 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
+	if err := closeReplicated(w); err != nil {
 		return err
 	}
 	return c.client.Remove(p)

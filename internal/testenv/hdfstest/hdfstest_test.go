@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path"
@@ -22,27 +21,6 @@ import (
 )
 
 func TestMain(m *testing.M) { hdfstest.Main(m) }
-
-func writeFile(t *testing.T, fs *hdfs.Client, name, data string) {
-	t.Helper()
-	w, err := fs.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(w, data); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		err = w.Close()
-		if !hdfs.IsErrReplicating(err) || i == 50 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 func readFile(t *testing.T, fs *hdfs.Client, name string) string {
 	t.Helper()
@@ -62,13 +40,13 @@ func TestSmoke(t *testing.T) {
 	if err := fs.MkdirAll(root+"/tree/lib", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, fs, root+"/tree/workflow.xml", "<workflow-app/>")
-	writeFile(t, fs, root+"/tree/lib/a.jar", "jar bytes")
+	hdfstest.WriteFile(t, fs, root+"/tree/workflow.xml", "<workflow-app/>")
+	hdfstest.WriteFile(t, fs, root+"/tree/lib/a.jar", "jar bytes")
 	big := make([]byte, 3<<20+17) // spans four 1 MiB blocks
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
-	writeFile(t, fs, root+"/tree/lib/big.bin", string(big))
+	hdfstest.WriteFile(t, fs, root+"/tree/lib/big.bin", string(big))
 
 	infos, err := fs.ReadDir(root + "/tree")
 	if err != nil {
@@ -117,6 +95,9 @@ func TestConfDir(t *testing.T) {
 	if nn := conf.Namenodes(); len(nn) != 1 || nn[0] != c.Addr() {
 		t.Fatalf("Namenodes() = %v, want [%s]", nn, c.Addr())
 	}
+	if core := c.CoreSite(t); !strings.Contains(core, "<name>fs.defaultFS</name>") || !strings.Contains(core, c.URL("")) {
+		t.Errorf("CoreSite() does not set fs.defaultFS to %s:\n%s", c.URL(""), core)
+	}
 	opts := hdfs.ClientOptionsFromConf(conf)
 	opts.User = "alice"
 	fs, err := hdfs.NewClient(opts)
@@ -160,7 +141,7 @@ func TestWebHDFS(t *testing.T) {
 func TestNameNodeDown(t *testing.T) {
 	c := hdfstest.StartT(t, hdfstest.Options{})
 	ctx := context.Background()
-	writeFile(t, c.Client(), "/before", "kept")
+	hdfstest.WriteFile(t, c.Client(), "/before", "kept")
 	addr := c.Addr()
 
 	if err := c.StopNameNode(ctx); err != nil {
@@ -192,7 +173,7 @@ func TestNameNodeDown(t *testing.T) {
 	if got := readFile(t, fs, "/before"); got != "kept" {
 		t.Fatalf("after restart read %q", got)
 	}
-	writeFile(t, fs, path.Join("/", "after"), "new")
+	hdfstest.WriteFile(t, fs, path.Join("/", "after"), "new")
 
 	// Kill leaves no JVM behind.
 	pid := c.PID()

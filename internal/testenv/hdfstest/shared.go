@@ -3,6 +3,7 @@ package hdfstest
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -85,4 +86,16 @@ func SkipIfOptedOut(t testing.TB) {
 		t.Fatal(SkipEnv + "=1 is not allowed in CI (CI=true): CI runs every HDFS test")
 	}
 	t.Skip("HDFS tests skipped: " + SkipEnv + "=1")
+}
+
+// CoreSite returns the cluster's core-site.xml (fs.defaultFS naming its
+// NameNode), for a test that writes it into an installation or a target of
+// its own. It fails the test if the file cannot be read.
+func (c *Cluster) CoreSite(t testing.TB) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(c.confDir, "core-site.xml"))
+	if err != nil {
+		t.Fatalf("hdfstest: read the cluster's core-site.xml: %v", err)
+	}
+	return string(data)
 }

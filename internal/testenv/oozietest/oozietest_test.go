@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/colinmarc/hdfs/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
@@ -22,51 +21,6 @@ import (
 )
 
 func TestMain(m *testing.M) { oozietest.Main(m) }
-
-// touchWorkflow is an Oozie workflow whose fs action creates
-// ${out}/_SUCCESS: control nodes and an fs action, which run inside Oozie.
-const touchWorkflow = `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${name}">
-  <start to="touch"/>
-  <action name="touch">
-    <fs>
-      <name-node>${nameNode}</name-node>
-      <mkdir path="${out}"/>
-      <touchz path="${out}/_SUCCESS"/>
-    </fs>
-    <ok to="end"/>
-    <error to="fail"/>
-  </action>
-  <kill name="fail"><message>touch failed: ${wf:errorMessage(wf:lastErrorNode())}</message></kill>
-  <end name="end"/>
-</workflow-app>
-`
-
-func put(t *testing.T, c *hdfstest.Cluster, p string, data []byte) {
-	t.Helper()
-	cl := c.Client()
-	if err := cl.MkdirAll(p[:strings.LastIndex(p, "/")], 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = cl.Remove(p)
-	w, err := cl.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	// A close can race the DataNode's block report on a busy machine.
-	for i := 0; ; i++ {
-		err = w.Close()
-		if !hdfs.IsErrReplicating(err) || i == 50 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("write %s: %v", p, err)
-	}
-}
 
 // call is a raw Oozie REST call (the helper is tested without celos's
 // client).
@@ -136,14 +90,14 @@ func TestSmoke(t *testing.T) {
 	if diff := cmp.Diff([]int{0, 1, 2}, versions); diff != "" {
 		t.Errorf("versions (-want +got):\n%s", diff)
 	}
-	put(t, c, "/smoke/app/workflow.xml", []byte(touchWorkflow))
+	hdfstest.WriteFile(t, c.Client(), "/smoke/app/workflow.xml", oozietest.TouchApp)
 	began := time.Now()
 	id := submit(t, base, map[string]string{
 		"user.name":                 c.User(),
 		"oozie.wf.application.path": c.URL("/smoke/app"),
 		"nameNode":                  c.URL(""),
-		"name":                      "smoke",
-		"out":                       c.URL("/smoke/out"),
+		"celosWorkflowName":         "smoke",
+		"outputDir":                 "/smoke/out",
 	})
 	waitStatus(t, base, id, c.User(), "SUCCEEDED")
 	t.Logf("submit to SUCCEEDED: %v", time.Since(began).Round(time.Millisecond))
@@ -158,13 +112,13 @@ func TestRestart(t *testing.T) {
 	shared := oozietest.Shared(t)
 	env := oozietest.StartT(t, oozietest.Options{HDFS: shared.HDFS})
 	base, c := env.Oozie.URL(), env.HDFS
-	put(t, c, "/restart/app/workflow.xml", []byte(touchWorkflow))
+	hdfstest.WriteFile(t, c.Client(), "/restart/app/workflow.xml", oozietest.TouchApp)
 	conf := map[string]string{
 		"user.name":                 c.User(),
 		"oozie.wf.application.path": c.URL("/restart/app"),
 		"nameNode":                  c.URL(""),
-		"name":                      "restart",
-		"out":                       c.URL("/restart/out1"),
+		"celosWorkflowName":         "restart",
+		"outputDir":                 "/restart/out1",
 	}
 	id := submit(t, base, conf)
 	waitStatus(t, base, id, c.User(), "SUCCEEDED")
@@ -182,7 +136,7 @@ func TestRestart(t *testing.T) {
 		t.Errorf("URL after restart %s, want %s", env.Oozie.URL(), base)
 	}
 	waitStatus(t, base, id, c.User(), "SUCCEEDED")
-	conf["out"] = c.URL("/restart/out2")
+	conf["outputDir"] = "/restart/out2"
 	waitStatus(t, base, submit(t, base, conf), c.User(), "SUCCEEDED")
 
 	if err := env.Oozie.Shutdown(); err != nil {
@@ -193,32 +147,19 @@ func TestRestart(t *testing.T) {
 	}
 }
 
-// waitWorkflow runs the test server's wait action, RUNNING until the local
-// file ${release} exists.
-const waitWorkflow = `<workflow-app xmlns="uri:oozie:workflow:0.5" name="${name}">
-  <start to="work"/>
-  <action name="work">
-    <wait xmlns="uri:celos:wait:0.1"><until>${release}</until></wait>
-    <ok to="end"/>
-    <error to="fail"/>
-  </action>
-  <kill name="fail"><message>work failed</message></kill>
-  <end name="end"/>
-</workflow-app>
-`
-
 // TestWaitAction: a job that runs until the test releases it can be
 // suspended, resumed and killed, as a long job on a cluster.
 func TestWaitAction(t *testing.T) {
 	env := oozietest.Shared(t)
 	base, c, u := env.Oozie.URL(), env.HDFS, env.HDFS.User()
-	put(t, c, "/wait/app/workflow.xml", []byte(waitWorkflow))
-	release := t.TempDir() + "/release"
+	hdfstest.WriteFile(t, c.Client(), "/wait/app/workflow.xml", oozietest.WaitApp)
+	releaseDir := t.TempDir()
 	conf := map[string]string{
 		"user.name":                 u,
 		"oozie.wf.application.path": c.URL("/wait/app"),
-		"name":                      "wait",
-		"release":                   release,
+		"celosWorkflowName":         "wait",
+		"releaseDir":                releaseDir,
+		"hour":                      "20",
 	}
 	id := submit(t, base, conf)
 	waitStatus(t, base, id, u, "RUNNING")
@@ -226,12 +167,12 @@ func TestWaitAction(t *testing.T) {
 	waitStatus(t, base, id, u, "SUSPENDED")
 	call(t, http.MethodPut, base+"/v2/job/"+id+"?action=resume&user.name="+u, nil, http.StatusOK, nil)
 	waitStatus(t, base, id, u, "RUNNING")
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(releaseDir, "20"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, base, id, u, "SUCCEEDED")
 
-	conf["release"] = t.TempDir() + "/never"
+	conf["releaseDir"] = t.TempDir() // never released
 	id = submit(t, base, conf)
 	waitStatus(t, base, id, u, "RUNNING")
 	call(t, http.MethodPut, base+"/v2/job/"+id+"?action=kill&user.name="+u, nil, http.StatusOK, nil)
