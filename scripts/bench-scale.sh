@@ -12,9 +12,19 @@
 #            after a restart (soak restart): the first step (it waits at
 #            most a second for the background read), when every state had
 #            been read, the steady step (median of 5), peak RSS.
-#   ui       `celos server` on that database: the time from the start of the
-#            process to the answer of the first GET /ui, its size, a second
-#            GET /ui, and the server's RSS after them.
+#   ui       `celos server` on that database (no --autoSchedule: no step):
+#            the time from the start of the process to the answer of the
+#            first GET /ui (the default view: one page of rows; and to the
+#            URL file: the server is listening, within 50 ms), its size
+#            and how many workflows it said were still being read (the
+#            server reads every workflow's state in the background after a
+#            start; the page does not wait for it, docs/ui.md), a second
+#            GET /ui, the time until a GET /ui found every state read (the
+#            page's counts complete), and the server's RSS then. With
+#            BENCH_SCALE_UI_OTHER=/path/to/celos, another build (say
+#            main's) is measured the same way on the same database,
+#            alternately, BENCH_SCALE_UI_ROUNDS times each (default 1), and
+#            a second table puts them side by side.
 #
 # Sizes from BENCH_SCALE_SHM_FROM workflows on (default 10,000) keep their
 # state database on tmpfs (/dev/shm) when there is one, so that the run is
@@ -23,11 +33,20 @@
 #
 # Knobs (environment): BENCH_SCALE_SIZES ("100 1000 10000"),
 # BENCH_SCALE_SYNC_MAX (1000), BENCH_SCALE_SHM_FROM (10000), BENCH_SCALE_DIR
-# (default: a new /tmp/celos-bench-scale.*; removed at the end unless set).
+# (default: a new /tmp/celos-bench-scale.*; removed at the end unless set),
+# BENCH_SCALE_STEPS ("fill restart ui": any of them; restart and ui share
+# soak gen's database), BENCH_SCALE_UI_OTHER, BENCH_SCALE_UI_ROUNDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sizes=${BENCH_SCALE_SIZES:-100 1000 10000}
+steps=" ${BENCH_SCALE_STEPS:-fill restart ui} "
+ui_other=${BENCH_SCALE_UI_OTHER:-}
+ui_rounds=${BENCH_SCALE_UI_ROUNDS:-1}
+if [ -n "$ui_other" ] && [ ! -x "$ui_other" ]; then
+  echo "bench-scale: BENCH_SCALE_UI_OTHER=$ui_other is not an executable" >&2
+  exit 2
+fi
 sync_max=${BENCH_SCALE_SYNC_MAX:-1000}
 shm_from=${BENCH_SCALE_SHM_FROM:-10000}
 if [ -n "${BENCH_SCALE_DIR:-}" ]; then
@@ -70,7 +89,53 @@ base() {
 field() { sed -n "s/^result:.* $2=\([^ ]*\).*/\1/p" <<< "$1"; }
 rss() { awk '/VmRSS/ {printf "%.0f MiB", $2/1024}' "/proc/$1/status"; }
 
+# ui_measure CELOS BASE: start CELOS server on BASE/gen and time its GET /ui
+# (see the header); sets ui_result to one table cell. (Not run in a
+# subshell: cleanup must know the server's PID.)
+ui_measure() {
+  local celos=$1 b=$2 t0 tl t1 t2 first second left again total
+  rm -rf "$b/url" "$b/jobs"
+  t0=$(date +%s.%N)
+  "$celos" server --listen 127.0.0.1 --port 0 --workflows "$b/gen/wf" --db "$b/gen/db" \
+    --jobs "$b/jobs" --logs '' --log-level warn --url-file "$b/url" 2> "$b/server.log" &
+  server=$!
+  for _ in $(seq 1 1200); do
+    [ -s "$b/url" ] && break
+    kill -0 "$server" 2>/dev/null || { cat "$b/server.log" >&2; exit 1; }
+    sleep 0.05
+  done
+  tl=$(date +%s.%N)
+  url=$(cat "$b/url")
+  case $url in http://127.0.0.1:*) ;; *) echo "bench-scale: server URL $url is not loopback" >&2; exit 1 ;; esac
+  first=$(curl -sS -o "$b/first.html" -w '%{http_code} %{size_download}' --max-time 600 "$url/ui")
+  t1=$(date +%s.%N)
+  left=$(still_read "$b/first.html")
+  second=$(curl -sS -o "$b/again.html" -w '%{time_total}' --max-time 600 "$url/ui")
+  # Until a view finds every state read (bounded: 10 minutes).
+  again=$(still_read "$b/again.html")
+  for _ in $(seq 1 1200); do
+    [ "$again" = 0 ] && break
+    sleep 0.5
+    curl -sS -o "$b/again.html" --max-time 600 "$url/ui"
+    again=$(still_read "$b/again.html")
+  done
+  t2=$(date +%s.%N)
+  total="all read by $(awk -v a="$t0" -v b="$t2" 'BEGIN {printf "%.1f s", b-a}')"
+  [ "$again" = 0 ] || total="$again still being read after 10 minutes"
+  ui_result="first $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f s", b-a}') after start (listening at $(awk -v a="$t0" -v b="$tl" 'BEGIN {printf "%.2f s", b-a}'); HTTP ${first% *}, $(awk -v s="${first#* }" 'BEGIN {printf "%.0f KB", s/1000}'), $left still being read), again $(awk -v s="$second" 'BEGIN {printf "%.0f ms", s*1000}'), $total, server RSS $(rss "$server")"
+  kill -TERM "$server"
+  wait "$server" || true
+  server=""
+}
+# still_read PAGE: how many workflows a /ui page says are still being read.
+still_read() {
+  local n
+  n=$(grep -o '<b>[0-9]*</b> workflows\? still being read' "$1" | head -1 | grep -o '[0-9][0-9]*' | head -1 || true)
+  echo "${n:-0}"
+}
+
 rows=()
+ui_rows=()
 for n in $sizes; do
   b=$(base "$n")
   where=disk
@@ -83,43 +148,48 @@ for n in $sizes; do
   # The fills' files are removed only at the end of the size: on ext4 a
   # file created just after many were deleted costs ~10x the CPU (the inode
   # allocator skips recently deleted inodes one by one, reading each).
-  out=$("$work/soak" fill -dir "$b/fill" -workflows "$n")
-  echo "$out"
-  fill_nosync="$(field "$out" secs) s (cpu $(field "$out" cpu) s), $(field "$out" rate) slots/s, peak RSS $(field "$out" rss)"
+  fill_nosync="not run"
   fill_sync="not run (BENCH_SCALE_SYNC_MAX=$sync_max)"
-  if [ "$n" -le "$sync_max" ]; then
-    out=$("$work/soak" fill -dir "$b/fill-sync" -workflows "$n" -fsync)
+  if [[ $steps == *" fill "* ]]; then
+    out=$("$work/soak" fill -dir "$b/fill" -workflows "$n")
     echo "$out"
-    fill_sync="$(field "$out" secs) s (cpu $(field "$out" cpu) s), $(field "$out" rate) slots/s, peak RSS $(field "$out" rss)"
+    fill_nosync="$(field "$out" secs) s (cpu $(field "$out" cpu) s), $(field "$out" rate) slots/s, peak RSS $(field "$out" rss)"
+    if [ "$n" -le "$sync_max" ]; then
+      out=$("$work/soak" fill -dir "$b/fill-sync" -workflows "$n" -fsync)
+      echo "$out"
+      fill_sync="$(field "$out" secs) s (cpu $(field "$out" cpu) s), $(field "$out" rate) slots/s, peak RSS $(field "$out" rss)"
+    fi
+  else
+    fill_sync="not run"
   fi
 
-  "$work/soak" gen -dir "$b/gen" -workflows "$n" -days 7
-  sync
-  out=$("$work/soak" restart -dir "$b/gen" -workflows "$n")
-  echo "$out"
-  restart="first step $(field "$out" first) s, all read $(field "$out" all) s, peak RSS $(field "$out" rss)"
-  steady="$(field "$out" steady) ms"
-
-  rm -f "$b/url"
-  t0=$(date +%s.%N)
-  "$work/celos" server --listen 127.0.0.1 --port 0 --workflows "$b/gen/wf" --db "$b/gen/db" \
-    --jobs "$b/jobs" --logs '' --log-level warn --url-file "$b/url" 2> "$b/server.log" &
-  server=$!
-  for _ in $(seq 1 1200); do
-    [ -s "$b/url" ] && break
-    kill -0 "$server" 2>/dev/null || { cat "$b/server.log" >&2; exit 1; }
-    sleep 0.05
-  done
-  url=$(cat "$b/url")
-  case $url in http://127.0.0.1:*) ;; *) echo "bench-scale: server URL $url is not loopback" >&2; exit 1 ;; esac
-  first=$(curl -sS -o /dev/null -w '%{http_code} %{size_download}' --max-time 600 "$url/ui")
-  t1=$(date +%s.%N)
-  second=$(curl -sS -o /dev/null -w '%{time_total}' --max-time 600 "$url/ui")
-  ui="first $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f s", b-a}') after start (HTTP ${first% *}, $(awk -v s="${first#* }" 'BEGIN {printf "%.0f KB", s/1000}')), again $(awk -v s="$second" 'BEGIN {printf "%.0f ms", s*1000}'), server RSS $(rss "$server")"
-  echo "ui: $ui"
-  kill -TERM "$server"
-  wait "$server" || true
-  server=""
+  restart="not run"
+  steady="not run"
+  ui="not run"
+  if [[ $steps == *" restart "* || $steps == *" ui "* ]]; then
+    "$work/soak" gen -dir "$b/gen" -workflows "$n" -days 7
+    sync
+  fi
+  if [[ $steps == *" restart "* ]]; then
+    out=$("$work/soak" restart -dir "$b/gen" -workflows "$n")
+    echo "$out"
+    restart="first step $(field "$out" first) s, all read $(field "$out" all) s, peak RSS $(field "$out" rss)"
+    steady="$(field "$out" steady) ms"
+  fi
+  if [[ $steps == *" ui "* ]]; then
+    for r in $(seq 1 "$ui_rounds"); do
+      ui_measure "$work/celos" "$b"
+      ui=$ui_result
+      echo "ui (this tree, round $r): $ui"
+      ui_rows+=("| $n ($where) | this tree | $ui |")
+      if [ -n "$ui_other" ]; then
+        ui_measure "$ui_other" "$b"
+        other=$ui_result
+        echo "ui ($ui_other, round $r): $other"
+        ui_rows+=("| $n ($where) | $ui_other | $other |")
+      fi
+    done
+  fi
   rm -rf "$b"
 
   rows+=("| $n ($where) | $fill_nosync | $fill_sync | $restart | $steady | $ui |")
@@ -131,3 +201,9 @@ echo
 echo "| workflows (state on) | fresh 7-day fill, unsynced | fresh fill, synced | after a restart | steady step | GET /ui (time from process start) |"
 echo "|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
+if [ ${#ui_rows[@]} -gt 0 ]; then
+  echo
+  echo "| workflows (state on) | celos | GET /ui after a restart (no step) |"
+  echo "|---|---|---|"
+  printf '%s\n' "${ui_rows[@]}"
+fi

@@ -241,10 +241,11 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if engine, err = member.attach(engine, engineCloser, m); err != nil { // (nil member: unchanged)
 		return err
 	}
+	state := startStateLoad(engineCloser, engine)
 	// One stepper for the --autoSchedule timer and POST /scheduler.
 	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
 	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Attempts: attemptLister(svcs), Instance: member.status()})
-	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, workflowsDir: cfg.Workflows, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != "", instance: member.id()})
+	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, workflowsDir: cfg.Workflows, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != "", instance: member.id(), state: state})
 	if err != nil {
 		return err
 	}

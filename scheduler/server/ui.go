@@ -26,12 +26,13 @@ type uiOptions struct {
 	hueURL        string
 	version       string
 	tokenRequired bool
-	instance      string // named in the footer when several instances share the database
+	instance      string         // named in the footer when several instances share the database
+	state         ui.StateLoader // the store's background load after the start (nil: none)
 }
 
 // mountUI serves the web UI at /ui and redirects / to it.
 func mountUI(mux *http.ServeMux, o uiOptions, svc scheduler.Service, svcs map[string]external.Service) error {
-	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired, Attempts: attemptLister(svcs), Instance: o.instance}
+	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired, Attempts: attemptLister(svcs), Instance: o.instance, State: o.state}
 	if o.configFile != "" {
 		c, err := ui.LoadConfig(o.configFile)
 		if err != nil {

@@ -39,9 +39,12 @@ type aggCache struct {
 	rows map[string]rowAgg
 }
 
-// aggregate fills the counts of rows: from the cache when it holds this
-// window's counts of every row and is younger than aggTTL, else by reading
-// every row's slots (and then caching them when there are many rows).
+// aggregate fills the counts of rows: from the cache for the rows it holds
+// this window's counts of, when it is younger than aggTTL, and by reading
+// the slots of the others (which are then cached too, when there are many
+// rows). While the state store is still reading the state of some
+// workflows (after a start), rows holds only those read: the cache then
+// grows by the rows read since the previous view.
 func (h *handler) aggregate(ctx context.Context, rows []*rowView, win window) {
 	if len(rows) < cacheRows {
 		h.eachRow(ctx, rows, win, false)
@@ -49,44 +52,54 @@ func (h *handler) aggregate(ctx context.Context, rows []*rowView, win window) {
 	}
 	key := aggKey{win.First.Unix(), win.Zoom, win.Cols}
 	c := &h.agg
-	if c.use(key, rows) {
+	if len(c.use(key, rows)) == 0 {
 		return
 	}
 	c.fill.Lock()
 	defer c.fill.Unlock()
-	if c.use(key, rows) { // filled while this request waited
+	missing := c.use(key, rows) // some may have been filled while this request waited
+	if len(missing) == 0 {
 		return
 	}
-	h.eachRow(ctx, rows, win, false)
+	h.eachRow(ctx, missing, win, false)
 	if ctx.Err() != nil {
 		return
 	}
-	m := make(map[string]rowAgg, len(rows))
-	for _, r := range rows {
-		m[r.ID] = rowAgg{r.Fail, r.Running, r.Paused, r.Err}
-	}
-	c.mu.Lock()
-	c.key, c.at, c.rows = key, time.Now(), m
-	c.mu.Unlock()
+	c.add(key, missing, len(missing) == len(rows))
 }
 
-// use copies the cached counts into rows when the cache has them all.
-func (c *aggCache) use(key aggKey, rows []*rowView) bool {
+// use copies the cached counts into the rows the cache has, and returns
+// the others (all of rows when the cache is of another window or older
+// than aggTTL).
+func (c *aggCache) use(key aggKey, rows []*rowView) (missing []*rowView) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.rows == nil || c.key != key || time.Since(c.at) >= aggTTL {
-		return false
+		return rows
 	}
 	for _, r := range rows {
-		if _, ok := c.rows[r.ID]; !ok {
-			return false
+		a, ok := c.rows[r.ID]
+		if !ok {
+			missing = append(missing, r)
+			continue
 		}
-	}
-	for _, r := range rows {
-		a := c.rows[r.ID]
 		r.Fail, r.Running, r.Paused, r.Err = a.fail, a.running, a.paused, a.err
 	}
-	return true
+	return missing
+}
+
+// add caches the counts of rows just read: a new cache, aged from now,
+// when they are all the rows of a view (or the cache is of another
+// window), else added to the current one (they expire with it).
+func (c *aggCache) add(key aggKey, rows []*rowView, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if all || c.rows == nil || c.key != key {
+		c.key, c.at, c.rows = key, time.Now(), make(map[string]rowAgg, len(rows))
+	}
+	for _, r := range rows {
+		c.rows[r.ID] = rowAgg{r.Fail, r.Running, r.Paused, r.Err}
+	}
 }
 
 // update replaces the cached counts of rows just read fresh.

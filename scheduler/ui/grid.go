@@ -65,6 +65,9 @@ type gridPage struct {
 
 type stats struct {
 	Workflows, Failing, Paused, Running, Missing, Problems int
+	// Loading counts the workflows whose state the store is still
+	// reading (after a start): the other counts leave them out.
+	Loading int
 }
 
 type navLink struct {
@@ -94,6 +97,8 @@ type groupView struct {
 	Rows    []*rowView
 	Failing int
 	Missing int
+	// Loading counts the rows whose state is still being read.
+	Loading int
 	// File and Deploy are set for a project's group: its workflows file,
 	// and the deploy that wrote it (nil: none known).
 	File   string
@@ -111,6 +116,10 @@ type rowView struct {
 	Missing bool
 	Paused  bool
 	Err     string
+	// Loading: the store is still reading the workflow's state (after a
+	// start); its counts are not known yet. Never set on a row a page
+	// shows (those are read).
+	Loading bool
 	Cells   template.HTML
 	Fail    int // buckets whose worst state is a failure
 	Running int // slots running
@@ -186,15 +195,22 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 	for _, p := range h.problems("") {
 		byWorkflow[p.Workflow] = append(byWorkflow[p.Workflow], p)
 	}
-	var rows []*rowView
+	unread := h.unread(groups)
+	var rows, loading []*rowView
 	for _, g := range groups {
 		for _, row := range g.Rows {
-			if !row.Missing {
+			switch {
+			case row.Missing:
+			case unread[row.ID]:
+				row.Problems = byWorkflow[row.ID]
+				loading = append(loading, row)
+			default:
 				row.Problems = byWorkflow[row.ID]
 				rows = append(rows, row)
 			}
 		}
 	}
+	h.markLoading(loading)
 	h.aggregate(ctx, rows, win)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -214,6 +230,7 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 			}
 		}
 	}
+	h.readShown(ctx, shown)
 	h.eachRow(ctx, shown, win, true)
 	h.agg.update(aggKey{win.First.Unix(), win.Zoom, win.Cols}, shown)
 	for _, g := range groups {
@@ -223,6 +240,9 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 				g.Missing++
 				page.Stats.Missing++
 				continue
+			case row.Loading:
+				g.Loading++
+				page.Stats.Loading++
 			case row.Fail > 0:
 				g.Failing++
 				page.Stats.Failing++
@@ -238,7 +258,7 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 		}
 	}
 	for _, g := range page.Groups {
-		g.Failing, g.Missing = g.src.Failing, g.src.Missing
+		g.Failing, g.Missing, g.Loading = g.src.Failing, g.src.Missing, g.src.Loading
 	}
 	return page, ctx.Err()
 }

@@ -77,6 +77,22 @@ type Options struct {
 	// Workers bounds the concurrent Slots calls while building the grid
 	// (GOMAXPROCS when zero).
 	Workers int
+	// State, when set, is the state store's background load after a
+	// start (statedb.DB): the grid does not wait for the workflows it has
+	// still to read (see StateLoader). Nil: every workflow is read when a
+	// view needs it.
+	State StateLoader
+}
+
+// StateLoader is a state store that reads the state of its workflows in
+// the background after a start (statedb.DB: LoadInBackground), and reads
+// a workflow not read yet on its first use.
+type StateLoader interface {
+	// Unread returns those of wfs whose state the background load has
+	// still to read (nil when none runs).
+	Unread(wfs []string) map[string]bool
+	// Preload reads the state of wfs now, workers at a time.
+	Preload(wfs []string, workers int)
 }
 
 //go:embed templates/*.html

@@ -1,0 +1,63 @@
+package statedb
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// TestUnread: while a background load runs, Unread names the workflows it
+// has not read yet (not those read on demand meanwhile); without one, and
+// once it ended, nothing.
+func TestUnread(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	wfs := []string{"w1", "w2", "w3", "w4"}
+	t1 := ts("2024-01-01T01:00Z")
+	for _, wf := range wfs {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: t1}, Status: slot.Success}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db = open(t, dir)
+	if got := db.Unread(wfs); got != nil {
+		t.Fatalf("Unread without a background load: %v, want nil", got)
+	}
+	gate := make(chan struct{})
+	preloadLoaded = func(string) { <-gate }
+	t.Cleanup(func() { preloadLoaded = nil })
+	done := db.LoadInBackground(wfs, 1)
+	if _, _, err := db.Get(slot.ID{Workflow: "w3", Time: t1}); err != nil { // read on demand
+		t.Fatal(err)
+	}
+	// "other" is not in memory either: a workflow the load does not list
+	// counts as unread until the load ends (it is read on first use then).
+	want := map[string]bool{"w1": true, "w2": true, "w4": true, "other": true}
+	if diff := cmp.Diff(want, db.Unread(append(wfs, "other"))); diff != "" {
+		t.Fatalf("Unread during the load (-want +got):\n%s", diff)
+	}
+	gate <- struct{}{} // w1 installed
+	deadline := time.Now().Add(30 * time.Second)
+	for !db.Loaded("w1") {
+		if time.Now().After(deadline) {
+			t.Fatal("w1 not installed after the gate opened")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := db.Unread([]string{"w1", "w2"}); !cmp.Equal(got, map[string]bool{"w2": true}) {
+		t.Fatalf("Unread after w1 was read: %v, want w2", got)
+	}
+	close(gate)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the background load did not end")
+	}
+	if got := db.Unread(wfs); got != nil {
+		t.Fatalf("Unread after the load: %v, want nil", got)
+	}
+}
