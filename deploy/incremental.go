@@ -96,16 +96,24 @@ func (s *session) inspectLive(hfs targets.FS, prev *Manifest) (*liveState, error
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.hdfsURL(live), err)
 	}
-	limit := prev.DeployedAt.Add(-racyMargin)
 	for _, m := range prev.HDFS.Files {
-		e, ok := listed[m.Path]
-		if !ok || len(m.SHA256) != 64 || e.Size() != m.Size || !e.ModTime().Equal(m.ModTime) || m.ModTime.After(limit) {
-			continue
+		if e, ok := listed[m.Path]; ok && prev.trusts(m, e.Size(), e.ModTime()) {
+			st.trusted[m.Path] = m
 		}
-		st.trusted[m.Path] = m
 	}
 	return st, nil
 }
+
+// trusts reports whether f, a file of manifest m, still has the recorded
+// content when the live file's listing shows size and mtime: both as
+// recorded, and the recorded time at least racyMargin older than the
+// deploy that recorded it (a write in the same second as the recorded
+// one keeps the time; a manifest of an older celos, which did not stamp
+// uploaded files, may record such a time).
+func (m *Manifest) trusts(f ManifestFile, size int64, mtime time.Time) bool {
+	return len(f.SHA256) == 64 && f.Size == size && f.ModTime.Equal(mtime) && !f.ModTime.After(m.DeployedAt.Add(-racyMargin))
+}
+
 
 // listLive lists the live directory into st, every directory's listing
 // in flight at once (up to 16: one round trip each over SFTP or to the
