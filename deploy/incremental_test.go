@@ -2,11 +2,14 @@ package deploy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/cache"
 	"github.com/celos-go/celos/targets"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
@@ -283,6 +287,65 @@ func TestDeployIncrementalHashCache(t *testing.T) {
 	}
 	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount")))); d != "" {
 		t.Fatalf("Oozie dir (-want +got):\n%s", d)
+	}
+}
+
+// TestDeployHashCachePruned: the checksums a deploy keeps are those of
+// the project's files: a file removed from the project is dropped from
+// the cache at the next deploy (the entry used to keep every file the
+// project ever had).
+func TestDeployHashCachePruned(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	o := f.options()
+	o.CacheDir = t.TempDir()
+	hdfs := filepath.Join(f.deployDir, "hdfs")
+	before, err := os.Stat(filepath.Join(hdfs, "lib", "wc.jar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for time.Since(before.ModTime()) < 3*time.Second { // see TestDeployIncrementalHashCache
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Deploy(ctx, o); err != nil { // hashes and records every file
+		t.Fatal(err)
+	}
+	recorded := func() []string {
+		t.Helper()
+		abs, err := filepath.Abs(hdfs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := sha256.Sum256([]byte(abs))
+		data, ok := cache.Open(o.CacheDir).Get("filehashes", hex.EncodeToString(key[:]))
+		if !ok {
+			t.Fatal("no recorded checksums")
+		}
+		var doc struct{ Files map[string]json.RawMessage }
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for name := range doc.Files {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		return names
+	}
+	if d := cmp.Diff([]string{"lib/deps/x.jar", "lib/wc.jar", "workflow.xml"}, recorded()); d != "" {
+		t.Fatalf("recorded (-want +got):\n%s", d)
+	}
+	if err := os.Remove(filepath.Join(hdfs, "lib", "deps", "x.jar")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"lib/wc.jar", "workflow.xml"}, recorded()); d != "" {
+		t.Fatalf("recorded after x.jar was removed (-want +got):\n%s", d)
 	}
 }
 
