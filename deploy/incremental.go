@@ -114,7 +114,6 @@ func (m *Manifest) trusts(f ManifestFile, size int64, mtime time.Time) bool {
 	return len(f.SHA256) == 64 && f.Size == size && f.ModTime.Equal(mtime) && !f.ModTime.After(m.DeployedAt.Add(-racyMargin))
 }
 
-
 // listLive lists the live directory into st, every directory's listing
 // in flight at once (up to 16: one round trip each over SFTP or to the
 // NameNode), and returns its regular files.
@@ -166,7 +165,7 @@ func (s *session) listLive(hfs targets.FS, live string, st *liveState) (map[stri
 // reusable hashes the local files that have a trusted live twin of the
 // same size and returns those whose content is equal (relative path to
 // SHA-256), and whether the live directory is exactly the local tree.
-func reusable(ctx context.Context, tree *localTree, st *liveState, hc *cache.FileHashes) (same map[string]string, unchanged bool, err error) {
+func reusable(ctx context.Context, tree *localTree, st *liveState, known *knownSums) (same map[string]string, unchanged bool, err error) {
 	same = map[string]string{}
 	if st == nil {
 		return same, false, nil
@@ -177,9 +176,19 @@ func reusable(ctx context.Context, tree *localTree, st *liveState, hc *cache.Fil
 			candidates = append(candidates, f)
 		}
 	}
-	sums, err := hashLocalFiles(ctx, candidates, hc)
+	hc, recorded := known.wait()
+	var toHash []localFile
+	for _, f := range candidates {
+		if _, ok := recorded[f.rel]; !ok {
+			toHash = append(toHash, f)
+		}
+	}
+	sums, err := hashLocalFiles(ctx, toHash, hc)
 	if err != nil {
 		return nil, false, err
+	}
+	for rel, sum := range recorded {
+		sums[rel] = sum
 	}
 	for _, f := range candidates {
 		if sums[f.rel] == st.trusted[f.rel].SHA256 {
@@ -260,13 +269,72 @@ func hashLocalCached(f localFile, hc *cache.FileHashes) (string, error) {
 	return sum, nil
 }
 
-// openFileHashes returns the deploy directory's recorded checksums, or
-// nil without a cache directory.
-func openFileHashes(cacheDir string, tree *localTree) *cache.FileHashes {
-	if cacheDir == "" {
-		return nil
+// knownSums are the checksums the cache recorded for the local files
+// whose identity is unchanged, looked up in the background (one open and
+// fstat per file, no content read) while the deploy connects to the
+// target and lists the live directory: with many files that is most of
+// the local work of an unchanged redeploy.
+type knownSums struct {
+	done chan struct{}
+	hc   *cache.FileHashes // nil without a cache directory
+	sums map[string]string // relative path → SHA-256
+}
+
+// lookUpKnownSums starts looking up the recorded checksum of every file
+// of tree in the cache in cacheDir (none without a cache directory).
+func lookUpKnownSums(cacheDir string, tree *localTree) *knownSums {
+	k := &knownSums{done: make(chan struct{}), sums: map[string]string{}}
+	if cacheDir == "" || tree == nil {
+		close(k.done)
+		return k
 	}
-	return cache.OpenFileHashes(cache.Open(cacheDir), tree.root)
+	go func() {
+		defer close(k.done)
+		k.hc = cache.OpenFileHashes(cache.Open(cacheDir), tree.root)
+		for _, f := range tree.files {
+			if sum, ok := recordedSum(f, k.hc); ok {
+				k.sums[f.rel] = sum
+			}
+		}
+	}()
+	return k
+}
+
+// wait returns the cache and the checksums found, once looked up.
+func (k *knownSums) wait() (*cache.FileHashes, map[string]string) {
+	<-k.done
+	return k.hc, k.sums
+}
+
+// save prunes the cache to the files of tree and writes it, if there is
+// one: a hint for the next deploy (without it, files are read again), so
+// a failure is not an error.
+func (k *knownSums) save(tree *localTree) {
+	hc, _ := k.wait()
+	if hc == nil {
+		return
+	}
+	keep := make(map[string]bool, len(tree.files))
+	for _, f := range tree.files {
+		keep[f.rel] = true
+	}
+	hc.Prune(func(name string) bool { return keep[name] })
+	_ = hc.Save()
+}
+
+// recordedSum returns the checksum hc recorded for f, if f's identity is
+// the one recorded; any error is "not recorded".
+func recordedSum(f localFile, hc *cache.FileHashes) (string, bool) {
+	file, err := openLocal(f.path)
+	if err != nil {
+		return "", false
+	}
+	defer file.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(file.Fd()), &st); err != nil {
+		return "", false
+	}
+	return hc.Lookup(f.rel, &st)
 }
 
 // sameRemoteFile reports whether name on fsys holds exactly data (any
