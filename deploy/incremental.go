@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"sync"
 	"syscall"
@@ -248,16 +249,12 @@ func hashLocalCached(f localFile, hc *cache.FileHashes) (string, error) {
 	if hc == nil {
 		return hashLocal(f.path)
 	}
-	file, err := openLocal(f.path)
+	file, st, err := openStat(f)
 	if err != nil {
 		return "", err
 	}
 	defer file.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(file.Fd()), &st); err != nil {
-		return "", err
-	}
-	if sum, ok := hc.Lookup(f.rel, &st); ok {
+	if sum, ok := hc.Lookup(f.rel, st); ok {
 		return sum, nil
 	}
 	h := sha256.New()
@@ -265,7 +262,7 @@ func hashLocalCached(f localFile, hc *cache.FileHashes) (string, error) {
 		return "", err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	hc.Add(f.rel, &st, sum)
+	hc.Add(f.rel, st, sum)
 	return sum, nil
 }
 
@@ -325,16 +322,26 @@ func (k *knownSums) save(tree *localTree) {
 // recordedSum returns the checksum hc recorded for f, if f's identity is
 // the one recorded; any error is "not recorded".
 func recordedSum(f localFile, hc *cache.FileHashes) (string, bool) {
-	file, err := openLocal(f.path)
+	file, st, err := openStat(f)
 	if err != nil {
 		return "", false
 	}
-	defer file.Close()
+	file.Close()
+	return hc.Lookup(f.rel, st)
+}
+
+// openStat opens a file of the tree (openLocal) and returns its fstat.
+func openStat(f localFile) (*os.File, *syscall.Stat_t, error) {
+	file, err := openLocal(f.path)
+	if err != nil {
+		return nil, nil, err
+	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(file.Fd()), &st); err != nil {
-		return "", false
+		file.Close()
+		return nil, nil, err
 	}
-	return hc.Lookup(f.rel, &st)
+	return file, &st, nil
 }
 
 // sameRemoteFile reports whether name on fsys holds exactly data (any
