@@ -267,8 +267,8 @@ func hashLocalCached(f localFile, hc *cache.FileHashes) (string, error) {
 }
 
 // knownSums are the checksums the cache recorded for the local files
-// whose identity is unchanged, looked up in the background (one open and
-// fstat per file, no content read) while the deploy connects to the
+// whose identity is unchanged, looked up in the background (by the
+// listing's lstat, no file opened) while the deploy connects to the
 // target and lists the live directory: with many files that is most of
 // the local work of an unchanged redeploy.
 type knownSums struct {
@@ -319,15 +319,16 @@ func (k *knownSums) save(tree *localTree) {
 	_ = hc.Save()
 }
 
-// recordedSum returns the checksum hc recorded for f, if f's identity is
-// the one recorded; any error is "not recorded".
+// recordedSum returns the checksum hc recorded for f, if f's identity
+// when it was listed is the one recorded. Nothing is opened: the listing's
+// lstat is the file's identity (a file replaced since is as likely to be
+// replaced after an fstat here; either way the live copy was compared
+// with what the file held when it was recorded).
 func recordedSum(f localFile, hc *cache.FileHashes) (string, bool) {
-	file, st, err := openStat(f)
-	if err != nil {
+	if f.stat == nil {
 		return "", false
 	}
-	file.Close()
-	return hc.Lookup(f.rel, st)
+	return hc.Lookup(f.rel, f.stat)
 }
 
 // openStat opens a file of the tree (openLocal) and returns its fstat.

@@ -393,3 +393,47 @@ func TestDeployIncrementalWithoutHardLinks(t *testing.T) {
 		t.Fatalf("Oozie dir (-want +got):\n%s", d)
 	}
 }
+
+// TestSameButTime: an unchanged deploy skips writing its manifest only
+// when the new one differs from the previous one in DeployedAt alone.
+func TestSameButTime(t *testing.T) {
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	base := func() *Manifest {
+		return &Manifest{Format: ManifestFormat, Project: "p", DeployedAt: at, GitCommit: "abc", Workflows: []string{"a"},
+			HDFS: &HDFSManifest{FS: "file:///", Dir: "/h/p", Bytes: 3, Files: []ManifestFile{
+				{Path: "a", Size: 1, SHA256: "s1", ModTime: at.Add(-time.Hour)},
+				{Path: "b", Size: 2, SHA256: "s2", ModTime: at.Add(-time.Hour)},
+			}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(m *Manifest)
+		same   bool
+	}{
+		{"identical", func(*Manifest) {}, true},
+		{"deployed later", func(m *Manifest) { m.DeployedAt = at.Add(time.Hour) }, true},
+		{"same time, other zone", func(m *Manifest) { m.HDFS.Files[1].ModTime = m.HDFS.Files[1].ModTime.In(time.FixedZone("x", 3600)) }, true},
+		{"another commit", func(m *Manifest) { m.GitCommit = "def" }, false},
+		{"another workflow", func(m *Manifest) { m.Workflows = []string{"b"} }, false},
+		{"a file's time", func(m *Manifest) { m.HDFS.Files[1].ModTime = at }, false},
+		{"a file's checksum", func(m *Manifest) { m.HDFS.Files[0].SHA256 = "s9" }, false},
+		{"a file's size", func(m *Manifest) { m.HDFS.Files[0].Size = 5 }, false},
+		{"a file less", func(m *Manifest) { m.HDFS.Files = m.HDFS.Files[:1] }, false},
+		{"another directory", func(m *Manifest) { m.HDFS.Dir = "/h/q" }, false},
+		{"no Oozie directory", func(m *Manifest) { m.HDFS = nil }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(b)
+			if got := sameButTime(a, b); got != tc.same {
+				t.Fatalf("sameButTime = %v, want %v", got, tc.same)
+			}
+			if got := sameButTime(b, a); got != tc.same {
+				t.Fatalf("sameButTime (swapped) = %v, want %v", got, tc.same)
+			}
+			if base().HDFS.Files == nil || a.HDFS.Files == nil {
+				t.Fatal("sameButTime changed its arguments")
+			}
+		})
+	}
+}
