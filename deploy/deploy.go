@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/celos-go/celos/schema/workflow"
@@ -49,11 +50,16 @@ type Result struct {
 type compiled struct {
 	project *workflow.Project
 	json    []byte
-	tree    *localTree
+	dir     string     // the deploy directory
+	tree    *localTree // the hdfs/ directory
+	// commit and dirty: git's commit of dir and whether it had changes
+	// (deploy only).
+	commit string
+	dirty  bool
 }
 
-// compile compiles and checks the project and lists its hdfs/ directory.
-func compile(o *Options) (*compiled, error) {
+// compileProject compiles and checks the project in o.DeployDir.
+func compileProject(o *Options) (*compiled, error) {
 	if o.Compile == nil {
 		return nil, errors.New("deploy: no Compile function")
 	}
@@ -90,11 +96,111 @@ func compile(o *Options) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := scanLocal(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read the project's %s/ directory: %w", HDFSDirName, err)
+	return &compiled{project: p, json: data, dir: dir}, nil
+}
+
+// localWork is the local side of a deploy besides the compile, done in
+// the background while the deploy connects to the target (with 10,000
+// files it is as long as the SSH handshake): the hdfs/ directory listed,
+// the checksums the cache recorded for its files, and the git commit.
+type localWork struct {
+	done  chan struct{}
+	tree  *localTree
+	known *knownSums
+	err   error
+	// commit and dirty: the git commit checked out, and whether the work
+	// tree has changes (gitCommit).
+	commit string
+	dirty  bool
+}
+
+// startLocal starts the local work for c: the listing, and then the
+// recorded checksums (none without cacheDir); git's commit too if withGit.
+func startLocal(c *compiled, cacheDir string, withGit bool) *localWork {
+	l := &localWork{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		var git sync.WaitGroup
+		if withGit {
+			git.Add(1)
+			go func() {
+				defer git.Done()
+				l.commit, l.dirty = gitCommit(c.dir)
+			}()
+		}
+		defer git.Wait()
+		l.tree, l.err = scanLocal(c.dir)
+		if l.err != nil {
+			l.err = fmt.Errorf("read the project's %s/ directory: %w", HDFSDirName, l.err)
+			l.tree = nil
+			return
+		}
+		l.known = lookUpKnownSums(cacheDir, l.tree)
+	}()
+	return l
+}
+
+// wait waits for the local work and returns its error.
+func (l *localWork) wait() error {
+	<-l.done
+	return l.err
+}
+
+// finish waits for everything the local work started.
+func (l *localWork) finish() {
+	if l.wait() == nil {
+		l.known.wait()
 	}
-	return &compiled{project: p, json: data, tree: tree}, nil
+}
+
+// openWithLocal opens the deploy's session while the local work runs
+// (with 10,000 files that work is as long as the SSH handshake). A local
+// failure is reported as the compile step's, as when it came first, and
+// at once: the connection still being made is abandoned.
+func openWithLocal(ctx context.Context, o Options, c *compiled) (*session, *localWork, error) {
+	local := startLocal(c, o.CacheDir, true)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type opened struct {
+		s   *session
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		s, err := openSession(sctx, o)
+		ch <- opened{s, err}
+	}()
+	var op opened
+	select {
+	case <-local.done:
+		if local.err != nil {
+			cancel()
+		}
+		op = <-ch
+	case op = <-ch:
+		<-local.done
+	}
+	if local.err != nil {
+		return nil, local, &StepError{Step: "compile", Err: local.err, Intact: true} // nothing touched yet
+	}
+	if op.err != nil {
+		return nil, local, op.err
+	}
+	return op.s, local, nil
+}
+
+// compile is compileProject and the listing of the hdfs/ directory.
+func compile(o *Options) (*compiled, error) {
+	c, err := compileProject(o)
+	if err != nil {
+		return nil, err
+	}
+	local := startLocal(c, "", false)
+	if err := local.wait(); err != nil {
+		return nil, err
+	}
+	c.tree = local.tree
+	return c, nil
 }
 
 // Deploy compiles the project in o.DeployDir and deploys it to o.Target:
@@ -111,14 +217,16 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	if o.Step != nil {
 		o.Step("compile")
 	}
-	c, err := compile(&o)
+	c, err := compileProject(&o)
 	if err != nil {
 		return nil, &StepError{Step: "compile", Err: err, Intact: true} // nothing touched yet
 	}
-	s, err := openSession(ctx, o)
+	s, local, err := openWithLocal(ctx, o, c)
+	defer local.finish()
 	if err != nil {
 		return nil, err
 	}
+	c.tree, c.commit, c.dirty = local.tree, local.commit, local.dirty
 	res := &Result{Project: o.Project, Target: s.target.Source, WorkflowsFile: s.wfURL(), Workflows: len(c.project.Workflows)}
 
 	if err := s.checkTargetForDeploy(ctx, c, o.CreateDirs, o.AllowForeignAppPath); err != nil {
@@ -149,7 +257,7 @@ func Deploy(ctx context.Context, o Options) (*Result, error) {
 	if c.tree != nil {
 		res.HDFSDir = s.hdfsURL(s.hdfsDir())
 		res.Files, res.Bytes = len(c.tree.files), c.tree.bytes
-		up, err := s.uploadAndSwap(ctx, hfs, c.tree, prev, start, o.Parallel, o.Progress)
+		up, err := s.uploadAndSwap(ctx, hfs, c.tree, local.known, prev, start, o.Parallel, o.Progress)
 		if err != nil {
 			return nil, err
 		}
@@ -259,21 +367,18 @@ type swapped struct {
 // can, the others uploaded), and swapped in. A failed upload is removed;
 // only a swap that could not put the previous directory back leaves the
 // deployment broken.
-func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *localTree, prev *Manifest, start time.Time, parallel int, progress func(Progress)) (*swapped, error) {
+func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *localTree, known *knownSums, prev *Manifest, start time.Time, parallel int, progress func(Progress)) (*swapped, error) {
 	live := s.hdfsDir()
 	s.begin("upload HDFS directory")
 	st, err := s.inspectLive(hfs, prev)
 	if err != nil {
 		return nil, s.fail(err, true)
 	}
-	hc := openFileHashes(s.o.CacheDir, tree)
-	same, unchanged, err := reusable(ctx, tree, st, hc)
+	same, unchanged, err := reusable(ctx, tree, st, known)
 	if err != nil {
 		return nil, s.fail(err, true)
 	}
-	if hc != nil {
-		_ = hc.Save() // a hint for the next deploy; without it, files are read again
-	}
+	known.save(tree)
 	if unchanged {
 		return &swapped{hashes: same, unchanged: true, listed: st.listed}, nil
 	}
@@ -334,7 +439,7 @@ func (s *session) writeWorkflowsFile(ctx context.Context, hfs targets.FS, c *com
 // directory was kept as it was listed; else listed again).
 func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]string, listed map[string]fs.FileInfo) *Manifest {
 	userName, host := who(s.o)
-	commit, dirty := gitCommit(s.o.DeployDir)
+	commit, dirty := c.commit, c.dirty
 	sum := sha256.Sum256(c.json)
 	m := &Manifest{
 		Format: ManifestFormat, Project: s.o.Project, DeployedAt: time.Now().UTC(),
@@ -370,16 +475,38 @@ func (s *session) newManifest(hfs targets.FS, c *compiled, hashes map[string]str
 // deploy that changed nothing but its provenance is recorded, without
 // fsync (a manifest lost in a crash leaves prev, naming the same files).
 func (s *session) recordManifest(ctx context.Context, m, prev *Manifest, changed bool) error {
-	if !changed && prev != nil {
-		a, b := *m, *prev
-		a.DeployedAt, b.DeployedAt = time.Time{}, time.Time{}
-		ja, erra := json.Marshal(a)
-		jb, errb := json.Marshal(b)
-		if erra == nil && errb == nil && bytes.Equal(ja, jb) {
-			return nil
-		}
+	if !changed && prev != nil && sameButTime(m, prev) {
+		return nil
 	}
 	return s.writeManifest(ctx, m, changed || prev == nil)
+}
+
+// sameButTime reports whether manifests a and b record the same
+// deployment but for DeployedAt: the same header (compared as JSON) and
+// the same files (compared one by one: with 10,000 files, marshalling
+// both was most of recordManifest's time).
+func sameButTime(a, b *Manifest) bool {
+	ha, hb := *a, *b
+	ha.DeployedAt, hb.DeployedAt = time.Time{}, time.Time{}
+	var fa, fb []ManifestFile
+	if a.HDFS != nil && b.HDFS != nil {
+		da, db := *a.HDFS, *b.HDFS
+		fa, fb = da.Files, db.Files
+		da.Files, db.Files = nil, nil
+		ha.HDFS, hb.HDFS = &da, &db
+	}
+	ja, erra := json.Marshal(ha)
+	jb, errb := json.Marshal(hb)
+	if erra != nil || errb != nil || !bytes.Equal(ja, jb) || len(fa) != len(fb) {
+		return false
+	}
+	for i := range fa {
+		x, y := fa[i], fb[i]
+		if x.Path != y.Path || x.Size != y.Size || x.SHA256 != y.SHA256 || !x.ModTime.Equal(y.ModTime) {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanUp is the deploy's last step, after the new deployment is in place:

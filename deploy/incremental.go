@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"sync"
 	"syscall"
@@ -96,15 +97,22 @@ func (s *session) inspectLive(hfs targets.FS, prev *Manifest) (*liveState, error
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.hdfsURL(live), err)
 	}
-	limit := prev.DeployedAt.Add(-racyMargin)
 	for _, m := range prev.HDFS.Files {
-		e, ok := listed[m.Path]
-		if !ok || len(m.SHA256) != 64 || e.Size() != m.Size || !e.ModTime().Equal(m.ModTime) || m.ModTime.After(limit) {
-			continue
+		if e, ok := listed[m.Path]; ok && prev.trusts(m, e.Size(), e.ModTime()) {
+			st.trusted[m.Path] = m
 		}
-		st.trusted[m.Path] = m
 	}
 	return st, nil
+}
+
+// trusts reports whether f, a file of manifest m, still has the recorded
+// content when the live file's listing shows size and mtime: both as
+// recorded, and the recorded time at least racyMargin older than the
+// deploy that recorded it (a write in the same second as the recorded
+// one keeps the time; a manifest of an older celos, which did not stamp
+// uploaded files, may record such a time).
+func (m *Manifest) trusts(f ManifestFile, size int64, mtime time.Time) bool {
+	return len(f.SHA256) == 64 && f.Size == size && f.ModTime.Equal(mtime) && !f.ModTime.After(m.DeployedAt.Add(-racyMargin))
 }
 
 // listLive lists the live directory into st, every directory's listing
@@ -158,7 +166,7 @@ func (s *session) listLive(hfs targets.FS, live string, st *liveState) (map[stri
 // reusable hashes the local files that have a trusted live twin of the
 // same size and returns those whose content is equal (relative path to
 // SHA-256), and whether the live directory is exactly the local tree.
-func reusable(ctx context.Context, tree *localTree, st *liveState, hc *cache.FileHashes) (same map[string]string, unchanged bool, err error) {
+func reusable(ctx context.Context, tree *localTree, st *liveState, known *knownSums) (same map[string]string, unchanged bool, err error) {
 	same = map[string]string{}
 	if st == nil {
 		return same, false, nil
@@ -169,9 +177,19 @@ func reusable(ctx context.Context, tree *localTree, st *liveState, hc *cache.Fil
 			candidates = append(candidates, f)
 		}
 	}
-	sums, err := hashLocalFiles(ctx, candidates, hc)
+	hc, recorded := known.wait()
+	var toHash []localFile
+	for _, f := range candidates {
+		if _, ok := recorded[f.rel]; !ok {
+			toHash = append(toHash, f)
+		}
+	}
+	sums, err := hashLocalFiles(ctx, toHash, hc)
 	if err != nil {
 		return nil, false, err
+	}
+	for rel, sum := range recorded {
+		sums[rel] = sum
 	}
 	for _, f := range candidates {
 		if sums[f.rel] == st.trusted[f.rel].SHA256 {
@@ -231,16 +249,12 @@ func hashLocalCached(f localFile, hc *cache.FileHashes) (string, error) {
 	if hc == nil {
 		return hashLocal(f.path)
 	}
-	file, err := openLocal(f.path)
+	file, st, err := openStat(f)
 	if err != nil {
 		return "", err
 	}
 	defer file.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(file.Fd()), &st); err != nil {
-		return "", err
-	}
-	if sum, ok := hc.Lookup(f.rel, &st); ok {
+	if sum, ok := hc.Lookup(f.rel, st); ok {
 		return sum, nil
 	}
 	h := sha256.New()
@@ -248,17 +262,87 @@ func hashLocalCached(f localFile, hc *cache.FileHashes) (string, error) {
 		return "", err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	hc.Add(f.rel, &st, sum)
+	hc.Add(f.rel, st, sum)
 	return sum, nil
 }
 
-// openFileHashes returns the deploy directory's recorded checksums, or
-// nil without a cache directory.
-func openFileHashes(cacheDir string, tree *localTree) *cache.FileHashes {
-	if cacheDir == "" {
-		return nil
+// knownSums are the checksums the cache recorded for the local files
+// whose identity is unchanged, looked up in the background (by the
+// listing's lstat, no file opened) while the deploy connects to the
+// target and lists the live directory: with many files that is most of
+// the local work of an unchanged redeploy.
+type knownSums struct {
+	done chan struct{}
+	hc   *cache.FileHashes // nil without a cache directory
+	sums map[string]string // relative path → SHA-256
+}
+
+// lookUpKnownSums starts looking up the recorded checksum of every file
+// of tree in the cache in cacheDir (none without a cache directory).
+func lookUpKnownSums(cacheDir string, tree *localTree) *knownSums {
+	k := &knownSums{done: make(chan struct{}), sums: map[string]string{}}
+	if cacheDir == "" || tree == nil {
+		close(k.done)
+		return k
 	}
-	return cache.OpenFileHashes(cache.Open(cacheDir), tree.root)
+	go func() {
+		defer close(k.done)
+		k.hc = cache.OpenFileHashes(cache.Open(cacheDir), tree.root)
+		for _, f := range tree.files {
+			if sum, ok := recordedSum(f, k.hc); ok {
+				k.sums[f.rel] = sum
+			}
+		}
+	}()
+	return k
+}
+
+// wait returns the cache and the checksums found, once looked up.
+func (k *knownSums) wait() (*cache.FileHashes, map[string]string) {
+	<-k.done
+	return k.hc, k.sums
+}
+
+// save prunes the cache to the files of tree and writes it, if there is
+// one: a hint for the next deploy (without it, files are read again), so
+// a failure is not an error.
+func (k *knownSums) save(tree *localTree) {
+	hc, _ := k.wait()
+	if hc == nil {
+		return
+	}
+	keep := make(map[string]bool, len(tree.files))
+	for _, f := range tree.files {
+		keep[f.rel] = true
+	}
+	hc.Prune(func(name string) bool { return keep[name] })
+	_ = hc.Save()
+}
+
+// recordedSum returns the checksum hc recorded for f, if f's identity
+// when it was listed is the one recorded. Nothing is opened: the listing's
+// lstat is the file's identity (a file replaced since is as likely to be
+// replaced after an fstat here; either way the live copy was compared
+// with what the file held when it was recorded).
+func recordedSum(f localFile, hc *cache.FileHashes) (string, bool) {
+	if f.stat == nil {
+		return "", false
+	}
+	return hc.Lookup(f.rel, f.stat)
+}
+
+// openStat opens a file of the tree (openLocal) and returns its fstat.
+func openStat(f localFile) (*os.File, *syscall.Stat_t, error) {
+	file, err := openLocal(f.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(file.Fd()), &st); err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return file, &st, nil
 }
 
 // sameRemoteFile reports whether name on fsys holds exactly data (any

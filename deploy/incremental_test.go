@@ -2,11 +2,14 @@ package deploy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/cache"
 	"github.com/celos-go/celos/targets"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
@@ -286,6 +290,65 @@ func TestDeployIncrementalHashCache(t *testing.T) {
 	}
 }
 
+// TestDeployHashCachePruned: the checksums a deploy keeps are those of
+// the project's files: a file removed from the project is dropped from
+// the cache at the next deploy (the entry used to keep every file the
+// project ever had).
+func TestDeployHashCachePruned(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	o := f.options()
+	o.CacheDir = t.TempDir()
+	hdfs := filepath.Join(f.deployDir, "hdfs")
+	before, err := os.Stat(filepath.Join(hdfs, "lib", "wc.jar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for time.Since(before.ModTime()) < 3*time.Second { // see TestDeployIncrementalHashCache
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Deploy(ctx, o); err != nil { // hashes and records every file
+		t.Fatal(err)
+	}
+	recorded := func() []string {
+		t.Helper()
+		abs, err := filepath.Abs(hdfs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := sha256.Sum256([]byte(abs))
+		data, ok := cache.Open(o.CacheDir).Get("filehashes", hex.EncodeToString(key[:]))
+		if !ok {
+			t.Fatal("no recorded checksums")
+		}
+		var doc struct{ Files map[string]json.RawMessage }
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for name := range doc.Files {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		return names
+	}
+	if d := cmp.Diff([]string{"lib/deps/x.jar", "lib/wc.jar", "workflow.xml"}, recorded()); d != "" {
+		t.Fatalf("recorded (-want +got):\n%s", d)
+	}
+	if err := os.Remove(filepath.Join(hdfs, "lib", "deps", "x.jar")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"lib/wc.jar", "workflow.xml"}, recorded()); d != "" {
+		t.Fatalf("recorded after x.jar was removed (-want +got):\n%s", d)
+	}
+}
+
 // noLinkFS is a file system whose server turns out not to make hard
 // links (an SFTP server without hardlink@openssh.com).
 type noLinkFS struct {
@@ -328,5 +391,49 @@ func TestDeployIncrementalWithoutHardLinks(t *testing.T) {
 	}
 	if d := cmp.Diff(tree(t, filepath.Join(f.deployDir, "hdfs")), deployed(t, tree(t, filepath.Join(f.hdfsRoot, "wordcount")))); d != "" {
 		t.Fatalf("Oozie dir (-want +got):\n%s", d)
+	}
+}
+
+// TestSameButTime: an unchanged deploy skips writing its manifest only
+// when the new one differs from the previous one in DeployedAt alone.
+func TestSameButTime(t *testing.T) {
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	base := func() *Manifest {
+		return &Manifest{Format: ManifestFormat, Project: "p", DeployedAt: at, GitCommit: "abc", Workflows: []string{"a"},
+			HDFS: &HDFSManifest{FS: "file:///", Dir: "/h/p", Bytes: 3, Files: []ManifestFile{
+				{Path: "a", Size: 1, SHA256: "s1", ModTime: at.Add(-time.Hour)},
+				{Path: "b", Size: 2, SHA256: "s2", ModTime: at.Add(-time.Hour)},
+			}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(m *Manifest)
+		same   bool
+	}{
+		{"identical", func(*Manifest) {}, true},
+		{"deployed later", func(m *Manifest) { m.DeployedAt = at.Add(time.Hour) }, true},
+		{"same time, other zone", func(m *Manifest) { m.HDFS.Files[1].ModTime = m.HDFS.Files[1].ModTime.In(time.FixedZone("x", 3600)) }, true},
+		{"another commit", func(m *Manifest) { m.GitCommit = "def" }, false},
+		{"another workflow", func(m *Manifest) { m.Workflows = []string{"b"} }, false},
+		{"a file's time", func(m *Manifest) { m.HDFS.Files[1].ModTime = at }, false},
+		{"a file's checksum", func(m *Manifest) { m.HDFS.Files[0].SHA256 = "s9" }, false},
+		{"a file's size", func(m *Manifest) { m.HDFS.Files[0].Size = 5 }, false},
+		{"a file less", func(m *Manifest) { m.HDFS.Files = m.HDFS.Files[:1] }, false},
+		{"another directory", func(m *Manifest) { m.HDFS.Dir = "/h/q" }, false},
+		{"no Oozie directory", func(m *Manifest) { m.HDFS = nil }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(b)
+			if got := sameButTime(a, b); got != tc.same {
+				t.Fatalf("sameButTime = %v, want %v", got, tc.same)
+			}
+			if got := sameButTime(b, a); got != tc.same {
+				t.Fatalf("sameButTime (swapped) = %v, want %v", got, tc.same)
+			}
+			if base().HDFS.Files == nil || a.HDFS.Files == nil {
+				t.Fatal("sameButTime changed its arguments")
+			}
+		})
 	}
 }

@@ -204,7 +204,7 @@ func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manif
 			p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
 			continue
 		}
-		same, err := sameContent(hfs, path.Join(live, f.rel), r, known[f.rel], f.path)
+		same, err := sameContent(hfs, path.Join(live, f.rel), r, m, known[f.rel], f.path)
 		if err != nil {
 			return err
 		}
@@ -219,14 +219,16 @@ func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manif
 	return nil
 }
 
-// sameContent compares a local file with a remote one of the same size.
-func sameContent(hfs targets.FS, remotePath string, r targets.File, m ManifestFile, local string) (bool, error) {
+// sameContent compares a local file with a remote one of the same size:
+// by the checksum manifest m recorded (rec) while m trusts it, else by
+// reading the remote file.
+func sameContent(hfs targets.FS, remotePath string, r targets.File, m *Manifest, rec ManifestFile, local string) (bool, error) {
 	want, err := hashLocal(local)
 	if err != nil {
 		return false, err
 	}
-	if m.SHA256 != "" && m.Size == r.Size && m.ModTime.Equal(r.Info.ModTime().UTC()) {
-		return m.SHA256 == want, nil
+	if m != nil && m.trusts(rec, r.Size, r.Info.ModTime()) {
+		return rec.SHA256 == want, nil
 	}
 	f, err := hfs.Open(remotePath)
 	if err != nil {

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -177,5 +178,79 @@ func BenchmarkRedeployHDFS(b *testing.B) {
 		b.ReportMetric(median(full).Seconds(), "full-s")
 		b.ReportMetric(median(same).Seconds(), "unchanged-s")
 		b.Logf("HDFS: full %v, unchanged %v", full, same)
+	}
+}
+
+// smallTree writes a deploy directory whose hdfs/ holds n small files
+// (1-4 KiB) in n/100 directories and returns it. Its files are made to
+// look two minutes old, as a project's files are when it is deployed
+// (the checksum cache skips files changed in the last seconds).
+func smallTree(b *testing.B, n int) string {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "project")
+	buf := make([]byte, 4096)
+	old := time.Now().Add(-2 * time.Minute)
+	for i := 0; i < n; i++ {
+		size := 1024 + (i*977)%3072
+		if _, err := rand.Read(buf[:size]); err != nil {
+			b.Fatal(err)
+		}
+		p := filepath.Join(dir, "hdfs", "d"+strconv.Itoa(i%(n/100)), "f"+strconv.Itoa(i)+".xml")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, buf[:size], 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// BenchmarkRedeployUnchangedSFTP: an unchanged redeploy of 1,000 and of
+// 10,000 small files to the real OpenSSH server (after a first deploy and
+// one redeploy that records the local checksums), median wall and CPU
+// time (this process and the sshd sessions) of five: the time should not
+// grow with the project's size. Also runs on older code (remove the
+// CacheDir line there if it has none).
+//
+//	go test -run '^$' -bench RedeployUnchangedSFTP -benchtime 1x ./deploy/
+func BenchmarkRedeployUnchangedSFTP(b *testing.B) {
+	srv := sshtest.Start(b, sshtest.Options{})
+	ctx := context.Background()
+	for _, n := range []int{1000, 10000} {
+		b.Run("files="+strconv.Itoa(n), func(b *testing.B) {
+			dir := smallTree(b, n)
+			cacheDir := b.TempDir()
+			for i := 0; i < b.N; i++ {
+				deploy := func(o Options) (time.Duration, time.Duration, *Result) {
+					o.CacheDir = cacheDir
+					own, srvCPU := selfCPU(b), serverCPU(b, srv)
+					start := time.Now()
+					res, err := Deploy(ctx, o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					d := time.Since(start)
+					o.Connector.Close()
+					return d, selfCPU(b) - own + serverCPU(b, srv) - srvCPU, res
+				}
+				deploy(newBenchRemote(b, srv, dir, 100*n+i))
+				deploy(newBenchRemote2(b, srv, dir, 100*n+i))
+				var wall, cpu []time.Duration
+				for round := 0; round < 5; round++ {
+					d, c, res := deploy(newBenchRemote2(b, srv, dir, 100*n+i))
+					if !res.HDFSUnchanged || !res.WorkflowsUnchanged {
+						b.Fatalf("round %d: not unchanged: %+v", round, res)
+					}
+					wall, cpu = append(wall, d), append(cpu, c)
+				}
+				b.ReportMetric(median(wall).Seconds(), "unchanged-s")
+				b.ReportMetric(median(cpu).Seconds(), "unchanged-cpu-s")
+				b.Logf("%d files: unchanged %v, cpu %v", n, wall, cpu)
+			}
+		})
 	}
 }

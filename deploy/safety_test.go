@@ -2,8 +2,13 @@ package deploy
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,10 +18,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/ssh"
 
 	fx "github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
+	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
 // snapshot is every file under the fixture's root (installation, project,
@@ -722,4 +729,67 @@ func FuzzAppPathProblem(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLocalFailureNotDelayedByConnect: the local side of a deploy runs
+// while the SSH connection is made; when it fails (here a symbolic link
+// to a FIFO in hdfs/), the deploy stops at once with that error, as when
+// the listing came first, and does not wait for a server that accepts
+// the connection but never answers (the handshake's own timeout is 30 s).
+func TestLocalFailureNotDelayedByConnect(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accept and stay silent
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	f := newFixture(t)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(f.root, "id_ed25519")
+	if err := os.WriteFile(key, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.conn = targets.NewConnector(targets.SSHOptions{Identities: []string{key}, NoAgent: true, InsecureIgnoreHostKey: true}, hadoopconf.Options{})
+	defer f.conn.Close()
+	target := fmt.Sprintf(`{
+  "hadoop.core-site.xml": "file:installation/conf/core-site.xml",
+  "hadoop.hdfs-site.xml": "file:installation/conf/hdfs-site.xml",
+  "workflows.dir.uri": "sftp://celos@%s/wf",
+  "hdfs.root": "/h"
+}`, ln.Addr())
+	writeFiles(t, f.root, map[string]string{"target.json": target})
+	fifo := filepath.Join(f.root, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, fifo, filepath.Join(f.deployDir, "hdfs", "lib", "pipe.jar"))
+	done := make(chan error, 1)
+	go func() {
+		_, err := Deploy(context.Background(), f.options())
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second): // below the handshake's 30 s
+		t.Fatal("the local failure waited for the SSH handshake")
+	}
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "compile" || !se.Intact || !errors.Is(err, ErrUnsafeLocalFile) || !strings.Contains(err.Error(), "pipe.jar") {
+		t.Fatalf("deploy: %v", err)
+	}
 }

@@ -39,6 +39,9 @@ type localFile struct {
 	path  string // what to open: the real path (symbolic links resolved)
 	size  int64
 	mtime time.Time
+	// stat is the file's lstat when listed (its identity, for the
+	// checksum cache: recordedSum), nil where the system has none.
+	stat *syscall.Stat_t
 }
 
 // scanLocal lists deployDir/hdfs. It returns nil when the project has no
@@ -117,7 +120,8 @@ func scanLocal(deployDir string) (*localTree, error) {
 		case info.IsDir():
 			t.dirs = append(t.dirs, rel)
 		case info.Mode().IsRegular():
-			t.files = append(t.files, localFile{rel: rel, path: open, size: info.Size(), mtime: info.ModTime()})
+			st, _ := info.Sys().(*syscall.Stat_t)
+			t.files = append(t.files, localFile{rel: rel, path: open, size: info.Size(), mtime: info.ModTime(), stat: st})
 			t.bytes += info.Size()
 		default:
 			return fmt.Errorf("%s is not a regular file or directory (%s); refused without opening it%.0w", shown, regfile.Kind(info.Mode()), ErrUnsafeLocalFile)

@@ -211,3 +211,38 @@ func TestFileHashesDamaged(t *testing.T) {
 		t.Fatal(d)
 	}
 }
+
+// TestFileHashesPrune: Prune forgets the files keep refuses, and Save
+// then writes the entry without them (it did not shrink before: every
+// file a project ever had stayed recorded).
+func TestFileHashesPrune(t *testing.T) {
+	root, cacheDir := t.TempDir(), t.TempDir()
+	later := func() time.Time { return time.Now().Add(time.Minute) }
+	h := OpenFileHashes(Open(cacheDir), root)
+	h.now = later
+	for _, name := range []string{"a.jar", "b.jar", "c.jar"} {
+		p := filepath.Join(root, name)
+		if err := os.WriteFile(p, []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h.Add(name, fstat(t, p), key)
+	}
+	if err := h.Save(); err != nil {
+		t.Fatal(err)
+	}
+	h = OpenFileHashes(Open(cacheDir), root)
+	if _, ok := h.Lookup("b.jar", fstat(t, filepath.Join(root, "b.jar"))); !ok {
+		t.Fatal("b.jar not recorded")
+	}
+	h.Prune(func(name string) bool { return name != "a.jar" && name != "b.jar" })
+	if err := h.Save(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name := range OpenFileHashes(Open(cacheDir), root).old {
+		names = append(names, name)
+	}
+	if d := cmp.Diff([]string{"c.jar"}, names); d != "" {
+		t.Fatalf("recorded after Prune (-want +got):\n%s", d)
+	}
+}

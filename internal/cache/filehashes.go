@@ -102,8 +102,29 @@ func (h *FileHashes) Add(name string, st *syscall.Stat_t, sum string) {
 	h.changed = true
 }
 
+// Prune forgets the recorded checksums of the files keep refuses (files
+// no longer in the tree), so that the entry does not grow with every file
+// a project ever had; Save then writes what is left.
+func (h *FileHashes) Prune(keep func(name string) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name := range h.old {
+		if !keep(name) {
+			delete(h.old, name)
+			h.changed = true
+		}
+	}
+	for name := range h.seen {
+		if !keep(name) {
+			delete(h.seen, name)
+			h.changed = true
+		}
+	}
+}
+
 // Save writes the checksums recorded with Add since OpenFileHashes,
-// beside the ones that were there, if Add recorded any.
+// beside the ones that were there, if Add recorded any or Prune forgot
+// any.
 func (h *FileHashes) Save() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
