@@ -139,6 +139,9 @@ func (c *compiler) compile(dir string) *workflow.Project {
 	if c.failed() {
 		return nil
 	}
+	if c.opts.Evaluated != nil {
+		c.opts.Evaluated()
+	}
 	return c.extractProject(pv, inst.PkgName, dir)
 }
 
@@ -539,11 +542,21 @@ func (c *compiler) references(p *workflow.Project, wfs cue.Value) {
 		ids[w.ID] = true
 	}
 	for _, w := range p.Workflows {
-		wv := wfs.LookupPath(cue.MakePath(cue.Str(w.ID)))
-		label := "workflows." + cuePathLabel(w.ID)
+		// The workflow's value and label are looked up for a warning
+		// only: most workflows have none, and each lookup costs CUE an
+		// evaluation context.
+		var wv cue.Value
+		label := ""
+		at := func(path cue.Path) string {
+			if label == "" {
+				wv = wfs.LookupPath(cue.MakePath(cue.Str(w.ID)))
+				label = "workflows." + cuePathLabel(w.ID)
+			}
+			return c.valuePos(wv.LookupPath(path))
+		}
 		if w.Schedule.Type == workflow.ScheduleDependent && !ids[w.Schedule.Workflow] {
-			path := cue.MakePath(cue.Str("schedule"), cue.Str("workflow"))
-			c.warnf(c.valuePos(wv.LookupPath(path)), "%s.schedule.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, w.Schedule.Workflow)
+			pos := at(cue.MakePath(cue.Str("schedule"), cue.Str("workflow")))
+			c.warnf(pos, "%s.schedule.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, w.Schedule.Workflow)
 		}
 		var walk func(t *workflow.Trigger, path []cue.Selector, name string)
 		walk = func(t *workflow.Trigger, path []cue.Selector, name string) {
@@ -551,7 +564,8 @@ func (c *compiler) references(p *workflow.Project, wfs cue.Value) {
 			switch t.Type {
 			case workflow.TriggerSuccess, workflow.TriggerFailure, workflow.TriggerSinceLast:
 				if !ids[t.Workflow] {
-					c.warnf(c.valuePos(wv.LookupPath(cue.MakePath(sub(cue.Str("workflow"))...))), "%s.%s.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, name, t.Workflow)
+					pos := at(cue.MakePath(sub(cue.Str("workflow"))...))
+					c.warnf(pos, "%s.%s.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, name, t.Workflow)
 				}
 			case workflow.TriggerAnd, workflow.TriggerOr:
 				for i := range t.Triggers {
