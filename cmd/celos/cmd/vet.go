@@ -98,13 +98,12 @@ func tuneGC() func() {
 // holds (an evaluation context per field looked up, some 40 kB a
 // workflow), and with GOGC=200 all of it would pile onto the peak. This
 // sets a soft memory limit at what the process holds at that point plus
-// a third of the live heap, so that the conversion's garbage is mostly
-// collected within the memory the evaluation already took; never
-// tighter than the overhead plus 1.5 times the live heap, so that a
-// collection just before cannot make the collector run back to back.
-// docs/benchmarks.md ("vet: a soft memory limit after the evaluation")
-// has the measurements. It does nothing when GOGC or GOMEMLIMIT is set;
-// tuneGC's restore lifts the limit.
+// half the live heap, so that most of the conversion's garbage is
+// collected within the memory the evaluation already took, at the cost
+// of about one collection (a tighter limit costs more CPU than the 10%
+// over `cue vet -c` celos allows itself: docs/benchmarks.md, "vet: a
+// soft memory limit after the evaluation"). It does nothing when GOGC
+// or GOMEMLIMIT is set; tuneGC's restore lifts the limit.
 func boundHeap() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
@@ -112,7 +111,6 @@ func boundHeap() {
 	s := []metrics.Sample{
 		{Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/gc/heap/live:bytes"},
 	}
 	metrics.Read(s)
@@ -122,15 +120,15 @@ func boundHeap() {
 		}
 	}
 	held := int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-	objects, live := int64(s[2].Value.Uint64()), int64(s[3].Value.Uint64())
-	debug.SetMemoryLimit(heapLimit(held, objects, live))
+	debug.SetMemoryLimit(heapLimit(held, int64(s[2].Value.Uint64())))
 }
 
-// heapLimit is boundHeap's limit for a process holding held bytes, of
-// which objects are heap objects and live were live at the last
-// collection.
-func heapLimit(held, objects, live int64) int64 {
-	return max(held+live/3, held-objects+live+live/2)
+// heapLimit is boundHeap's limit for a process holding held bytes with
+// live bytes of heap live at the last collection: half the live heap
+// more, which leaves at least that much room for garbage whenever the
+// last collection happened.
+func heapLimit(held, live int64) int64 {
+	return held + live/2
 }
 
 // printDiagnostics writes one "file:line:col: message" line per diagnostic.
