@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/cache"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // cacheProject writes a project with an @embed'd file and a vendored
@@ -295,5 +296,52 @@ func TestCompileCachedRefusedNotCached(t *testing.T) {
 	}
 	if entries, _ := filepath.Glob(filepath.Join(cacheDir, cacheKind, "*", "*")); len(entries) != 0 {
 		t.Fatalf("cached: %v", entries)
+	}
+}
+
+// TestOptionsEvaluated checks that Options.Evaluated is called once per
+// compile, after the evaluation and before any workflow is converted;
+// not for a package CUE rejects, nor for an answer from the cache.
+func TestOptionsEvaluated(t *testing.T) {
+	dir := cacheProject(t)
+	var events []string
+	oldCheck := walkCheck
+	walkCheck = func(id string, walked, decoded workflow.Workflow, decodedOK bool) {
+		events = append(events, "walk "+id)
+		if oldCheck != nil {
+			oldCheck(id, walked, decoded, decodedOK)
+		}
+	}
+	defer func() { walkCheck = oldCheck }()
+	opts := Options{Evaluated: func() { events = append(events, "evaluated") }}
+
+	if _, _, err := CompileWith(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"evaluated", "walk a"}
+	if d := cmp.Diff(want, events); d != "" {
+		t.Fatalf("uncached (-want +got):\n%s", d)
+	}
+
+	cc := &Cache{Store: cache.Open(t.TempDir()), Build: "test"}
+	for i, wantEvents := range [][]string{{"evaluated", "walk a"}, nil} {
+		events = nil
+		r := CompileCachedWith(dir, cc, opts)
+		if r.Err != nil || r.Hit != (i == 1) || r.JSON == nil {
+			t.Fatalf("cached run %d: hit %v, JSON %d bytes, err %v", i, r.Hit, len(r.JSON), r.Err)
+		}
+		if d := cmp.Diff(wantEvents, events); d != "" {
+			t.Fatalf("cached run %d (-want +got):\n%s", i, d)
+		}
+	}
+
+	// CUE rejects the package: nothing was evaluated to convert.
+	writeFile(t, filepath.Join(dir, "proj.cue"), strings.Replace(readFile(t, filepath.Join(dir, "proj.cue")), "celos.#Always", "42", 1))
+	events = nil
+	if _, _, err := CompileWith(dir, opts); err == nil {
+		t.Fatal("a trigger of 42 was accepted")
+	}
+	if len(events) != 0 {
+		t.Fatalf("invalid package: %v", events)
 	}
 }

@@ -139,6 +139,9 @@ func (c *compiler) compile(dir string) *workflow.Project {
 	if c.failed() {
 		return nil
 	}
+	if c.opts.Evaluated != nil {
+		c.opts.Evaluated()
+	}
 	return c.extractProject(pv, inst.PkgName, dir)
 }
 
@@ -528,43 +531,6 @@ func zoneProblem(zone string, err error) string {
 		return err.Error()
 	}
 	return fmt.Sprintf("unknown time zone %q", zone)
-}
-
-// references warns about dependent schedules and success triggers naming
-// workflows that are not in the project (they may be in another project of
-// the same installation).
-func (c *compiler) references(p *workflow.Project, wfs cue.Value) {
-	ids := make(map[string]bool, len(p.Workflows))
-	for _, w := range p.Workflows {
-		ids[w.ID] = true
-	}
-	for _, w := range p.Workflows {
-		wv := wfs.LookupPath(cue.MakePath(cue.Str(w.ID)))
-		label := "workflows." + cuePathLabel(w.ID)
-		if w.Schedule.Type == workflow.ScheduleDependent && !ids[w.Schedule.Workflow] {
-			path := cue.MakePath(cue.Str("schedule"), cue.Str("workflow"))
-			c.warnf(c.valuePos(wv.LookupPath(path)), "%s.schedule.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, w.Schedule.Workflow)
-		}
-		var walk func(t *workflow.Trigger, path []cue.Selector, name string)
-		walk = func(t *workflow.Trigger, path []cue.Selector, name string) {
-			sub := func(n ...cue.Selector) []cue.Selector { return append(path[:len(path):len(path)], n...) }
-			switch t.Type {
-			case workflow.TriggerSuccess, workflow.TriggerFailure, workflow.TriggerSinceLast:
-				if !ids[t.Workflow] {
-					c.warnf(c.valuePos(wv.LookupPath(cue.MakePath(sub(cue.Str("workflow"))...))), "%s.%s.workflow: workflow %q is not in this project (fine if another project of the installation defines it)", label, name, t.Workflow)
-				}
-			case workflow.TriggerAnd, workflow.TriggerOr:
-				for i := range t.Triggers {
-					walk(&t.Triggers[i], sub(cue.Str("triggers"), cue.Index(i)), fmt.Sprintf("%s.triggers.%d", name, i))
-				}
-			case workflow.TriggerNot, workflow.TriggerOffset:
-				if t.Trigger != nil {
-					walk(t.Trigger, sub(cue.Str("trigger")), name+".trigger")
-				}
-			}
-		}
-		walk(&w.Trigger, []cue.Selector{cue.Str("trigger")}, "trigger")
-	}
 }
 
 // valuePos is the position of a value in the project's files (falling back

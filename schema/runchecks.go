@@ -62,6 +62,11 @@ type Options struct {
 	// error at its pool field. PoolsFile names them in that error.
 	Pools     map[string]int
 	PoolsFile string
+	// Evaluated, if not nil, is called once the CUE package has been
+	// evaluated without errors, before its workflows are converted: the
+	// command line bounds the heap there (cmd/celos/cmd's boundHeap). It
+	// is not part of the cache key.
+	Evaluated func()
 }
 
 // poolNames lists the names of pools, sorted, for an error.

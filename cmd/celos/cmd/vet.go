@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 
 	"github.com/spf13/cobra"
 
@@ -64,7 +65,7 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 				}
 				opts = schema.Options{Pools: pools, PoolsFile: poolsFile}
 			}
-			_, err := compileArgWith(c, args, noCache, opts)
+			_, err := compileArgWith(c, args, noCache, false, opts)
 			return err
 		},
 	}
@@ -78,13 +79,56 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 // CUE evaluation allocates a lot of short-lived memory, and this cuts the
 // CPU time of compiling 1,000 workflows by about a third for some 20% more
 // peak memory (docs/authoring.md, BenchmarkExportCLI1000). It returns the
-// function that restores the previous setting.
+// function that restores the previous settings (boundHeap's limit too).
 func tuneGC() func() {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
 	old := debug.SetGCPercent(200)
-	return func() { debug.SetGCPercent(old) }
+	oldLimit := debug.SetMemoryLimit(-1)
+	return func() {
+		debug.SetGCPercent(old)
+		debug.SetMemoryLimit(oldLimit)
+	}
+}
+
+// boundHeap is called (schema.Options.Evaluated) once CUE has evaluated
+// the project, before its workflows are converted to Go. Converting
+// allocates about as much short-lived memory as the evaluated package
+// holds (an evaluation context per field looked up, some 40 kB a
+// workflow), and with GOGC=200 all of it would pile onto the peak. This
+// sets a soft memory limit at what the process holds at that point plus
+// half the live heap, so that most of the conversion's garbage is
+// collected within the memory the evaluation already took, at the cost
+// of about one collection (a tighter limit costs more CPU than the 10%
+// over `cue vet -c` celos allows itself: docs/benchmarks.md, "vet: a
+// soft memory limit after the evaluation"). It does nothing when GOGC
+// or GOMEMLIMIT is set; tuneGC's restore lifts the limit.
+func boundHeap() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	s := []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+	}
+	metrics.Read(s)
+	for _, x := range s {
+		if x.Value.Kind() != metrics.KindUint64 {
+			return
+		}
+	}
+	held := int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+	debug.SetMemoryLimit(heapLimit(held, int64(s[2].Value.Uint64())))
+}
+
+// heapLimit is boundHeap's limit for a process holding held bytes with
+// live bytes of heap live at the last collection: half the live heap
+// more, which leaves at least that much room for garbage whenever the
+// last collection happened.
+func heapLimit(held, live int64) int64 {
+	return held + live/2
 }
 
 // printDiagnostics writes one "file:line:col: message" line per diagnostic.
@@ -99,17 +143,27 @@ func printDiagnostics(w io.Writer, diags []schema.Diagnostic) {
 // its diagnostics to stderr; an invalid project ends the command with
 // exit 1.
 func compileArg(c *cobra.Command, args []string, noCache bool) (*schema.Compiled, error) {
-	return compileArgWith(c, args, noCache, schema.Options{})
+	return compileArgWith(c, args, noCache, true, schema.Options{})
 }
 
-// compileArgWith is compileArg with compile options (vet --pools).
-func compileArgWith(c *cobra.Command, args []string, noCache bool, opts schema.Options) (*schema.Compiled, error) {
+// compileArgWith is compileArg with compile options (vet --pools); with
+// needJSON false and no cache to store an entry in, the result has no
+// JSON (vet reads nothing but the diagnostics, and the document of 1,000
+// workflows costs about 10 MB of allocations to make).
+func compileArgWith(c *cobra.Command, args []string, noCache, needJSON bool, opts schema.Options) (*schema.Compiled, error) {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]
 	}
 	defer tuneGC()()
-	r := schema.CompileCachedWith(dir, compileCache(noCache), opts)
+	opts.Evaluated = boundHeap
+	var r *schema.Compiled
+	if cc := compileCache(noCache); cc != nil || needJSON {
+		r = schema.CompileCachedWith(dir, cc, opts)
+	} else {
+		p, diags, err := schema.CompileWith(dir, opts)
+		r = &schema.Compiled{Project: p, Diags: diags, Err: err}
+	}
 	printDiagnostics(c.ErrOrStderr(), r.Diags)
 	if r.Err != nil {
 		var diags schema.Diagnostics

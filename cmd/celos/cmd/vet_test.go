@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -51,5 +53,43 @@ workflows: a: {
 		if code != tc.code || !strings.Contains(stderr.String(), tc.stderr) {
 			t.Errorf("celos %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, stderr.String(), tc.code, tc.stderr)
 		}
+	}
+}
+
+// TestBoundHeap checks the soft memory limit compiling sets once CUE has
+// evaluated the project: at least what the process holds, lifted by
+// tuneGC's restore, and left alone when GOGC or GOMEMLIMIT is set.
+func TestBoundHeap(t *testing.T) {
+	const mb = 1 << 20
+	if got, want := heapLimit(120*mb, 48*mb), int64(144*mb); got != want {
+		t.Errorf("heapLimit(120 MB held, 48 MB live) = %d MB, want %d MB", got/mb, want/mb)
+	}
+
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	os.Unsetenv("GOGC")
+	os.Unsetenv("GOMEMLIMIT")
+	before := debug.SetMemoryLimit(-1)
+	restore := tuneGC()
+	boundHeap()
+	limit := debug.SetMemoryLimit(-1)
+	restore()
+	if after := debug.SetMemoryLimit(-1); after != before {
+		t.Errorf("after restore the limit is %d, want %d as before", after, before)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if limit >= before || limit < int64(ms.HeapAlloc) {
+		t.Errorf("boundHeap set the limit to %d (before %d, heap %d)", limit, before, ms.HeapAlloc)
+	}
+
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, "100")
+			boundHeap()
+			if got := debug.SetMemoryLimit(-1); got != before {
+				t.Errorf("with %s set the limit is %d, want %d", env, got, before)
+			}
+		})
 	}
 }
