@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/celos-go/celos/internal/regfile"
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 // Workflow owners (store.Owner, celos only) are files:
