@@ -410,22 +410,21 @@ func (l *loader) recordHolds(id string) (o store.Owner, file string, broken, ok 
 
 // recordOwners brings the owner records in line with c: the project and
 // file of every loaded workflow, and no record that no longer holds for an
-// id nobody loads. A record that cannot be written is logged; the choice
-// made stands for this process.
+// id nobody loads. The records are written together when the store can
+// (ownersWriter: one transaction, or one pair of file-system syncs, for
+// 10,000 new workflows). A record that cannot be written is logged; the
+// choice made stands for this process.
 func (l *loader) recordOwners(c *config) {
+	set := make(map[string]store.Owner)
 	for id, name := range c.file {
 		o := store.Owner{Project: l.files[name].proj.Project, File: name}
 		if l.owners[id] == o || (l.owns != nil && !l.owns(id)) {
 			continue // (another instance records the workflows it owns)
 		}
 		l.owners[id] = o
-		if l.db == nil || l.ownersUnread {
-			continue
-		}
-		if err := l.db.SetOwner(id, o); err != nil {
-			l.logger().Error("workflow owner not recorded: after a restart another project defining the id could take it", "workflow", id, "project", o.Project, "file", name, "error", err)
-		}
+		set[id] = o
 	}
+	var remove []string
 	for id := range l.owners {
 		if c.workflows[id] != nil {
 			continue
@@ -434,10 +433,32 @@ func (l *loader) recordOwners(c *config) {
 			continue
 		}
 		delete(l.owners, id)
-		if l.db == nil || l.ownersUnread {
-			continue
+		remove = append(remove, id)
+	}
+	if l.db == nil || l.ownersUnread {
+		return
+	}
+	failed := make(map[string]error)
+	if w, ok := l.db.(ownersWriter); ok {
+		if len(set) > 0 || len(remove) > 0 {
+			failed = w.WriteOwners(set, remove)
 		}
-		if err := l.db.DeleteOwner(id); err != nil {
+	} else {
+		for id, o := range set {
+			if err := l.db.SetOwner(id, o); err != nil {
+				failed[id] = err
+			}
+		}
+		for _, id := range remove {
+			if err := l.db.DeleteOwner(id); err != nil {
+				failed[id] = err
+			}
+		}
+	}
+	for id, err := range failed {
+		if o, ok := set[id]; ok {
+			l.logger().Error("workflow owner not recorded: after a restart another project defining the id could take it", "workflow", id, "project", o.Project, "file", o.File, "error", err)
+		} else {
 			l.logger().Error("stale workflow owner record not removed", "workflow", id, "error", err)
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/celos-go/celos/internal/regfile"
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 // Workflow owners (store.Owner, celos only) are files:
@@ -98,6 +98,93 @@ func (db *DB) DeleteOwner(wf string) error {
 	}
 	delete(db.problems, filepath.Join("owner", wf))
 	return nil
+}
+
+// WriteOwners records the owners in set and removes the records of the
+// workflows in remove (a missing one is not an error; one also in set is
+// kept), all together: every record is written to a temporary file, one
+// syncfs makes them durable, they are renamed into place and a second
+// syncfs makes the renames durable; the removals then cost one more. A
+// crash at any point leaves each record whole, old or new (a rename
+// replaces a file at once), never torn. It returns the workflows whose
+// record could not be written or removed, with the reason.
+func (db *DB) WriteOwners(set map[string]store.Owner, remove []string) map[string]error {
+	failed := make(map[string]error)
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		for wf := range set {
+			failed[wf] = errClosed
+		}
+		for _, wf := range remove {
+			failed[wf] = errClosed
+		}
+		return failed
+	}
+	dir := filepath.Join(db.dir, "owner")
+	wfs := make([]string, 0, len(set))
+	ws := make([]fileWrite, 0, len(set))
+	for wf, o := range set {
+		if err := validWorkflow(wf); err != nil {
+			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
+			continue
+		}
+		data, err := json.Marshal(o)
+		if err != nil {
+			failed[wf] = fmt.Errorf("state database: owner of %s: %w", wf, err)
+			continue
+		}
+		wfs = append(wfs, wf)
+		ws = append(ws, fileWrite{dir: dir, name: wf, data: append(data, '\n')})
+	}
+	var syncErr error
+	if len(ws) > 0 {
+		syncErr = db.writeMany(ws)
+	}
+	db.mu.Lock()
+	for i, wf := range wfs {
+		switch {
+		case ws[i].err != nil:
+			failed[wf] = fmt.Errorf("record owner of %s: %w", wf, ws[i].err)
+		case syncErr != nil:
+			failed[wf] = fmt.Errorf("record owner of %s: %w", wf, syncErr)
+		default:
+			delete(db.problems, filepath.Join("owner", wf))
+		}
+	}
+	db.mu.Unlock()
+	var removed []string
+	for _, wf := range remove {
+		if _, ok := set[wf]; ok {
+			continue
+		}
+		if err := validWorkflow(wf); err != nil {
+			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
+			continue
+		}
+		if err := db.removeFileNoSync(dir, wf); err != nil {
+			failed[wf] = fmt.Errorf("remove owner record of %s: %w", wf, err)
+			continue
+		}
+		removed = append(removed, wf)
+	}
+	if len(removed) > 0 {
+		err := db.syncfs()
+		db.mu.Lock()
+		for _, wf := range removed {
+			if err != nil {
+				failed[wf] = fmt.Errorf("remove owner record of %s: %w", wf, err)
+			} else {
+				delete(db.problems, filepath.Join("owner", wf))
+			}
+		}
+		db.mu.Unlock()
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
 }
 
 // trimPath is err's message without the leading "path: ".

@@ -29,8 +29,9 @@ import (
 // workflow's row in celos_workflows; the index follows the write after it
 // commits, and a workflow whose version moved by more than this instance's
 // write (another instance wrote it) is dropped from the index and read
-// again on its next use. Refresh does the same for every workflow at once
-// (for an instance that takes a workflow over).
+// again on its next use. Refresh does the same for every workflow written
+// since the last Refresh, at once (for an instance that takes a workflow
+// over).
 type DB struct {
 	pool    *pgxpool.Pool
 	fence   Fence
@@ -45,6 +46,10 @@ type DB struct {
 	// straddles a write of this instance (its snapshot and the index it
 	// installs agree with every write made since).
 	wmu sync.Mutex
+	// since is the xmin of the snapshot of the last Refresh (or of Open):
+	// the next Refresh reads the workflows written by transactions from
+	// there on. Guarded by wmu.
+	since uint64
 
 	mu     sync.Mutex // guards the fields below
 	closed bool
@@ -172,6 +177,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	if _, err := migrate(pctx, pool); err != nil {
 		return fail("schema", err)
+	}
+	if err := db.startSince(pctx); err != nil {
+		return fail("read", err)
 	}
 	if err := db.loadPaused(pctx); err != nil {
 		return fail("read", err)

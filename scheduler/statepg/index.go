@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -310,35 +311,118 @@ func (db *DB) Reload() error {
 }
 
 // Refresh brings the indexes up to date with writes made by other
-// instances, in one query: every loaded workflow whose version in the
-// database is not the index's is dropped (read again on next use), and
-// the paused flags are read again. It returns how many were dropped.
+// instances, in one query, and returns how many it dropped: every loaded
+// workflow whose version in the database is not the index's is dropped
+// (read again on next use), and the paused flags of the workflows written
+// are read again.
+//
+// It reads only the rows of celos_workflows written since the previous
+// Refresh (or Open), not every workflow's: those stamped (changed_by, a
+// trigger, migration 0003) by a transaction that the previous Refresh's
+// snapshot did not see. Such a transaction has an id at or above that
+// snapshot's xmin — it was running then, or began later — whatever the
+// order in which transactions commit, so none is skipped; a transaction
+// still running at one Refresh is read by the next one after it commits.
+// Rows of transactions already seen are read again while an older
+// transaction is open (a long writer holds xmin back): more rows, never
+// fewer.
+//
+// Every write of a workflow's records bumps its row in the same
+// transaction (writeTx), so a workflow whose row is not read has not
+// changed since the previous Refresh, and an index that was current then,
+// or was loaded later, is current now. Rows are never deleted while
+// instances run (a TRUNCATE or a restore needs POST /clear-cache or a
+// restart); should the server's transaction ids go backwards (another
+// server put under a running instance), Refresh drops every index and
+// reads every paused flag.
 func (db *DB) Refresh(ctx context.Context) (int, error) {
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
-	rows, err := db.pool.Query(ctx, "SELECT workflow, version FROM celos_workflows")
+	rows, err := db.pool.Query(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text, NULL::text, NULL::bigint, NULL::boolean
+UNION ALL
+SELECT NULL, w.workflow, w.version, EXISTS (SELECT 1 FROM celos_paused p WHERE p.workflow = w.workflow)
+FROM celos_workflows w WHERE w.changed_by >= $1::text::xid8`, strconv.FormatUint(db.since, 10))
 	if err != nil {
 		return 0, fmt.Errorf("PostgreSQL state store: refresh: %w", pgError(err))
 	}
-	cur := make(map[string]int64)
-	var wf string
-	var v int64
-	if _, err := pgx.ForEachRow(rows, []any{&wf, &v}, func() error { cur[wf] = v; return nil }); err != nil {
+	type row struct {
+		version int64
+		paused  bool
+	}
+	var (
+		cur   []string
+		vals  []row
+		xmin  *string
+		wf    *string
+		v     *int64
+		p     *bool
+		since uint64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&xmin, &wf, &v, &p}, func() error {
+		if xmin != nil {
+			var err error
+			since, err = strconv.ParseUint(*xmin, 10, 64)
+			return err
+		}
+		cur, vals = append(cur, *wf), append(vals, row{*v, *p})
+		return nil
+	})
+	if err == nil && since == 0 {
+		err = errors.New("the server returned no snapshot")
+	}
+	if err != nil {
 		return 0, fmt.Errorf("PostgreSQL state store: refresh: %w", pgError(err))
+	}
+	db.reads.Add(int64(len(cur)))
+	if since < db.since {
+		n := db.dropAll()
+		if err := db.loadPaused(ctx); err != nil {
+			return n, fmt.Errorf("PostgreSQL state store: refresh paused flags: %w", err)
+		}
+		db.since = since
+		return n, nil
 	}
 	n := 0
 	db.mu.Lock()
-	for wf, ix := range db.wfs {
-		if ix.version != cur[wf] {
+	for i, wf := range cur {
+		if ix := db.wfs[wf]; ix != nil && ix.version != vals[i].version {
 			delete(db.wfs, wf)
 			n++
 		}
+		if vals[i].paused {
+			db.paused[wf] = true
+		} else {
+			delete(db.paused, wf)
+		}
 	}
 	db.mu.Unlock()
-	if err := db.loadPaused(ctx); err != nil {
-		return n, fmt.Errorf("PostgreSQL state store: refresh paused flags: %w", err)
-	}
+	db.since = since
 	return n, nil
+}
+
+// dropAll drops every index and returns how many there were.
+func (db *DB) dropAll() int {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := len(db.wfs)
+	db.wfs = make(map[string]*wfIndex)
+	return n
+}
+
+// startSince records the xmin of a snapshot taken now as the point the
+// first Refresh reads from: no index is loaded yet, and every one loaded
+// later is read after it. db.wmu is held, or db is not shared yet.
+func (db *DB) startSince(ctx context.Context) error {
+	var xmin string
+	if err := db.pool.QueryRow(ctx, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text").Scan(&xmin); err != nil {
+		return pgError(err)
+	}
+	v, err := strconv.ParseUint(xmin, 10, 64)
+	if err != nil {
+		return fmt.Errorf("the server's snapshot xmin %q: %w", xmin, err)
+	}
+	db.since = v
+	return nil
 }
 
 func sortedUnique(s []string) []string {

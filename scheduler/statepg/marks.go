@@ -4,6 +4,7 @@ package statepg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -239,11 +240,8 @@ func (db *DB) Owners() (map[string]store.Owner, error) {
 
 // SetOwner records o as the owner of workflow wf.
 func (db *DB) SetOwner(wf string, o store.Owner) error {
-	if err := validWorkflow(wf); err != nil {
+	if err := checkOwner(wf, o); err != nil {
 		return err
-	}
-	if !utf8.ValidString(o.Project+o.File) || strings.ContainsRune(o.Project+o.File, 0) {
-		return fmt.Errorf("%w: owner of %s: project or file name is not valid UTF-8 text", store.ErrBadName, wf)
 	}
 	return db.slotWrite("record owner of "+wf, wf, func(ctx context.Context, tx pgx.Tx) (int64, error) {
 		tag, err := tx.Exec(ctx, `INSERT INTO celos_owners (workflow, project, file) VALUES ($1, $2, $3)
@@ -262,6 +260,112 @@ func (db *DB) DeleteOwner(wf string) error {
 		tag, err := tx.Exec(ctx, "DELETE FROM celos_owners WHERE workflow = $1", wf)
 		return tag.RowsAffected(), err
 	}, func(*wfIndex) {})
+}
+
+// WriteOwners records the owners in set and removes the records of the
+// workflows in remove (a missing one is not an error; one also in set is
+// kept), in one transaction: 10,000 new workflows cost one commit, not
+// 10,000. It returns the workflows whose record could not be written or
+// removed: invalid names, and all of them when the transaction fails —
+// unless the fence refused some, when each workflow is written in a
+// transaction of its own so that only the fenced ones are refused (as
+// PutStates does).
+func (db *DB) WriteOwners(set map[string]store.Owner, remove []string) map[string]error {
+	failed := make(map[string]error)
+	var wfs, projects, files, gone []string
+	for wf, o := range set {
+		if err := checkOwner(wf, o); err != nil {
+			failed[wf] = err
+			continue
+		}
+		wfs, projects, files = append(wfs, wf), append(projects, o.Project), append(files, o.File)
+	}
+	for _, wf := range remove {
+		if _, ok := set[wf]; ok {
+			continue
+		}
+		if err := validWorkflow(wf); err != nil {
+			failed[wf] = err
+			continue
+		}
+		gone = append(gone, wf)
+	}
+	all := append(append([]string(nil), wfs...), gone...)
+	if len(all) == 0 {
+		return nilIfEmpty(failed)
+	}
+	what := fmt.Sprintf("record %d workflow owners and remove %d (%s, ...)", len(wfs), len(gone), all[0])
+	err := db.ownersWrite(what, all, func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		var n int64
+		if len(wfs) > 0 {
+			tag, err := tx.Exec(ctx, `INSERT INTO celos_owners (workflow, project, file)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+ON CONFLICT (workflow) DO UPDATE SET project = excluded.project, file = excluded.file`, wfs, projects, files)
+			if err != nil {
+				return 0, err
+			}
+			n += tag.RowsAffected()
+		}
+		if len(gone) > 0 {
+			tag, err := tx.Exec(ctx, "DELETE FROM celos_owners WHERE workflow = ANY($1)", gone)
+			if err != nil {
+				return 0, err
+			}
+			n += tag.RowsAffected()
+		}
+		return n, nil
+	})
+	if err == nil {
+		return nilIfEmpty(failed)
+	}
+	if !errors.Is(err, ErrFenced) || len(all) == 1 {
+		for _, wf := range all {
+			failed[wf] = err
+		}
+		return failed
+	}
+	for i, wf := range wfs {
+		if err := db.SetOwner(wf, store.Owner{Project: projects[i], File: files[i]}); err != nil {
+			failed[wf] = err
+		}
+	}
+	for _, wf := range gone {
+		if err := db.DeleteOwner(wf); err != nil {
+			failed[wf] = err
+		}
+	}
+	return nilIfEmpty(failed)
+}
+
+// ownersWrite runs one write of the owner records of wfs (no index holds
+// them: the indexes only follow the versions).
+func (db *DB) ownersWrite(what string, wfs []string, fn func(ctx context.Context, tx pgx.Tx) (int64, error)) error {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	versions, err := db.writeTx(what, wfs, fn)
+	if err != nil {
+		return err
+	}
+	db.follow(versions, func(string, *wfIndex) {})
+	return nil
+}
+
+// checkOwner refuses an owner record the store cannot keep.
+func checkOwner(wf string, o store.Owner) error {
+	if err := validWorkflow(wf); err != nil {
+		return err
+	}
+	if !utf8.ValidString(o.Project+o.File) || strings.ContainsRune(o.Project+o.File, 0) {
+		return fmt.Errorf("%w: owner of %s: project or file name is not valid UTF-8 text", store.ErrBadName, wf)
+	}
+	return nil
+}
+
+func nilIfEmpty(m map[string]error) map[string]error {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // indexesByWorkflow maps each workflow of wfs to its indexes in wfs.
