@@ -25,14 +25,10 @@
 package hdfstest
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -42,7 +38,7 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 
-	"github.com/celos-go/celos/internal/testenv"
+	"github.com/celos-go/celos/internal/testenv/jvmproc"
 )
 
 // SkipEnv is the variable that, set to 1, skips tests that need HDFS.
@@ -80,11 +76,7 @@ type Cluster struct {
 	ownDir         bool
 	timeout        time.Duration
 
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	replies chan string
-	exited  chan struct{} // closed when the JVM has exited
-	waitErr error         // valid after exited is closed
+	proc *jvmproc.Proc
 
 	ctlMu sync.Mutex // one control command at a time
 
@@ -103,39 +95,13 @@ type Cluster struct {
 // says what to install. CELOS_MINICLUSTER_DIR overrides
 // testdata/minicluster/target.
 func Paths() (java string, args []string, err error) {
-	java, err = exec.LookPath("java")
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: java not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless) and run `make deps`, or set %s=1", ErrUnavailable, SkipEnv)
-	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r // the archive records the physical classpath (pwd -P)
-	}
-	mc := filepath.Join(root, "testdata", "minicluster")
-	dir := os.Getenv("CELOS_MINICLUSTER_DIR")
-	if dir == "" {
-		dir = filepath.Join(mc, "target")
-	}
-	jar := filepath.Join(dir, "minicluster.jar")
-	jarInfo, err := os.Stat(jar)
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: %s missing: run `make deps` (scripts/test-deps.sh builds it with Maven), or set %s=1", ErrUnavailable, jar, SkipEnv)
-	}
-	deps, _ := filepath.Glob(filepath.Join(dir, "dependency", "hadoop-client-minicluster-*.jar"))
-	if len(deps) == 0 {
-		return "", nil, fmt.Errorf("%w: no Hadoop jars in %s: run `make deps`, or set %s=1", ErrUnavailable, filepath.Join(dir, "dependency"), SkipEnv)
-	}
-	args = []string{"@" + filepath.Join(mc, "jvm.options")}
-	// An archive older than the jar is stale; the JVM would also refuse
-	// one recorded for another classpath, with a warning in the log.
-	if jsa, err := os.Stat(filepath.Join(dir, "minicluster.jsa")); err == nil && !jsa.ModTime().Before(jarInfo.ModTime()) {
-		args = append(args, "-XX:SharedArchiveFile="+filepath.Join(dir, "minicluster.jsa"))
-	}
-	cp := jar + string(os.PathListSeparator) + filepath.Join(dir, "dependency", "*")
-	return java, append(args, "-cp", cp, "celos.minicluster.Main"), nil
+	return helper.Command()
+}
+
+var helper = jvmproc.Helper{
+	Name: "minicluster", DirEnv: "CELOS_MINICLUSTER_DIR", Main: "celos.minicluster.Main",
+	Deps: "hadoop-client-minicluster-*.jar", What: "Hadoop",
+	Unavailable: ErrUnavailable, SkipEnv: SkipEnv,
 }
 
 // Start starts a mini cluster and returns once it accepts writes. The caller
@@ -158,19 +124,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		opts.User = u.Username
 	}
-	c := &Cluster{
-		dir:     opts.Dir,
-		user:    opts.User,
-		timeout: opts.StartTimeout,
-		replies: make(chan string, 16),
-		exited:  make(chan struct{}),
-	}
-	if c.dir == "" {
-		if c.dir, err = os.MkdirTemp("", "celos-hdfs-"); err != nil {
-			return nil, err
-		}
-		c.ownDir = true
-	} else if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	c := &Cluster{user: opts.User, timeout: opts.StartTimeout}
+	if c.dir, c.ownDir, err = jvmproc.WorkDir(opts.Dir, "celos-hdfs-"); err != nil {
 		return nil, err
 	}
 	c.confDir = filepath.Join(c.dir, "conf")
@@ -184,43 +139,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	for k, v := range opts.Conf {
 		args = append(args, "-D", k+"="+v)
 	}
-	c.cmd = exec.Command(java, args...)
-	c.cmd.Dir = c.dir
-	c.cmd.Stderr = c.logFile
-	// Its own process group so Kill reaches helpers Hadoop forks; killed
-	// with us if the test binary dies (and the JVM also exits on EOF on
-	// its standard input).
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-		c.cleanupDir()
-		return nil, err
-	}
-	// An os.Pipe rather than StdoutPipe: Wait must not close it before the
-	// last reply (an "ERR start" just before exiting) has been read.
-	stdout, stdoutW, err := os.Pipe()
-	if err != nil {
-		c.cleanupDir()
-		return nil, err
-	}
-	c.cmd.Stdout = stdoutW
 	began := time.Now()
-	err = c.cmd.Start()
-	stdoutW.Close()
-	if err != nil {
-		stdout.Close()
+	if c.proc, err = jvmproc.Start(java, args, c.dir, c.logFile, "minicluster stdout: "); err != nil {
+		c.logFile.Close()
 		c.cleanupDir()
-		return nil, fmt.Errorf("hdfstest: start java: %w", err)
+		return nil, fmt.Errorf("hdfstest: %w", err)
 	}
-	drained := make(chan struct{})
-	go func() { c.readStdout(stdout); stdout.Close(); close(drained) }()
-	go func() {
-		c.waitErr = c.cmd.Wait()
-		select { // replies printed before exiting are read first
-		case <-drained:
-		case <-time.After(2 * time.Second):
-		}
-		close(c.exited)
-	}()
 
 	fail := func(err error) (*Cluster, error) {
 		c.Kill()
@@ -230,20 +154,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	line, err := c.reply(sctx)
-	if err != nil {
-		return fail(fmt.Errorf("mini cluster did not start: %w", err))
-	}
-	if !strings.HasPrefix(line, "READY ") {
-		return fail(fmt.Errorf("mini cluster said %q, want READY", line))
-	}
 	var info struct{ Namenode, HTTP string }
-	b, err := os.ReadFile(filepath.Join(c.dir, "cluster.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &info)
-	}
-	if err != nil {
-		return fail(fmt.Errorf("cluster.json: %w", err))
+	if err := c.proc.Ready(sctx, "mini cluster", filepath.Join(c.dir, "cluster.json"), &info); err != nil {
+		return fail(err)
 	}
 	c.addr, c.httpAddr = info.Namenode, info.HTTP
 	if c.client, err = c.NewClient(c.user); err != nil {
@@ -254,36 +167,6 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	fmt.Fprintf(c.logFile, "hdfstest: cluster at %s accepts writes after %v\n", c.addr, time.Since(began).Round(time.Millisecond))
 	return c, nil
-}
-
-// readStdout forwards the JVM's replies (READY, OK, ERR lines) to c.replies
-// and copies them to the log.
-func (c *Cluster) readStdout(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		fmt.Fprintf(c.logFile, "minicluster stdout: %s\n", line)
-		if strings.HasPrefix(line, "READY ") || strings.HasPrefix(line, "OK ") || strings.HasPrefix(line, "ERR ") {
-			c.replies <- line
-		}
-	}
-}
-
-// reply waits for the JVM's next reply line.
-func (c *Cluster) reply(ctx context.Context) (string, error) {
-	select {
-	case line := <-c.replies:
-		return line, nil
-	case <-c.exited:
-		select { // a reply printed just before exiting
-		case line := <-c.replies:
-			return line, nil
-		default:
-		}
-		return "", fmt.Errorf("java exited: %v", c.waitErr)
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
 }
 
 // waitWritable creates and removes a probe file until that works.
@@ -297,8 +180,8 @@ func (c *Cluster) waitWritable(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("mini cluster does not accept writes: %v (%w)", last, ctx.Err())
-		case <-c.exited:
-			return fmt.Errorf("java exited: %v", c.waitErr)
+		case <-c.proc.Exited():
+			return c.proc.ExitError()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -345,7 +228,7 @@ func (c *Cluster) LogPath() string { return c.logPath }
 func (c *Cluster) User() string { return c.user }
 
 // PID is the JVM's process id.
-func (c *Cluster) PID() int { return c.cmd.Process.Pid }
+func (c *Cluster) PID() int { return c.proc.PID() }
 
 // Client is a client connected as User. It is shared: do not Close it (Stop
 // does). After a NameNode restart it refuses calls for 5 s (colinmarc/hdfs
@@ -387,10 +270,10 @@ func (c *Cluster) control(ctx context.Context, cmd string) error {
 	defer c.ctlMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if _, err := io.WriteString(c.stdin, cmd+"\n"); err != nil {
+	if err := c.proc.Send(cmd); err != nil {
 		return fmt.Errorf("hdfstest: %s: %w", cmd, err)
 	}
-	line, err := c.reply(ctx)
+	line, err := c.proc.Reply(ctx)
 	if err != nil {
 		return fmt.Errorf("hdfstest: %s: %w\n--- last lines of %s ---\n%s", cmd, err, c.logPath, c.LogTail(30))
 	}
@@ -411,10 +294,10 @@ func (c *Cluster) Freeze() error { return c.signal(syscall.SIGSTOP) }
 func (c *Cluster) Thaw() error { return c.signal(syscall.SIGCONT) }
 
 func (c *Cluster) signal(sig syscall.Signal) error {
-	if c.cmd.Process == nil {
+	if c.proc == nil {
 		return errors.New("hdfstest: no JVM")
 	}
-	if err := syscall.Kill(-c.cmd.Process.Pid, sig); err != nil {
+	if err := c.proc.Signal(sig); err != nil {
 		return fmt.Errorf("hdfstest: %v: %w", sig, err)
 	}
 	return nil
@@ -423,11 +306,9 @@ func (c *Cluster) signal(sig syscall.Signal) error {
 // Kill kills the JVM (NameNode and DataNodes at once) with SIGKILL and waits
 // for it to exit. Stop is still needed to remove the directory.
 func (c *Cluster) Kill() error {
-	if c.cmd.Process == nil {
-		return nil
+	if c.proc != nil {
+		c.proc.Kill()
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-	<-c.exited
 	return nil
 }
 
@@ -442,18 +323,9 @@ func (c *Cluster) Stop() error {
 			c.client = nil
 		}
 		c.mu.Unlock()
-		if c.cmd != nil && c.cmd.Process != nil {
-			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGCONT) // a frozen JVM cannot shut down
-		}
-		if c.stdin != nil {
-			c.stdin.Close() // EOF: the JVM shuts the cluster down and exits
-		}
-		if c.cmd != nil && c.cmd.Process != nil {
-			select {
-			case <-c.exited:
-			case <-time.After(10 * time.Second):
-				c.Kill()
-			}
+		if c.proc != nil {
+			// Thawed if frozen; EOF on its stdin shuts the cluster down.
+			_, _ = c.proc.Shutdown(10 * time.Second)
 		}
 		if c.logFile != nil {
 			c.logFile.Close()
@@ -464,20 +336,10 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) cleanupDir() {
-	if c.ownDir && os.Getenv("CELOS_KEEP_TESTENV") != "1" {
-		os.RemoveAll(c.dir)
-	}
+	jvmproc.RemoveWorkDir(c.dir, c.ownDir)
 }
 
 // LogTail returns the last n lines of the cluster's log.
 func (c *Cluster) LogTail(n int) string {
-	b, err := os.ReadFile(c.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return jvmproc.Tail(c.logPath, n)
 }

@@ -26,23 +26,19 @@
 package oozietest
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/celos-go/celos/internal/testenv"
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
+	"github.com/celos-go/celos/internal/testenv/jvmproc"
 )
 
 // SkipEnv is the variable that, set to 1, skips tests that need Oozie.
@@ -95,12 +91,8 @@ type Server struct {
 
 // proc is one run of the JVM.
 type proc struct {
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	replies chan string
-	exited  chan struct{} // closed when the JVM has exited
-	waitErr error         // valid after exited is closed
-	log     *os.File
+	*jvmproc.Proc
+	log *os.File
 }
 
 // Paths returns the java binary and its arguments up to the main class:
@@ -110,37 +102,12 @@ type proc struct {
 // classpath. The error wraps
 // ErrUnavailable and says what to install.
 func Paths() (java string, args []string, err error) {
-	java, err = exec.LookPath("java")
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: java not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless) and run `make deps`, or set %s=1", ErrUnavailable, SkipEnv)
-	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r // the archive records the physical classpath (pwd -P)
-	}
-	od := filepath.Join(root, "testdata", "oozie")
-	target := filepath.Join(od, "target")
-	jar := filepath.Join(target, "oozie.jar")
-	jarInfo, err := os.Stat(jar)
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: %s missing: run `make deps` (scripts/test-deps.sh builds it with Maven), or set %s=1", ErrUnavailable, jar, SkipEnv)
-	}
-	deps, _ := filepath.Glob(filepath.Join(target, "dependency", "oozie-core-*.jar"))
-	if len(deps) == 0 {
-		return "", nil, fmt.Errorf("%w: no Oozie jars in %s: run `make deps`, or set %s=1", ErrUnavailable, filepath.Join(target, "dependency"), SkipEnv)
-	}
-	args = []string{"@" + filepath.Join(od, "jvm.options")}
-	// The class-data-sharing archive scripts/test-deps.sh records, unless
-	// it is older than the jar (the JVM would also refuse one recorded for
-	// another classpath, with a warning on the console).
-	if jsa, err := os.Stat(filepath.Join(target, "oozie.jsa")); err == nil && !jsa.ModTime().Before(jarInfo.ModTime()) {
-		args = append(args, "-XX:SharedArchiveFile="+filepath.Join(target, "oozie.jsa"))
-	}
-	cp := jar + string(os.PathListSeparator) + filepath.Join(target, "dependency", "*")
-	return java, append(args, "-cp", cp, "celos.oozie.Main"), nil
+	return helper.Command()
+}
+
+var helper = jvmproc.Helper{
+	Name: "oozie", Main: "celos.oozie.Main", Deps: "oozie-core-*.jar", What: "Oozie",
+	Unavailable: ErrUnavailable, SkipEnv: SkipEnv,
 }
 
 // Start starts Oozie over opts.HDFS and returns once its REST API answers.
@@ -156,14 +123,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 2 * time.Minute
 	}
-	s := &Server{opts: opts, dir: opts.Dir}
-	if s.dir == "" {
-		var err error
-		if s.dir, err = os.MkdirTemp("", "celos-oozie-"); err != nil {
-			return nil, err
-		}
-		s.ownDir = true
-	} else if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	s := &Server{opts: opts}
+	var err error
+	if s.dir, s.ownDir, err = jvmproc.WorkDir(opts.Dir, "celos-oozie-"); err != nil {
 		return nil, err
 	}
 	s.console = filepath.Join(s.dir, "console.log")
@@ -203,68 +165,28 @@ func (s *Server) Restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p := &proc{cmd: exec.Command(java, args...), replies: make(chan string, 16), exited: make(chan struct{}), log: log}
-	p.cmd.Dir = s.dir
-	p.cmd.Stderr = log
-	// Its own process group, so Kill takes everything; killed with us if
-	// the test binary dies (and the JVM also exits on EOF on its stdin).
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		log.Close()
-		return err
-	}
-	// An os.Pipe rather than StdoutPipe: Wait must not close it before the
-	// last reply has been read.
-	stdout, stdoutW, err := os.Pipe()
-	if err != nil {
-		log.Close()
-		return err
-	}
-	p.cmd.Stdout = stdoutW
 	began := time.Now()
-	fmt.Fprintf(log, "oozietest: starting %s\n", strings.Join(p.cmd.Args, " "))
-	err = p.cmd.Start()
-	stdoutW.Close()
+	fmt.Fprintf(log, "oozietest: starting %s\n", strings.Join(append([]string{java}, args...), " "))
+	jp, err := jvmproc.Start(java, args, s.dir, log, "oozie stdout: ")
 	if err != nil {
-		stdout.Close()
 		log.Close()
-		return fmt.Errorf("oozietest: start java: %w", err)
+		return fmt.Errorf("oozietest: %w", err)
 	}
-	drained := make(chan struct{})
-	go func() { p.readStdout(stdout); stdout.Close(); close(drained) }()
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		select { // replies printed before exiting are read first
-		case <-drained:
-		case <-time.After(2 * time.Second):
-		}
-		close(p.exited)
-	}()
+	p := &proc{Proc: jp, log: log}
 
 	fail := func(err error) error {
-		p.kill()
+		p.Kill()
 		p.log.Close()
 		return fmt.Errorf("oozietest: %w\n%s", err, s.logTail(40))
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
-	line, err := p.reply(sctx)
-	if err != nil {
-		return fail(fmt.Errorf("Oozie did not start: %w", err))
-	}
-	if !strings.HasPrefix(line, "READY ") {
-		return fail(fmt.Errorf("Oozie said %q, want READY", line))
-	}
 	var info struct {
 		URL  string
 		Port int
 	}
-	b, err := os.ReadFile(filepath.Join(s.dir, "oozie.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &info)
-	}
-	if err != nil {
-		return fail(fmt.Errorf("oozie.json: %w", err))
+	if err := p.Ready(sctx, "Oozie", filepath.Join(s.dir, "oozie.json"), &info); err != nil {
+		return fail(err)
 	}
 	s.url, s.port = info.URL, info.Port
 	if err := waitAnswers(sctx, s.url); err != nil {
@@ -298,43 +220,6 @@ func waitAnswers(ctx context.Context, base string) error {
 	}
 }
 
-func (p *proc) readStdout(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		fmt.Fprintf(p.log, "oozie stdout: %s\n", line)
-		if strings.HasPrefix(line, "READY ") || strings.HasPrefix(line, "OK ") || strings.HasPrefix(line, "ERR ") {
-			select {
-			case p.replies <- line:
-			default:
-			}
-		}
-	}
-}
-
-func (p *proc) reply(ctx context.Context) (string, error) {
-	select {
-	case line := <-p.replies:
-		return line, nil
-	case <-p.exited:
-		select {
-		case line := <-p.replies:
-			return line, nil
-		default:
-		}
-		return "", fmt.Errorf("java exited: %v", p.waitErr)
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-func (p *proc) kill() {
-	if p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
-}
-
 // URL is Oozie's base URL, http://127.0.0.1:PORT/oozie. It stays the same
 // across restarts.
 func (s *Server) URL() string { return s.url }
@@ -360,7 +245,7 @@ func (s *Server) PID() int {
 	if s.proc == nil {
 		return 0
 	}
-	return s.proc.cmd.Process.Pid
+	return s.proc.PID()
 }
 
 // Kill kills the JVM with SIGKILL (a crash: no shutdown of Oozie's
@@ -371,7 +256,7 @@ func (s *Server) Kill() {
 	s.proc = nil
 	s.mu.Unlock()
 	if p != nil {
-		p.kill()
+		p.Kill()
 		p.log.Close()
 	}
 }
@@ -387,15 +272,13 @@ func (s *Server) Shutdown() error {
 		return nil
 	}
 	defer p.log.Close()
-	p.stdin.Close() // EOF: the JVM stops Oozie and exits
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		p.kill()
+	// EOF on its stdin: the JVM stops Oozie and exits.
+	killed, err := p.Shutdown(20 * time.Second)
+	if killed {
 		return errors.New("oozietest: Oozie did not stop within 20 s of EOF on its stdin; killed")
 	}
-	if p.waitErr != nil {
-		return fmt.Errorf("oozietest: Oozie exited: %v", p.waitErr)
+	if err != nil {
+		return fmt.Errorf("oozietest: Oozie exited: %v", err)
 	}
 	return nil
 }
@@ -416,9 +299,7 @@ func (s *Server) Stop() error {
 }
 
 func (s *Server) cleanupDir() {
-	if s.ownDir && os.Getenv("CELOS_KEEP_TESTENV") != "1" {
-		os.RemoveAll(s.dir)
-	}
+	jvmproc.RemoveWorkDir(s.dir, s.ownDir)
 }
 
 // LogTail returns the last n lines of Oozie's log and of the JVM's console,
@@ -428,19 +309,7 @@ func (s *Server) LogTail(n int) string { return s.logTail(n) }
 func (s *Server) logTail(n int) string {
 	var b strings.Builder
 	for _, p := range []string{s.LogPath(), s.console} {
-		fmt.Fprintf(&b, "--- last lines of %s ---\n%s\n", p, tail(p, n))
+		fmt.Fprintf(&b, "--- last lines of %s ---\n%s\n", p, jvmproc.Tail(p, n))
 	}
 	return b.String()
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
