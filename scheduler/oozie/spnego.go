@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -188,6 +189,25 @@ func (a *SPNEGO) client(fresh bool) (*krbclient.Client, error) {
 	return cl, nil
 }
 
+// User is the short name of the logged-in principal (alice for
+// alice@REALM, celos for celos/host@REALM), as Hadoop's default
+// auth_to_local rule maps it: the user the Oozie at oozieURL runs the
+// jobs as. It logs in if no request has yet.
+func (a *SPNEGO) User(ctx context.Context, oozieURL string) (string, error) {
+	if _, err := a.client(false); err != nil {
+		spn := a.spn
+		if u, perr := url.Parse(oozieURL); perr == nil {
+			spn, _ = a.spnFor(ctx, u.Hostname())
+		}
+		return "", &KerberosError{SPN: spn, Err: fmt.Errorf("no login: %v", err)}
+	}
+	p := a.principal()
+	if i := strings.IndexAny(p, "/@"); i >= 0 {
+		p = p[:i]
+	}
+	return p, nil
+}
+
 func (a *SPNEGO) principal() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -247,6 +267,7 @@ func oneLine(err error) string {
 func WithSPNEGO(a *SPNEGO) ServiceOption {
 	return func(s *Service) {
 		s.auth = func(string) Authenticator { return a }
+		s.spnego = a
 		s.hc = a.HTTPClient(s.hc)
 	}
 }
@@ -262,6 +283,17 @@ func HadoopAuth(conf hadoopconf.Conf, login hadoopconf.Options, spn string) []Se
 		return nil
 	}
 	return []ServiceOption{WithSPNEGO(NewSPNEGO(func() (*krbclient.Client, error) { return hadoopconf.KerberosClient(login) }, spn))}
+}
+
+// HadoopClientOptions is HadoopAuth for a lone Client (a ping of the
+// Oozie before a run): WithAuth and WithHTTPClient with a SPNEGO of its
+// own under Kerberos, nothing otherwise.
+func HadoopClientOptions(conf hadoopconf.Conf, login hadoopconf.Options, spn string) []Option {
+	if !conf.Kerberos() {
+		return nil
+	}
+	a := NewSPNEGO(func() (*krbclient.Client, error) { return hadoopconf.KerberosClient(login) }, spn)
+	return []Option{WithAuth(a), WithHTTPClient(a.HTTPClient(nil))}
 }
 
 // LoadHadoopAuth is HadoopAuth over the configuration in confDir (""

@@ -27,10 +27,12 @@ import (
 	"github.com/jcmturner/gokrb5/v8/spnego"
 
 	"github.com/celos-go/celos/internal/ooziefake"
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/kdctest"
 	"github.com/celos-go/celos/scheduler/defaults"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/oozie"
+	"github.com/celos-go/celos/scheduler/sandbox"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
@@ -366,6 +368,18 @@ func TestHadoopAuthService(t *testing.T) {
 	if _, err := s.Status(t.Context(), w, jobID); err != nil {
 		t.Fatal(err)
 	}
+	// The workflow names no user: the principal's short name is sent.
+	w2 := newWorkflow("", map[string]string{"oozie.wf.application.path": "hdfs://nn/app"})
+	jobID2, err := s.Submit(t.Context(), w2, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []string{jobID, jobID2} {
+		job, _ := o.fake.Job(j)
+		if want := map[string]string{jobID: "celos", jobID2: "alice"}[j]; job.Conf["user.name"] != want {
+			t.Errorf("job %s: user.name %q, want %q", j, job.Conf["user.name"], want)
+		}
+	}
 	if got := o.counts(); got.Negotiations != 1 || got.CookieHits < 2 {
 		t.Fatalf("authentication %+v: want one negotiation, then the cookie", got)
 	}
@@ -420,5 +434,41 @@ func writeCoreSite(t *testing.T, dir, auth string) {
 	xml := `<configuration><property><name>hadoop.security.authentication</name><value>` + auth + `</value></property></configuration>`
 	if err := os.WriteFile(filepath.Join(dir, "core-site.xml"), []byte(xml), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSandboxTargetKerberos: `celos test --target` with a target whose
+// Hadoop configuration says Kerberos pings the Oozie and submits through
+// SPNEGO; without it the ping says Oozie wants Kerberos.
+func TestSandboxTargetKerberos(t *testing.T) {
+	r := newRealm(t)
+	o := startKerberizedOozie(t, r.http.Keytab)
+	t.Setenv("KRB5CCNAME", r.kdc.KinitT(t, r.alice, ""))
+	in := &sandbox.Installation{
+		Source:   "file:///target.json",
+		Conf:     hadoopconf.Conf{"fs.defaultFS": "file:///", "hadoop.security.authentication": "kerberos"},
+		Defaults: &defaults.Defaults{Oozie: o.URL},
+	}
+	w := fixture.Hourly("krb")
+	w.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "hdfs://nn/app"})
+	p := fixture.Project("p", w)
+	err := sandbox.CheckOozie(t.Context(), in.Defaults, p)
+	if err == nil || !strings.Contains(err.Error(), "Oozie wants Kerberos/SPNEGO authentication") {
+		t.Fatalf("ping without SPNEGO: %v", err)
+	}
+	if err := sandbox.CheckOozie(t.Context(), in.Defaults, p, oozie.HadoopClientOptions(in.Conf, hadoopconf.Options{}, "")...); err != nil {
+		t.Fatalf("ping with SPNEGO: %v", err)
+	}
+	env, closeEnv, err := sandbox.TargetEnv(t.Context(), in, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEnv()
+	id := slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 2, 7, 0, 0, 0, time.UTC)}
+	if _, err := env.Services["oozie"].Submit(t.Context(), &w, id); err != nil {
+		t.Fatalf("submit in the sandbox: %v", err)
+	}
+	if got := o.counts(); !cmp.Equal(got.Principals, []string{r.alice.Name, r.alice.Name}) {
+		t.Fatalf("negotiations %v: want one by the ping and one by the sandbox's service, as %s", got.Principals, r.alice.Name)
 	}
 }
