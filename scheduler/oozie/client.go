@@ -45,9 +45,8 @@ const (
 )
 
 // Authenticator adds credentials to every request. SimpleAuth is Oozie's
-// pseudo authentication; Kerberos goes here too: an Authenticator that sets
-// `Authorization: Negotiate <token>` (gokrb5's spnego.SetSPNEGOHeader),
-// with a cookie jar on the http.Client to keep the hadoop.auth cookie.
+// pseudo authentication; SPNEGO is Kerberos (with its cookie jar on the
+// http.Client to keep the hadoop.auth cookie).
 type Authenticator interface {
 	Authenticate(req *http.Request) error
 }
