@@ -52,3 +52,34 @@ func TestCloseStopsAndRemoves(t *testing.T) {
 		t.Fatalf("the KDC still listens on port %d after Close", kdc.Port)
 	}
 }
+
+// TestMissingProgramsFail: without MIT Kerberos, Start says what to
+// install (and StartT fails the test with it).
+func TestMissingProgramsFail(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // kinit is in /usr/bin, not looked up without PATH
+	_, err := kdctest.Start(t.Context(), "")
+	if err == nil || !strings.Contains(err.Error(), "kinit") || !strings.Contains(err.Error(), "scripts/test-deps.sh") {
+		t.Fatalf("Start without kinit: %v", err)
+	}
+}
+
+// TestOptOutFailsInCI runs this test binary with CELOS_SKIP_KERBEROS=1:
+// the test is skipped, unless CI=true, where it fails.
+func TestOptOutFailsInCI(t *testing.T) {
+	if os.Getenv("KDCTEST_CHILD") == "1" {
+		kdctest.StartT(t)
+		return
+	}
+	run := func(ci string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestOptOutFailsInCI$", "-test.v")
+		cmd.Env = append(os.Environ(), "KDCTEST_CHILD=1", kdctest.SkipEnv+"=1", "CI="+ci)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("false"); err != nil || !strings.Contains(out, "Kerberos tests skipped") {
+		t.Errorf("opted out outside CI: %v\n%s", err, out)
+	}
+	if out, err := run("true"); err == nil || !strings.Contains(out, "not allowed in CI") {
+		t.Errorf("opted out in CI: %v\n%s", err, out)
+	}
+}
