@@ -182,9 +182,8 @@ func (a *SPNEGO) client(fresh bool) (*krbclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.cl != nil {
-		a.cl.Destroy()
-	}
+	// The old login is not destroyed: a request in flight may still use
+	// it.
 	a.cl = cl
 	return cl, nil
 }

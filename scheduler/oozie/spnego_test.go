@@ -472,3 +472,33 @@ func TestSandboxTargetKerberos(t *testing.T) {
 		t.Fatalf("negotiations %v: want one by the ping and one by the sandbox's service, as %s", got.Principals, r.alice.Name)
 	}
 }
+
+// TestSPNEGOConcurrent: calls from many slots at once, before and after
+// the cookie, and across an expired cookie, all succeed (run with -race).
+func TestSPNEGOConcurrent(t *testing.T) {
+	r := newRealm(t)
+	o := startKerberizedOozie(t, r.http.Keytab)
+	c := spnegoClient(t, o.URL, oozie.NewSPNEGO(keytabLogin(r.alice), ""))
+	for round := range 2 {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := c.Submit(t.Context(), wfConf); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("round %d: %v", round, err)
+		}
+		o.forgetCookies()
+	}
+	if n := len(o.fake.Jobs()); n != 16 {
+		t.Fatalf("%d jobs, want 16", n)
+	}
+}
