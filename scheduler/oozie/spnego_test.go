@@ -43,8 +43,8 @@ import (
 // hadoop.auth cookie after a successful negotiation, and requests with a
 // cookie it issued let through without a new token.
 type kerberizedOozie struct {
-	URL  string // http://localhost:<port>/oozie
-	fake *ooziefake.Server
+	URL  string            // http://localhost:<port>/oozie
+	fake *ooziefake.Server // nil in front of the real Oozie
 
 	mu           sync.Mutex
 	negotiations int      // requests authenticated by a SPNEGO token
@@ -55,16 +55,45 @@ type kerberizedOozie struct {
 
 func startKerberizedOozie(t *testing.T, httpKeytab string) *kerberizedOozie {
 	t.Helper()
+	f := startFake(t)
+	k := startKerberizedProxy(t, httpKeytab, f.URL, "")
+	k.fake = f
+	return k
+}
+
+// startKerberizedProxy puts the Kerberos protection in front of the Oozie
+// at backend (http://host:port/oozie). With asUser, the requests it lets
+// through carry ?user.name=asUser, as Oozie sees the authenticated user of
+// its AuthenticationFilter (the principal mapped by auth_to_local) when it
+// runs with simple authentication behind it.
+func startKerberizedProxy(t *testing.T, httpKeytab, backend, asUser string) *kerberizedOozie {
+	t.Helper()
 	kt, err := keytab.Load(httpKeytab)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &kerberizedOozie{fake: startFake(t), cookies: make(map[string]bool)}
-	fakeURL, err := url.Parse(k.fake.URL)
+	k := &kerberizedOozie{cookies: make(map[string]bool)}
+	bu, err := url.Parse(backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: fakeURL.Scheme, Host: fakeURL.Host})
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: bu.Scheme, Host: bu.Host})
+	// The real Oozie behind sets a hadoop.auth cookie of its own (simple
+	// authentication): only the protection's may reach the client, as with
+	// Oozie's one filter.
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		resp.Header.Del("Set-Cookie")
+		return nil
+	}
+	if asUser != "" {
+		direct := proxy.Director
+		proxy.Director = func(r *http.Request) {
+			direct(r)
+			q := r.URL.Query()
+			q.Set("user.name", asUser)
+			r.URL.RawQuery = q.Encode()
+		}
+	}
 	negotiated := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := goidentity.FromHTTPRequestContext(r)
 		var b [16]byte
@@ -102,7 +131,7 @@ func startKerberizedOozie(t *testing.T, httpKeytab string) *kerberizedOozie {
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	k.URL = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/oozie"
+	k.URL = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + bu.Path
 	return k
 }
 
@@ -500,5 +529,27 @@ func TestSPNEGOConcurrent(t *testing.T) {
 	}
 	if n := len(o.fake.Jobs()); n != 16 {
 		t.Fatalf("%d jobs, want 16", n)
+	}
+}
+
+// TestSPNEGORealOozie: the real Oozie (oozietest) behind the Kerberos
+// protection runs a job submitted and followed with SPNEGO.
+func TestSPNEGORealOozie(t *testing.T) {
+	b := realBackend(t)
+	r := newRealm(t)
+	o := startKerberizedProxy(t, r.http.Keytab, b.url, b.user)
+	c := spnegoClient(t, o.URL, oozie.NewSPNEGO(keytabLogin(r.alice), ""))
+	conf := b.conf(b.touchApp, "krb@2015-09-02T07:00Z")
+	delete(conf, "user.name") // Oozie takes the authenticated user
+	id, err := c.Submit(t.Context(), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := waitFinal(t, c, id)
+	if j.Status != oozie.StatusSucceeded || j.User != b.user {
+		t.Fatalf("job %s: %s as %q, want SUCCEEDED as %q", id, j.Status, j.User, b.user)
+	}
+	if got := o.counts(); got.Negotiations != 1 || got.CookieHits < 2 {
+		t.Fatalf("authentication %+v: want one negotiation, then the cookie", got)
 	}
 }
