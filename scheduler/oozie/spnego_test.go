@@ -1,6 +1,7 @@
 package oozie_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -551,5 +552,60 @@ func TestSPNEGORealOozie(t *testing.T) {
 	}
 	if got := o.counts(); got.Negotiations != 1 || got.CookieHits < 2 {
 		t.Fatalf("authentication %+v: want one negotiation, then the cookie", got)
+	}
+}
+
+// TestSPNEGOKDCSilent: a KDC that accepts connections and never answers
+// gives an error within gokrb5's network timeouts (5 s per exchange), not
+// a hang.
+func TestSPNEGOKDCSilent(t *testing.T) {
+	r := newRealm(t)
+	o := startKerberizedOozie(t, r.http.Keytab)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	conf, err := os.ReadFile(r.kdc.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := filepath.Join(t.TempDir(), "krb5.conf")
+	data := strings.ReplaceAll(string(conf), "127.0.0.1:"+strconv.Itoa(r.kdc.Port), ln.Addr().String())
+	if err := os.WriteFile(silent, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KRB5_CONFIG", silent)
+	c := spnegoClient(t, o.URL, oozie.NewSPNEGO(keytabLogin(r.alice), ""))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Versions(context.Background())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		checkKerberosError(t, err, o.URL, "HTTP/localhost", "no login", "login as "+r.alice.Name)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no answer 2 minutes into a call to a silent KDC")
 	}
 }
