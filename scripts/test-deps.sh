@@ -29,6 +29,12 @@ if [ "${CELOS_SKIP_POSTGRES:-}" != 1 ]; then
   # temporary data directory; the package's own cluster is not used).
   compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need_apt+=(postgresql)
 fi
+if [ "${CELOS_SKIP_KERBEROS:-}" != 1 ]; then
+  # MIT Kerberos: a KDC of a temporary realm (internal/testenv/kdctest).
+  { command -v krb5kdc >/dev/null 2>&1 || [ -x /usr/sbin/krb5kdc ]; } || need_apt+=(krb5-kdc)
+  { command -v kadmin.local >/dev/null 2>&1 || [ -x /usr/sbin/kadmin.local ]; } || need_apt+=(krb5-admin-server)
+  command -v kinit >/dev/null 2>&1 || need_apt+=(krb5-user)
+fi
 if [ "${CELOS_SKIP_HDFS:-}" != 1 ]; then
   # A JDK (javac) to build the mini cluster's main; java to run it.
   { command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; } || need_apt+=(openjdk-17-jdk-headless)

@@ -45,9 +45,8 @@ const (
 )
 
 // Authenticator adds credentials to every request. SimpleAuth is Oozie's
-// pseudo authentication; Kerberos goes here too: an Authenticator that sets
-// `Authorization: Negotiate <token>` (gokrb5's spnego.SetSPNEGOHeader),
-// with a cookie jar on the http.Client to keep the hadoop.auth cookie.
+// pseudo authentication; SPNEGO is Kerberos (with its cookie jar on the
+// http.Client to keep the hadoop.auth cookie).
 type Authenticator interface {
 	Authenticate(req *http.Request) error
 }
@@ -344,30 +343,13 @@ func (c *Client) do(ctx context.Context, k call) error {
 	if len(k.query) > 0 {
 		u += "?" + k.query.Encode()
 	}
-	var body io.Reader
-	if k.body != nil {
-		body = bytes.NewReader(k.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, k.method, u, body)
+	resp, err := c.send(ctx, k, u)
 	if err != nil {
-		return fail(&Error{Message: err.Error(), Err: err})
-	}
-	if k.contentType != "" {
-		req.Header.Set("Content-Type", k.contentType)
-	}
-	req.Header.Set("Accept", "application/json")
-	if c.auth != nil {
-		if err := c.auth.Authenticate(req); err != nil {
-			return fail(&Error{Message: "authenticate: " + err.Error(), Err: err})
+		var oe *Error
+		if errors.As(err, &oe) {
+			return fail(oe)
 		}
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		msg := "unreachable: " + err.Error()
-		if errors.Is(err, context.DeadlineExceeded) {
-			msg = "no answer in time: " + err.Error()
-		}
-		return fail(&Error{Message: msg, Err: err, Unavailable: true})
+		return err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -403,6 +385,74 @@ func (c *Client) do(ctx context.Context, k call) error {
 		return fail(&Error{Status: resp.StatusCode, Message: fmt.Sprintf("unreadable answer %q: %v", snippet(data), err), Err: err, Unavailable: true})
 	}
 	return nil
+}
+
+// send makes the request of k to u, authenticated; an Authenticator that
+// is a Reauthenticator may answer a 401 with one more try.
+func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, error) {
+	newReq := func() (*http.Request, error) {
+		var body io.Reader
+		if k.body != nil {
+			body = bytes.NewReader(k.body)
+		}
+		req, err := http.NewRequestWithContext(ctx, k.method, u, body)
+		if err != nil {
+			return nil, &Error{Message: err.Error(), Err: err}
+		}
+		if k.contentType != "" {
+			req.Header.Set("Content-Type", k.contentType)
+		}
+		req.Header.Set("Accept", "application/json")
+		return req, nil
+	}
+	req, err := newReq()
+	if err != nil {
+		return nil, err
+	}
+	if c.auth != nil {
+		if err := c.auth.Authenticate(req); err != nil {
+			return nil, authError(err)
+		}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, transportError(err)
+	}
+	ra, ok := c.auth.(Reauthenticator)
+	if resp.StatusCode != http.StatusUnauthorized || !ok {
+		return resp, nil
+	}
+	req, err = newReq()
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	retry, err := ra.Reauthenticate(req, resp)
+	if err != nil || !retry {
+		if err != nil {
+			resp.Body.Close()
+			return nil, &Error{Status: resp.StatusCode, Message: err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable)}
+		}
+		return resp, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	if resp, err = c.hc.Do(req); err != nil {
+		return nil, transportError(err)
+	}
+	return resp, nil
+}
+
+func authError(err error) error {
+	return &Error{Message: "authenticate: " + err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable)}
+}
+
+func transportError(err error) error {
+	msg := "unreachable: " + err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "no answer in time: " + err.Error()
+	}
+	return &Error{Message: msg, Err: err, Unavailable: true}
 }
 
 func snippet(b []byte) string {

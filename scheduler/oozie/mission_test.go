@@ -86,6 +86,7 @@ func TestRealOozieCelosBinary(t *testing.T) {
 	})
 	t.Run("mission", testRealOozieMission)
 	t.Run("kill9 mid-submit", testRealOozieKill9MidSubmit)
+	t.Run("kerberos", testSPNEGOCelosServer) // the Oozie fake: no JVM
 }
 
 // testRealOozieMission is the whole mission path once, end to end, with

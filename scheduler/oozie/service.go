@@ -37,6 +37,7 @@ type Service struct {
 	defaults defaults.Defaults
 	hc       *http.Client
 	auth     func(user string) Authenticator
+	spnego   *SPNEGO // under Kerberos (WithSPNEGO), else nil
 	timeout  time.Duration
 
 	mu      sync.Mutex
@@ -164,7 +165,15 @@ func (s *Service) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) 
 	if err != nil {
 		return "", err
 	}
-	jobID, err := c.Submit(ctx, s.Properties(w, id))
+	props := s.Properties(w, id)
+	if props["user.name"] == "" && s.spnego != nil {
+		// Oozie wants user.name in the configuration; under Kerberos it
+		// is the principal's (Oozie takes the authenticated user anyway).
+		if props["user.name"], err = s.spnego.User(ctx, c.URL()); err != nil {
+			return "", fmt.Errorf("submit %s: oozie %s: %w", id, c.URL(), err)
+		}
+	}
+	jobID, err := c.Submit(ctx, props)
 	if err != nil {
 		return "", fmt.Errorf("submit %s: %w", id, err)
 	}
@@ -251,7 +260,14 @@ func (s *Service) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID,
 			return j.ID, true, nil
 		}
 	}
-	jobs, err = c.Jobs(ctx, Filter{User: s.user(w)}, recoverScan)
+	usr := s.user(w)
+	if s.spnego != nil {
+		// Under Kerberos the jobs are the principal's.
+		if usr, err = s.spnego.User(ctx, c.URL()); err != nil {
+			return "", false, fmt.Errorf("recover %s: oozie %s: %w", id, c.URL(), err)
+		}
+	}
+	jobs, err = c.Jobs(ctx, Filter{User: usr}, recoverScan)
 	if err != nil {
 		return "", false, fmt.Errorf("recover %s: %w", id, err)
 	}

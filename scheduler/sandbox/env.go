@@ -68,7 +68,7 @@ func hdfsEnv(ctx context.Context, conf hadoopconf.Conf, uri, user, base string, 
 	mux.Handle("hdfs", checks)
 	env := Env{FS: fsys, FSURI: uri, Base: base, Triggers: mux}
 	if d != nil && d.Oozie != "" {
-		env.Services = map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil)}
+		env.Services = map[string]external.Service{workflow.ServiceOozie: oozie.NewService(d, nil, oozie.HadoopAuth(conf, hadoopconf.Options{}, "")...)}
 	}
 	return env, func() {
 		checks.Close()
@@ -146,7 +146,7 @@ func TargetEnv(ctx context.Context, in *Installation, user, base string) (Env, f
 		// too, with its Oozie if its defaults name one.
 		env := Env{}
 		if in.Defaults != nil && in.Defaults.Oozie != "" {
-			env.Services = map[string]external.Service{workflow.ServiceOozie: oozie.NewService(in.Defaults, nil)}
+			env.Services = map[string]external.Service{workflow.ServiceOozie: oozie.NewService(in.Defaults, nil, oozie.HadoopAuth(in.Conf, hadoopconf.Options{}, "")...)}
 		}
 		return env, func() {}, nil
 	}
@@ -182,12 +182,13 @@ func (in *Installation) fileSystem() (uri, from string, err error) {
 // installation's CELOS_DEFAULT_OOZIE) answers, when a workflow of p runs
 // on it (an Oozie workflow without a url of its own). Run before any case
 // starts: a submission to an Oozie that does not answer is retried, and
-// the case would wait for its timeout with the slot READY.
-func CheckOozie(ctx context.Context, d *defaults.Defaults, p *workflow.Project) error {
+// the case would wait for its timeout with the slot READY. opts
+// authenticate the client (oozie.HadoopClientOptions under Kerberos).
+func CheckOozie(ctx context.Context, d *defaults.Defaults, p *workflow.Project, opts ...oozie.Option) error {
 	if d == nil || d.Oozie == "" || !usesDefaultOozie(p) {
 		return nil
 	}
-	c, err := oozie.NewClient(d.Oozie, oozie.WithTimeout(PingTimeout))
+	c, err := oozie.NewClient(d.Oozie, append([]oozie.Option{oozie.WithTimeout(PingTimeout)}, opts...)...)
 	if err != nil {
 		return fmt.Errorf("CELOS_DEFAULT_OOZIE: %w", err)
 	}

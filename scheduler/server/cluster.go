@@ -83,7 +83,7 @@ func (in *instance) workflows() []string {
 // cluster sharing it (nil otherwise) and the services the engine is to
 // use (the command service with job rows).
 func services(cfg Config, d *defaults.Defaults, log *slog.Logger) (local, forEngine map[string]external.Service, member *instance, err error) {
-	local, err = externalServices(cfg.Jobs, d, log)
+	local, err = externalServices(cfg, d, log)
 	if err != nil || !statepg.IsDSN(cfg.DB) {
 		return local, local, nil, err
 	}

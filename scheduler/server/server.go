@@ -66,6 +66,9 @@ type Config struct {
 	// HadoopConf is the directory of core-site.xml and hdfs-site.xml
 	// (default $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop).
 	HadoopConf string
+	// OozieSPN is Oozie's service principal under Kerberos (default
+	// HTTP/<host of the Oozie URL>; see oozie.NewSPNEGO).
+	OozieSPN string
 	// UIConfig is the UI's groups file (Celos format); HueURL links Oozie
 	// jobs to Hue in the UI.
 	UIConfig string

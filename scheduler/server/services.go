@@ -13,6 +13,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/schema/workflow"
+	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
 // externalServices builds the external services by type (the
@@ -24,15 +25,22 @@ import (
 //     (--jobs);
 //   - oozie: the Oozie Web Services API, with the installation's default
 //     Oozie URL and properties from d (nil: none; a workflow must then
-//     name its Oozie URL).
-func externalServices(jobsDir string, d *defaults.Defaults, log *slog.Logger) (map[string]external.Service, error) {
-	cmd, err := command.New(jobsDir, command.Options{Logger: log})
+//     name its Oozie URL), authenticated with SPNEGO from the credential
+//     cache when the Hadoop configuration (--hadoop-conf) says
+//     hadoop.security.authentication=kerberos (--oozie-spn overrides the
+//     service principal), else with Oozie's simple authentication.
+func externalServices(cfg Config, d *defaults.Defaults, log *slog.Logger) (map[string]external.Service, error) {
+	cmd, err := command.New(cfg.Jobs, command.Options{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("jobs directory %s (--jobs; default: beside --db): %w", jobsDir, err)
+		return nil, fmt.Errorf("jobs directory %s (--jobs; default: beside --db): %w", cfg.Jobs, err)
+	}
+	auth, err := oozie.LoadHadoopAuth(cfg.HadoopConf, hadoopconf.Options{}, cfg.OozieSPN)
+	if err != nil {
+		return nil, err
 	}
 	return map[string]external.Service{
 		workflow.ServiceCommand: cmd,
-		workflow.ServiceOozie:   oozie.NewService(d, nil),
+		workflow.ServiceOozie:   oozie.NewService(d, nil, auth...),
 	}, nil
 }
 

@@ -496,6 +496,18 @@ func (c Conf) NewClient(o Options) (*hdfs.Client, error) {
 // maxKerberosFile bounds krb5.conf, a keytab and a credential cache.
 const maxKerberosFile = 16 << 20
 
+// Kerberos reports whether hadoop.security.authentication is kerberos.
+func (c Conf) Kerberos() bool {
+	return strings.EqualFold(strings.TrimSpace(c.Get("hadoop.security.authentication")), "kerberos")
+}
+
+// KerberosClient logs in to Kerberos as the HDFS client does, for other
+// Hadoop services (Oozie's SPNEGO): krb5.conf from $KRB5_CONFIG (default
+// /etc/krb5.conf); with o.Keytab and o.Principal a keytab login, else the
+// credential cache ($KRB5CCNAME or /tmp/krb5cc_<uid>). Every file is read
+// bounded, and a file that is not a regular one is refused.
+func KerberosClient(o Options) (*krbclient.Client, error) { return kerberosClient(o) }
+
 func kerberosClient(o Options) (*krbclient.Client, error) {
 	cfgPath := os.Getenv("KRB5_CONFIG")
 	if cfgPath == "" {

@@ -183,3 +183,12 @@ func TestClientOptions(t *testing.T) {
 		t.Fatalf("kerberos without config: %v", err)
 	}
 }
+
+func TestKerberos(t *testing.T) {
+	for v, want := range map[string]bool{"kerberos": true, " Kerberos ": true, "simple": false, "": false, "${auth}": true} {
+		c := Conf{"hadoop.security.authentication": v, "auth": "kerberos"}
+		if got := c.Kerberos(); got != want {
+			t.Errorf("hadoop.security.authentication %q: Kerberos() = %v, want %v", v, got, want)
+		}
+	}
+}

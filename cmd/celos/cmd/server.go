@@ -131,6 +131,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.Jobs, "jobs", "", "directory of the command service's runs and output logs (default: jobs beside --db)")
 	f.Var(newDurationFlag(&autoSchedule, 0, true), "autoSchedule", "time between automatic steps: seconds (60, as Celos) or a duration (90s, 5m); 0: none, POST /scheduler steps")
 	f.StringVar(&cfg.HadoopConf, "hadoop-conf", "", "directory of core-site.xml and hdfs-site.xml (default $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop)")
+	f.StringVar(&cfg.OozieSPN, "oozie-spn", "", "Oozie's Kerberos service principal when --hadoop-conf has hadoop.security.authentication=kerberos (default HTTP/<host of the Oozie URL>; _HOST is that host)")
 	f.StringVar(&cfg.UIConfig, "ui-config", "", `UI groups file, Celos format {"groups":[{"name":..., "workflows":[...]}]}`)
 	f.StringVar(&cfg.HueURL, "hue", "", "Hue URL: the UI links Oozie jobs to it")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/celos-go/celos/scheduler/defaults"
+	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/sandbox"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
@@ -237,7 +238,7 @@ func (f *testFlags) env(ctx context.Context, stderr io.Writer, p *workflow.Proje
 	if f.hdfsRoot == "" {
 		f.hdfsRoot = in.HDFSRoot
 	}
-	if err := sandbox.CheckOozie(ctx, in.Defaults, p); err != nil {
+	if err := sandbox.CheckOozie(ctx, in.Defaults, p, oozie.HadoopClientOptions(in.Conf, hadoopconf.Options{}, "")...); err != nil {
 		return sandbox.Env{}, nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("--target: target file %s: %w", in.Source, err)}
 	}
 	env, closeEnv, err := sandbox.TargetEnv(ctx, in, "", base)

@@ -1,0 +1,313 @@
+package oozie
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/spnego"
+
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/targets/hadoopconf"
+)
+
+// AuthCookie is the cookie Hadoop's AuthenticationFilter (in front of
+// Oozie) sets once a SPNEGO negotiation succeeded; later requests that
+// carry it need no new Kerberos ticket.
+const AuthCookie = "hadoop.auth"
+
+// KerberosLogin returns a logged-in Kerberos client
+// (hadoopconf.KerberosClient). SPNEGO calls it at the first request and
+// again when no ticket can be had, so a credential cache renewed by kinit
+// is read afresh.
+type KerberosLogin func() (*krbclient.Client, error)
+
+// Reauthenticator is an Authenticator that may answer a 401 once: the
+// Client asks it with a fresh copy of the request and the 401 response.
+// retry says whether to send req again; err, when not nil, explains the
+// refusal better than the status.
+type Reauthenticator interface {
+	Authenticator
+	Reauthenticate(req *http.Request, resp *http.Response) (retry bool, err error)
+}
+
+// SPNEGO authenticates to an Oozie behind Hadoop's Kerberos HTTP
+// authentication: `Authorization: Negotiate <token>` with a service
+// ticket for the Oozie's principal, then Oozie's hadoop.auth cookie for as
+// long as Oozie accepts it. The http.Client must use Jar (HTTPClient gives
+// one that does). It is safe for concurrent use; one serves every Oozie
+// URL of a server, since the Kerberos principal is the same for all.
+type SPNEGO struct {
+	login KerberosLogin
+	spn   string
+	jar   http.CookieJar
+
+	mu   sync.Mutex
+	cl   *krbclient.Client
+	spns map[string]string // by URL host
+}
+
+var _ Reauthenticator = (*SPNEGO)(nil)
+
+// NewSPNEGO returns a SPNEGO authenticator that logs in with login. spn is
+// the Oozie's service principal; "" means HTTP/<host>, the canonical name
+// of the Oozie URL's host (its CNAME target; an IP address as it is), as
+// Oozie's own client and curl --negotiate do. An spn may contain _HOST,
+// replaced by that name, and may end in @REALM, which is dropped: the
+// realm comes from krb5.conf's [domain_realm] as for any host.
+func NewSPNEGO(login KerberosLogin, spn string) *SPNEGO {
+	jar, _ := cookiejar.New(nil) // never fails without options
+	if i := strings.LastIndex(spn, "@"); i >= 0 {
+		spn = spn[:i]
+	}
+	return &SPNEGO{login: login, spn: spn, jar: jar, spns: make(map[string]string)}
+}
+
+// Jar is the cookie jar that keeps Oozie's hadoop.auth cookie.
+func (a *SPNEGO) Jar() http.CookieJar { return a.jar }
+
+// HTTPClient returns a copy of hc (nil: http.DefaultClient) that keeps
+// cookies in Jar.
+func (a *SPNEGO) HTTPClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	cp := *hc
+	cp.Jar = a.jar
+	return &cp
+}
+
+// Authenticate sends nothing when the jar holds a hadoop.auth cookie for
+// the URL (the http.Client sends the cookie), else a SPNEGO token.
+func (a *SPNEGO) Authenticate(req *http.Request) error {
+	for _, c := range a.jar.Cookies(req.URL) {
+		if c.Name == AuthCookie && strings.Trim(c.Value, `"`) != "" {
+			return nil
+		}
+	}
+	return a.negotiate(req)
+}
+
+// Reauthenticate answers Oozie's 401 to a request that carried only the
+// cookie (it expired, or Oozie restarted with a new secret) with a SPNEGO
+// token, once. A 401 to a token is not retried: Oozie refused the ticket,
+// and the error says for which principal.
+func (a *SPNEGO) Reauthenticate(req *http.Request, resp *http.Response) (bool, error) {
+	if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Negotiate") {
+		return false, nil
+	}
+	if resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
+		spn, _ := a.spnFor(req.Context(), req.URL.Hostname())
+		return false, &KerberosError{
+			SPN: spn, Principal: a.principal(),
+			Err: fmt.Errorf("Oozie refused the SPNEGO token: is %s the principal of Oozie's HTTP keytab (oozie.authentication.kerberos.principal)? Set the SPN if it is another", spn),
+		}
+	}
+	return true, a.negotiate(req)
+}
+
+// KerberosError is a SPNEGO authentication that failed: no login, no
+// service ticket, or a ticket Oozie refused. It wraps
+// external.ErrUnavailable (a slot waits until an operator renews the
+// credentials; it does not fail).
+type KerberosError struct {
+	SPN       string
+	Principal string // "" when the login failed
+	Err       error
+}
+
+func (e *KerberosError) Error() string {
+	who := e.Principal
+	if who == "" {
+		who = "(no login)"
+	}
+	return fmt.Sprintf("kerberos: SPNEGO for %s as %s: %v", e.SPN, who, e.Err)
+}
+
+// Unwrap returns the cause and external.ErrUnavailable.
+func (e *KerberosError) Unwrap() []error { return []error{e.Err, external.ErrUnavailable} }
+
+// negotiate sets the Authorization header, logging in again once when no
+// ticket can be had with the current login.
+func (a *SPNEGO) negotiate(req *http.Request) error {
+	spn, err := a.spnFor(req.Context(), req.URL.Hostname())
+	if err != nil {
+		return &KerberosError{SPN: a.spn, Err: err}
+	}
+	var first error
+	for fresh := range 2 {
+		cl, err := a.client(fresh == 1)
+		if err != nil {
+			return &KerberosError{SPN: spn, Err: fmt.Errorf("no login: %v", err)}
+		}
+		err = spnego.SetSPNEGOHeader(cl, req, spn)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return &KerberosError{SPN: spn, Principal: a.principal(), Err: fmt.Errorf("no service ticket: %s (%s)", oneLine(first), ticketHint(first, spn))}
+}
+
+// ticketHint says what to do about a service ticket gokrb5 could not get.
+func ticketHint(err error, spn string) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "KDC_ERR_S_PRINCIPAL_UNKNOWN"):
+		return "the KDC does not know " + spn + ": set the SPN to Oozie's HTTP principal"
+	case strings.Contains(msg, "no user credentials available"):
+		return "the credential cache's ticket has expired: run kinit, or log in with a keytab"
+	}
+	return "run kinit if the credential cache expired; check that " + spn + " exists in the KDC, or set the SPN"
+}
+
+// client returns the current login, logging in (again) when there is
+// none or fresh is set.
+func (a *SPNEGO) client(fresh bool) (*krbclient.Client, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cl != nil && !fresh {
+		return a.cl, nil
+	}
+	cl, err := a.login()
+	if err != nil {
+		return nil, err
+	}
+	// The old login is not destroyed: a request in flight may still use
+	// it.
+	a.cl = cl
+	return cl, nil
+}
+
+// User is the short name of the logged-in principal (alice for
+// alice@REALM, celos for celos/host@REALM), as Hadoop's default
+// auth_to_local rule maps it: the user the Oozie at oozieURL runs the
+// jobs as. It logs in if no request has yet.
+func (a *SPNEGO) User(ctx context.Context, oozieURL string) (string, error) {
+	if _, err := a.client(false); err != nil {
+		spn := a.spn
+		if u, perr := url.Parse(oozieURL); perr == nil {
+			spn, _ = a.spnFor(ctx, u.Hostname())
+		}
+		return "", &KerberosError{SPN: spn, Err: fmt.Errorf("no login: %v", err)}
+	}
+	p := a.principal()
+	if i := strings.IndexAny(p, "/@"); i >= 0 {
+		p = p[:i]
+	}
+	return p, nil
+}
+
+func (a *SPNEGO) principal() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cl == nil || a.cl.Credentials == nil {
+		return ""
+	}
+	return a.cl.Credentials.CName().PrincipalNameString() + "@" + a.cl.Credentials.Realm()
+}
+
+// spnFor is the SPN for an Oozie host: the configured one (with _HOST
+// replaced), else HTTP/<canonical host>.
+func (a *SPNEGO) spnFor(ctx context.Context, host string) (string, error) {
+	if a.spn != "" && !strings.Contains(a.spn, "_HOST") {
+		return a.spn, nil
+	}
+	a.mu.Lock()
+	spn, ok := a.spns[host]
+	a.mu.Unlock()
+	if ok {
+		return spn, nil
+	}
+	canon := canonicalHost(ctx, host)
+	if a.spn != "" {
+		spn = strings.ReplaceAll(a.spn, "_HOST", canon)
+	} else {
+		spn = "HTTP/" + canon
+	}
+	a.mu.Lock()
+	a.spns[host] = spn
+	a.mu.Unlock()
+	return spn, nil
+}
+
+// canonicalHost is the CNAME target of host, lower case without the
+// final dot; host itself when it is an IP address or the lookup fails
+// (within 5 s).
+func canonicalHost(ctx context.Context, host string) string {
+	if net.ParseIP(host) != nil {
+		return host
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if name, err := net.DefaultResolver.LookupCNAME(ctx, host); err == nil && name != "" {
+		host = name
+	}
+	return strings.TrimSuffix(strings.ToLower(host), ".")
+}
+
+// oneLine keeps gokrb5's multi-part messages on one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// WithSPNEGO makes the service authenticate with a (under Kerberos the
+// principal is the user, so user.name is not sent) and keep Oozie's
+// hadoop.auth cookie in a's jar.
+func WithSPNEGO(a *SPNEGO) ServiceOption {
+	return func(s *Service) {
+		s.auth = func(string) Authenticator { return a }
+		s.spnego = a
+		s.hc = a.HTTPClient(s.hc)
+	}
+}
+
+// HadoopAuth returns how the service authenticates under a Hadoop
+// configuration: WithSPNEGO, logging in as the HDFS client does
+// (hadoopconf.KerberosClient with login: a keytab and principal, else the
+// credential cache), when hadoop.security.authentication is kerberos; no
+// options (Oozie's simple authentication) otherwise or for a nil conf.
+// spn is NewSPNEGO's.
+func HadoopAuth(conf hadoopconf.Conf, login hadoopconf.Options, spn string) []ServiceOption {
+	if !conf.Kerberos() {
+		return nil
+	}
+	return []ServiceOption{WithSPNEGO(NewSPNEGO(func() (*krbclient.Client, error) { return hadoopconf.KerberosClient(login) }, spn))}
+}
+
+// HadoopClientOptions is HadoopAuth for a lone Client (a ping of the
+// Oozie before a run): WithAuth and WithHTTPClient with a SPNEGO of its
+// own under Kerberos, nothing otherwise.
+func HadoopClientOptions(conf hadoopconf.Conf, login hadoopconf.Options, spn string) []Option {
+	if !conf.Kerberos() {
+		return nil
+	}
+	a := NewSPNEGO(func() (*krbclient.Client, error) { return hadoopconf.KerberosClient(login) }, spn)
+	return []Option{WithAuth(a), WithHTTPClient(a.HTTPClient(nil))}
+}
+
+// LoadHadoopAuth is HadoopAuth over the configuration in confDir (""
+// means $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop; when none is set,
+// simple authentication).
+func LoadHadoopAuth(confDir string, login hadoopconf.Options, spn string) ([]ServiceOption, error) {
+	if confDir == "" {
+		confDir = hadoopconf.Dir()
+	}
+	if confDir == "" {
+		return nil, nil
+	}
+	conf, err := hadoopconf.Load(confDir)
+	if err != nil {
+		return nil, fmt.Errorf("oozie authentication: hadoop configuration: %w", err)
+	}
+	return HadoopAuth(conf, login, spn), nil
+}

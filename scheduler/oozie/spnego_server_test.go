@@ -1,0 +1,77 @@
+package oozie_test
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/internal/ooziefake"
+	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// testSPNEGOCelosServer runs `celos server` whose Hadoop configuration
+// ($HADOOP_CONF_DIR) says hadoop.security.authentication=kerberos against
+// the Kerberos-protected Oozie fake: without a credential cache the slot
+// does not start and the log says to run kinit; once the cache is there
+// (kinit, no restart) the slot is submitted as alice and succeeds.
+func testSPNEGOCelosServer(t *testing.T) {
+	r := newRealm(t)
+	o := startKerberizedOozie(t, r.http.Keytab)
+	o.fake.SetPlan(func(map[string]string) []string { return []string{ooziefake.Running, ooziefake.Succeeded} })
+	dir := t.TempDir()
+	confDir := filepath.Join(dir, "hadoop")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeCoreSite(t, confDir, "kerberos")
+	t.Setenv("HADOOP_CONF_DIR", confDir)
+	cache := filepath.Join(dir, "krb5cc")
+	t.Setenv("KRB5CCNAME", "FILE:"+cache)
+
+	w := fixture.Hourly("krb")
+	w.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "hdfs://nn/apps/krb"})
+	w.StartTime = t20
+	wfDir := filepath.Join(dir, "wf")
+	fixture.Write(t, wfDir, fixture.Project("krb", w))
+	if err := os.WriteFile(filepath.Join(dir, "defaults.json"), []byte(fmt.Sprintf(`{"CELOS_DEFAULT_OOZIE": %q}`, o.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := url.Values{"time": {slot.FormatTime(t20.Add(30 * time.Minute))}}
+
+	s := startCelosServer(t, dir, wfDir)
+	s.step(t, now)
+	s.step(t, now)
+	if st, _ := slotState(t, s.url, "krb", t20); st == "RUNNING" || st == "SUCCESS" {
+		t.Fatalf("slot %s without a credential cache\n%s", st, s.log.String())
+	}
+	if log := s.log.String(); !strings.Contains(log, "run kinit") || !strings.Contains(log, "HTTP/localhost") {
+		t.Fatalf("the server's log does not say to run kinit for HTTP/localhost:\n%s", log)
+	}
+	data, err := os.ReadFile(r.kdc.KinitT(t, r.alice, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cache, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s.step(t, now)
+		if st, _ := slotState(t, s.url, "krb", t20); st == "SUCCESS" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot not SUCCESS 60 s after kinit\n%s", s.log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	got := o.counts()
+	if got.Negotiations != 1 || got.Principals[0] != r.alice.Name || got.CookieHits == 0 {
+		t.Fatalf("authentication %+v: want one negotiation as %s, then the cookie", got, r.alice.Name)
+	}
+}
