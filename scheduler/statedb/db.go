@@ -46,10 +46,12 @@ var ErrLocked = errors.New("state database is locked")
 // DB is an open state database. Its methods are safe for concurrent use.
 type DB struct {
 	noSync bool
-	dir    string
-	lock   *os.File
-	writes atomic.Int64
-	reads  atomic.Int64
+	// beforeInstall is Options.BeforeInstall.
+	beforeInstall func(wf string)
+	dir           string
+	lock          *os.File
+	writes        atomic.Int64
+	reads         atomic.Int64
 	// dirSyncs counts directory fsyncs (for the tests of Prune).
 	dirSyncs atomic.Int64
 
@@ -102,6 +104,10 @@ type Options struct {
 	// NoSync skips the fsyncs of writes: for tests and bulk imports only,
 	// never for a server (a crash may then lose or truncate state files).
 	NoSync bool
+	// BeforeInstall, when set, runs in background reads (Preload,
+	// LoadInBackground) between reading a workflow's files and installing
+	// them: tests of other packages hold a start-up read back with it.
+	BeforeInstall func(wf string)
 }
 
 // OpenWith is Open with options.
@@ -147,13 +153,14 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
 	}
 	db := &DB{
-		noSync:   opts.NoSync,
-		dir:      abs,
-		lock:     f,
-		wfs:      make(map[string]*wfIndex),
-		paused:   make(map[string]bool),
-		dirs:     make(map[string]bool),
-		problems: make(map[string]string),
+		noSync:        opts.NoSync,
+		beforeInstall: opts.BeforeInstall,
+		dir:           abs,
+		lock:          f,
+		wfs:           make(map[string]*wfIndex),
+		paused:        make(map[string]bool),
+		dirs:          make(map[string]bool),
+		problems:      make(map[string]string),
 	}
 	if err := db.loadPaused(); err != nil {
 		f.Close()
@@ -264,6 +271,9 @@ func (db *DB) Preload(wfs []string, workers int) {
 				}
 				if preloadLoaded != nil {
 					preloadLoaded(wf)
+				}
+				if db.beforeInstall != nil {
+					db.beforeInstall(wf)
 				}
 				db.mu.Lock()
 				if db.wfs[wf] == nil && !db.closed && db.reloads == reloads {
