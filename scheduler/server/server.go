@@ -242,6 +242,9 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 		return err
 	}
 	state := startStateLoad(engineCloser, engine)
+	if state != nil {
+		m.StateLoading(state) // (a nil ui.StateLoader is not a nil Loading)
+	}
 	// One stepper for the --autoSchedule timer and POST /scheduler.
 	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
 	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Attempts: attemptLister(svcs), Instance: member.status()})
