@@ -242,7 +242,3 @@ func TestClearCacheDuringStartRead(t *testing.T) {
 		t.Errorf("GET /metrics after the read: %v, want %s", got, want)
 	}
 }
-
-// pruneWaitMsg is what --prune-older-than logs when it waits for the
-// start-up read.
-const pruneWaitMsg = "pruning the state database once its start-up read is done"
