@@ -65,8 +65,11 @@ type DB struct {
 	// without mu) may miss writes made since and is not installed.
 	reloads uint64
 	// bg is the running background load (LoadInBackground), nil if none;
-	// it is closed when the load ends.
-	bg chan struct{}
+	// it is closed when the load ends. bgReloads is reloads when it began:
+	// after a Reload it installs nothing, and the next LoadInBackground
+	// starts a new one.
+	bg        chan struct{}
+	bgReloads uint64
 	// stop ends background loads: set by Close.
 	stop atomic.Bool
 }
@@ -244,6 +247,18 @@ func (db *DB) install(wf string, l *loaded) {
 func (db *DB) Preload(wfs []string, workers int) {
 	db.mu.Lock()
 	reloads := db.reloads
+	db.mu.Unlock()
+	db.preload(wfs, workers, reloads)
+}
+
+// preload is Preload for the index as it is after reloads Reloads: if a
+// Reload came since, it reads and installs nothing more.
+func (db *DB) preload(wfs []string, workers int, reloads uint64) {
+	db.mu.Lock()
+	if db.reloads != reloads {
+		db.mu.Unlock()
+		return
+	}
 	var todo []string
 	for _, wf := range wfs {
 		if db.wfs[wf] == nil && validWorkflow(wf) == nil {
@@ -256,14 +271,15 @@ func (db *DB) Preload(wfs []string, workers int) {
 	}
 	workers = max(1, min(workers, len(todo)))
 	jobs := make(chan string)
+	var stale atomic.Bool // a Reload came: nothing read from now on is installed
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for wf := range jobs {
-				if db.stop.Load() {
-					continue // closed: drain the jobs, read nothing more
+				if db.stop.Load() || stale.Load() {
+					continue // closed or reloaded: drain the jobs, read nothing more
 				}
 				l, err := db.load(wf)
 				if err != nil {
@@ -276,7 +292,9 @@ func (db *DB) Preload(wfs []string, workers int) {
 					db.beforeInstall(wf)
 				}
 				db.mu.Lock()
-				if db.wfs[wf] == nil && !db.closed && db.reloads == reloads {
+				if db.reloads != reloads {
+					stale.Store(true)
+				} else if db.wfs[wf] == nil && !db.closed {
 					db.install(wf, l)
 				}
 				db.mu.Unlock()
@@ -293,7 +311,9 @@ func (db *DB) Preload(wfs []string, workers int) {
 // LoadInBackground starts Preload(wfs, workers) in the background and
 // returns a channel closed when it ends; while one runs, it returns that
 // one's channel and starts nothing (the next call after it ended loads
-// what is still missing). Reads of a workflow not loaded yet do not wait
+// what is still missing), unless a Reload came since it began: that one
+// installs nothing more and stops, and a new one starts (POST
+// /clear-cache during the start-up read). Reads of a workflow not loaded yet do not wait
 // for it: they load that workflow themselves. A server calls it at
 // start-up so that its first step need not wait for 100,000s of files
 // (see engine: a step steps the workflows loaded so far). Close stops it
@@ -301,18 +321,20 @@ func (db *DB) Preload(wfs []string, workers int) {
 func (db *DB) LoadInBackground(wfs []string, workers int) <-chan struct{} {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.bg != nil {
+	if db.bg != nil && db.bgReloads == db.reloads {
 		return db.bg
 	}
 	done := make(chan struct{})
-	db.bg = done
-	go func() {
-		db.Preload(wfs, workers)
+	db.bg, db.bgReloads = done, db.reloads
+	go func(reloads uint64) {
+		db.preload(wfs, workers, reloads)
 		db.mu.Lock()
-		db.bg = nil
+		if db.bg == done { // (not a newer load's)
+			db.bg = nil
+		}
 		db.mu.Unlock()
 		close(done)
-	}()
+	}(db.reloads)
 	return done
 }
 
