@@ -31,7 +31,8 @@ const recountEvery = 15 * time.Second
 // background (after a start), the workflows it has not read yet are left
 // out and counted apart (celos_workflows_loading); such a partial count is
 // recounted at most every recountEvery, and at the first scrape after the
-// read ended.
+// read ended. A read that begins (POST /clear-cache) is counted at the
+// next scrape.
 type stateCollector struct {
 	svc scheduler.Service
 	now func() time.Time
@@ -72,7 +73,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dirty && (time.Since(c.counted) >= recountEvery || c.readEnded()) {
+	if (c.dirty && time.Since(c.counted) >= recountEvery) || c.readChanged() {
 		c.recount()
 	}
 	for _, st := range slot.Statuses {
@@ -84,15 +85,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(loadingDesc, prometheus.GaugeValue, float64(c.unread))
 }
 
-// readEnded reports whether the last count left workflows out that the
-// background read has read since: then the next scrape counts them, not
-// only after recountEvery.
-func (c *stateCollector) readEnded() bool {
-	if c.unread == 0 {
-		return false
-	}
+// readChanged reports whether a background read ended since a count that
+// left workflows out, or began since a count that left none out (POST
+// /clear-cache dropped the state read): the next scrape then counts
+// again, not only after recountEvery, so that celos_workflows_loading is
+// not 0 over counts the store no longer holds, nor above 0 for long after
+// the read.
+func (c *stateCollector) readChanged() bool {
 	l := c.loading()
-	return l == nil || l.Unread(nil) == nil
+	reading := l != nil && l.Unread(nil) != nil
+	return reading != (c.unread > 0)
 }
 
 func (c *stateCollector) recount() {

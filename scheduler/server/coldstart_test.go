@@ -28,14 +28,41 @@ import (
 // the state at start-up reads each workflow's files and then waits, before
 // installing them, until release.
 type heldStart struct {
-	t       *testing.T
-	url     string
-	db      *statedb.DB
-	ids     []string
-	stderr  *safeBuffer
-	old     []string // the state files of old final slots (60 days old)
-	gate    chan struct{}
-	release func()
+	t      *testing.T
+	url    string
+	db     *statedb.DB
+	ids    []string
+	stderr *safeBuffer
+	old    []string // the state files of old final slots (60 days old)
+
+	mu   sync.Mutex
+	gate chan struct{} // closed: background reads install what they read
+}
+
+// release lets the background reads install what they read.
+func (h *heldStart) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.gate:
+	default:
+		close(h.gate)
+	}
+}
+
+// hold holds the background reads (after a release) again.
+func (h *heldStart) hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gate = make(chan struct{})
+}
+
+// wait is the store's BeforeInstall: it waits for the gate.
+func (h *heldStart) wait(string) {
+	h.mu.Lock()
+	g := h.gate
+	h.mu.Unlock()
+	<-g
 }
 
 // coldWorkflows are the workflows of a heldStart; each has three SUCCESS
@@ -58,8 +85,6 @@ func startHeld(t *testing.T, set func(*Config)) *heldStart {
 	}
 	fixture.WriteProject(t, wdir, "p", wfs...)
 	h := &heldStart{t: t, ids: coldWorkflows, stderr: &safeBuffer{}, gate: make(chan struct{})}
-	var once sync.Once
-	h.release = func() { once.Do(func() { close(h.gate) }) }
 	t.Cleanup(h.release)
 	db, err := statedb.Open(dbDir)
 	if err != nil {
@@ -93,7 +118,7 @@ func startHeld(t *testing.T, set func(*Config)) *heldStart {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, cfg, func(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
-			db, err := statedb.OpenWith(cfg.DB, statedb.Options{BeforeInstall: func(string) { <-h.gate }})
+			db, err := statedb.OpenWith(cfg.DB, statedb.Options{BeforeInstall: h.wait})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -240,5 +265,42 @@ func TestClearCacheDuringStartRead(t *testing.T) {
 	}
 	if got, want := h.scrape(), `map[celos_slots{status="SUCCESS"}:9 celos_workflows_loading:0]`; fmt.Sprint(got) != want {
 		t.Errorf("GET /metrics after the read: %v, want %s", got, want)
+	}
+}
+
+// TestClearCacheAfterStartRead: POST /clear-cache after the start-up read
+// reads the state again in the background too, and the next scrape says
+// so: the counts of before are not reported as complete while the state
+// is being read again.
+func TestClearCacheAfterStartRead(t *testing.T) {
+	h := startHeld(t, nil)
+	h.release()
+	h.readEnded("the start-up read")
+	want := `map[celos_slots{status="SUCCESS"}:9 celos_workflows_loading:0]`
+	if got := h.scrape(); fmt.Sprint(got) != want {
+		t.Fatalf("GET /metrics after the start-up read: %v, want %s", got, want)
+	}
+	h.hold()
+	resp, err := http.Post(h.url+"/clear-cache", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /clear-cache: %s", resp.Status)
+	}
+	if got, want := h.scrape(), `map[celos_slots{status="SUCCESS"}:0 celos_workflows_loading:3]`; fmt.Sprint(got) != want {
+		t.Errorf("GET /metrics while the state is read again after POST /clear-cache: %v, want %s", got, want)
+	}
+	h.notRead("POST /clear-cache, then GET /metrics")
+	h.release()
+	h.readEnded("the read after POST /clear-cache")
+	for _, id := range h.ids {
+		if !h.db.Loaded(id) {
+			t.Errorf("workflow %s's state not read again after POST /clear-cache", id)
+		}
+	}
+	if got := h.scrape(); fmt.Sprint(got) != want {
+		t.Errorf("GET /metrics once the state is read again: %v, want %s", got, want)
 	}
 }
