@@ -19,12 +19,20 @@
 #            and how many workflows it said were still being read (the
 #            server reads every workflow's state in the background after a
 #            start; the page does not wait for it, docs/ui.md), a second
-#            GET /ui, the time until a GET /ui found every state read (the
-#            page's counts complete), and the server's RSS then. With
+#            GET /ui, the slowest of the views polled every 0.5 s after it
+#            until one found every state read (the page's counts
+#            complete), the time until then, and the server's RSS then. With
 #            BENCH_SCALE_UI_OTHER=/path/to/celos, another build (say
 #            main's) is measured the same way on the same database,
 #            alternately, BENCH_SCALE_UI_ROUNDS times each (default 1), and
 #            a second table puts them side by side.
+#            BENCH_SCALE_UI_ALSO (words, default none) adds what else a
+#            server may do at its start: "metrics" scrapes GET /metrics as
+#            soon as it listens, alongside the first GET /ui (the cell adds
+#            the scrape's time and its celos_workflows_loading), "prune"
+#            runs the server with --prune-older-than 30d, "clear-cache"
+#            POSTs /clear-cache as soon as it listens, before the first
+#            GET /ui.
 #
 # Sizes from BENCH_SCALE_SHM_FROM workflows on (default 10,000) keep their
 # state database on tmpfs (/dev/shm) when there is one, so that the run is
@@ -35,7 +43,8 @@
 # BENCH_SCALE_SYNC_MAX (1000), BENCH_SCALE_SHM_FROM (10000), BENCH_SCALE_DIR
 # (default: a new /tmp/celos-bench-scale.*; removed at the end unless set),
 # BENCH_SCALE_STEPS ("fill restart ui": any of them; restart and ui share
-# soak gen's database), BENCH_SCALE_UI_OTHER, BENCH_SCALE_UI_ROUNDS.
+# soak gen's database), BENCH_SCALE_UI_OTHER, BENCH_SCALE_UI_ROUNDS,
+# BENCH_SCALE_UI_ALSO.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +52,7 @@ sizes=${BENCH_SCALE_SIZES:-100 1000 10000}
 steps=" ${BENCH_SCALE_STEPS:-fill restart ui} "
 ui_other=${BENCH_SCALE_UI_OTHER:-}
 ui_rounds=${BENCH_SCALE_UI_ROUNDS:-1}
+ui_also=" ${BENCH_SCALE_UI_ALSO:-} "
 if [ -n "$ui_other" ] && [ ! -x "$ui_other" ]; then
   echo "bench-scale: BENCH_SCALE_UI_OTHER=$ui_other is not an executable" >&2
   exit 2
@@ -57,8 +67,10 @@ else
 fi
 shm=""
 server=""
+scrape=""
 cleanup() {
   [ -n "$server" ] && kill "$server" 2>/dev/null || true
+  [ -n "$scrape" ] && kill "$scrape" 2>/dev/null || true
   [ -n "$shm" ] && rm -rf "$shm"
   [ -z "${BENCH_SCALE_DIR:-}" ] && rm -rf "$work"
   return 0
@@ -93,11 +105,12 @@ rss() { awk '/VmRSS/ {printf "%.0f MiB", $2/1024}' "/proc/$1/status"; }
 # (see the header); sets ui_result to one table cell. (Not run in a
 # subshell: cleanup must know the server's PID.)
 ui_measure() {
-  local celos=$1 b=$2 t0 tl t1 t2 first second left again total
-  rm -rf "$b/url" "$b/jobs"
+  local celos=$1 b=$2 t0 tl t1 t2 first second left again total extra=() also="" took slowest
+  rm -rf "$b/url" "$b/jobs" "$b/metrics.txt" "$b/metrics.time"
+  [[ $ui_also == *" prune "* ]] && extra+=(--prune-older-than 30d)
   t0=$(date +%s.%N)
   "$celos" server --listen 127.0.0.1 --port 0 --workflows "$b/gen/wf" --db "$b/gen/db" \
-    --jobs "$b/jobs" --logs '' --log-level warn --url-file "$b/url" 2> "$b/server.log" &
+    --jobs "$b/jobs" --logs '' --log-level warn --url-file "$b/url" "${extra[@]}" 2> "$b/server.log" &
   server=$!
   for _ in $(seq 1 1200); do
     [ -s "$b/url" ] && break
@@ -107,22 +120,36 @@ ui_measure() {
   tl=$(date +%s.%N)
   url=$(cat "$b/url")
   case $url in http://127.0.0.1:*) ;; *) echo "bench-scale: server URL $url is not loopback" >&2; exit 1 ;; esac
+  if [[ $ui_also == *" metrics "* ]]; then
+    curl -sS -o "$b/metrics.txt" -w '%{time_total}' --max-time 600 "$url/metrics" > "$b/metrics.time" &
+    scrape=$!
+  fi
+  if [[ $ui_also == *" clear-cache "* ]]; then
+    curl -sS -X POST -o /dev/null --max-time 600 "$url/clear-cache"
+  fi
   first=$(curl -sS -o "$b/first.html" -w '%{http_code} %{size_download}' --max-time 600 "$url/ui")
   t1=$(date +%s.%N)
   left=$(still_read "$b/first.html")
   second=$(curl -sS -o "$b/again.html" -w '%{time_total}' --max-time 600 "$url/ui")
   # Until a view finds every state read (bounded: 10 minutes).
   again=$(still_read "$b/again.html")
+  slowest=$second
   for _ in $(seq 1 1200); do
     [ "$again" = 0 ] && break
     sleep 0.5
-    curl -sS -o "$b/again.html" --max-time 600 "$url/ui"
+    took=$(curl -sS -o "$b/again.html" -w '%{time_total}' --max-time 600 "$url/ui")
+    slowest=$(awk -v a="$slowest" -v b="$took" 'BEGIN {print (b > a ? b : a)}')
     again=$(still_read "$b/again.html")
   done
   t2=$(date +%s.%N)
   total="all read by $(awk -v a="$t0" -v b="$t2" 'BEGIN {printf "%.1f s", b-a}')"
   [ "$again" = 0 ] || total="$again still being read after 10 minutes"
-  ui_result="first $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f s", b-a}') after start (listening at $(awk -v a="$t0" -v b="$tl" 'BEGIN {printf "%.2f s", b-a}'); HTTP ${first% *}, $(awk -v s="${first#* }" 'BEGIN {printf "%.0f KB", s/1000}'), $left still being read), again $(awk -v s="$second" 'BEGIN {printf "%.0f ms", s*1000}'), $total, server RSS $(rss "$server")"
+  if [ -n "$scrape" ]; then
+    wait "$scrape" || true
+    scrape=""
+    also="; GET /metrics $(awk -v s="$(cat "$b/metrics.time")" 'BEGIN {printf "%.2f s", s}'), loading $(sed -n 's/^celos_workflows_loading //p' "$b/metrics.txt")"
+  fi
+  ui_result="first $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f s", b-a}') after start (listening at $(awk -v a="$t0" -v b="$tl" 'BEGIN {printf "%.2f s", b-a}'); HTTP ${first% *}, $(awk -v s="${first#* }" 'BEGIN {printf "%.0f KB", s/1000}'), $left still being read), again $(awk -v s="$second" 'BEGIN {printf "%.0f ms", s*1000}'), slowest later view $(awk -v s="$slowest" 'BEGIN {printf "%.2f s", s}'), $total, server RSS $(rss "$server")$also"
   kill -TERM "$server"
   wait "$server" || true
   server=""

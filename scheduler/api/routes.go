@@ -592,6 +592,7 @@ func (h *Handler) clearCache(w http.ResponseWriter, _ *http.Request, _ query) er
 	if err := h.svc.ClearCache(); err != nil {
 		return err
 	}
+	h.metrics.Changed() // files repaired by hand: the slot counts too
 	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
 }

@@ -352,7 +352,8 @@ func (e *Engine) LastStep() StepReport {
 }
 
 // ClearCache re-reads every workflows file (not only changed ones) and the
-// state database's index, and forgets the per-workflow done marks.
+// state database's index (in the background when the store can), and
+// forgets the per-workflow done marks.
 func (e *Engine) ClearCache() error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
@@ -365,6 +366,9 @@ func (e *Engine) ClearCache() error {
 	e.mu.Lock()
 	e.done = make(map[string]doneMark)
 	e.mu.Unlock()
-	e.reload()
+	c := e.reload()
+	if bg, ok := e.db.(backgroundLoader); ok {
+		bg.LoadInBackground(c.ids, 8) // read again in the background, not view by view
+	}
 	return err
 }

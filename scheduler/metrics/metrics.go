@@ -26,6 +26,8 @@ import (
 //	celos_slots{status}                    slots in the 7-day window per status
 //	celos_workflows{paused}                loaded workflows
 //	celos_workflow_load_errors             workflows files that did not load
+//	celos_workflows_loading                workflows whose state was still being read at the
+//	                                       last count, left out of celos_slots
 //	celos_slot_transitions_total{status}   slot transitions made by steps, by status entered
 //	celos_slot_errors_total{operation}     slots a step left as they were because something
 //	                                       could not answer (trigger, submit, status, ...)
@@ -70,6 +72,7 @@ type Metrics struct {
 	inFlight    map[uint64]StepRun
 	clock       func() time.Time
 	stepTimeout time.Duration
+	loading     Loading // guarded by stepMu (StateLoading)
 }
 
 // StepRun is a step in flight.
@@ -215,12 +218,28 @@ func (m *Metrics) Changed() {
 // one service (later calls do nothing).
 func (m *Metrics) Observe(svc scheduler.Service, now func() time.Time, stepTimeout time.Duration) {
 	m.once.Do(func() {
-		m.state = &stateCollector{svc: svc, now: now, dirty: true}
+		m.state = &stateCollector{svc: svc, now: now, dirty: true, loading: m.stateLoading}
 		m.reg.MustRegister(m.state)
 		m.stepMu.Lock()
 		m.clock, m.stepTimeout = now, stepTimeout
 		m.stepMu.Unlock()
 	})
+}
+
+// StateLoading tells the slot-state gauges which workflows' state the
+// store is still reading in the background (the file store after a
+// start): they are left out of celos_slots and counted in
+// celos_workflows_loading instead of being read by a scrape.
+func (m *Metrics) StateLoading(l Loading) {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	m.loading = l
+}
+
+func (m *Metrics) stateLoading() Loading {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	return m.loading
 }
 
 // StepStarted records a step (at step time at) in flight; StepEnded, given

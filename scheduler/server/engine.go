@@ -31,6 +31,12 @@ func openEngine(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return newEngine(cfg, d, db)
+}
+
+// newEngine builds the engine over the opened store db; on an error db is
+// closed.
+func newEngine(cfg Config, d deps, db stateStore) (scheduler.Service, io.Closer, error) {
 	eng, err := engine.New(engine.Options{
 		WorkflowsDir: cfg.Workflows,
 		Store:        db,

@@ -62,6 +62,32 @@ func pruneLimits(now time.Time, keep time.Duration, ws []*workflow.Workflow, log
 	}
 }
 
+// pruneWaitMsg is logged when the first prune waits for the start-up read.
+const pruneWaitMsg = "pruning the state database once its start-up read is done"
+
+// waitStateRead waits until stateRead is closed (at once if it is nil) and
+// reports true, or false if ctx is done first. A prune during the store's
+// start-up read would read every workflow's state itself, one by one,
+// under the store's lock: the server's start would wait for it as for no
+// background read at all.
+func waitStateRead(ctx context.Context, stateRead <-chan struct{}, log *slog.Logger) bool {
+	if stateRead == nil {
+		return true
+	}
+	select {
+	case <-stateRead:
+		return true
+	default:
+	}
+	log.Info(pruneWaitMsg)
+	select {
+	case <-stateRead:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // checkPruneRetention refuses a retention shorter than statedb.MinRetention.
 func checkPruneRetention(keep time.Duration) error {
 	if keep > 0 && keep < statedb.MinRetention {
@@ -76,15 +102,16 @@ type jobPruner interface {
 	Prune(before time.Time) (int, error)
 }
 
-// startPruning prunes the state database at once and then every
-// pruneInterval, deleting final slots older than keep (what `celos db
+// startPruning prunes the state database at once (once the store's
+// start-up read has ended: stateRead is closed then; nil: no such read)
+// and then every pruneInterval, deleting final slots older than keep (what `celos db
 // prune --older-than` does, without stopping the server; the states a
 // trigger of the workflows loaded at the time reads further back are kept
 // longer, see pruneLimits), and the command
 // service's records of runs that ended that long ago (jobs may be nil),
 // until ctx is done. The returned channel is closed when it has stopped.
 // keep 0 means no pruning.
-func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*workflow.Workflow, []scheduler.LoadError), jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
+func startPruning(ctx context.Context, db io.Closer, stateRead <-chan struct{}, workflows func() ([]*workflow.Workflow, []scheduler.LoadError), jobs jobPruner, keep time.Duration, log *slog.Logger) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if keep <= 0 {
 		close(done)
@@ -99,6 +126,9 @@ func startPruning(ctx context.Context, db io.Closer, workflows func() ([]*workfl
 	}
 	go func() {
 		defer close(done)
+		if !waitStateRead(ctx, stateRead, log) {
+			return
+		}
 		for {
 			now := time.Now()
 			start := time.Now()

@@ -244,7 +244,10 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if engine, err = member.attach(engine, engineCloser, m); err != nil { // (nil member: unchanged)
 		return err
 	}
-	state := startStateLoad(engineCloser, engine)
+	state, stateRead := startStateLoad(engineCloser, engine)
+	if state != nil {
+		m.StateLoading(state) // (a nil ui.StateLoader is not a nil Loading)
+	}
 	// One stepper for the --autoSchedule timer and POST /scheduler.
 	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
 	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Attempts: attemptLister(svcs), Instance: member.status()})
@@ -259,7 +262,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
 	jobs, _ := svcs[workflow.ServiceCommand].(jobPruner)
-	pruneDone, err := startPruning(loopCtx, engineCloser, loadedWorkflows(engine), jobs, cfg.PruneOlderThan, log)
+	pruneDone, err := startPruning(loopCtx, engineCloser, stateRead, loadedWorkflows(engine), jobs, cfg.PruneOlderThan, log)
 	if err != nil {
 		srv.Close()
 		return err

@@ -20,12 +20,12 @@ type backgroundLoader interface {
 // rather than at the first step, which then finds it running or done (and
 // without --autoSchedule comes only with the first POST /scheduler). It
 // returns the store for the UI, which does not wait for the workflows not
-// read yet (docs/ui.md), or nil when the store reads on first use only.
-func startStateLoad(store io.Closer, svc scheduler.Service) ui.StateLoader {
+// read yet (docs/ui.md), and a channel closed when the read ended; both
+// nil when the store reads on first use only.
+func startStateLoad(store io.Closer, svc scheduler.Service) (ui.StateLoader, <-chan struct{}) {
 	bl, ok := store.(backgroundLoader)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	bl.LoadInBackground(svc.WorkflowIDs(), 8)
-	return bl
+	return bl, bl.LoadInBackground(svc.WorkflowIDs(), 8)
 }

@@ -46,10 +46,12 @@ var ErrLocked = errors.New("state database is locked")
 // DB is an open state database. Its methods are safe for concurrent use.
 type DB struct {
 	noSync bool
-	dir    string
-	lock   *os.File
-	writes atomic.Int64
-	reads  atomic.Int64
+	// beforeInstall is Options.BeforeInstall.
+	beforeInstall func(wf string)
+	dir           string
+	lock          *os.File
+	writes        atomic.Int64
+	reads         atomic.Int64
 	// dirSyncs counts directory fsyncs (for the tests of Prune).
 	dirSyncs atomic.Int64
 
@@ -63,8 +65,11 @@ type DB struct {
 	// without mu) may miss writes made since and is not installed.
 	reloads uint64
 	// bg is the running background load (LoadInBackground), nil if none;
-	// it is closed when the load ends.
-	bg chan struct{}
+	// it is closed when the load ends. bgReloads is reloads when it began:
+	// after a Reload it installs nothing, and the next LoadInBackground
+	// starts a new one.
+	bg        chan struct{}
+	bgReloads uint64
 	// stop ends background loads: set by Close.
 	stop atomic.Bool
 }
@@ -102,6 +107,10 @@ type Options struct {
 	// NoSync skips the fsyncs of writes: for tests and bulk imports only,
 	// never for a server (a crash may then lose or truncate state files).
 	NoSync bool
+	// BeforeInstall, when set, runs in background reads (Preload,
+	// LoadInBackground) between reading a workflow's files and installing
+	// them: tests of other packages hold a start-up read back with it.
+	BeforeInstall func(wf string)
 }
 
 // OpenWith is Open with options.
@@ -147,13 +156,14 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
 	}
 	db := &DB{
-		noSync:   opts.NoSync,
-		dir:      abs,
-		lock:     f,
-		wfs:      make(map[string]*wfIndex),
-		paused:   make(map[string]bool),
-		dirs:     make(map[string]bool),
-		problems: make(map[string]string),
+		noSync:        opts.NoSync,
+		beforeInstall: opts.BeforeInstall,
+		dir:           abs,
+		lock:          f,
+		wfs:           make(map[string]*wfIndex),
+		paused:        make(map[string]bool),
+		dirs:          make(map[string]bool),
+		problems:      make(map[string]string),
 	}
 	if err := db.loadPaused(); err != nil {
 		f.Close()
@@ -237,6 +247,18 @@ func (db *DB) install(wf string, l *loaded) {
 func (db *DB) Preload(wfs []string, workers int) {
 	db.mu.Lock()
 	reloads := db.reloads
+	db.mu.Unlock()
+	db.preload(wfs, workers, reloads)
+}
+
+// preload is Preload for the index as it is after reloads Reloads: if a
+// Reload came since, it reads and installs nothing more.
+func (db *DB) preload(wfs []string, workers int, reloads uint64) {
+	db.mu.Lock()
+	if db.reloads != reloads {
+		db.mu.Unlock()
+		return
+	}
 	var todo []string
 	for _, wf := range wfs {
 		if db.wfs[wf] == nil && validWorkflow(wf) == nil {
@@ -249,14 +271,15 @@ func (db *DB) Preload(wfs []string, workers int) {
 	}
 	workers = max(1, min(workers, len(todo)))
 	jobs := make(chan string)
+	var stale atomic.Bool // a Reload came: nothing read from now on is installed
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for wf := range jobs {
-				if db.stop.Load() {
-					continue // closed: drain the jobs, read nothing more
+				if db.stop.Load() || stale.Load() {
+					continue // closed or reloaded: drain the jobs, read nothing more
 				}
 				l, err := db.load(wf)
 				if err != nil {
@@ -265,8 +288,13 @@ func (db *DB) Preload(wfs []string, workers int) {
 				if preloadLoaded != nil {
 					preloadLoaded(wf)
 				}
+				if db.beforeInstall != nil {
+					db.beforeInstall(wf)
+				}
 				db.mu.Lock()
-				if db.wfs[wf] == nil && !db.closed && db.reloads == reloads {
+				if db.reloads != reloads {
+					stale.Store(true)
+				} else if db.wfs[wf] == nil && !db.closed {
 					db.install(wf, l)
 				}
 				db.mu.Unlock()
@@ -283,7 +311,9 @@ func (db *DB) Preload(wfs []string, workers int) {
 // LoadInBackground starts Preload(wfs, workers) in the background and
 // returns a channel closed when it ends; while one runs, it returns that
 // one's channel and starts nothing (the next call after it ended loads
-// what is still missing). Reads of a workflow not loaded yet do not wait
+// what is still missing), unless a Reload came since it began: that one
+// installs nothing more and stops, and a new one starts (POST
+// /clear-cache during the start-up read). Reads of a workflow not loaded yet do not wait
 // for it: they load that workflow themselves. A server calls it at
 // start-up so that its first step need not wait for 100,000s of files
 // (see engine: a step steps the workflows loaded so far). Close stops it
@@ -291,18 +321,20 @@ func (db *DB) Preload(wfs []string, workers int) {
 func (db *DB) LoadInBackground(wfs []string, workers int) <-chan struct{} {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.bg != nil {
+	if db.bg != nil && db.bgReloads == db.reloads {
 		return db.bg
 	}
 	done := make(chan struct{})
-	db.bg = done
-	go func() {
-		db.Preload(wfs, workers)
+	db.bg, db.bgReloads = done, db.reloads
+	go func(reloads uint64) {
+		db.preload(wfs, workers, reloads)
 		db.mu.Lock()
-		db.bg = nil
+		if db.bg == done { // (not a newer load's)
+			db.bg = nil
+		}
 		db.mu.Unlock()
 		close(done)
-	}()
+	}(db.reloads)
 	return done
 }
 

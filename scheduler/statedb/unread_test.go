@@ -1,6 +1,7 @@
 package statedb
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,5 +60,56 @@ func TestUnread(t *testing.T) {
 	}
 	if got := db.Unread(wfs); got != nil {
 		t.Fatalf("Unread after the load: %v, want nil", got)
+	}
+}
+
+// TestLoadInBackgroundAfterReload: a Reload during a background load makes
+// that load install nothing (it read before the Reload); a LoadInBackground
+// after it starts a new load instead of answering the old one's channel,
+// and the new load reads everything again. The old load stops reading.
+func TestLoadInBackgroundAfterReload(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	wfs := []string{"w1", "w2", "w3", "w4"}
+	t1 := ts("2024-01-01T01:00Z")
+	for _, wf := range wfs {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: t1}, Status: slot.Success}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db = open(t, dir)
+	gate := make(chan struct{})
+	var reads atomic.Int32
+	preloadLoaded = func(string) { reads.Add(1); <-gate }
+	t.Cleanup(func() { preloadLoaded = nil })
+	old := db.LoadInBackground(wfs, 1)
+	if err := db.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := db.LoadInBackground(wfs, 2)
+	if fresh == old {
+		t.Fatal("LoadInBackground after a Reload answered the load started before it, which installs nothing")
+	}
+	close(gate)
+	for _, ch := range []<-chan struct{}{old, fresh} {
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a background load did not end")
+		}
+	}
+	for _, wf := range wfs {
+		if !db.Loaded(wf) {
+			t.Errorf("%s not read by the load started after the Reload", wf)
+		}
+	}
+	if got := db.Unread(wfs); got != nil {
+		t.Errorf("Unread after both loads ended: %v, want nil", got)
+	}
+	// The old load (one reader) read at most w1 (if it began before the
+	// Reload) and then nothing more; the new one read the 4.
+	if got := reads.Load(); got < 4 || got > 5 {
+		t.Errorf("%d workflows read by the two loads, want 4 or 5: the load made stale by the Reload read on", got)
 	}
 }
