@@ -302,6 +302,7 @@ func (db *DB) Reload() error {
 	db.mu.Lock()
 	db.wfs = make(map[string]*wfIndex)
 	db.mu.Unlock()
+	db.forgetProblems()
 	ctx, cancel := db.ctx()
 	defer cancel()
 	if err := db.loadPaused(ctx); err != nil {
@@ -374,6 +375,11 @@ FROM celos_workflows w WHERE w.changed_by >= $1::text::xid8`, strconv.FormatUint
 		return 0, fmt.Errorf("PostgreSQL state store: refresh: %w", pgError(err))
 	}
 	db.reads.Add(int64(len(cur)))
+	// The problems published since (problems.go): a snapshot taken after
+	// the one above, so it sees at least what that one did.
+	if err := db.refreshProblems(ctx, db.since, since < db.since); err != nil {
+		return 0, fmt.Errorf("PostgreSQL state store: refresh the published problems: %w", pgError(err))
+	}
 	if since < db.since {
 		n := db.dropAll()
 		if err := db.loadPaused(ctx); err != nil {
