@@ -3,8 +3,8 @@ package statepg
 // Problems shared between instances (migration 0004, docs/ha.md): the
 // instance that steps a workflow publishes the set of its problems to
 // celos_problems, fenced like its other writes, and every instance keeps
-// the published sets in memory, read by Refresh (only the rows written
-// since the previous one, as for celos_workflows).
+// the published sets in memory, read by Refresh in its one statement
+// (only the rows written since the previous one, as for celos_workflows).
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -152,19 +151,31 @@ func (db *DB) PublishedWorkflows() []string {
 	return out
 }
 
-// refreshProblems reads the rows of celos_problems written by transactions
-// from since on (see Refresh), or every row when all is set or none was
-// read yet; db.wmu is held.
-func (db *DB) refreshProblems(ctx context.Context, since uint64, all bool) error {
-	db.probs.mu.Lock()
-	all = all || !db.probs.full
-	db.probs.mu.Unlock()
-	q, args := "SELECT workflow, problems::text FROM celos_problems", []any(nil)
-	if !all {
-		q += " WHERE changed_by >= $1::text::xid8"
-		args = append(args, strconv.FormatUint(since, 10))
+// isFull reports whether every row was read since Open or Reload (else
+// the next Refresh reads them all).
+func (c *problemCache) isFull() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.full
+}
+
+// apply installs the sets a Refresh read: every set when all (the others
+// are gone), else those written since the previous one.
+func (c *problemCache) apply(read map[string][]scheduler.Problem, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if all {
+		c.sets, c.full = nil, true
 	}
-	rows, err := db.pool.Query(ctx, q, args...)
+	for wf, ps := range read {
+		c.setLocked(wf, ps)
+	}
+}
+
+// readAllProblems reads every row of celos_problems (a Refresh that found
+// the server's transaction ids gone backwards); db.wmu is held.
+func (db *DB) readAllProblems(ctx context.Context) error {
+	rows, err := db.pool.Query(ctx, "SELECT workflow, problems::text FROM celos_problems")
 	if err != nil {
 		return err
 	}
@@ -177,14 +188,7 @@ func (db *DB) refreshProblems(ctx context.Context, since uint64, all bool) error
 		return err
 	}
 	db.reads.Add(int64(len(read)))
-	db.probs.mu.Lock()
-	defer db.probs.mu.Unlock()
-	if all {
-		db.probs.sets, db.probs.full = nil, true
-	}
-	for wf, ps := range read {
-		db.probs.setLocked(wf, ps)
-	}
+	db.probs.apply(read, true)
 	return nil
 }
 

@@ -92,8 +92,11 @@ func TestPublishedProblems(t *testing.T) {
 	if err := a.PublishProblems(map[string][]scheduler.Problem{"w": nil}); err != nil {
 		t.Fatal(err)
 	}
-	reads := b.Stats().Reads
+	reads, queries := b.Stats().Reads, b.Queries()
 	refresh()
+	if n := b.Queries() - queries; n != 1 {
+		t.Fatalf("a Refresh that reads problems took %d round trips, want 1 (one statement)", n)
+	}
 	if got := b.PublishedProblems("w"); len(got) != 0 {
 		t.Fatalf("emptied problems still shown: %+v", got)
 	}
@@ -169,5 +172,31 @@ func TestPublishedProblemsOfManyWorkflows(t *testing.T) {
 	}
 	if got := len(b.PublishedWorkflows()); got != 1000 {
 		t.Fatalf("%d workflows with problems read, want 1000", got)
+	}
+}
+
+// TestPublishedProblemsAfterServerChange: a Refresh that finds the
+// server's transaction ids gone backwards reads every published problem
+// again, and forgets those the server does not have.
+func TestPublishedProblemsAfterServerChange(t *testing.T) {
+	a, dsn := openTest(t)
+	b := openDSN(t, dsn)
+	ctx := context.Background()
+	if _, err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.probs.apply(map[string][]scheduler.Problem{"gone": {problem("gone", "", "step", "of the old server")}}, false)
+	want := []scheduler.Problem{problem("w", "2026-01-01T10:00:00Z", "trigger", "down")}
+	if err := a.PublishProblems(map[string][]scheduler.Problem{"w": want}); err != nil {
+		t.Fatal(err)
+	}
+	b.wmu.Lock()
+	b.since += 1 << 40 // as if the previous server had been far ahead
+	b.wmu.Unlock()
+	if _, err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, b.PublishedProblems("")); d != "" {
+		t.Fatalf("published problems after the ids went back (-want +got):\n%s", d)
 	}
 }
