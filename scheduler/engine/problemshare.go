@@ -46,7 +46,7 @@ func (e *Engine) publishProblems(c *config, todo []string) {
 	if b == nil {
 		return
 	}
-	own := e.problemsOf(todo)
+	own := e.problemsByWorkflow()
 	set := make(map[string][]scheduler.Problem)
 	for _, wf := range todo {
 		if !e.owns(wf) {
@@ -75,24 +75,17 @@ func (e *Engine) publishProblems(c *config, todo []string) {
 	}
 }
 
-// problemsOf returns this engine's problems of the workflows wfs, by
-// workflow, oldest slot first.
-func (e *Engine) problemsOf(wfs []string) map[string][]scheduler.Problem {
-	want := make(map[string]bool, len(wfs))
-	for _, wf := range wfs {
-		want[wf] = true
-	}
+// problemsByWorkflow returns this engine's problems by workflow, oldest
+// slot first (a map of the workflows with problems only: no allocation
+// per workflow at every step).
+func (e *Engine) problemsByWorkflow() map[string][]scheduler.Problem {
 	out := make(map[string][]scheduler.Problem)
 	e.mu.RLock()
 	for k, p := range e.problems {
-		if want[k.wf] {
-			out[k.wf] = append(out[k.wf], p)
-		}
+		out[k.wf] = append(out[k.wf], p)
 	}
 	for id, p := range e.sla {
-		if want[id.Workflow] {
-			out[id.Workflow] = append(out[id.Workflow], p)
-		}
+		out[id.Workflow] = append(out[id.Workflow], p)
 	}
 	e.mu.RUnlock()
 	for _, ps := range out {
@@ -105,6 +98,9 @@ func (e *Engine) problemsOf(wfs []string) map[string][]scheduler.Problem {
 // (sorted): the first maxPublished, each Error cut to maxPublishedError
 // bytes, and a last problem of op "more" that counts the others.
 func bounded(wf string, ps []scheduler.Problem) []scheduler.Problem {
+	if len(ps) == 0 {
+		return nil // (no allocation per workflow without problems, at every step)
+	}
 	n := min(len(ps), maxPublished)
 	out := make([]scheduler.Problem, 0, n+1)
 	for _, p := range ps[:n] {
