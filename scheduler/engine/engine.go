@@ -47,7 +47,6 @@ package engine
 import (
 	"errors"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -297,30 +296,34 @@ func (e *Engine) clearProblem(wf string, t time.Time) {
 }
 
 // Problems lists the problems kept for workflow wf ("" for all), oldest
-// slot first.
+// slot first. When several instances share the store (problemBoard), those
+// of the workflows this engine does not own are the ones their owner
+// published, as of the store's last refresh.
 func (e *Engine) Problems(wf string) []scheduler.Problem {
+	b := e.board()
+	mine := func(w string) bool { return (wf == "" || w == wf) && (b == nil || e.owns(w)) }
 	e.mu.RLock()
 	out := make([]scheduler.Problem, 0, len(e.problems))
 	for k, p := range e.problems {
-		if wf == "" || k.wf == wf {
+		if mine(k.wf) {
 			out = append(out, p)
 		}
 	}
 	for id, p := range e.sla {
-		if wf == "" || id.Workflow == wf {
+		if mine(id.Workflow) {
 			out = append(out, p)
 		}
 	}
+	c := e.cfg
 	e.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Workflow != out[j].Workflow {
-			return out[i].Workflow < out[j].Workflow
+	if b != nil {
+		for _, p := range b.PublishedProblems(wf) {
+			if c.workflows[p.Workflow] != nil && !e.owns(p.Workflow) {
+				out = append(out, p)
+			}
 		}
-		if !out[i].Slot.Equal(out[j].Slot) {
-			return out[i].Slot.Before(out[j].Slot)
-		}
-		return out[i].Op < out[j].Op
-	})
+	}
+	sortProblems(out)
 	return out
 }
 

@@ -75,6 +75,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	st.admitPools(c, pools, e.opts.PoolsFile)
 	st.submitAll(ctx)
 	st.apply()
+	e.publishProblems(c, todo)
 	rep.Duration = time.Since(rep.Started)
 	rep.Writes = e.writes() - writes0
 	e.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/store"
 )
@@ -95,6 +96,26 @@ type (
 	// pairs).
 	ownersWriter interface {
 		WriteOwners(set map[string]store.Owner, remove []string) map[string]error
+	}
+	// problemBoard shares the problems of workflows between the instances
+	// on one store (Options.Owns; docs/ha.md): the owner of a workflow
+	// publishes the set of its problems when it changes, and the others
+	// show what was published for the workflows they do not own.
+	problemBoard interface {
+		// PublishProblems replaces the published problems of each
+		// workflow of set (an empty list: none), all or nothing, fenced
+		// like the store's other writes (a workflow this instance no
+		// longer owns is refused).
+		PublishProblems(set map[string][]scheduler.Problem) error
+		// ClearPublished empties the published problems of workflows
+		// no instance steps any more (removed), without the fence.
+		ClearPublished(wfs []string) error
+		// PublishedProblems returns the problems published for wf ("":
+		// every workflow) as the store last read or wrote them,
+		// oldest slot first; PublishedWorkflows the workflows with
+		// some.
+		PublishedProblems(wf string) []scheduler.Problem
+		PublishedWorkflows() []string
 	}
 	// reloader drops the store's cache (ClearCache).
 	reloader interface{ Reload() error }

@@ -50,6 +50,8 @@ type DB struct {
 	// the next Refresh reads the workflows written by transactions from
 	// there on. Guarded by wmu.
 	since uint64
+	// probs are the problems the instances published (problems.go).
+	probs problemCache
 
 	mu     sync.Mutex // guards the fields below
 	closed bool

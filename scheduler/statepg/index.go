@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/store"
 )
@@ -302,6 +303,7 @@ func (db *DB) Reload() error {
 	db.mu.Lock()
 	db.wfs = make(map[string]*wfIndex)
 	db.mu.Unlock()
+	db.forgetProblems()
 	ctx, cancel := db.ctx()
 	defer cancel()
 	if err := db.loadPaused(ctx); err != nil {
@@ -338,10 +340,19 @@ func (db *DB) Reload() error {
 func (db *DB) Refresh(ctx context.Context) (int, error) {
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
-	rows, err := db.pool.Query(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text, NULL::text, NULL::bigint, NULL::boolean
+	// The third part reads the problems published since (problems.go),
+	// all of them on the first Refresh.
+	allProblems := !db.probs.isFull()
+	problemsSince := "p.changed_by >= $1::text::xid8"
+	if allProblems {
+		problemsSince = "true"
+	}
+	rows, err := db.pool.Query(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text, NULL::text, NULL::bigint, NULL::boolean, NULL::text
 UNION ALL
-SELECT NULL, w.workflow, w.version, EXISTS (SELECT 1 FROM celos_paused p WHERE p.workflow = w.workflow)
-FROM celos_workflows w WHERE w.changed_by >= $1::text::xid8`, strconv.FormatUint(db.since, 10))
+SELECT NULL, w.workflow, w.version, EXISTS (SELECT 1 FROM celos_paused p WHERE p.workflow = w.workflow), NULL
+FROM celos_workflows w WHERE w.changed_by >= $1::text::xid8
+UNION ALL
+SELECT NULL, p.workflow, NULL, NULL, p.problems::text FROM celos_problems p WHERE `+problemsSince, strconv.FormatUint(db.since, 10))
 	if err != nil {
 		return 0, fmt.Errorf("PostgreSQL state store: refresh: %w", pgError(err))
 	}
@@ -356,15 +367,21 @@ FROM celos_workflows w WHERE w.changed_by >= $1::text::xid8`, strconv.FormatUint
 		wf    *string
 		v     *int64
 		p     *bool
+		doc   *string
 		since uint64
+		probs = make(map[string][]scheduler.Problem)
 	)
-	_, err = pgx.ForEachRow(rows, []any{&xmin, &wf, &v, &p}, func() error {
-		if xmin != nil {
+	_, err = pgx.ForEachRow(rows, []any{&xmin, &wf, &v, &p, &doc}, func() error {
+		switch {
+		case xmin != nil:
 			var err error
 			since, err = strconv.ParseUint(*xmin, 10, 64)
 			return err
+		case doc != nil:
+			probs[*wf] = decodeProblems(*wf, *doc)
+		default:
+			cur, vals = append(cur, *wf), append(vals, row{*v, *p})
 		}
-		cur, vals = append(cur, *wf), append(vals, row{*v, *p})
 		return nil
 	})
 	if err == nil && since == 0 {
@@ -373,15 +390,19 @@ FROM celos_workflows w WHERE w.changed_by >= $1::text::xid8`, strconv.FormatUint
 	if err != nil {
 		return 0, fmt.Errorf("PostgreSQL state store: refresh: %w", pgError(err))
 	}
-	db.reads.Add(int64(len(cur)))
+	db.reads.Add(int64(len(cur) + len(probs)))
 	if since < db.since {
 		n := db.dropAll()
 		if err := db.loadPaused(ctx); err != nil {
 			return n, fmt.Errorf("PostgreSQL state store: refresh paused flags: %w", err)
 		}
+		if err := db.readAllProblems(ctx); err != nil {
+			return n, fmt.Errorf("PostgreSQL state store: refresh the published problems: %w", pgError(err))
+		}
 		db.since = since
 		return n, nil
 	}
+	db.probs.apply(probs, allProblems)
 	n := 0
 	db.mu.Lock()
 	for i, wf := range cur {
