@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"os/user"
@@ -91,6 +92,10 @@ type Error struct {
 	Message     string
 	Err         error // the transport or parse error, if any
 	Unavailable bool
+	// NotSent: the call's request certainly did not reach Oozie (a
+	// refused connection, a failed version lookup or authentication
+	// before it); it wraps external.ErrNotSent.
+	NotSent bool
 }
 
 func (e *Error) Error() string {
@@ -120,6 +125,9 @@ func (e *Error) Unwrap() []error {
 	}
 	if e.Unavailable {
 		errs = append(errs, external.ErrUnavailable)
+	}
+	if e.NotSent {
+		errs = append(errs, external.ErrNotSent)
 	}
 	return errs
 }
@@ -333,6 +341,7 @@ func (c *Client) do(ctx context.Context, k call) error {
 			var oe *Error
 			if errors.As(err, &oe) {
 				cp := *oe
+				cp.NotSent = true // the call itself was never made
 				return fail(&cp)
 			}
 			return err
@@ -444,15 +453,20 @@ func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, er
 }
 
 func authError(err error) error {
-	return &Error{Message: "authenticate: " + err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable)}
+	return &Error{Message: "authenticate: " + err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable), NotSent: true}
 }
 
+// transportError is a failed HTTP exchange. Only a failed dial is known
+// not to have sent the request; any later failure (a reset, a timeout)
+// may come after Oozie received it.
 func transportError(err error) error {
 	msg := "unreachable: " + err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = "no answer in time: " + err.Error()
 	}
-	return &Error{Message: msg, Err: err, Unavailable: true}
+	var op *net.OpError
+	dial := errors.As(err, &op) && op.Op == "dial"
+	return &Error{Message: msg, Err: err, Unavailable: true, NotSent: dial}
 }
 
 func snippet(b []byte) string {
