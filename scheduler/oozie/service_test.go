@@ -266,11 +266,11 @@ func TestRecover(t *testing.T) {
 	}
 }
 
-// TestSubmitNotSent: a submission whose request never reached Oozie (the
-// connection refused) says so (external.ErrNotSent: the engine then
+// TestSubmitNoEffect: a submission whose request never reached Oozie (the
+// connection refused) or that Oozie refused in safe mode says so (external.ErrNoEffect: the engine then
 // forgets its submit intent, nothing can be in flight); one whose
 // connection broke after the request was sent does not.
-func TestSubmitNotSent(t *testing.T) {
+func TestSubmitNoEffect(t *testing.T) {
 	ctx := context.Background()
 	w := newWorkflow("", map[string]string{"user.name": "u", "oozie.wf.application.path": "/app"})
 	id := slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)}
@@ -282,11 +282,17 @@ func TestSubmitNotSent(t *testing.T) {
 	closed := "http://" + ln.Addr().String() + "/oozie"
 	ln.Close()
 	_, err = oozie.NewService(&defaults.Defaults{Oozie: closed}, nil).Submit(ctx, w, id)
-	if !errors.Is(err, external.ErrUnavailable) || !errors.Is(err, external.ErrNotSent) {
+	if !errors.Is(err, external.ErrUnavailable) || !errors.Is(err, external.ErrNoEffect) {
 		t.Fatalf("submit to a closed port: %v; want unavailable and not sent", err)
 	}
 
 	f := startFake(t)
+	f.SetMode(ooziefake.SafeMode) // Oozie's own refusal, before it acts
+	_, err = oozie.NewService(&defaults.Defaults{Oozie: f.URL}, nil).Submit(ctx, w, id)
+	if !errors.Is(err, external.ErrUnavailable) || !errors.Is(err, external.ErrNoEffect) {
+		t.Fatalf("submit in safe mode: %v; want unavailable and no effect", err)
+	}
+	f.SetMode(ooziefake.Normal)
 	// Versions answer; the submit's connection is cut once its request
 	// has been read.
 	cut := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -309,7 +315,7 @@ func TestSubmitNotSent(t *testing.T) {
 	}))
 	defer cut.Close()
 	_, err = oozie.NewService(&defaults.Defaults{Oozie: cut.URL + "/oozie"}, nil).Submit(ctx, w, id)
-	if !errors.Is(err, external.ErrUnavailable) || errors.Is(err, external.ErrNotSent) {
+	if !errors.Is(err, external.ErrUnavailable) || errors.Is(err, external.ErrNoEffect) {
 		t.Fatalf("submit cut after the request: %v; want unavailable, not 'not sent'", err)
 	}
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
-// TestSubmitNotSentDropsIntent: a submission that failed without reaching
-// the service (external.ErrNotSent) leaves no submit intent, so the next
+// TestSubmitNoEffectDropsIntent: a submission that certainly had no effect
+// at the service (external.ErrNoEffect) leaves no submit intent, so the next
 // attempt does not wait for a job that cannot be in flight; an ambiguous
 // failure (unavailable, maybe received) keeps it.
-func TestSubmitNotSentDropsIntent(t *testing.T) {
+func TestSubmitNoEffectDropsIntent(t *testing.T) {
 	w := fixture.Hourly("wf")
 	w.StartTime = ts("2024-01-01T00:00Z")
 	now := ts("2024-01-01T00:30Z")
@@ -23,7 +23,7 @@ func TestSubmitNotSentDropsIntent(t *testing.T) {
 		err  error
 		left bool
 	}{
-		{"not sent", errors.Join(external.ErrUnavailable, external.ErrNotSent, errors.New("connection refused")), false},
+		{"no effect", errors.Join(external.ErrUnavailable, external.ErrNoEffect, errors.New("connection refused")), false},
 		{"maybe received", errors.Join(external.ErrUnavailable, errors.New("connection reset")), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
