@@ -125,8 +125,10 @@ func (s *stepper) submitAll(ctx context.Context) {
 			return err
 		})
 		if err != nil {
-			if !errors.Is(err, external.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				// A definite refusal: no job exists, forget the intent.
+			if errors.Is(err, external.ErrNoEffect) ||
+				!errors.Is(err, external.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				// A definite refusal, or a request that never left: no
+				// job exists, forget the intent.
 				s.dropIntents = append(s.dropIntents, id)
 			}
 			s.fail(id, "submit", err)

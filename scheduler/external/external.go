@@ -17,6 +17,15 @@ import (
 // stays READY and a RUNNING slot stays RUNNING until the service answers.
 var ErrUnavailable = errors.New("external service unavailable")
 
+// ErrNoEffect marks a failed call that certainly had no effect at the
+// service: its request never reached it (the connection was refused, a
+// lookup needed before the request failed), or the service refused it
+// before acting on it (Oozie in safe mode). It comes with ErrUnavailable.
+// The engine forgets the submit intent of a Submit that fails so: no job
+// of it can be in flight, so the next attempt need not wait for one (see
+// Recoverer).
+var ErrNoEffect = errors.New("the call had no effect at the service")
+
 // Status is what a service says about one job.
 type Status struct {
 	// Running is true while the job has not finished (Oozie PREP, RUNNING,

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"os/user"
@@ -75,6 +76,9 @@ func CurrentUser() string {
 	return ""
 }
 
+// codeSafeMode is Oozie's error code for a request refused in safe mode.
+const codeSafeMode = "E0002"
+
 // Error is an Oozie call that failed: an HTTP error (with Oozie's
 // oozie-error-code and oozie-error-message headers when present), a
 // transport failure or an unreadable answer. It wraps
@@ -91,6 +95,11 @@ type Error struct {
 	Message     string
 	Err         error // the transport or parse error, if any
 	Unavailable bool
+	// NoEffect: the call certainly did nothing: its request did not
+	// reach Oozie (a refused connection, a failed version lookup or
+	// authentication before it), or Oozie refused it in safe mode
+	// (E0002); it wraps external.ErrNoEffect.
+	NoEffect bool
 }
 
 func (e *Error) Error() string {
@@ -120,6 +129,9 @@ func (e *Error) Unwrap() []error {
 	}
 	if e.Unavailable {
 		errs = append(errs, external.ErrUnavailable)
+	}
+	if e.NoEffect {
+		errs = append(errs, external.ErrNoEffect)
 	}
 	return errs
 }
@@ -333,6 +345,7 @@ func (c *Client) do(ctx context.Context, k call) error {
 			var oe *Error
 			if errors.As(err, &oe) {
 				cp := *oe
+				cp.NoEffect = true // the call itself was never made
 				return fail(&cp)
 			}
 			return err
@@ -363,6 +376,9 @@ func (c *Client) do(ctx context.Context, k call) error {
 			Message:     resp.Header.Get("oozie-error-message"),
 			Unavailable: resp.StatusCode >= 500,
 		}
+		// Oozie's own refusal in safe mode comes before it acts on the
+		// request (a 5xx without the code may be a proxy's, after it).
+		e.NoEffect = e.Code == codeSafeMode
 		// The real server's message repeats the code ("E0604: Job does
 		// not exist [...]"); Error() prints the code once.
 		e.Message = strings.TrimPrefix(e.Message, e.Code+": ")
@@ -444,15 +460,20 @@ func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, er
 }
 
 func authError(err error) error {
-	return &Error{Message: "authenticate: " + err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable)}
+	return &Error{Message: "authenticate: " + err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable), NoEffect: true}
 }
 
+// transportError is a failed HTTP exchange. Only a failed dial is known
+// not to have sent the request; any later failure (a reset, a timeout)
+// may come after Oozie received it.
 func transportError(err error) error {
 	msg := "unreachable: " + err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = "no answer in time: " + err.Error()
 	}
-	return &Error{Message: msg, Err: err, Unavailable: true}
+	var op *net.OpError
+	dial := errors.As(err, &op) && op.Op == "dial"
+	return &Error{Message: msg, Err: err, Unavailable: true, NoEffect: dial}
 }
 
 func snippet(b []byte) string {

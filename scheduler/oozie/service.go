@@ -247,6 +247,7 @@ func (s *Service) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID,
 		return "", false, err
 	}
 	name := WorkflowName(id)
+	intent := since
 	// Oozie dates have whole seconds, and Oozie's clock is not ours.
 	since = since.Truncate(time.Second).Add(-clockSkew)
 	recent := func(j Job) bool { return j.CreatedTime.IsZero() || !j.CreatedTime.Before(since) }
@@ -286,6 +287,23 @@ func (s *Service) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID,
 		if conf[WorkflowNameProperty] == name {
 			return j.ID, true, nil
 		}
+	}
+	return s.notFound(c, id, intent)
+}
+
+// notFound is Recover's answer when Oozie lists no job of slot id: a
+// definite "none" once the submission made under the intent of that time
+// can no longer be in flight, else an unavailable error. A process killed
+// while its submit request was at Oozie (or an instance stopped past its
+// lease) leaves the intent; Oozie may still be creating that job when the
+// next process looks, and a second submission would run the slot twice.
+// The request had the call timeout, so by intent + timeout it has ended
+// one way or the other; until then the slot waits, asked again each step.
+func (s *Service) notFound(c *Client, id slot.ID, intent time.Time) (string, bool, error) {
+	until := intent.Add(s.timeout)
+	if time.Now().Before(until) {
+		return "", false, fmt.Errorf("recover %s: %w: oozie %s has no job of the submission made at %s yet, and it may still be in flight; the slot is submitted again only after %s, when that request would have timed out",
+			id, external.ErrUnavailable, c.URL(), slot.FormatTime(intent), slot.FormatTime(until))
 	}
 	return "", false, nil
 }

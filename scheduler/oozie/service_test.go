@@ -3,6 +3,10 @@ package oozie_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +186,36 @@ func TestMapStatus(t *testing.T) {
 	}
 }
 
+// TestRecoverInFlight: a submission whose process died while the request
+// was at Oozie may still be being made when the next process looks for
+// it. Until the intent is older than the call timeout, Recover does not
+// say "no job" (the engine would submit a second one) but "unavailable",
+// naming when it will; a job Oozie makes late is then found, and after
+// the timeout "no job" is final.
+func TestRecoverInFlight(t *testing.T) {
+	ctx := context.Background()
+	f := startFake(t)
+	s := oozie.NewService(&defaults.Defaults{Oozie: f.URL}, nil, oozie.WithCallTimeout(20*time.Second))
+	w := newWorkflow("", map[string]string{"user.name": "u", "oozie.wf.application.path": "/app"})
+	id := slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)}
+	intent := time.Now()
+	_, found, err := s.Recover(ctx, w, id, intent)
+	if found || !errors.Is(err, external.ErrUnavailable) || !strings.Contains(err.Error(), "may still be in flight") {
+		t.Fatalf("no job yet, intent just written: found=%v err=%v; want unavailable, in flight", found, err)
+	}
+	jobID, err := s.Submit(ctx, w, id) // Oozie makes the job late
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, found, err := s.Recover(ctx, w, id, intent); err != nil || !found || got != jobID {
+		t.Fatalf("the late job: Recover = %q, %v, %v; want %q", got, found, err, jobID)
+	}
+	other := slot.ID{Workflow: w.ID, Time: id.Time.Add(time.Hour)}
+	if _, found, err := s.Recover(ctx, w, other, intent.Add(-21*time.Second)); err != nil || found {
+		t.Fatalf("intent older than the call timeout: found=%v err=%v; want a final no", found, err)
+	}
+}
+
 func TestRecover(t *testing.T) {
 	ctx := context.Background()
 	f := startFake(t)
@@ -190,7 +224,8 @@ func TestRecover(t *testing.T) {
 	id := slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)}
 
 	intent := time.Now()
-	if _, found, err := s.Recover(ctx, w, id, intent); err != nil || found {
+	// An intent older than the call timeout: nothing can be in flight.
+	if _, found, err := s.Recover(ctx, w, id, intent.Add(-oozie.DefaultTimeout-time.Second)); err != nil || found {
 		t.Fatalf("nothing submitted yet: found=%v err=%v", found, err)
 	}
 	jobID, err := s.Submit(ctx, w, id)
@@ -207,7 +242,7 @@ func TestRecover(t *testing.T) {
 	}
 	// Another slot's job is not adopted.
 	other := slot.ID{Workflow: w.ID, Time: id.Time.Add(time.Hour)}
-	if _, found, _ := s.Recover(ctx, w, other, intent); found {
+	if _, found, _ := s.Recover(ctx, w, other, intent.Add(-time.Hour)); found {
 		t.Error("adopted another slot's job")
 	}
 
@@ -228,5 +263,59 @@ func TestRecover(t *testing.T) {
 	f.SetMode(ooziefake.Error500)
 	if _, _, err := s.Recover(ctx, w, other, intent); !errors.Is(err, external.ErrUnavailable) {
 		t.Errorf("Recover on 500: %v", err)
+	}
+}
+
+// TestSubmitNoEffect: a submission whose request never reached Oozie (the
+// connection refused) or that Oozie refused in safe mode says so (external.ErrNoEffect: the engine then
+// forgets its submit intent, nothing can be in flight); one whose
+// connection broke after the request was sent does not.
+func TestSubmitNoEffect(t *testing.T) {
+	ctx := context.Background()
+	w := newWorkflow("", map[string]string{"user.name": "u", "oozie.wf.application.path": "/app"})
+	id := slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/oozie"
+	ln.Close()
+	_, err = oozie.NewService(&defaults.Defaults{Oozie: closed}, nil).Submit(ctx, w, id)
+	if !errors.Is(err, external.ErrUnavailable) || !errors.Is(err, external.ErrNoEffect) {
+		t.Fatalf("submit to a closed port: %v; want unavailable and not sent", err)
+	}
+
+	f := startFake(t)
+	f.SetMode(ooziefake.SafeMode) // Oozie's own refusal, before it acts
+	_, err = oozie.NewService(&defaults.Defaults{Oozie: f.URL}, nil).Submit(ctx, w, id)
+	if !errors.Is(err, external.ErrUnavailable) || !errors.Is(err, external.ErrNoEffect) {
+		t.Fatalf("submit in safe mode: %v; want unavailable and no effect", err)
+	}
+	f.SetMode(ooziefake.Normal)
+	// Versions answer; the submit's connection is cut once its request
+	// has been read.
+	cut := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/versions") {
+			resp, err := http.Get(f.URL + "/versions")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			rw.Header().Set("Content-Type", "application/json")
+			io.Copy(rw, resp.Body)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		conn, _, err := rw.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer cut.Close()
+	_, err = oozie.NewService(&defaults.Defaults{Oozie: cut.URL + "/oozie"}, nil).Submit(ctx, w, id)
+	if !errors.Is(err, external.ErrUnavailable) || errors.Is(err, external.ErrNoEffect) {
+		t.Fatalf("submit cut after the request: %v; want unavailable, not 'not sent'", err)
 	}
 }
