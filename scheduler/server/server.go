@@ -244,10 +244,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	if engine, err = member.attach(engine, engineCloser, m); err != nil { // (nil member: unchanged)
 		return err
 	}
-	state, stateRead := startStateLoad(engineCloser, engine)
-	if state != nil {
-		m.StateLoading(state) // (a nil ui.StateLoader is not a nil Loading)
-	}
+	state, stateRead := startStateLoad(engineCloser, engine, m)
 	// One stepper for the --autoSchedule timer and POST /scheduler.
 	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
 	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Attempts: attemptLister(svcs), Instance: member.status()})
@@ -277,23 +274,28 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	}()
 
 	var runErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down: finishing the step and requests in flight", "timeout", humandur.Format(cfg.ShutdownTimeout))
-	case err := <-serveErr:
-		runErr = fmt.Errorf("serve: %w", err)
-	}
-	stopLoop()
-	var serr error
-	inUse, serr = shutdown(srv, loopDone, cfg.ShutdownTimeout)
-	if runErr == nil {
-		runErr = serr
-	}
-	if runErr != nil {
+	if inUse, runErr = awaitStop(ctx, cfg, log, srv, serveErr, loopDone, stopLoop); runErr != nil {
 		return runErr
 	}
 	logStopped(log, svcs[workflow.ServiceCommand])
 	return nil
+}
+
+// awaitStop waits for ctx's end (a signal) or for serve to fail, then
+// stops the step loop and shuts the server down; inUse is shutdown's.
+func awaitStop(ctx context.Context, cfg Config, log *slog.Logger, srv *http.Server, serveErr <-chan error, loopDone <-chan struct{}, stopLoop func()) (inUse bool, err error) {
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing the step and requests in flight", "timeout", humandur.Format(cfg.ShutdownTimeout))
+	case serr := <-serveErr:
+		err = fmt.Errorf("serve: %w", serr)
+	}
+	stopLoop()
+	inUse, serr := shutdown(srv, loopDone, cfg.ShutdownTimeout)
+	if err == nil {
+		err = serr
+	}
+	return inUse, err
 }
 
 // logStopped logs the server's last line. Command jobs outlive the server

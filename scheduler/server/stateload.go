@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/metrics"
 	"github.com/celos-go/celos/scheduler/ui"
 )
 
@@ -21,11 +22,14 @@ type backgroundLoader interface {
 // without --autoSchedule comes only with the first POST /scheduler). It
 // returns the store for the UI, which does not wait for the workflows not
 // read yet (docs/ui.md), and a channel closed when the read ended; both
-// nil when the store reads on first use only.
-func startStateLoad(store io.Closer, svc scheduler.Service) (ui.StateLoader, <-chan struct{}) {
+// nil when the store reads on first use only. The metrics m leave the
+// workflows not read yet out of their counts too.
+func startStateLoad(store io.Closer, svc scheduler.Service, m *metrics.Metrics) (ui.StateLoader, <-chan struct{}) {
 	bl, ok := store.(backgroundLoader)
 	if !ok {
 		return nil, nil
 	}
-	return bl, bl.LoadInBackground(svc.WorkflowIDs(), 8)
+	done := bl.LoadInBackground(svc.WorkflowIDs(), 8)
+	m.StateLoading(bl) // (a nil ui.StateLoader would not be a nil Loading)
+	return bl, done
 }

@@ -81,18 +81,11 @@ the requests in flight finish first (a second signal stops it at once).`,
 			if autoSchedule > 0 {
 				cfg.AutoSchedule = autoSchedule
 			}
-			switch strings.ToLower(logLevel) {
-			case "debug":
-				cfg.LogLevel = slog.LevelDebug
-			case "info":
-				cfg.LogLevel = slog.LevelInfo
-			case "warn":
-				cfg.LogLevel = slog.LevelWarn
-			case "error":
-				cfg.LogLevel = slog.LevelError
-			default:
-				return usageError("--log-level %q: want debug, info, warn or error", logLevel)
+			level, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
+			cfg.LogLevel = level
 			if cfg.StepTimeout <= 0 {
 				return usageError("--step-timeout %s: want a positive duration (10m, 1h)", humandur.Format(cfg.StepTimeout))
 			}
@@ -146,4 +139,19 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.URLFile, "url-file", "", "write the server's base URL to this file once it listens")
 	_ = f.MarkHidden("url-file")
 	return c
+}
+
+// parseLogLevel reads --log-level.
+func parseLogLevel(v string) (slog.Level, error) {
+	switch strings.ToLower(v) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, usageError("--log-level %q: want debug, info, warn or error", v)
 }
