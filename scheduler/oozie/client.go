@@ -98,7 +98,7 @@ type Error struct {
 	// NoEffect: the call certainly did nothing: its request did not
 	// reach Oozie (a refused connection, a failed version lookup or
 	// authentication before it), or Oozie refused it in safe mode
-	// (E0002); it wraps external.ErrNoEffect.
+	// (E0002) or as unauthenticated (401); it wraps external.ErrNoEffect.
 	NoEffect bool
 }
 
@@ -376,9 +376,10 @@ func (c *Client) do(ctx context.Context, k call) error {
 			Message:     resp.Header.Get("oozie-error-message"),
 			Unavailable: resp.StatusCode >= 500,
 		}
-		// Oozie's own refusal in safe mode comes before it acts on the
-		// request (a 5xx without the code may be a proxy's, after it).
-		e.NoEffect = e.Code == codeSafeMode
+		// Oozie's own refusal in safe mode, and its authentication
+		// filter's 401, come before it acts on the request (a 5xx without
+		// the code may be a proxy's, after it).
+		e.NoEffect = e.Code == codeSafeMode || resp.StatusCode == http.StatusUnauthorized
 		// The real server's message repeats the code ("E0604: Job does
 		// not exist [...]"); Error() prints the code once.
 		e.Message = strings.TrimPrefix(e.Message, e.Code+": ")
@@ -447,7 +448,7 @@ func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, er
 	if err != nil || !retry {
 		if err != nil {
 			resp.Body.Close()
-			return nil, &Error{Status: resp.StatusCode, Message: err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable)}
+			return nil, &Error{Status: resp.StatusCode, Message: err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable), NoEffect: true} // a 401: refused before acting
 		}
 		return resp, nil
 	}

@@ -170,7 +170,8 @@ func (s *Service) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) 
 		// Oozie wants user.name in the configuration; under Kerberos it
 		// is the principal's (Oozie takes the authenticated user anyway).
 		if props["user.name"], err = s.spnego.User(ctx, c.URL()); err != nil {
-			return "", fmt.Errorf("submit %s: oozie %s: %w", id, c.URL(), err)
+			// Before any request: nothing can be in flight.
+			return "", fmt.Errorf("submit %s: oozie %s: %w", id, c.URL(), errors.Join(err, external.ErrNoEffect))
 		}
 	}
 	jobID, err := c.Submit(ctx, props)

@@ -609,3 +609,25 @@ func TestSPNEGOKDCSilent(t *testing.T) {
 		t.Fatal("no answer 2 minutes into a call to a silent KDC")
 	}
 }
+
+// TestSPNEGOSubmitWithoutTicketHasNoEffect: a submission that cannot get
+// a Kerberos ticket fails before any request (external.ErrNoEffect), so
+// the engine forgets its submit intent and submits at once when a ticket
+// is there, instead of waiting out the in-flight time of a request that
+// never left (TestRecoverInFlight).
+func TestSPNEGOSubmitWithoutTicketHasNoEffect(t *testing.T) {
+	r := newRealm(t) // KRB5CCNAME names no cache
+	o := startKerberizedOozie(t, r.http.Keytab)
+	conf := t.TempDir()
+	writeCoreSite(t, conf, "kerberos")
+	opts, err := oozie.LoadHadoopAuth(conf, hadoopconf.Options{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := oozie.NewService(&defaults.Defaults{Oozie: o.URL}, nil, opts...)
+	w := newWorkflow("", map[string]string{"oozie.wf.application.path": "/app"})
+	_, err = s.Submit(t.Context(), w, slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)})
+	if !errors.Is(err, external.ErrUnavailable) || !errors.Is(err, external.ErrNoEffect) {
+		t.Fatalf("submit without a ticket: %v; want unavailable and no effect", err)
+	}
+}
