@@ -87,6 +87,7 @@ func TestRealOozieCelosBinary(t *testing.T) {
 	t.Run("mission", testRealOozieMission)
 	t.Run("kill9 mid-submit", testRealOozieKill9MidSubmit)
 	t.Run("kerberos", testSPNEGOCelosServer) // the Oozie fake: no JVM
+	t.Run("kerberos keytab", testSPNEGOCelosServerKeytab)
 }
 
 // testRealOozieMission is the whole mission path once, end to end, with
@@ -376,7 +377,7 @@ type celosServer struct {
 	done chan struct{}
 }
 
-func startCelosServer(t *testing.T, dir, wfDir string) *celosServer {
+func startCelosServer(t *testing.T, dir, wfDir string, args ...string) *celosServer {
 	t.Helper()
 	bin, err := celosBinary()
 	if err != nil {
@@ -385,8 +386,8 @@ func startCelosServer(t *testing.T, dir, wfDir string) *celosServer {
 	urlFile := filepath.Join(dir, "url")
 	os.Remove(urlFile)
 	s := &celosServer{log: &lockedLog{}, done: make(chan struct{})}
-	s.cmd = exec.Command(bin, "server", "--port", "0", "--workflows", wfDir, "--defaults", filepath.Join(dir, "defaults.json"),
-		"--db", filepath.Join(dir, "db"), "--logs", "", "--url-file", urlFile)
+	s.cmd = exec.Command(bin, append([]string{"server", "--port", "0", "--workflows", wfDir, "--defaults", filepath.Join(dir, "defaults.json"),
+		"--db", filepath.Join(dir, "db"), "--logs", "", "--url-file", urlFile}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

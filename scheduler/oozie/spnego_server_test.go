@@ -75,3 +75,44 @@ func testSPNEGOCelosServer(t *testing.T) {
 		t.Fatalf("authentication %+v: want one negotiation as %s, then the cookie", got, r.alice.Name)
 	}
 }
+
+// testSPNEGOCelosServerKeytab: `celos server --keytab K --principal P`
+// logs in with the keytab, with no credential cache at all (a server's
+// tickets from kinit expire; a keytab's are renewed by logging in again),
+// and its Oozie calls authenticate as P.
+func testSPNEGOCelosServerKeytab(t *testing.T) {
+	r := newRealm(t) // KRB5CCNAME names no cache
+	o := startKerberizedOozie(t, r.http.Keytab)
+	o.fake.SetPlan(func(map[string]string) []string { return []string{ooziefake.Running, ooziefake.Succeeded} })
+	dir := t.TempDir()
+	confDir := filepath.Join(dir, "hadoop")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeCoreSite(t, confDir, "kerberos")
+	t.Setenv("HADOOP_CONF_DIR", confDir)
+	w := fixture.Hourly("krb")
+	w.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "hdfs://nn/apps/krb"})
+	w.StartTime = t20
+	wfDir := filepath.Join(dir, "wf")
+	fixture.Write(t, wfDir, fixture.Project("krb", w))
+	if err := os.WriteFile(filepath.Join(dir, "defaults.json"), []byte(fmt.Sprintf(`{"CELOS_DEFAULT_OOZIE": %q}`, o.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := url.Values{"time": {slot.FormatTime(t20.Add(30 * time.Minute))}}
+	s := startCelosServer(t, dir, wfDir, "--keytab", r.alice.Keytab, "--principal", r.alice.Name)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s.step(t, now)
+		if st, _ := slotState(t, s.url, "krb", t20); st == "SUCCESS" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot not SUCCESS 60 s into a server with --keytab\n%s", s.log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := o.counts(); got.Negotiations == 0 || got.Principals[0] != r.alice.Name {
+		t.Fatalf("authentication %+v: want negotiations as %s", got, r.alice.Name)
+	}
+}

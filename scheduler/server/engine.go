@@ -124,7 +124,7 @@ func loadDefaults(path string) (*defaults.Defaults, error) {
 // CELOS_DEFAULT_HDFS from the defaults, else fs.defaultFS. The HDFS
 // client's counters are exported as celos_hdfs_*.
 func fileSystems(cfg Config, d *defaults.Defaults, m *api.Metrics) (trigger.FileSystems, func(), error) {
-	mux, hdfs, err := hdfscheck.Setup(d, cfg.HadoopConf, hdfscheck.Options{})
+	mux, hdfs, err := hdfscheck.Setup(d, cfg.HadoopConf, hdfscheck.Options{Keytab: cfg.Keytab, Principal: cfg.Principal})
 	if err != nil {
 		return nil, nil, err
 	}

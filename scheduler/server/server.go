@@ -69,6 +69,10 @@ type Config struct {
 	// OozieSPN is Oozie's service principal under Kerberos (default
 	// HTTP/<host of the Oozie URL>; see oozie.NewSPNEGO).
 	OozieSPN string
+	// Keytab and Principal, both set, log the server in to Kerberos with
+	// a keytab (HDFS and Oozie) instead of the credential cache, so that
+	// its tickets never expire under it.
+	Keytab, Principal string
 	// UIConfig is the UI's groups file (Celos format); HueURL links Oozie
 	// jobs to Hue in the UI.
 	UIConfig string

@@ -25,8 +25,8 @@ import (
 //     (--jobs);
 //   - oozie: the Oozie Web Services API, with the installation's default
 //     Oozie URL and properties from d (nil: none; a workflow must then
-//     name its Oozie URL), authenticated with SPNEGO from the credential
-//     cache when the Hadoop configuration (--hadoop-conf) says
+//     name its Oozie URL), authenticated with SPNEGO (the credential
+//     cache, or --keytab and --principal) when the Hadoop configuration (--hadoop-conf) says
 //     hadoop.security.authentication=kerberos (--oozie-spn overrides the
 //     service principal), else with Oozie's simple authentication.
 func externalServices(cfg Config, d *defaults.Defaults, log *slog.Logger) (map[string]external.Service, error) {
@@ -34,7 +34,7 @@ func externalServices(cfg Config, d *defaults.Defaults, log *slog.Logger) (map[s
 	if err != nil {
 		return nil, fmt.Errorf("jobs directory %s (--jobs; default: beside --db): %w", cfg.Jobs, err)
 	}
-	auth, err := oozie.LoadHadoopAuth(cfg.HadoopConf, hadoopconf.Options{}, cfg.OozieSPN)
+	auth, err := oozie.LoadHadoopAuth(cfg.HadoopConf, hadoopconf.Options{Keytab: cfg.Keytab, Principal: cfg.Principal}, cfg.OozieSPN)
 	if err != nil {
 		return nil, err
 	}

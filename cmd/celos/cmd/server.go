@@ -86,18 +86,9 @@ the requests in flight finish first (a second signal stops it at once).`,
 				return err
 			}
 			cfg.LogLevel = level
-			if cfg.StepTimeout <= 0 {
-				return usageError("--step-timeout %s: want a positive duration (10m, 1h)", humandur.Format(cfg.StepTimeout))
-			}
-			if pruneOlder < 0 {
-				return usageError("--prune-older-than %s: want a positive duration such as 30d", humandur.Format(pruneOlder))
-			}
 			cfg.PruneOlderThan = pruneOlder
-			if cfg.Lease < cluster.MinLease {
-				return usageError("--lease %s: want at least %s", humandur.Format(cfg.Lease), humandur.Format(cluster.MinLease))
-			}
-			if cfg.JobGrace < 0 {
-				return usageError("--job-grace %s: want a positive duration such as 5m", humandur.Format(cfg.JobGrace))
+			if err := checkServerFlags(cfg); err != nil {
+				return err
 			}
 			cfg.Version = version()
 			cfg.Stderr = c.ErrOrStderr()
@@ -124,6 +115,8 @@ the requests in flight finish first (a second signal stops it at once).`,
 	f.StringVar(&cfg.Jobs, "jobs", "", "directory of the command service's runs and output logs (default: jobs beside --db)")
 	f.Var(newDurationFlag(&autoSchedule, 0, true), "autoSchedule", "time between automatic steps: seconds (60, as Celos) or a duration (90s, 5m); 0: none, POST /scheduler steps")
 	f.StringVar(&cfg.HadoopConf, "hadoop-conf", "", "directory of core-site.xml and hdfs-site.xml (default $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop)")
+	f.StringVar(&cfg.Keytab, "keytab", "", "under Kerberos, log in with this keytab (with --principal) instead of the credential cache, for HDFS and Oozie")
+	f.StringVar(&cfg.Principal, "principal", "", "the Kerberos principal of --keytab (user@REALM)")
 	f.StringVar(&cfg.OozieSPN, "oozie-spn", "", "Oozie's Kerberos service principal when --hadoop-conf has hadoop.security.authentication=kerberos (default HTTP/<host of the Oozie URL>; _HOST is that host)")
 	f.StringVar(&cfg.UIConfig, "ui-config", "", `UI groups file, Celos format {"groups":[{"name":..., "workflows":[...]}]}`)
 	f.StringVar(&cfg.HueURL, "hue", "", "Hue URL: the UI links Oozie jobs to it")
@@ -154,4 +147,21 @@ func parseLogLevel(v string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, usageError("--log-level %q: want debug, info, warn or error", v)
+}
+
+// checkServerFlags refuses the flag values server.Run cannot work with.
+func checkServerFlags(cfg server.Config) error {
+	switch {
+	case cfg.StepTimeout <= 0:
+		return usageError("--step-timeout %s: want a positive duration (10m, 1h)", humandur.Format(cfg.StepTimeout))
+	case cfg.PruneOlderThan < 0:
+		return usageError("--prune-older-than %s: want a positive duration such as 30d", humandur.Format(cfg.PruneOlderThan))
+	case cfg.Lease < cluster.MinLease:
+		return usageError("--lease %s: want at least %s", humandur.Format(cfg.Lease), humandur.Format(cluster.MinLease))
+	case cfg.JobGrace < 0:
+		return usageError("--job-grace %s: want a positive duration such as 5m", humandur.Format(cfg.JobGrace))
+	case (cfg.Keytab == "") != (cfg.Principal == ""):
+		return usageError("--keytab and --principal go together: give both, or neither to use the credential cache")
+	}
+	return nil
 }
