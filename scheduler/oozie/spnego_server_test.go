@@ -20,30 +20,11 @@ import (
 // does not start and the log says to run kinit; once the cache is there
 // (kinit, no restart) the slot is submitted as alice and succeeds.
 func testSPNEGOCelosServer(t *testing.T) {
-	r := newRealm(t)
-	o := startKerberizedOozie(t, r.http.Keytab)
-	o.fake.SetPlan(func(map[string]string) []string { return []string{ooziefake.Running, ooziefake.Succeeded} })
-	dir := t.TempDir()
-	confDir := filepath.Join(dir, "hadoop")
-	if err := os.MkdirAll(confDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeCoreSite(t, confDir, "kerberos")
-	t.Setenv("HADOOP_CONF_DIR", confDir)
-	cache := filepath.Join(dir, "krb5cc")
+	k := newKerberizedServerDir(t)
+	r, o, now := k.realm, k.oozie, k.now
+	cache := filepath.Join(k.dir, "krb5cc")
 	t.Setenv("KRB5CCNAME", "FILE:"+cache)
-
-	w := fixture.Hourly("krb")
-	w.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "hdfs://nn/apps/krb"})
-	w.StartTime = t20
-	wfDir := filepath.Join(dir, "wf")
-	fixture.Write(t, wfDir, fixture.Project("krb", w))
-	if err := os.WriteFile(filepath.Join(dir, "defaults.json"), []byte(fmt.Sprintf(`{"CELOS_DEFAULT_OOZIE": %q}`, o.URL)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	now := url.Values{"time": {slot.FormatTime(t20.Add(30 * time.Minute))}}
-
-	s := startCelosServer(t, dir, wfDir)
+	s := startCelosServer(t, k.dir, k.wfDir)
 	s.step(t, now)
 	s.step(t, now)
 	if st, _ := slotState(t, s.url, "krb", t20); st == "RUNNING" || st == "SUCCESS" {
@@ -81,7 +62,40 @@ func testSPNEGOCelosServer(t *testing.T) {
 // tickets from kinit expire; a keytab's are renewed by logging in again),
 // and its Oozie calls authenticate as P.
 func testSPNEGOCelosServerKeytab(t *testing.T) {
-	r := newRealm(t) // KRB5CCNAME names no cache
+	k := newKerberizedServerDir(t) // KRB5CCNAME names no cache
+	r, o, now := k.realm, k.oozie, k.now
+	s := startCelosServer(t, k.dir, k.wfDir, "--keytab", r.alice.Keytab, "--principal", r.alice.Name)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s.step(t, now)
+		if st, _ := slotState(t, s.url, "krb", t20); st == "SUCCESS" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot not SUCCESS 60 s into a server with --keytab\n%s", s.log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := o.counts(); got.Negotiations == 0 || got.Principals[0] != r.alice.Name {
+		t.Fatalf("authentication %+v: want negotiations as %s", got, r.alice.Name)
+	}
+}
+
+// kerberizedServerDir is the setting of a `celos server` test under
+// Kerberos: a realm, the Kerberos-protected Oozie fake (its jobs run,
+// then succeed), and a directory with a Hadoop configuration saying
+// kerberos ($HADOOP_CONF_DIR), the defaults naming that Oozie, and the
+// workflow krb (hourly from t20) in wfDir.
+type kerberizedServerDir struct {
+	realm      realm
+	oozie      *kerberizedOozie
+	dir, wfDir string
+	now        url.Values // the step time: t20's slot is due
+}
+
+func newKerberizedServerDir(t *testing.T) kerberizedServerDir {
+	t.Helper()
+	r := newRealm(t)
 	o := startKerberizedOozie(t, r.http.Keytab)
 	o.fake.SetPlan(func(map[string]string) []string { return []string{ooziefake.Running, ooziefake.Succeeded} })
 	dir := t.TempDir()
@@ -99,20 +113,5 @@ func testSPNEGOCelosServerKeytab(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "defaults.json"), []byte(fmt.Sprintf(`{"CELOS_DEFAULT_OOZIE": %q}`, o.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	now := url.Values{"time": {slot.FormatTime(t20.Add(30 * time.Minute))}}
-	s := startCelosServer(t, dir, wfDir, "--keytab", r.alice.Keytab, "--principal", r.alice.Name)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s.step(t, now)
-		if st, _ := slotState(t, s.url, "krb", t20); st == "SUCCESS" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot not SUCCESS 60 s into a server with --keytab\n%s", s.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if got := o.counts(); got.Negotiations == 0 || got.Principals[0] != r.alice.Name {
-		t.Fatalf("authentication %+v: want negotiations as %s", got, r.alice.Name)
-	}
+	return kerberizedServerDir{realm: r, oozie: o, dir: dir, wfDir: wfDir, now: url.Values{"time": {slot.FormatTime(t20.Add(30 * time.Minute))}}}
 }

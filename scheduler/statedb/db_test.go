@@ -647,17 +647,8 @@ func TestRegistersAfterCloseAreRefused(t *testing.T) {
 // demand), a second call while it runs starts nothing, and Close stops it
 // before the next workflow.
 func TestLoadInBackground(t *testing.T) {
-	dir := t.TempDir()
-	db := open(t, dir)
-	wfs := []string{"w1", "w2", "w3", "w4"}
+	_, db, wfs := reopenedWithFour(t)
 	t1 := ts("2024-01-01T01:00Z")
-	for _, wf := range wfs {
-		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: t1}, Status: slot.Success}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	db = open(t, dir)
 	gate := make(chan struct{})
 	var mu sync.Mutex
 	var read []string

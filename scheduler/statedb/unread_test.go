@@ -14,17 +14,8 @@ import (
 // has not read yet (not those read on demand meanwhile); without one, and
 // once it ended, nothing.
 func TestUnread(t *testing.T) {
-	dir := t.TempDir()
-	db := open(t, dir)
-	wfs := []string{"w1", "w2", "w3", "w4"}
+	_, db, wfs := reopenedWithFour(t)
 	t1 := ts("2024-01-01T01:00Z")
-	for _, wf := range wfs {
-		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: t1}, Status: slot.Success}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	db = open(t, dir)
 	if got := db.Unread(wfs); got != nil {
 		t.Fatalf("Unread without a background load: %v, want nil", got)
 	}
@@ -68,17 +59,7 @@ func TestUnread(t *testing.T) {
 // after it starts a new load instead of answering the old one's channel,
 // and the new load reads everything again. The old load stops reading.
 func TestLoadInBackgroundAfterReload(t *testing.T) {
-	dir := t.TempDir()
-	db := open(t, dir)
-	wfs := []string{"w1", "w2", "w3", "w4"}
-	t1 := ts("2024-01-01T01:00Z")
-	for _, wf := range wfs {
-		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: t1}, Status: slot.Success}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	db = open(t, dir)
+	_, db, wfs := reopenedWithFour(t)
 	gate := make(chan struct{})
 	var reads atomic.Int32
 	preloadLoaded = func(string) { reads.Add(1); <-gate }
@@ -112,4 +93,22 @@ func TestLoadInBackgroundAfterReload(t *testing.T) {
 	if got := reads.Load(); got < 4 || got > 5 {
 		t.Errorf("%d workflows read by the two loads, want 4 or 5: the load made stale by the Reload read on", got)
 	}
+}
+
+// reopenedWithFour returns a database in a new directory holding one
+// SUCCESS slot of each of four workflows, closed and opened again as after
+// a restart (nothing read yet), and those workflows.
+func reopenedWithFour(t *testing.T) (string, *DB, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	db := open(t, dir)
+	wfs := []string{"w1", "w2", "w3", "w4"}
+	t1 := ts("2024-01-01T01:00Z")
+	for _, wf := range wfs {
+		if err := db.Put(slot.State{ID: slot.ID{Workflow: wf, Time: t1}, Status: slot.Success}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	return dir, open(t, dir), wfs
 }
