@@ -198,6 +198,20 @@ func statusOf(s string) slot.Status {
 	return slot.Status(s)
 }
 
+// checkFence refuses, inside tx, a write of workflows wfs this instance
+// no longer holds the lease of (ErrFenced, counted); without a fence (one
+// instance) it allows every write.
+func (db *DB) checkFence(ctx context.Context, tx pgx.Tx, wfs []string) error {
+	if db.fence == nil {
+		return nil
+	}
+	err := db.fence.Check(ctx, tx, wfs)
+	if errors.Is(err, ErrFenced) {
+		db.fenced.Add(1)
+	}
+	return err
+}
+
 // writeTx runs fn in one transaction that also checks the fence for wfs
 // and bumps their versions, and commits it; db.wmu is held. It returns the
 // versions after the write. On error nothing of the transaction is
@@ -223,13 +237,8 @@ func (db *DB) writeTx(what string, wfs []string, fn func(ctx context.Context, tx
 		return fail(err)
 	}
 	defer tx.Rollback(context.Background()) // after Commit: a no-op
-	if db.fence != nil {
-		if err := db.fence.Check(ctx, tx, wfs); err != nil {
-			if errors.Is(err, ErrFenced) {
-				db.fenced.Add(1)
-			}
-			return fail(err)
-		}
+	if err := db.checkFence(ctx, tx, wfs); err != nil {
+		return fail(err)
 	}
 	rows, err := fn(ctx, tx)
 	if err != nil {

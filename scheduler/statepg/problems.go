@@ -9,7 +9,6 @@ package statepg
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -82,11 +81,8 @@ func (db *DB) putProblems(what string, set map[string][]scheduler.Problem, fence
 	ctx, cancel := db.ctx()
 	defer cancel()
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if fenced && db.fence != nil {
-			if err := db.fence.Check(ctx, tx, wfs); err != nil {
-				if errors.Is(err, ErrFenced) {
-					db.fenced.Add(1)
-				}
+		if fenced {
+			if err := db.checkFence(ctx, tx, wfs); err != nil {
 				return err
 			}
 		}
