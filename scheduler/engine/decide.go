@@ -151,6 +151,9 @@ func Decide(p Policy, slots []slot.State, now time.Time, obs []Observation) Deci
 			o := obs[i]
 			switch {
 			case o.JobErr != nil, o.Job.Running:
+			case o.Job.NeverStarted:
+				// Nothing ran: submitted again, not a retry.
+				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Ready, RetryCount: st.RetryCount}})
 			case o.Job.Success:
 				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Success, ExternalID: st.ExternalID, RetryCount: st.RetryCount}})
 			case st.RetryCount < p.MaxRetryCount:

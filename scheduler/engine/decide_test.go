@@ -102,6 +102,8 @@ func legal(from, to slot.State) bool {
 		return to.ExternalID == from.ExternalID && to.RetryCount == from.RetryCount
 	case from.Status == slot.Running && to.Status == slot.Waiting:
 		return to.RetryCount == from.RetryCount+1 && to.ExternalID == ""
+	case from.Status == slot.Running && to.Status == slot.Ready: // its job never started
+		return to.RetryCount == from.RetryCount && to.ExternalID == ""
 	}
 	return false
 }
@@ -128,6 +130,7 @@ func TestDecideProperties(t *testing.T) {
 				TriggerReady: rapid.Bool().Draw(t, "ready"),
 				Job:          external.Status{Running: rapid.Bool().Draw(t, "running"), Success: rapid.Bool().Draw(t, "success")},
 			}
+			obs[i].Job.NeverStarted = !obs[i].Job.Success && rapid.IntRange(0, 3).Draw(t, "neverStarted") == 0
 			if rapid.IntRange(0, 5).Draw(t, "err") == 0 {
 				obs[i].TriggerErr, obs[i].JobErr = errors.New("x"), errors.New("y")
 			}
@@ -168,6 +171,9 @@ func TestDecideProperties(t *testing.T) {
 			}
 			if obs[c.Index].TriggerErr != nil && from.Status == slot.Waiting || obs[c.Index].JobErr != nil && from.Status == slot.Running {
 				t.Fatalf("transition despite an observation error: %v → %v", from, c.To)
+			}
+			if from.Status == slot.Running && (c.To.Status == slot.Ready) != obs[c.Index].Job.NeverStarted {
+				t.Fatalf("RUNNING → %v with a job that never started = %v", c.To.Status, obs[c.Index].Job.NeverStarted)
 			}
 		}
 	})

@@ -679,3 +679,34 @@ func TestFailuresLoggedAtWarn(t *testing.T) {
 		t.Fatalf("a transition that is not a failure was logged at WARN:\n%s", buf.String())
 	}
 }
+
+// TestNeverStartedJobSubmittedAgain: a RUNNING slot whose job the service
+// reports as never started (nothing of it ran) goes back to READY without
+// counting a retry, and is submitted again at the next step; with no
+// retries configured it does not fail.
+func TestNeverStartedJobSubmittedAgain(t *testing.T) {
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.MaxRetryCount = 0
+	r := newRig(t, nil, w)
+	now := ts("2024-01-01T00:30Z")
+	r.step(now)
+	r.step(now)
+	s0 := ts("2024-01-01T00:00Z")
+	first := r.state("wf", s0)
+	if first.Status != slot.Running {
+		t.Fatalf("slot %+v, want RUNNING", first)
+	}
+	r.svc.mu.Lock()
+	r.svc.jobs[first.ExternalID].status = external.Status{NeverStarted: true, Detail: "never started"}
+	r.svc.mu.Unlock()
+	r.step(now)
+	if st := r.state("wf", s0); st.Status != slot.Ready || st.RetryCount != 0 || st.ExternalID != "" {
+		t.Fatalf("after a job that never started: %+v, want READY, retry count 0, no job", st)
+	}
+	r.step(now)
+	again := r.state("wf", s0)
+	if again.Status != slot.Running || again.ExternalID == first.ExternalID || again.RetryCount != 0 {
+		t.Fatalf("the next step: %+v, want RUNNING with a new job and retry count 0 (first job %s)", again, first.ExternalID)
+	}
+}

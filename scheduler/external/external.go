@@ -35,6 +35,12 @@ type Status struct {
 	Success bool
 	// Detail is the service's own word for the status (SUCCEEDED, exit 3, ...).
 	Detail string
+	// NeverStarted, with Running false, says the job never started and
+	// never will: nothing of it ran (a command job recorded by an instance
+	// that stopped before starting it, scheduler/cluster). The engine puts
+	// the slot back to READY, without counting a retry, and submits it
+	// again. A job killed before it started is not such a job: it failed.
+	NeverStarted bool
 }
 
 // Service runs slots. Implementations are safe for concurrent use.
