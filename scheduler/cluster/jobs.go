@@ -14,10 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
@@ -27,6 +30,9 @@ import (
 type LocalJobs interface {
 	external.Service
 	external.Recoverer
+	// SubmitAt starts the slot's job under the ID command.JobID(id,
+	// started), the one Jobs recorded before asking for it.
+	SubmitAt(ctx context.Context, w *workflow.Workflow, id slot.ID, started time.Time) (string, error)
 }
 
 // Jobs is the command service of an instance in a cluster. It implements
@@ -37,6 +43,11 @@ type Jobs struct {
 	grace time.Duration
 	now   func() time.Time
 	log   *slog.Logger
+
+	mu sync.Mutex
+	// starting: jobs whose row is recorded and whose local start is under
+	// way (Publish leaves them alone).
+	starting map[string]bool
 }
 
 // DefaultGrace is JobsOptions.Grace when 0: at least a minute, and four
@@ -61,28 +72,45 @@ func NewJobs(c *Cluster, local LocalJobs, opts JobsOptions) *Jobs {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Jobs{c: c, local: local, grace: opts.Grace, now: opts.Clock, log: c.log}
+	return &Jobs{c: c, local: local, grace: opts.Grace, now: opts.Clock, log: c.log, starting: make(map[string]bool)}
 }
 
 // Grace is the configured grace.
 func (j *Jobs) Grace() time.Duration { return j.grace }
 
-// Submit runs the slot on this host and records the job's row. If the row
-// cannot be written the job is killed and the submission fails as
-// unavailable (the slot stays READY; its intent is resolved next step).
+// Submit records the job's row, then runs the slot on this host. The row
+// comes first so that an instance that dies as the job starts leaves a
+// record naming it: the instance that takes the workflow over finds the
+// job (Recover) and waits for this host's heartbeat, or for the grace,
+// instead of starting the slot a second time. If the row cannot be
+// written nothing starts (the slot stays READY, its intent resolved next
+// step); if the job does not start, its row is withdrawn (Recover
+// withdraws it otherwise: a row of this instance's without a job on this
+// host is a job that never started).
 func (j *Jobs) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
 	submitted := j.now()
-	ext, err := j.local.Submit(ctx, w, id)
+	ext := command.JobID(id, submitted)
+	// Marked before the row exists: Publish must not take the row of a
+	// job about to start for one that never will.
+	j.mu.Lock()
+	j.starting[ext] = true
+	j.mu.Unlock()
+	defer func() {
+		j.mu.Lock()
+		delete(j.starting, ext)
+		j.mu.Unlock()
+	}()
+	if err := j.insert(ctx, ext, id, submitted); err != nil {
+		return "", fmt.Errorf("%w: recording command job %s before starting it: %v", external.ErrUnavailable, ext, err)
+	}
+	got, err := j.local.SubmitAt(ctx, w, id, submitted)
 	if err != nil {
+		// The job was abandoned (it never runs) unless its supervisor
+		// claimed it; Recover tells, and withdraws the row if not.
 		return "", err
 	}
-	if err := j.insert(ctx, ext, id, submitted); err != nil {
-		kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if kerr := j.local.Kill(kctx, w, ext); kerr != nil {
-			j.log.Error("command job started but not recorded, and not killed", "job", ext, "error", kerr)
-		}
-		return "", fmt.Errorf("%w: recording command job %s: %v", external.ErrUnavailable, ext, err)
+	if got != ext {
+		return "", fmt.Errorf("command job of %s started as %s, recorded as %s", id, got, ext)
 	}
 	return ext, nil
 }
@@ -143,6 +171,9 @@ func (j *Jobs) Status(ctx context.Context, w *workflow.Workflow, ext string) (ex
 	case "success":
 		return external.Status{Success: true, Detail: r.detail}, nil
 	case "failure", "lost":
+		if nothingRan(r.state, r.detail) {
+			return external.Status{NeverStarted: true, Detail: r.detail}, nil
+		}
 		return external.Status{Detail: r.detail}, nil
 	}
 	if r.alive {
@@ -170,6 +201,12 @@ func (j *Jobs) own(ctx context.Context, w *workflow.Workflow, ext string, r jobR
 		return external.Status{Detail: r.detail}, nil
 	}
 	st, err := j.local.Status(ctx, w, ext)
+	if errors.Is(err, command.ErrNoJob) {
+		if j.startingHere(ext) {
+			return external.Status{Running: true, Detail: "starting"}, nil
+		}
+		st, err = neverStarted, nil
+	}
 	if err != nil || st.Running || r.state != "running" {
 		return st, err
 	}
@@ -182,6 +219,9 @@ func (j *Jobs) publish(ctx context.Context, ext string, st external.Status) {
 	if st.Success {
 		state = "success"
 	}
+	if st.NeverStarted && !st.Success {
+		st.Detail = nothingRanPrefix + strings.TrimPrefix(st.Detail, "never started: ")
+	}
 	if _, err := j.c.pool.Exec(ctx, `UPDATE cluster_jobs SET state = $2, detail = $3, updated = clock_timestamp()
 WHERE external_id = $1 AND state = 'running'`, ext, state, st.Detail); err != nil {
 		j.log.Warn("command job end not published (next time)", "job", ext, "error", err)
@@ -190,7 +230,7 @@ WHERE external_id = $1 AND state = 'running'`, ext, state, st.Detail); err != ni
 
 // reap kills the process of a job of this instance that was declared lost.
 func (j *Jobs) reap(ctx context.Context, w *workflow.Workflow, ext, detail string) {
-	if err := j.local.Kill(ctx, w, ext); err != nil {
+	if err := j.local.Kill(ctx, w, ext); err != nil && !errors.Is(err, command.ErrNoJob) {
 		j.log.Warn("killing a command job declared lost", "job", ext, "error", err)
 		return
 	}
@@ -219,28 +259,100 @@ WHERE external_id = $1`, ext); err != nil {
 	return nil
 }
 
-// Recover finds a job of slot id submitted at or after since: a row (by
-// any instance), else a job of this host without a row (this instance
-// died between starting it and recording it), which is recorded then.
+// Recover finds a job of slot id submitted at or after since, newest
+// first: a row of another instance (the job may run on its host), a row of
+// this instance whose job this host started, else a job of this host
+// without a row (submitted before the cluster), which is recorded then. A
+// row of this instance whose job this host never started (it stopped
+// between the row and the start, or the start was abandoned) is withdrawn:
+// nothing of it can run, so the slot is submitted again.
 func (j *Jobs) Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (string, bool, error) {
-	var ext string
-	err := j.c.pool.QueryRow(ctx, `SELECT external_id FROM cluster_jobs
-WHERE workflow = $1 AND slot = $2 AND submitted >= $3 ORDER BY submitted DESC LIMIT 1`,
-		id.Workflow, id.Time, since).Scan(&ext)
+	type row struct{ ext, instance, state, detail string }
+	rows, err := j.c.pool.Query(ctx, `SELECT external_id, instance, state, detail FROM cluster_jobs
+WHERE workflow = $1 AND slot = $2 AND submitted >= $3 ORDER BY submitted DESC`, id.Workflow, id.Time, since)
+	var found []row
 	if err == nil {
-		return ext, true, nil
+		var r row
+		_, err = pgx.ForEachRow(rows, []any{&r.ext, &r.instance, &r.state, &r.detail}, func() error {
+			found = append(found, r)
+			return nil
+		})
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	if err != nil {
 		return "", false, fmt.Errorf("%w: %v", external.ErrUnavailable, schemaErr("looking up the command jobs of "+id.String(), err))
 	}
-	ext, found, err := j.local.Recover(ctx, w, id, since)
-	if err != nil || !found {
-		return ext, found, err
+	// What this host started for the slot (asked once, when needed).
+	var local struct {
+		asked, found bool
+		ext          string
 	}
-	if err := j.insert(ctx, ext, id, since); err != nil {
+	askLocal := func() error {
+		if local.asked {
+			return nil
+		}
+		local.asked = true
+		local.ext, local.found, err = j.local.Recover(ctx, w, id, since)
+		return err
+	}
+	for _, r := range found {
+		if nothingRan(r.state, r.detail) {
+			continue // its instance found it never started: nothing ran
+		}
+		if r.instance != j.c.id {
+			return r.ext, true, nil
+		}
+		if err := askLocal(); err != nil {
+			return "", false, err
+		}
+		if local.found && local.ext == r.ext {
+			return r.ext, true, nil
+		}
+		if err := j.withdraw(ctx, r.ext); err != nil {
+			return "", false, err
+		}
+	}
+	if err := askLocal(); err != nil || !local.found {
+		return "", false, err
+	}
+	if err := j.insert(ctx, local.ext, id, since); err != nil {
 		return "", false, fmt.Errorf("%w: %v", external.ErrUnavailable, err)
 	}
-	return ext, true, nil
+	return local.ext, true, nil
+}
+
+// withdraw deletes the row of a job of this instance that never started
+// on this host.
+func (j *Jobs) withdraw(ctx context.Context, ext string) error {
+	if _, err := j.c.pool.Exec(ctx, `DELETE FROM cluster_jobs WHERE external_id = $1 AND instance = $2 AND state = 'running'`, ext, j.c.id); err != nil {
+		return fmt.Errorf("%w: %v", external.ErrUnavailable, schemaErr("withdrawing command job "+ext+", which never started", err))
+	}
+	j.log.Warn("command job recorded but never started on this host; withdrawn, the slot is submitted once more", "job", ext)
+	return nil
+}
+
+// neverStarted is the status of a job of this instance's that has a row
+// but no job on this host, and is not starting.
+var neverStarted = external.Status{NeverStarted: true, Detail: "never started: its instance stopped between recording the job and starting it"}
+
+// nothingRanPrefix begins the detail of a row published for a job that
+// never started and never will (external.Status.NeverStarted): the other
+// instances' Recover skips such a row, so the slot is submitted again,
+// and an instance that had taken the job on reads it as never started
+// too. (A job killed before it started is a failure: its detail is
+// another.)
+const nothingRanPrefix = "never started, nothing ran: "
+
+// nothingRan says whether a row's state and detail are those of a job
+// published as never started (see nothingRanPrefix).
+func nothingRan(state, detail string) bool {
+	return state == "failure" && strings.HasPrefix(detail, nothingRanPrefix)
+}
+
+// startingHere says whether this instance is starting job ext right now.
+func (j *Jobs) startingHere(ext string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.starting[ext]
 }
 
 // Publish brings this instance's rows up to date: the end of its running
@@ -270,13 +382,19 @@ WHERE instance = $1 AND (state = 'running' OR (state = 'lost' AND NOT reaped))`,
 		case jb.state == "lost":
 			j.reap(ctx, nil, jb.ext, jb.detail)
 		case jb.kill:
-			if err := j.local.Kill(ctx, nil, jb.ext); err != nil {
+			if err := j.local.Kill(ctx, nil, jb.ext); errors.Is(err, command.ErrNoJob) && !j.startingHere(jb.ext) {
+				j.publish(ctx, jb.ext, external.Status{Detail: "killed (asked by another instance) before it started"})
+				continue
+			} else if err != nil {
 				j.log.Warn("killing a command job another instance asked to kill", "job", jb.ext, "error", err)
 				continue
 			}
 			j.publish(ctx, jb.ext, external.Status{Detail: "killed (asked by another instance)"})
 		default:
 			st, err := j.local.Status(ctx, nil, jb.ext)
+			if errors.Is(err, command.ErrNoJob) && !j.startingHere(jb.ext) {
+				st, err = neverStarted, nil
+			}
 			if err == nil && !st.Running {
 				j.publish(ctx, jb.ext, st)
 			}

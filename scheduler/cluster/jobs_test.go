@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -156,5 +157,123 @@ func TestKillFromAnotherInstance(t *testing.T) {
 	st, err := jb.Status(ctxT(t), w, ext)
 	if err != nil || st.Running || st.Success {
 		t.Fatalf("b's view after the kill: %+v %v", st, err)
+	}
+}
+
+// freezing is a host whose instance freezes (kill -9, power cut, a stop
+// past the grace) right after its command service started a job: Submit
+// reports the job on started and then blocks until thaw is closed.
+type freezing struct {
+	*command.Service
+	started chan string
+	thaw    chan struct{}
+}
+
+func newFreezing(t *testing.T) *freezing {
+	f := &freezing{Service: localJobs(t), started: make(chan string, 1), thaw: make(chan struct{})}
+	t.Cleanup(func() { close(f.thaw) })
+	return f
+}
+
+func (f *freezing) SubmitAt(ctx context.Context, w *workflow.Workflow, id slot.ID, started time.Time) (string, error) {
+	ext, err := f.Service.SubmitAt(ctx, w, id, started)
+	f.started <- ext
+	<-f.thaw
+	return ext, err
+}
+
+// TestJobRecordedBeforeItStarts: an instance that froze right after its
+// host started a command job, before anything else happened, leaves a row
+// naming the job, so the instance that takes the workflow over finds it
+// (Recover) instead of starting the slot a second time, and declares it
+// lost only after the grace.
+func TestJobRecordedBeforeItStarts(t *testing.T) {
+	pool := openPool(t, newDB(t))
+	a := member(t, pool, "a", time.Minute)
+	b := member(t, pool, "b", time.Minute)
+	la := newFreezing(t)
+	ja, jb := NewJobs(a, la, JobsOptions{}), NewJobs(b, localJobs(t), JobsOptions{})
+	w := cmdWorkflow("sleep", "300")
+	intent := time.Now().Add(-time.Second) // the engine's submit intent, written before Submit
+	go ja.Submit(ctxT(t), w, cmdSlot)
+	var ext string
+	select {
+	case ext = <-la.started:
+	case <-time.After(time.Minute):
+		t.Fatal("a's host did not start the job within a minute")
+	}
+	t.Cleanup(func() { la.Service.Kill(context.Background(), w, ext) })
+	if st, err := la.Service.Status(ctxT(t), w, ext); err != nil || !st.Running {
+		t.Fatalf("the process on a's host: %+v %v, want running", st, err)
+	}
+	got, found, err := jb.Recover(ctxT(t), w, cmdSlot, intent)
+	if err != nil || !found || got != ext {
+		t.Fatalf("b's Recover of the slot a's frozen instance started: %q found=%v err=%v, want %q: the slot would run twice", got, found, err, ext)
+	}
+	if st, err := jb.Status(ctxT(t), w, ext); err != nil || !st.Running || !strings.Contains(st.Detail, "instance a") {
+		t.Fatalf("b's view of the job: %+v %v, want running on instance a", st, err)
+	}
+}
+
+// dying is a host whose instance dies after recording a job's row and
+// before its command service starts the job: SubmitAt reports the ID it
+// was asked for on asked and then blocks until thaw is closed, starting
+// nothing.
+type dying struct {
+	*command.Service
+	asked chan string
+	thaw  chan struct{}
+}
+
+func (d *dying) SubmitAt(ctx context.Context, w *workflow.Workflow, id slot.ID, started time.Time) (string, error) {
+	d.asked <- command.JobID(id, started)
+	<-d.thaw
+	return "", context.Canceled
+}
+
+// TestJobRecordedButNeverStarted: an instance died between recording a
+// job and starting it. Until the instance is back, the others see the job
+// as running on it (they cannot know it never started). Back, with a fresh
+// process, the instance publishes the job as never started and its
+// Recover withdraws the row, so the slot is submitted again; nothing ran.
+func TestJobRecordedButNeverStarted(t *testing.T) {
+	pool := openPool(t, newDB(t))
+	a := member(t, pool, "a", time.Minute)
+	b := member(t, pool, "b", time.Minute)
+	host := localJobs(t)
+	d := &dying{Service: host, asked: make(chan string, 1), thaw: make(chan struct{})}
+	t.Cleanup(func() { close(d.thaw) })
+	ja, jb := NewJobs(a, d, JobsOptions{}), NewJobs(b, localJobs(t), JobsOptions{})
+	w := cmdWorkflow("sleep", "300")
+	intent := time.Now().Add(-time.Second)
+	go ja.Submit(ctxT(t), w, cmdSlot)
+	var ext string
+	select {
+	case ext = <-d.asked:
+	case <-time.After(time.Minute):
+		t.Fatal("a did not get as far as starting the job within a minute")
+	}
+	if got, found, err := jb.Recover(ctxT(t), w, cmdSlot, intent); err != nil || !found || got != ext {
+		t.Fatalf("b's Recover while a is away: %q %v %v, want a's recorded job %q", got, found, err, ext)
+	}
+	if st, err := jb.Status(ctxT(t), w, ext); err != nil || !st.Running {
+		t.Fatalf("b's view while a beats: %+v %v, want running", st, err)
+	}
+	// a's process restarts (same instance, same host, fresh memory).
+	ja2 := NewJobs(a, host, JobsOptions{})
+	if err := ja2.Publish(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := jb.Status(ctxT(t), w, ext)
+	if err != nil || st.Running || st.Success || !st.NeverStarted || !strings.HasPrefix(st.Detail, "never started") {
+		t.Fatalf("b's view once a is back: %+v %v, want never started (the engine submits the slot again)", st, err)
+	}
+	for name, j := range map[string]*Jobs{"a": ja2, "b": jb} {
+		if got, found, err := j.Recover(ctxT(t), w, cmdSlot, intent); err != nil || found {
+			t.Fatalf("%s's Recover once a is back: %q %v %v, want none (the slot is submitted again)", name, got, found, err)
+		}
+	}
+	if _, err := host.Status(ctxT(t), w, ext); !errors.Is(err, command.ErrNoJob) {
+		t.Fatalf("a's host has a job %s: %v, want none ever started", ext, err)
 	}
 }

@@ -37,6 +37,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -50,6 +51,12 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
+
+// ErrNoJob is wrapped by Status and Kill for an external ID this service
+// made the form of but has no job of: it never started here (a caller
+// that recorded the ID before SubmitAt, as scheduler/cluster does, and
+// stopped before the job was created), or its record was pruned.
+var ErrNoJob = errors.New("no job")
 
 // slotLayout is how a slot time appears in job directory names.
 const slotLayout = "20060102T150405Z"

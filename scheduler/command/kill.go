@@ -17,6 +17,9 @@ import (
 	"github.com/celos-go/celos/schema/workflow"
 )
 
+// killedBeforeStart is the reason Kill abandons a job with.
+const killedBeforeStart = "killed before it started"
+
 // Kill stops a job's command (its process group) and records it killed.
 // Killing a finished job is not an error. A job that has not started yet
 // is abandoned, so it never does.
@@ -32,7 +35,7 @@ func (s *Service) Kill(ctx context.Context, w *workflow.Workflow, externalID str
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, serr := os.Stat(dir); serr != nil {
-				return fmt.Errorf("command service: no job %s", externalID)
+				return fmt.Errorf("command service: %w %s", ErrNoJob, externalID)
 			}
 			return nil
 		}
@@ -49,7 +52,7 @@ func (s *Service) Kill(ctx context.Context, w *workflow.Workflow, externalID str
 		}
 		return writeJSON(dir, "exit.json", ExitRecord{ExitCode: -1, Killed: true, Finished: s.now().UTC()})
 	}
-	c, _, err := claim(dir, claimRecord{Run: false, Reason: "killed before it started", Time: s.now().UTC()})
+	c, _, err := claim(dir, claimRecord{Run: false, Reason: killedBeforeStart, Time: s.now().UTC()})
 	if err != nil {
 		return fmt.Errorf("command service: kill %s: %w", externalID, err)
 	}

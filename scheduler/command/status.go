@@ -37,10 +37,10 @@ func (s *Service) Status(ctx context.Context, w *workflow.Workflow, externalID s
 	job, err := readJob(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(dir); serr != nil {
-			return external.Status{}, fmt.Errorf("command service: no job %s", externalID)
+			return external.Status{}, fmt.Errorf("command service: %w %s", ErrNoJob, externalID)
 		}
 		// Created but nothing written: the server stopped in between.
-		return external.Status{Detail: "never started: celos stopped while creating the job"}, nil
+		return external.Status{NeverStarted: true, Detail: "never started: celos stopped while creating the job"}, nil
 	}
 	if err != nil {
 		return external.Status{}, fmt.Errorf("%w: command service: %v", external.ErrUnavailable, err)
@@ -73,7 +73,9 @@ func (s *Service) Status(ctx context.Context, w *workflow.Workflow, externalID s
 		}
 	}
 	if !c.Run {
-		return external.Status{Detail: "never started: " + c.Reason}, nil
+		// Abandoned: nothing ran, and nothing will; unless an operator's
+		// kill abandoned it, which fails the slot.
+		return external.Status{NeverStarted: c.Reason != killedBeforeStart, Detail: "never started: " + c.Reason}, nil
 	}
 	if mine || alive(jobRecord{PID: c.PID, Boot: c.Boot}, "") {
 		if rec, ok, _ := readExit(dir); ok {

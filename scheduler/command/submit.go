@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -27,13 +28,26 @@ import (
 // failure of the service itself (its job directory not writable, no
 // supervisor) is an error wrapping external.ErrUnavailable.
 func (s *Service) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
+	return s.SubmitAt(ctx, w, id, s.now())
+}
+
+// JobID is the external ID of the job of slot id that Submit (or SubmitAt)
+// starts at started: the slot's time and the start's, in nanoseconds.
+func JobID(id slot.ID, started time.Time) string {
+	return id.Workflow + "@" + id.Time.UTC().Format(slotLayout) + "." + strconv.FormatInt(started.UnixNano(), 10)
+}
+
+// SubmitAt is Submit with the job's start time given, so that a caller can
+// record the job's ID (JobID) before the job exists (scheduler/cluster
+// does, so that an instance that dies as the job starts leaves a record of
+// it). Two submissions of a slot with the same started time are one job:
+// the second fails.
+func (s *Service) SubmitAt(ctx context.Context, w *workflow.Workflow, id slot.ID, started time.Time) (string, error) {
 	es := &w.ExternalService
 	if len(es.Command) == 0 {
 		return "", fmt.Errorf("workflow %s: command service with no command", w.ID)
 	}
-	started := s.now()
-	name := id.Time.UTC().Format(slotLayout) + "." + strconv.FormatInt(started.UnixNano(), 10)
-	extID := id.Workflow + "@" + name
+	extID := JobID(id, started)
 	dir, err := s.jobDir(extID)
 	if err != nil {
 		return "", err

@@ -155,11 +155,27 @@ func TestRecoverAbandonsAJobThatNeverStarted(t *testing.T) {
 		t.Fatal("the command of an abandoned job ran")
 	}
 	st, err := s.Status(context.Background(), w, ext)
-	if err != nil || st.Running || st.Success || !strings.HasPrefix(st.Detail, "never started") {
-		t.Fatalf("Status of the abandoned job: %+v %v", st, err)
+	if err != nil || st.Running || st.Success || !st.NeverStarted || !strings.HasPrefix(st.Detail, "never started") {
+		t.Fatalf("Status of the abandoned job: %+v %v, want never started (the engine submits the slot again)", st, err)
 	}
 	if got, found, err := s.Recover(context.Background(), w, sid, since); err != nil || found {
 		t.Fatalf("second Recover = %q %v %v, want not found", got, found, err)
+	}
+
+	// Killed before it started: abandoned too, but the operator's kill
+	// fails the slot (not submitted again).
+	ext3, jobDir3 := plantJob(t, dir, 0, "touch", marker)
+	if err := s.Kill(context.Background(), w, ext3); err != nil {
+		t.Fatal(err)
+	}
+	if code := runJob(jobDir3, nopCloser{&report}, nil); code != 0 {
+		t.Fatalf("late supervisor of a killed job: %d", code)
+	}
+	if st, err := s.Status(context.Background(), w, ext3); err != nil || st.Running || st.Success || st.NeverStarted || st.Detail != "never started: killed before it started" {
+		t.Fatalf("Status of a job killed before it started: %+v %v, want a failure (not NeverStarted)", st, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command of a job killed before it started ran")
 	}
 
 	// The supervisor claimed it first: it ran, Recover finds it.

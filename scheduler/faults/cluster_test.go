@@ -226,7 +226,15 @@ func (r *clusterRig) stepUntil(want string, ids ...string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("slots %v, want all %d %s", got, clWorkflows*clHours, want)
+			var logs strings.Builder
+			for _, id := range ids {
+				for _, line := range strings.Split(r.members[id].stderr.String(), "\n") {
+					if strings.Contains(line, "WARN") || strings.Contains(line, "ERROR") || strings.Contains(line, "FAILURE") {
+						fmt.Fprintf(&logs, "%s: %s\n", id, line)
+					}
+				}
+			}
+			r.t.Fatalf("slots %v, want all %d %s; the instances' warnings:\n%s", got, clWorkflows*clHours, want, logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
