@@ -59,6 +59,9 @@ func admitPools(ctx context.Context, tx pgx.Tx, wfs []string, ts []time.Time, cl
 		p := pools[c.Name]
 		if p == nil {
 			p = &poolAdmission{name: c.Name, key: poolLockKey(c.Name), limit: c.Limit, workflows: c.Workflows}
+			if !sort.StringsAreSorted(p.workflows) {
+				p.workflows = sortedUnique(p.workflows)
+			}
 			pools[c.Name] = p
 		}
 		p.idx = append(p.idx, i)
@@ -67,13 +70,19 @@ func admitPools(ctx context.Context, tx pgx.Tx, wfs []string, ts []time.Time, cl
 		return nil, nil
 	}
 	order := make([]*poolAdmission, 0, len(pools))
-	var all []string
+	var all []string // (duplicates do no harm to = ANY)
 	for _, p := range pools {
 		order = append(order, p)
 		sort.SliceStable(p.idx, func(a, b int) bool { return claims[p.idx[a]].Rank < claims[p.idx[b]].Rank })
-		all = append(all, p.workflows...)
+		if len(pools) == 1 && len(all) == 0 {
+			all = p.workflows[:len(p.workflows):len(p.workflows)] // appended to below: a copy then
+		} else {
+			all = append(all, p.workflows...)
+		}
 		for _, i := range p.idx {
-			all = append(all, wfs[i]) // (in its claim's workflows already, unless the caller erred)
+			if !inSorted(p.workflows, wfs[i]) {
+				all = append(all, wfs[i]) // (in its claim's workflows, unless the caller erred)
+			}
 		}
 	}
 	// Always the same order: two instances locking the same pools cannot
@@ -84,7 +93,6 @@ func admitPools(ctx context.Context, tx pgx.Tx, wfs []string, ts []time.Time, cl
 		}
 		return order[a].name < order[b].name
 	})
-	all = sortedUnique(all)
 	b := &pgx.Batch{}
 	for _, p := range order {
 		b.Queue("SELECT pg_advisory_xact_lock($1::int4, $2::int4)", int32(poolLockClass), p.key)
@@ -122,8 +130,10 @@ SELECT workflow, slot_time FROM celos_intents WHERE workflow = ANY($1)`, all)
 	refused := make(map[int]error)
 	for _, p := range order {
 		used := 0
-		for _, w := range sortedUnique(append(append([]string(nil), p.workflows...), wfsOf(wfs, p.idx)...)) {
-			used += len(occupied[w])
+		for w, ts := range occupied {
+			if p.member(w, wfs) {
+				used += len(ts)
+			}
 		}
 		for _, i := range p.idx {
 			k := key(ts[i])
@@ -144,5 +154,22 @@ SELECT workflow, slot_time FROM celos_intents WHERE workflow = ANY($1)`, all)
 	return refused, nil
 }
 
-// wfsOf returns the workflows of wfs at idx.
-func wfsOf(wfs []string, idx []int) []string { return pick(wfs, idx) }
+// member reports whether workflow wf is one of the pool's: of its
+// claim's workflows (sorted), or one of its intents'.
+func (p *poolAdmission) member(wf string, wfs []string) bool {
+	if inSorted(p.workflows, wf) {
+		return true
+	}
+	for _, i := range p.idx {
+		if wfs[i] == wf {
+			return true
+		}
+	}
+	return false
+}
+
+// inSorted reports whether sorted holds s.
+func inSorted(sorted []string, s string) bool {
+	i := sort.SearchStrings(sorted, s)
+	return i < len(sorted) && sorted[i] == s
+}

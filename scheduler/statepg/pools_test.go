@@ -113,6 +113,16 @@ func TestPutIntentsPoolAdmission(t *testing.T) {
 	if got := failed[sid("c", 6)]; got == nil || !strings.Contains(got.Error(), "is full: 3 of 1 running") {
 		t.Errorf("limit below the use: %v", got)
 	}
+	// A claim whose workflows are not sorted, or lack the intent's own
+	// workflow, is counted all the same.
+	odd := &store.PoolClaim{Name: "other", Limit: 1, Workflows: []string{"z", "y"}}
+	if failed := db.PutIntents(map[slot.ID]store.Intent{sid("y", 0): {Time: at, Pool: odd}}); failed != nil {
+		t.Fatalf("the first intent of pool other: %v", failed)
+	}
+	failed = other.PutIntents(map[slot.ID]store.Intent{sid("q", 0): {Time: at, Pool: odd}})
+	if d := cmp.Diff([]string{sid("q", 0).String()}, refusedOf(t, failed)); d != "" {
+		t.Fatalf("pool other, full (-want +got):\n%s", d)
+	}
 }
 
 // TestPutIntentsPoolConcurrent: instances recording intents of one pool
