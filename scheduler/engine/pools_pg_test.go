@@ -275,6 +275,16 @@ UNION SELECT workflow, slot_time FROM celos_intents WHERE workflow = ANY($1)) s`
 	if st := states(); st[slot.Running] != limit || st[slot.Ready] != 2*len(ids)-limit {
 		t.Errorf("after the first round of submissions: %v, want %d RUNNING and %d READY", st, limit, 2*len(ids)-limit)
 	}
+	// Six chosen (each workflow's 08:00), two submitted, four held: by the
+	// instances' own admission or by the store's.
+	var use PoolUse
+	for _, in := range ins {
+		u := in.e.LastStep().Pools["etl"]
+		use.Running, use.Waiting = use.Running+u.Running, use.Waiting+u.Waiting
+	}
+	if use.Running != limit || use.Waiting != len(ids)-limit {
+		t.Errorf("the instances' step reports say %d submitted and %d waiting, want %d and %d", use.Running, use.Waiting, limit, len(ids)-limit)
+	}
 	for i, in := range ins {
 		if errs := in.e.LastStep().Errors; errs["submit"] != 0 {
 			t.Errorf("instance %d counted %d submit errors: a slot the pool holds is not a failure", i, errs["submit"])

@@ -93,46 +93,16 @@ func admitPools(ctx context.Context, tx pgx.Tx, wfs []string, ts []time.Time, cl
 		}
 		return order[a].name < order[b].name
 	})
-	b := &pgx.Batch{}
-	for _, p := range order {
-		b.Queue("SELECT pg_advisory_xact_lock($1::int4, $2::int4)", int32(poolLockClass), p.key)
-	}
-	b.Queue(`SELECT workflow, slot_time FROM celos_slots WHERE workflow = ANY($1) AND status = 'RUNNING'
-UNION
-SELECT workflow, slot_time FROM celos_intents WHERE workflow = ANY($1)`, all)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-	for _, p := range order {
-		if _, err := br.Exec(); err != nil {
-			return nil, fmt.Errorf("lock pool %q: %w", p.name, err)
-		}
-	}
-	rows, err := br.Query()
+	occupied, err := lockAndCount(ctx, tx, order, all)
 	if err != nil {
-		return nil, fmt.Errorf("count the slots of %d pools: %w", len(order), err)
-	}
-	// occupied: per workflow, the slot times (ms) RUNNING or with an intent.
-	occupied := make(map[string]map[int64]bool)
-	var wf string
-	var t time.Time
-	if _, err := pgx.ForEachRow(rows, []any{&wf, &t}, func() error {
-		if occupied[wf] == nil {
-			occupied[wf] = make(map[int64]bool)
-		}
-		occupied[wf][key(t)] = true
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("count the slots of %d pools: %w", len(order), err)
-	}
-	if err := br.Close(); err != nil {
 		return nil, err
 	}
 	refused := make(map[int]error)
 	for _, p := range order {
 		used := 0
-		for w, ts := range occupied {
+		for w, slots := range occupied {
 			if p.member(w, wfs) {
-				used += len(ts)
+				used += len(slots)
 			}
 		}
 		for _, i := range p.idx {
@@ -152,6 +122,46 @@ SELECT workflow, slot_time FROM celos_intents WHERE workflow = ANY($1)`, all)
 		}
 	}
 	return refused, nil
+}
+
+// lockAndCount takes the locks of the pools of order, in that order, then
+// reads the slots of workflows all that are RUNNING or have an open
+// intent, in one round trip: per workflow, their slot times (ms).
+func lockAndCount(ctx context.Context, tx pgx.Tx, order []*poolAdmission, all []string) (map[string]map[int64]bool, error) {
+	b := &pgx.Batch{}
+	for _, p := range order {
+		b.Queue("SELECT pg_advisory_xact_lock($1::int4, $2::int4)", int32(poolLockClass), p.key)
+	}
+	b.Queue(`SELECT workflow, slot_time FROM celos_slots WHERE workflow = ANY($1) AND status = 'RUNNING'
+UNION
+SELECT workflow, slot_time FROM celos_intents WHERE workflow = ANY($1)`, all)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	for _, p := range order {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("lock pool %q: %w", p.name, err)
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("count the slots of %d pools: %w", len(order), err)
+	}
+	occupied := make(map[string]map[int64]bool)
+	var wf string
+	var t time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&wf, &t}, func() error {
+		if occupied[wf] == nil {
+			occupied[wf] = make(map[int64]bool)
+		}
+		occupied[wf][key(t)] = true
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("count the slots of %d pools: %w", len(order), err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	return occupied, nil
 }
 
 // member reports whether workflow wf is one of the pool's: of its
