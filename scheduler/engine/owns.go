@@ -16,8 +16,10 @@ import (
 func (e *Engine) owns(wf string) bool { return e.opts.Owns == nil || e.opts.Owns(wf) }
 
 // owned returns the workflows of todo this engine owns, and forgets the
-// done marks and problems of the others: another instance steps them, and
-// if one comes back here its state is read afresh.
+// done marks, problems and records of submissions (runsOf) of the others:
+// another instance steps them, and if one comes back here its state is
+// read afresh — its submissions too, from the stored slots, since this
+// engine's record lacks those the other instance made (stepMu is held).
 func (e *Engine) owned(todo []string) []string {
 	if e.opts.Owns == nil {
 		return todo
@@ -32,6 +34,11 @@ func (e *Engine) owned(todo []string) []string {
 		}
 	}
 	if len(gone) > 0 {
+		for wf := range e.runs { // (the workflows with run constraints)
+			if !e.opts.Owns(wf) {
+				delete(e.runs, wf)
+			}
+		}
 		e.mu.Lock()
 		for _, wf := range gone {
 			delete(e.done, wf)

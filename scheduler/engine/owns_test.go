@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -214,5 +215,48 @@ func TestUnresolvedIntentHoldsNewSubmissions(t *testing.T) {
 	want := []slot.ID{first, {Workflow: "wf", Time: ts("2026-01-01T11:00:00.000Z")}}
 	if d := cmp.Diff(want, svc.submitted()); d != "" {
 		t.Fatalf("submissions once resolved (-want +got):\n%s", d)
+	}
+}
+
+// TestRunsRecordForgottenWithOwnership: an instance that gives a workflow
+// up and takes it back later reads the workflow's submissions again from
+// the stored slots (as a new owner does), rather than keeping its own
+// record, which lacks those the other instance made meanwhile.
+func TestRunsRecordForgottenWithOwnership(t *testing.T) {
+	wdir := t.TempDir()
+	w := fixture.Hourly("m")
+	w.StartTime = ts("2026-01-01T08:00:00.000Z")
+	w.Constraints = &workflow.Constraints{MaxRuns: &workflow.MaxRuns{Count: 2, PeriodSeconds: 86400},
+		TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	fixture.WriteProject(t, wdir, "p", w)
+	db := openDB(t, t.TempDir())
+	svc := newFake()
+	var mine atomic.Bool
+	mine.Store(true)
+	e := ownsEngine(t, wdir, db, svc, func(string) bool { return mine.Load() })
+	step := func(at string) {
+		t.Helper()
+		if err := e.Step(context.Background(), ts(at), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("2026-01-01T10:30:00.000Z") // 08:00, 09:00, 10:00 READY
+	step("2026-01-01T10:31:00.000Z") // 08:00 submitted: one run of two
+	svc.finishAll(true)
+	step("2026-01-01T10:32:00.000Z") // 08:00 SUCCESS
+	// Another instance owns the workflow for a while and runs 09:00.
+	mine.Store(false)
+	step("2026-01-01T10:33:00.000Z")
+	if err := db.Put(slot.State{ID: slot.ID{Workflow: "m", Time: ts("2026-01-01T09:00:00.000Z")}, Status: slot.Success, ExternalID: "job-at-b"}); err != nil {
+		t.Fatal(err)
+	}
+	mine.Store(true)
+	step("2026-01-01T10:34:00.000Z")
+	ten := slot.ID{Workflow: "m", Time: ts("2026-01-01T10:00:00.000Z")}
+	if st, _, _ := db.Get(ten); st.Status != slot.Ready {
+		t.Fatalf("10:00 is %s after two runs in 24 hours (one by each instance), want READY, held by maxRuns 2", st.Status)
+	}
+	if p := problemsOf(e, "m", opConstraint); len(p) != 1 || !strings.Contains(p[0].Error, "maxRuns 2 per 24h") {
+		t.Fatalf("problems %+v, want the maxRuns hold", e.Problems("m"))
 	}
 }

@@ -88,10 +88,12 @@ func (e *Engine) clearProblemOp(wf string, t time.Time, ops ...string) {
 func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 	e := s.e
 	running := make(map[string]int)
+	s.poolMembers, s.poolLimits = make(map[string][]string), pools
 	for _, id := range c.pooled {
 		w := c.workflows[id]
 		if _, ok := pools[w.Pool]; ok {
 			e.clearProblemOp(id, time.Time{}, opPool)
+			s.poolMembers[w.Pool] = append(s.poolMembers[w.Pool], id)
 		} else {
 			// Set at every step, logged when it appears (the step's
 			// clearing of workflow problems spares this one: stepped).
@@ -118,8 +120,18 @@ func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 	}
 	heldByPool := make(map[slot.ID]bool)
 	defer func() {
+		// A slot admitted here keeps the hold of an earlier step until
+		// the store admits it too (submitRecorded): a pool that stays
+		// full across the instances does not set and clear it at every
+		// step.
+		admitted := make(map[slot.ID]bool, len(s.pending))
+		for _, p := range s.pending {
+			if _, ok := s.poolMembers[p.w.Pool]; ok {
+				admitted[p.st.ID] = true
+			}
+		}
 		for _, id := range s.ready {
-			if !heldByPool[id] {
+			if !heldByPool[id] && !admitted[id] {
 				e.clearProblemOp(id.Workflow, id.Time, opPool)
 			}
 		}

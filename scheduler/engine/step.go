@@ -204,6 +204,10 @@ type stepper struct {
 	// ready are the READY slots no run constraint holds (hold), whose
 	// "pool" problems admitPools sets or clears.
 	ready []slot.ID
+	// poolMembers are the workflows of each defined pool (sorted) and
+	// poolLimits their limits, for the store's admission (claimPools).
+	poolMembers map[string][]string
+	poolLimits  map[string]int
 }
 
 // wfStep is one workflow in a step: what gather read, and the

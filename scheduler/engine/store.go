@@ -47,7 +47,10 @@ type Store interface {
 	// GetIntent returns a slot's submit intent, if one was left.
 	GetIntent(id slot.ID) (store.Intent, bool, error)
 	// PutIntents records submit intents together, durable before it
-	// returns; it returns those that could not be recorded.
+	// returns; it returns those that could not be recorded. A store
+	// shared by several instances may refuse those of a pool with no room
+	// left (store.Intent.Pool) with an error wrapping store.ErrPoolFull:
+	// the engine holds such a slot READY, as its own admission would.
 	PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error
 	DeleteIntent(id slot.ID) error
 	DeleteIntents(ids []slot.ID) error

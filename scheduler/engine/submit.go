@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/pool"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
@@ -96,16 +98,31 @@ func (s *stepper) submitAll(ctx context.Context) {
 	if len(todo) == 0 {
 		return
 	}
-	failed := e.db.PutIntents(intents)
+	s.claimPools(todo, intents)
+	s.submitRecorded(ctx, todo, e.db.PutIntents(intents))
+}
+
+// submitRecorded submits the slots of todo whose intents were recorded
+// (failed: those that were not).
+func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, failed map[slot.ID]error) {
+	e := s.e
 	for _, p := range todo {
 		id := p.st.ID
 		if err := failed[id]; err != nil {
 			if s.lostOwnership(id, "submit intent", err) {
 				continue
 			}
+			if errors.Is(err, store.ErrPoolFull) {
+				s.heldByStore(p, err)
+				continue
+			}
 			s.fail(id, "submit", fmt.Errorf("record submit intent: %w", err))
 			s.persistFailed(err)
 			continue
+		}
+		if p.w.Pool != "" {
+			// Admitted by the store too: the hold of an earlier step goes.
+			e.clearProblemOp(id.Workflow, id.Time, opPool)
 		}
 		if err := ctx.Err(); err != nil {
 			s.fail(id, "submit", err) // the intent stays; harmless
@@ -135,6 +152,44 @@ func (s *stepper) submitAll(ctx context.Context) {
 			continue
 		}
 		s.running(p, ext)
+	}
+}
+
+// claimPools gives the intents of pool workflows their pool's claim
+// (store.Intent.Pool), ranked in the pool's order, so that a store shared
+// by several instances admits them within the pool's limit across all of
+// them.
+func (s *stepper) claimPools(todo []pendingSubmit, intents map[slot.ID]store.Intent) {
+	byPool := make(map[string][]pool.Candidate)
+	for _, p := range todo {
+		if _, ok := s.poolMembers[p.w.Pool]; ok {
+			byPool[p.w.Pool] = append(byPool[p.w.Pool], pool.Candidate{Workflow: p.w.ID, Slot: p.st.ID.Time, Pool: p.w.Pool, Priority: p.w.Priority})
+		}
+	}
+	for name, cands := range byPool {
+		sort.SliceStable(cands, func(a, b int) bool { return pool.Before(cands[a], cands[b]) })
+		for rank, c := range cands {
+			id := slot.ID{Workflow: c.Workflow, Time: c.Slot}
+			in := intents[id]
+			in.Pool = &store.PoolClaim{Name: name, Limit: s.poolLimits[name], Workflows: s.poolMembers[name], Rank: rank}
+			intents[id] = in
+		}
+	}
+}
+
+// heldByStore keeps a slot READY that the store refused for its pool's
+// limit (store.ErrPoolFull): another instance filled the pool since this
+// one looked. It is a hold (a problem of op "pool"), not a failure: no
+// error is counted and the slot is submitted at a later step when the
+// pool has room.
+func (s *stepper) heldByStore(p pendingSubmit, err error) {
+	id := p.st.ID
+	if s.e.setProblem(id.Workflow, id.Time, opPool, err) {
+		s.e.log.Info("slot held", "slot", id.String(), "reason", err.Error())
+	}
+	if u, ok := s.rep.Pools[p.w.Pool]; ok {
+		u.Waiting++
+		s.rep.Pools[p.w.Pool] = u
 	}
 }
 

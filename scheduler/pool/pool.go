@@ -192,6 +192,18 @@ type Candidate struct {
 	Priority int
 }
 
+// Before reports whether candidate a goes before b in a pool: higher
+// priority first, then the older slot, then the smaller workflow id.
+func Before(a, b Candidate) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if !a.Slot.Equal(b.Slot) {
+		return a.Slot.Before(b.Slot)
+	}
+	return a.Workflow < b.Workflow
+}
+
 // Use is a pool's use after an admission.
 type Use struct {
 	Limit int
@@ -232,16 +244,7 @@ func Admit(pools Pools, running map[string]int, cands []Candidate) (why []string
 		byPool[c.Pool] = append(byPool[c.Pool], i)
 	}
 	for name, idx := range byPool {
-		sort.SliceStable(idx, func(a, b int) bool {
-			ca, cb := cands[idx[a]], cands[idx[b]]
-			if ca.Priority != cb.Priority {
-				return ca.Priority > cb.Priority
-			}
-			if !ca.Slot.Equal(cb.Slot) {
-				return ca.Slot.Before(cb.Slot)
-			}
-			return ca.Workflow < cb.Workflow
-		})
+		sort.SliceStable(idx, func(a, b int) bool { return Before(cands[idx[a]], cands[idx[b]]) })
 		u := use[name]
 		u.Limit = pools[name]
 		u.Admitted = min(len(idx), max(0, u.Limit-u.Running))

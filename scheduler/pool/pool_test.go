@@ -214,3 +214,22 @@ func TestFileNotRegular(t *testing.T) {
 		t.Errorf("directory: %v", err)
 	}
 }
+
+// TestBefore: the order of a pool (the engine ranks the submit intents it
+// gives the store by it): priority, then slot time, then workflow id.
+func TestBefore(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	order := []Candidate{
+		{Workflow: "b", Slot: t0.Add(time.Hour), Priority: 5},
+		{Workflow: "a", Slot: t0, Priority: 0},
+		{Workflow: "b", Slot: t0, Priority: 0},
+		{Workflow: "a", Slot: t0.Add(time.Hour), Priority: 0},
+	}
+	for i := range order {
+		for j := range order {
+			if got, want := Before(order[i], order[j]), i < j; got != want {
+				t.Errorf("Before(%+v, %+v) = %v, want %v", order[i], order[j], got, want)
+			}
+		}
+	}
+}

@@ -232,7 +232,11 @@ func (db *DB) writeTx(what string, wfs []string, fn func(ctx context.Context, tx
 	fail := func(err error) (map[string]int64, error) {
 		return nil, fmt.Errorf("PostgreSQL state store: %s: %w", what, pgError(err))
 	}
-	tx, err := db.pool.Begin(ctx)
+	// READ COMMITTED whatever the database's default_transaction_isolation:
+	// the admission of pool intents (admitPools) counts what committed
+	// before its lock was granted, which a snapshot taken at the
+	// transaction's first statement would not show.
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return fail(err)
 	}

@@ -96,6 +96,10 @@ func (db *DB) PutIntent(id slot.ID, in store.Intent) error {
 
 // PutIntents records submit intents in one transaction, durable when it
 // returns; when it fails, every one of them is returned with the error.
+// Intents of pool workflows (store.Intent.Pool) are admitted within their
+// pools' limits across every instance on the database, in the same
+// transaction (admitPools); those the pool has no room for are returned
+// with an error wrapping store.ErrPoolFull and not recorded.
 func (db *DB) PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error {
 	failed := make(map[slot.ID]error)
 	var (
@@ -103,22 +107,47 @@ func (db *DB) PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error {
 		ts, ats  []time.Time
 		attempts []int32
 		ids      []slot.ID
+		claims   []*store.PoolClaim // nil: none of them is of a pool
 	)
 	for id, in := range ins {
+		if in.Pool != nil && claims == nil {
+			claims = make([]*store.PoolClaim, len(ids), len(ins))
+		}
 		if err := validWorkflow(id.Workflow); err != nil {
 			failed[id] = err
 			continue
 		}
 		ids = append(ids, id)
+		if claims != nil {
+			claims = append(claims, in.Pool)
+		}
 		wfs, ts, ats, attempts = append(wfs, id.Workflow), append(ts, ms(id.Time)), append(ats, ms(in.Time)), append(attempts, int32(in.Attempt))
 	}
 	if len(ids) > 0 {
 		db.wmu.Lock()
+		var refused map[int]error // the intents a pool refused, by index
 		versions, err := db.writeTx(fmt.Sprintf("record %d submit intents (%s, ...)", len(ids), ids[0]), wfs,
 			func(ctx context.Context, tx pgx.Tx) (int64, error) {
+				var err error
+				if refused, err = admitPools(ctx, tx, wfs, ts, claims); err != nil {
+					return 0, err
+				}
+				w, t, a, at := wfs, ts, attempts, ats
+				if len(refused) > 0 {
+					admitted := make([]int, 0, len(ids))
+					for i := range ids {
+						if refused[i] == nil {
+							admitted = append(admitted, i)
+						}
+					}
+					if len(admitted) == 0 {
+						return 0, nil
+					}
+					w, t, a, at = pick(wfs, admitted), pick(ts, admitted), pick(attempts, admitted), pick(ats, admitted)
+				}
 				tag, err := tx.Exec(ctx, `INSERT INTO celos_intents (workflow, slot_time, attempt, intended_at)
 SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::timestamptz[])
-ON CONFLICT (workflow, slot_time) DO UPDATE SET attempt = excluded.attempt, intended_at = excluded.intended_at`, wfs, ts, attempts, ats)
+ON CONFLICT (workflow, slot_time) DO UPDATE SET attempt = excluded.attempt, intended_at = excluded.intended_at`, w, t, a, at)
 				return tag.RowsAffected(), err
 			})
 		if err != nil {
@@ -126,10 +155,15 @@ ON CONFLICT (workflow, slot_time) DO UPDATE SET attempt = excluded.attempt, inte
 				failed[id] = err
 			}
 		} else {
+			for i, err := range refused {
+				failed[ids[i]] = err
+			}
 			byWf := indexesByWorkflow(wfs)
 			db.follow(versions, func(wf string, ix *wfIndex) {
 				for _, i := range byWf[wf] {
-					ix.intents[key(ts[i])] = store.Intent{Attempt: int(attempts[i]), Time: ats[i]}
+					if refused[i] == nil {
+						ix.intents[key(ts[i])] = store.Intent{Attempt: int(attempts[i]), Time: ats[i]}
+					}
 				}
 			})
 		}
@@ -139,6 +173,15 @@ ON CONFLICT (workflow, slot_time) DO UPDATE SET attempt = excluded.attempt, inte
 		return nil
 	}
 	return failed
+}
+
+// pick returns the elements of s at idx.
+func pick[T any](s []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for j, i := range idx {
+		out[j] = s[i]
+	}
+	return out
 }
 
 // DeleteIntent removes a slot's submit intent, if any.

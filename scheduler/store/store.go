@@ -20,6 +20,11 @@ var (
 	ErrBadName = errors.New("bad name")
 	// ErrCorrupt: a stored record that does not parse.
 	ErrCorrupt = errors.New("corrupt state file")
+	// ErrPoolFull: a submit intent of a pool's workflow was not recorded
+	// because the pool has no room across every instance on the store
+	// (see Intent.Pool). The slot is not to be submitted now; it is not a
+	// failure. Wrapped so that the message reads "pool "etl" is full: ...".
+	ErrPoolFull = errors.New("full")
 )
 
 // Intent is a submission the engine was about to make: written before
@@ -30,6 +35,31 @@ type Intent struct {
 	Attempt int `json:"attempt"`
 	// Time is the wall-clock time of the submission.
 	Time time.Time `json:"time"`
+	// Pool, when set, is the pool of the slot's workflow: a store shared
+	// by several instances (statepg) records the intent only if the pool
+	// has room, counted inside the transaction that records it, and
+	// refuses it otherwise with an error wrapping ErrPoolFull. A store of
+	// one instance (statedb) records it as any other: the engine's own
+	// admission is exact there. Pool is not stored: an intent read back
+	// has none.
+	Pool *PoolClaim `json:"-"`
+}
+
+// PoolClaim is what a store needs to admit a submit intent of a pool's
+// workflow: the slots of the pool that count against its limit are those
+// of Workflows that are RUNNING or have an open submit intent.
+type PoolClaim struct {
+	// Name and Limit are the pool's, from the pools file.
+	Name  string
+	Limit int
+	// Workflows are every workflow of the pool in the instance's
+	// configuration (those of other instances included), sorted; the
+	// intents of one pool share the slice.
+	Workflows []string
+	// Rank orders the intents of one pool in one call: a lower rank is
+	// admitted first (the engine's order: higher priority, then older
+	// slot, then workflow id).
+	Rank int
 }
 
 // RerunExpiry is how long a rerun marker lives after it was written (Celos's
