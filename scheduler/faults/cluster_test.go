@@ -257,10 +257,28 @@ func (r *clusterRig) checkOnceEach(id string) {
 			st, _ := slot.ParseTime(tm)
 			ids := byName[oozie.WorkflowName(slot.ID{Workflow: wf, Time: st})]
 			if len(ids) != 1 || sl.ExternalID == nil || *sl.ExternalID != ids[0] {
-				r.t.Errorf("%s@%s records %v; Oozie has %v for it", wf, tm, sl.ExternalID, ids)
+				recorded := "no job"
+				if sl.ExternalID != nil {
+					recorded = *sl.ExternalID
+				}
+				r.t.Errorf("%s@%s records %s; Oozie has %v for it; what the instances logged of it:\n%s", wf, tm, recorded, ids, r.logsOf(wf+"@"+tm))
 			}
 		}
 	}
+}
+
+// logsOf returns the lines of every instance's log that mention s, each
+// prefixed with the instance's id.
+func (r *clusterRig) logsOf(s string) string {
+	var b strings.Builder
+	for id, m := range r.members {
+		for _, line := range strings.Split(m.stderr.String(), "\n") {
+			if strings.Contains(line, s) {
+				fmt.Fprintf(&b, "%s: %s\n", id, line)
+			}
+		}
+	}
+	return b.String()
 }
 
 // finish lets every Oozie job succeed and steps until every slot is SUCCESS.
