@@ -193,17 +193,6 @@ func TestRunNeedsWorkflowsDir(t *testing.T) {
 	}
 }
 
-func waitFile(t *testing.T, path string) string {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			return string(b)
-		}
-	}
-	t.Fatalf("%s never appeared", path)
-	return ""
-}
-
 // TestRunHealthzReportsStuckStep: --step-timeout reaches /healthz: with the
 // second automatic step held in flight past a 1 ms bound, /healthz answers
 // 503 naming the step and the bound, and /metrics shows
@@ -216,21 +205,10 @@ func TestRunHealthzReportsStuckStep(t *testing.T) {
 		AutoSchedule: 10 * time.Millisecond, URLFile: filepath.Join(dir, "url"),
 		Stderr: io.Discard, Version: "test", StepTimeout: time.Millisecond,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, func(Config, deps) (scheduler.Service, io.Closer, error) {
-			return stub, stub, nil
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	url, _ := startRun(t, cfg, func(Config, deps) (scheduler.Service, io.Closer, error) {
+		return stub, stub, nil
+	})
 	<-stub.started
-	url := strings.TrimSpace(waitFile(t, cfg.URLFile))
 	get := func(path string) (int, string) {
 		t.Helper()
 		resp, err := http.Get(url + path)
