@@ -169,6 +169,19 @@ func (h *heldStart) waitLog(subs ...string) string {
 	}
 }
 
+// clearCache sends POST /clear-cache, which must answer 200.
+func (h *heldStart) clearCache() {
+	h.t.Helper()
+	resp, err := http.Post(h.url+"/clear-cache", "application/json", nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("POST /clear-cache: %s", resp.Status)
+	}
+}
+
 var metricLine = regexp.MustCompile(`(?m)^(celos_slots\{status="SUCCESS"\}|celos_workflows_loading) (\S+)$`)
 
 // scrape returns celos_slots{status="SUCCESS"} and celos_workflows_loading
@@ -236,14 +249,7 @@ func TestPruneWaitsForStartRead(t *testing.T) {
 // read by the views one by one.
 func TestClearCacheDuringStartRead(t *testing.T) {
 	h := startHeld(t, nil)
-	resp, err := http.Post(h.url+"/clear-cache", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /clear-cache: %s", resp.Status)
-	}
+	h.clearCache()
 	h.notRead("POST /clear-cache")
 	h.release()
 	h.readEnded("after the release")
@@ -270,14 +276,7 @@ func TestClearCacheAfterStartRead(t *testing.T) {
 		t.Fatalf("GET /metrics after the start-up read: %v, want %s", got, want)
 	}
 	h.hold()
-	resp, err := http.Post(h.url+"/clear-cache", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /clear-cache: %s", resp.Status)
-	}
+	h.clearCache()
 	if got, want := h.scrape(), `map[celos_slots{status="SUCCESS"}:0 celos_workflows_loading:3]`; fmt.Sprint(got) != want {
 		t.Errorf("GET /metrics while the state is read again after POST /clear-cache: %v, want %s", got, want)
 	}
