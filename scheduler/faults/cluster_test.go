@@ -534,17 +534,7 @@ func TestClusterKill9OwnerCommand(t *testing.T) {
 	r.stepUntil("SUCCESS", "a", "b", "c")
 	for _, wf := range clWorkflowIDs() {
 		slots := r.members["a"].slots(wf, clT0, clT0.Add(clHours*time.Hour))
-		for h := 0; h < clHours; h++ {
-			lines := readLines(t, filepath.Join(runs, fmt.Sprintf("%s-%02d", wf, h)))
-			sl := slots[slot.FormatTime(clT0.Add(time.Duration(h)*time.Hour))]
-			if len(lines) != 1 {
-				t.Errorf("%s hour %02d ran %d times: %v", wf, h, len(lines), lines)
-				continue
-			}
-			if sl.ExternalID == nil || *sl.ExternalID != lines[0] {
-				t.Errorf("%s hour %02d records job %v, the run was %s", wf, h, sl.ExternalID, lines[0])
-			}
-		}
+		checkRanOnce(t, runs, wf, clT0, clHours, slots, "")
 	}
 }
 

@@ -132,29 +132,7 @@ func TestKill9MidStepThenRestart(t *testing.T) {
 
 			// Restart on the same state directory and step until done.
 			s = startServer(t, dir)
-			deadline = time.Now().Add(90 * time.Second)
-			var pending []string
-			for {
-				if code, body := s.post("/scheduler", now); code != 200 {
-					t.Fatalf("step after restart: %d %s", code, body)
-				}
-				pending = pending[:0]
-				for i := 0; i < nWorkflows; i++ {
-					wf := fmt.Sprintf("w%02d", i)
-					for tm, sl := range s.slots(wf, crashT0, crashStepTime()) {
-						if sl.Status != "SUCCESS" && sl.Status != "FAILURE" {
-							pending = append(pending, wf+"@"+tm+" "+sl.Status)
-						}
-					}
-				}
-				if len(pending) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("slots not final 90s after the restart: %v\n%s", pending, s.stderr)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			s.stepUntilFinal(now, nWorkflows)
 
 			// Every slot ran exactly once and is SUCCESS.
 			for i := 0; i < nWorkflows; i++ {
@@ -163,20 +141,7 @@ func TestKill9MidStepThenRestart(t *testing.T) {
 				if len(slots) != nHours {
 					t.Errorf("%s has %d slots, want %d", wf, len(slots), nHours)
 				}
-				for h := 0; h < nHours; h++ {
-					lines := readLines(t, filepath.Join(runs, fmt.Sprintf("%s-%02d", wf, h)))
-					sl := slots[slot.FormatTime(crashT0.Add(time.Duration(h)*time.Hour))]
-					if len(lines) != 1 {
-						t.Errorf("%s hour %02d ran %d times: %v", wf, h, len(lines), lines)
-						continue
-					}
-					if sl.ExternalID == nil || *sl.ExternalID != lines[0] {
-						t.Errorf("%s hour %02d records job %v, the run was %s", wf, h, sl.ExternalID, lines[0])
-					}
-					if sl.Status != "SUCCESS" {
-						t.Errorf("%s hour %02d is %s; its one run exited 0", wf, h, sl.Status)
-					}
-				}
+				checkRanOnce(t, runs, wf, crashT0, nHours, slots, "SUCCESS")
 			}
 			if strings.Contains(s.stderr.String(), "submitting again") {
 				t.Errorf("the engine resubmitted without asking the service:\n%s", s.stderr)
@@ -185,6 +150,70 @@ func TestKill9MidStepThenRestart(t *testing.T) {
 			checkStateDB(t, filepath.Join(dir, "db"))
 		})
 	}
+}
+
+// notFinal lists the slots of the crash project's first nWf workflows
+// (w00, w01, ...) in [crashT0, crashStepTime()) that are not final, as
+// "wf@time STATUS".
+func (s *server) notFinal(nWf int) []string {
+	s.t.Helper()
+	var pending []string
+	for i := 0; i < nWf; i++ {
+		wf := fmt.Sprintf("w%02d", i)
+		for tm, sl := range s.slots(wf, crashT0, crashStepTime()) {
+			if !slot.Status(sl.Status).Final() {
+				pending = append(pending, wf+"@"+tm+" "+sl.Status)
+			}
+		}
+	}
+	return pending
+}
+
+// stepUntilFinal steps the server at now (POST /scheduler, which must
+// answer 200) until notFinal(nWf) is empty, and fails the test if that
+// takes more than 90 s: the last phase of the crash and restart tests.
+func (s *server) stepUntilFinal(now url.Values, nWf int) {
+	s.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if code, body := s.post("/scheduler", now); code != 200 {
+			s.t.Fatalf("step after restart: %d %s", code, body)
+		}
+		pending := s.notFinal(nWf)
+		if len(pending) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("slots not final 90s after the restart: %v\n%s", pending, s.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkRanOnce checks the hours hourly slots of wf from t0 (slots is what
+// server.slots returned for them) against runs/<wf>-<hour>, where the
+// crash projects' commands append their external ID: each slot ran
+// exactly once and records that run; with wantStatus set, it has that
+// status too. It returns every run it read.
+func checkRanOnce(t *testing.T, runs, wf string, t0 time.Time, hours int, slots map[string]slotJSON, wantStatus string) []string {
+	t.Helper()
+	var all []string
+	for h := 0; h < hours; h++ {
+		lines := readLines(t, filepath.Join(runs, fmt.Sprintf("%s-%02d", wf, h)))
+		all = append(all, lines...)
+		sl := slots[slot.FormatTime(t0.Add(time.Duration(h)*time.Hour))]
+		if len(lines) != 1 {
+			t.Errorf("%s hour %02d ran %d times: %v (%s)", wf, h, len(lines), lines, sl.Status)
+			continue
+		}
+		if sl.ExternalID == nil || *sl.ExternalID != lines[0] {
+			t.Errorf("%s hour %02d records job %v, the run was %s", wf, h, sl.ExternalID, lines[0])
+		}
+		if wantStatus != "" && sl.Status != wantStatus {
+			t.Errorf("%s hour %02d is %s, want %s; its one run (%s) exited 0", wf, h, sl.Status, wantStatus, lines[0])
+		}
+	}
+	return all
 }
 
 func readLines(t *testing.T, path string) []string {

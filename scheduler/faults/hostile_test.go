@@ -61,6 +61,22 @@ func hostileWorkflowFiles() map[string]string {
 	}
 }
 
+// goodInstall makes the directory of a startServer installation and its
+// workflows directory (dir/wf, returned too), holding the good project as
+// good.json.
+func goodInstall(t *testing.T) (dir, wf string) {
+	t.Helper()
+	dir = t.TempDir()
+	wf = filepath.Join(dir, "wf")
+	if err := os.MkdirAll(wf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wf, "good.json"), []byte(goodProject), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, wf
+}
+
 // TestHostileInput runs a real celos server over a workflows directory
 // holding hostile files beside a good one, and sends it hostile requests
 // (raw, so that no client cleans them): ids and names with '/', '..', NUL,
@@ -73,10 +89,7 @@ func TestHostileInput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a celos server process")
 	}
-	dir := t.TempDir()
-	wf := filepath.Join(dir, "wf")
-	os.MkdirAll(wf, 0o755)
-	os.WriteFile(filepath.Join(wf, "good.json"), []byte(goodProject), 0o644)
+	dir, wf := goodInstall(t)
 	hostile := hostileWorkflowFiles()
 	for name, content := range hostile {
 		os.WriteFile(filepath.Join(wf, name), []byte(content), 0o644)
@@ -220,9 +233,7 @@ func TestSlowClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the server's header timeout (10 s)")
 	}
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "wf"), 0o755)
-	os.WriteFile(filepath.Join(dir, "wf", "good.json"), []byte(goodProject), 0o644)
+	dir, _ := goodInstall(t)
 	s := startServer(t, dir)
 	host := strings.TrimPrefix(s.URL, "http://")
 	var conns []net.Conn
@@ -266,10 +277,7 @@ func TestHostileFilesInWorkflowsDir(t *testing.T) {
 		t.Skip("starts a celos server process")
 	}
 	const secret = "s3cr3tXq"
-	dir := t.TempDir()
-	wf := filepath.Join(dir, "wf")
-	os.MkdirAll(wf, 0o755)
-	os.WriteFile(filepath.Join(wf, "good.json"), []byte(goodProject), 0o644)
+	dir, wf := goodInstall(t)
 	shadow := filepath.Join(dir, "outside", "shadow")
 	os.MkdirAll(filepath.Dir(shadow), 0o755)
 	os.WriteFile(shadow, []byte("root:$6$"+secret+"$abcdefgh:19000:0:99999:7:::\n"), 0o600)

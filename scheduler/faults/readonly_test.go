@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
@@ -133,7 +134,7 @@ func TestReadOnlyStateDB(t *testing.T) {
 	}
 	defer db.Close()
 	svc := &countingService{}
-	var logBuf lockedBuffer
+	var logBuf servertest.LockedBuffer
 	log := slog.New(slog.NewTextHandler(&logBuf, nil))
 	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: log})
 	if err != nil {

@@ -209,17 +209,6 @@ func TestCommandJobsSurviveRestart(t *testing.T) {
 					t.Fatalf("step after restart: %d %s", code, body)
 				}
 			}
-			final := func() (pending []string) {
-				for i := 0; i < rsWorkflows; i++ {
-					wf := fmt.Sprintf("w%02d", i)
-					for tm, sl := range s.slots(wf, crashT0, crashStepTime()) {
-						if !slot.Status(sl.Status).Final() {
-							pending = append(pending, wf+"@"+tm+" "+sl.Status)
-						}
-					}
-				}
-				return pending
-			}
 			// Two steps with the remaining jobs still running: none of
 			// them is final, none ran twice.
 			step()
@@ -229,18 +218,7 @@ func TestCommandJobsSurviveRestart(t *testing.T) {
 			}
 			even.release()
 			odd.release()
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				step()
-				pending := final()
-				if len(pending) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("slots not final 90s after the restart: %v\n%s", pending, s.stderr)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			s.stepUntilFinal(now, rsWorkflows)
 			all := make([]map[string]slotJSON, rsWorkflows)
 			for i := range all {
 				all[i] = s.slots(fmt.Sprintf("w%02d", i), crashT0, crashStepTime())
@@ -255,22 +233,8 @@ func TestCommandJobsSurviveRestart(t *testing.T) {
 				if len(slots) != nHours {
 					t.Errorf("%s has %d slots, want %d", wf, len(slots), nHours)
 				}
-				for h := 0; h < nHours; h++ {
-					lines := readLines(t, filepath.Join(runs, fmt.Sprintf("%s-%02d", wf, h)))
-					for _, l := range lines {
-						ran[l] = true
-					}
-					sl := slots[slot.FormatTime(crashT0.Add(time.Duration(h)*time.Hour))]
-					if len(lines) != 1 {
-						t.Errorf("%s hour %02d ran %d times: %v (%s)", wf, h, len(lines), lines, sl.Status)
-						continue
-					}
-					if sl.Status != "SUCCESS" {
-						t.Errorf("%s hour %02d is %s, its one run (%s) exited 0", wf, h, sl.Status, lines[0])
-					}
-					if sl.ExternalID == nil || *sl.ExternalID != lines[0] {
-						t.Errorf("%s hour %02d records job %v, the run was %s", wf, h, sl.ExternalID, lines[0])
-					}
+				for _, l := range checkRanOnce(t, runs, wf, crashT0, nHours, slots, "SUCCESS") {
+					ran[l] = true
 				}
 			}
 			if c := countLines(t, runs, nil); c != total {

@@ -1,9 +1,7 @@
 package faults
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,27 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/internal/testenv"
+	"github.com/celos-go/celos/internal/testenv/servertest"
 )
 
 // celosBinary builds cmd/celos once per test run and returns its path.
-var celosBinary = sync.OnceValues(func() (string, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "celos-faults-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "celos")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/celos")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/celos: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+var celosBinary = sync.OnceValues(func() (string, error) { return servertest.BuildCelos("celos-faults-bin-") })
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -51,26 +33,9 @@ type server struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	URL    string
-	stderr *lockedBuffer
+	stderr *servertest.LockedBuffer
 	done   chan struct{}
 	err    error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startServer runs `celos server` on 127.0.0.1 with a free port and the
@@ -112,7 +77,7 @@ func launch(t *testing.T, dir string, flags ...string) *server {
 	os.Remove(filepath.Join(dir, "url"))
 	args := append([]string{"server", "--port", "0", "--workflows", filepath.Join(dir, "wf"), "--db", filepath.Join(dir, "db"),
 		"--jobs", filepath.Join(dir, "jobs"), "--logs", "", "--url-file", filepath.Join(dir, "url")}, flags...)
-	s := &server{t: t, cmd: exec.Command(bin, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	s := &server{t: t, cmd: exec.Command(bin, args...), stderr: &servertest.LockedBuffer{}, done: make(chan struct{})}
 	s.cmd.Stderr = s.stderr
 	s.cmd.Stdout = s.stderr
 	if err := s.cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -45,16 +44,7 @@ func TestRunWiresAttemptsAndDeploys(t *testing.T) {
 	os.WriteFile(filepath.Join(wf, deploy.StateDir, "wc.manifest.json"), man, 0o644)
 
 	cfg := Config{Port: 0, Workflows: wf, DB: filepath.Join(dir, "db"), URLFile: filepath.Join(dir, "url"), Stderr: io.Discard}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, openEngine) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	url := strings.TrimSpace(waitFile(t, cfg.URLFile))
+	url, _ := startRun(t, cfg, openEngine)
 	get := func(path string) string {
 		t.Helper()
 		resp, err := http.Get(url + path)
@@ -71,21 +61,12 @@ func TestRunWiresAttemptsAndDeploys(t *testing.T) {
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Post(url+"/scheduler?time=2015-09-13T13:40Z", "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		var s api.Slot
-		if resp, err := http.Get(url + "/slot-state?id=flaky&time=2015-09-13T13:00Z"); err == nil {
-			json.NewDecoder(resp.Body).Decode(&s)
-			resp.Body.Close()
-		}
-		if s.Status == "SUCCESS" {
+		status := stepAndRead(t, url, "2015-09-13T13:40Z", "flaky", "2015-09-13T13:00Z")
+		if status == "SUCCESS" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("flaky@13:00 is %q after 60 s of steps", s.Status)
+			t.Fatalf("flaky@13:00 is %q after 60 s of steps", status)
 		}
 		time.Sleep(100 * time.Millisecond) // the command runs meanwhile
 	}

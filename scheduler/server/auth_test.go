@@ -1,16 +1,15 @@
 package server
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/celos-go/celos/internal/testenv/servertest"
 )
 
 func TestIsLoopback(t *testing.T) {
@@ -78,21 +77,12 @@ func TestRunWithToken(t *testing.T) {
 	}
 	wf := filepath.Join(dir, "wf")
 	os.Mkdir(wf, 0o755)
-	var stderr safeBuffer
+	var stderr servertest.LockedBuffer
 	cfg := Config{
 		Workflows: wf, DB: filepath.Join(dir, "db"), Logs: filepath.Join(dir, "logs"),
 		URLFile: filepath.Join(dir, "url"), Stderr: &stderr, Version: "test", AuthTokenFile: tokenFile,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	base := strings.TrimSpace(waitFile(t, cfg.URLFile))
+	base, _ := startRun(t, cfg, openEngine)
 
 	do := func(method, path, auth string) (int, string, http.Header) {
 		t.Helper()
@@ -138,22 +128,4 @@ func TestRunWithToken(t *testing.T) {
 	if !strings.Contains(stderr.String(), "auth=true") {
 		t.Errorf("the start-up line does not say auth is on:\n%s", stderr.String())
 	}
-}
-
-// safeBuffer is a bytes.Buffer safe for the server's concurrent log writes.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -32,7 +32,7 @@ type heldStart struct {
 	url    string
 	db     *statedb.DB
 	ids    []string
-	stderr *safeBuffer
+	stderr *servertest.LockedBuffer
 	old    []string // the state files of old final slots (60 days old)
 
 	mu   sync.Mutex
@@ -84,7 +84,7 @@ func startHeld(t *testing.T, set func(*Config)) *heldStart {
 		wfs = append(wfs, w)
 	}
 	fixture.WriteProject(t, wdir, "p", wfs...)
-	h := &heldStart{t: t, ids: coldWorkflows, stderr: &safeBuffer{}, gate: make(chan struct{})}
+	h := &heldStart{t: t, ids: coldWorkflows, stderr: &servertest.LockedBuffer{}, gate: make(chan struct{})}
 	t.Cleanup(h.release)
 	db, err := statedb.Open(dbDir)
 	if err != nil {
@@ -114,26 +114,15 @@ func startHeld(t *testing.T, set func(*Config)) *heldStart {
 		set(&cfg)
 	}
 	stores := make(chan *statedb.DB, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, func(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
-			db, err := statedb.OpenWith(cfg.DB, statedb.Options{BeforeInstall: h.wait})
-			if err != nil {
-				return nil, nil, err
-			}
-			stores <- db
-			return newEngine(cfg, d, db)
-		})
-	}()
-	t.Cleanup(func() {
-		h.release()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
+	h.url, _ = startRun(t, cfg, func(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
+		db, err := statedb.OpenWith(cfg.DB, statedb.Options{BeforeInstall: h.wait})
+		if err != nil {
+			return nil, nil, err
 		}
+		stores <- db
+		return newEngine(cfg, d, db)
 	})
-	h.url = strings.TrimSpace(waitFile(t, cfg.URLFile))
+	t.Cleanup(h.release) // before startRun's stop (cleanups run last first): the server stops with its reads let go
 	select {
 	case h.db = <-stores:
 	case <-time.After(30 * time.Second):
@@ -177,6 +166,19 @@ func (h *heldStart) waitLog(subs ...string) string {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("none of %q logged within 30 s:\n%s", subs, log)
 		}
+	}
+}
+
+// clearCache sends POST /clear-cache, which must answer 200.
+func (h *heldStart) clearCache() {
+	h.t.Helper()
+	resp, err := http.Post(h.url+"/clear-cache", "application/json", nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("POST /clear-cache: %s", resp.Status)
 	}
 }
 
@@ -247,14 +249,7 @@ func TestPruneWaitsForStartRead(t *testing.T) {
 // read by the views one by one.
 func TestClearCacheDuringStartRead(t *testing.T) {
 	h := startHeld(t, nil)
-	resp, err := http.Post(h.url+"/clear-cache", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /clear-cache: %s", resp.Status)
-	}
+	h.clearCache()
 	h.notRead("POST /clear-cache")
 	h.release()
 	h.readEnded("after the release")
@@ -281,14 +276,7 @@ func TestClearCacheAfterStartRead(t *testing.T) {
 		t.Fatalf("GET /metrics after the start-up read: %v, want %s", got, want)
 	}
 	h.hold()
-	resp, err := http.Post(h.url+"/clear-cache", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /clear-cache: %s", resp.Status)
-	}
+	h.clearCache()
 	if got, want := h.scrape(), `map[celos_slots{status="SUCCESS"}:0 celos_workflows_loading:3]`; fmt.Sprint(got) != want {
 		t.Errorf("GET /metrics while the state is read again after POST /clear-cache: %v, want %s", got, want)
 	}

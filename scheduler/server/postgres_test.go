@@ -1,41 +1,19 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/celos-go/celos/internal/testenv/pgtest"
-	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/schema/workflow"
 )
-
-// lockedBuffer is a log sink the server writes from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestServerOnPostgres runs the real server with --db a PostgreSQL URL
 // (the password in it) and a command workflow: the slot runs to SUCCESS,
@@ -64,31 +42,15 @@ func TestServerOnPostgres(t *testing.T) {
 	b, _ := p.Marshal()
 	os.WriteFile(filepath.Join(wf, "p.json"), b, 0o644)
 
-	logs := &lockedBuffer{}
+	logs := &servertest.LockedBuffer{}
 	cfg := Config{Port: 0, Workflows: wf, DB: srv.DSN("celos"), Jobs: filepath.Join(dir, "jobs"), URLFile: filepath.Join(dir, "url"), Stderr: logs}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- run(runCtx, cfg, openEngine) }()
-	url := strings.TrimSpace(waitFile(t, cfg.URLFile))
+	url, stop := startRun(t, cfg, openEngine)
 	status := ""
 	for end := time.Now().Add(2 * time.Minute); status != "SUCCESS" && time.Now().Before(end); {
-		resp, err := http.Post(url+"/scheduler?time=2015-09-13T13:40Z", "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		resp, err = http.Get(url + "/slot-state?id=hello&time=2015-09-13T13:00Z")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s api.Slot
-		json.NewDecoder(resp.Body).Decode(&s)
-		resp.Body.Close()
-		status = string(s.Status)
+		status = stepAndRead(t, url, "2015-09-13T13:40Z", "hello", "2015-09-13T13:00Z")
 		time.Sleep(100 * time.Millisecond) // the command runs on its own
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	if status != "SUCCESS" {
@@ -114,7 +76,7 @@ func TestServerOnPostgres(t *testing.T) {
 		"newer schema":   {Config{DB: srv.DSN("future"), Jobs: cfg.Jobs}, "schema is newer than this celos"},
 		"no --jobs":      {Config{DB: srv.DSN("celos")}, "--jobs DIR is needed"},
 	} {
-		logs := &lockedBuffer{}
+		logs := &servertest.LockedBuffer{}
 		c.cfg.Workflows, c.cfg.Stderr, c.cfg.URLFile = wf, logs, filepath.Join(dir, "url-"+strings.ReplaceAll(name, " ", "-"))
 		err := run(ctx, c.cfg, openEngine)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

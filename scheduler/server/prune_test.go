@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
@@ -45,18 +46,14 @@ func TestRunPrunes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var stderr safeBuffer
+	var stderr servertest.LockedBuffer
 	cfg := Config{Workflows: wf, DB: db, URLFile: filepath.Join(dir, "url"), Stderr: &stderr, PruneOlderThan: 30 * 24 * time.Hour}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	waitFile(t, cfg.URLFile)
+	_, stop := startRun(t, cfg, openEngine)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(stderr.String(), "pruned command jobs") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stderr.String(), "deleted=1") {
@@ -139,18 +136,14 @@ func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
 		t.Fatal("b's slot is not ready before the prune")
 	}
 
-	var stderr safeBuffer
+	var stderr servertest.LockedBuffer
 	cfg := Config{Workflows: wfDir, DB: dbDir, URLFile: filepath.Join(dir, "url"), Stderr: &stderr, PruneOlderThan: 8 * 24 * time.Hour}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	waitFile(t, cfg.URLFile)
+	_, stop := startRun(t, cfg, openEngine)
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(stderr.String(), "pruned state database") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	log := stderr.String()

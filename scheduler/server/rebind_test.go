@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/internal/testenv/servertest"
 )
 
 // rawRequest sends one request line and header block as written (so that
@@ -57,17 +58,9 @@ func startServer(t *testing.T, cfg Config) string {
 		t.Fatal(err)
 	}
 	cfg.DB, cfg.Logs, cfg.URLFile = filepath.Join(dir, "db"), filepath.Join(dir, "logs"), filepath.Join(dir, "url")
-	cfg.Stderr, cfg.Version = &safeBuffer{}, "test"
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
-	return strings.TrimPrefix(strings.TrimSpace(waitFile(t, cfg.URLFile)), "http://")
+	cfg.Stderr, cfg.Version = &servertest.LockedBuffer{}, "test"
+	url, _ := startRun(t, cfg, openEngine)
+	return strings.TrimPrefix(url, "http://")
 }
 
 // TestRunRefusesForeignHostWithoutToken: a server without a token (the

@@ -83,22 +83,11 @@ func TestServerPoolsMetricsAndWebhooks(t *testing.T) {
 	}
 	cfg := Config{Workflows: wdir, DB: filepath.Join(dir, "db"), Logs: filepath.Join(dir, "logs"), Pools: pools,
 		AutoSchedule: 20 * time.Millisecond, URLFile: filepath.Join(dir, "url"), Stderr: io.Discard, Version: "test"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	svc := &failingService{}
-	go func() {
-		done <- run(ctx, cfg, func(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
-			d.services = map[string]external.Service{workflow.ServiceCommand: svc}
-			return openEngine(cfg, d)
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	url := strings.TrimSpace(waitFile(t, cfg.URLFile))
+	url, _ := startRun(t, cfg, func(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
+		d.services = map[string]external.Service{workflow.ServiceCommand: svc}
+		return openEngine(cfg, d)
+	})
 
 	var body map[string]any
 	select {

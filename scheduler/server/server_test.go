@@ -105,6 +105,9 @@ func (s *stepStub) LoadErrors() []scheduler.LoadError { return nil }
 func (s *stepStub) WorkflowIDs() []string             { return nil }
 func (s *stepStub) Close() error                      { s.closed.Store(true); return nil }
 
+// open is the stub's opener for run: the stub is the engine and its closer.
+func (s *stepStub) open(Config, deps) (scheduler.Service, io.Closer, error) { return s, s, nil }
+
 func TestRunFinishesStepInFlight(t *testing.T) {
 	dir := t.TempDir()
 	stub := &stepStub{hold: make(chan struct{}), started: make(chan struct{})}
@@ -115,11 +118,7 @@ func TestRunFinishesStepInFlight(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, func(Config, deps) (scheduler.Service, io.Closer, error) {
-			return stub, stub, nil
-		})
-	}()
+	go func() { done <- run(ctx, cfg, stub.open) }()
 	<-stub.started // the second automatic step is in flight
 	url := strings.TrimSpace(waitFile(t, cfg.URLFile))
 	resp, err := http.Get(url + "/healthz")
@@ -166,11 +165,7 @@ func TestRunLeavesDBOpenForStuckStep(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, func(Config, deps) (scheduler.Service, io.Closer, error) {
-			return stub, stub, nil
-		})
-	}()
+	go func() { done <- run(ctx, cfg, stub.open) }()
 	<-stub.started // the second automatic step is in flight, and held
 	cancel()
 	err := <-done
@@ -193,17 +188,6 @@ func TestRunNeedsWorkflowsDir(t *testing.T) {
 	}
 }
 
-func waitFile(t *testing.T, path string) string {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			return string(b)
-		}
-	}
-	t.Fatalf("%s never appeared", path)
-	return ""
-}
-
 // TestRunHealthzReportsStuckStep: --step-timeout reaches /healthz: with the
 // second automatic step held in flight past a 1 ms bound, /healthz answers
 // 503 naming the step and the bound, and /metrics shows
@@ -216,21 +200,8 @@ func TestRunHealthzReportsStuckStep(t *testing.T) {
 		AutoSchedule: 10 * time.Millisecond, URLFile: filepath.Join(dir, "url"),
 		Stderr: io.Discard, Version: "test", StepTimeout: time.Millisecond,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, func(Config, deps) (scheduler.Service, io.Closer, error) {
-			return stub, stub, nil
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	url, _ := startRun(t, cfg, stub.open)
 	<-stub.started
-	url := strings.TrimSpace(waitFile(t, cfg.URLFile))
 	get := func(path string) (int, string) {
 		t.Helper()
 		resp, err := http.Get(url + path)

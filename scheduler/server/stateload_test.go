@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"io"
 	"path/filepath"
 	"testing"
@@ -44,24 +43,13 @@ func TestRunReadsStateAtStart(t *testing.T) {
 
 	cfg := Config{Workflows: wdir, DB: dbDir, URLFile: filepath.Join(dir, "url"), Stderr: io.Discard, Version: "test"}
 	stores := make(chan *statedb.DB, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, func(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
-			svc, closer, err := openEngine(cfg, d)
-			if db, ok := closer.(*statedb.DB); ok {
-				stores <- db
-			}
-			return svc, closer, err
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
+	startRun(t, cfg, func(cfg Config, d deps) (scheduler.Service, io.Closer, error) {
+		svc, closer, err := openEngine(cfg, d)
+		if db, ok := closer.(*statedb.DB); ok {
+			stores <- db
 		}
-	}()
-	waitFile(t, cfg.URLFile)
+		return svc, closer, err
+	})
 	var store *statedb.DB
 	select {
 	case store = <-stores:

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/celos-go/celos/internal/ooziefake"
 	"github.com/celos-go/celos/internal/testenv/fixture"
-	"github.com/celos-go/celos/scheduler/api"
 )
 
 // TestRunWiresOozie runs the real server (engine, state database, services)
@@ -42,32 +39,11 @@ func TestRunWiresOozie(t *testing.T) {
 	fixture.WriteProject(t, wf, "wc", wordcount)
 
 	cfg := Config{Port: 0, Workflows: wf, DB: filepath.Join(dir, "db"), Defaults: dir, URLFile: filepath.Join(dir, "url"), Stderr: io.Discard}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, openEngine) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	url := strings.TrimSpace(waitFile(t, cfg.URLFile))
+	url, _ := startRun(t, cfg, openEngine)
 
 	status := ""
 	for i := 0; i < 10 && status != "SUCCESS"; i++ {
-		resp, err := http.Post(url+"/scheduler?time=2015-09-13T13:40Z", "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		resp, err = http.Get(url + "/slot-state?id=wordcount&time=2015-09-13T13:00Z")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s api.Slot
-		json.NewDecoder(resp.Body).Decode(&s)
-		resp.Body.Close()
-		status = string(s.Status)
+		status = stepAndRead(t, url, "2015-09-13T13:40Z", "wordcount", "2015-09-13T13:00Z")
 	}
 	if status != "SUCCESS" {
 		t.Fatalf("slot is %s after 10 steps", status)
