@@ -113,6 +113,7 @@ type Problem struct {
 // ErrSlotNotFound → 404, ErrNotInSchedule → 404, ErrIllegalTransition → 400,
 // ErrBadParameter → 400) or of this package (ErrRerunRefused → 400,
 // ErrUnschedulable → 409, ErrRegisterNotFound → 404); anything else is a 500.
+// The HTTP API's table (scheduler/api errorKinds) also gives each a code.
 type Service interface {
 	// Step reloads the workflows directory and runs one scheduler step at
 	// now for every workflow, or only the named ones.
@@ -134,7 +135,9 @@ type Service interface {
 	// TriggerStatus explains the trigger of one slot at now.
 	TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (trigger.Status, error)
 	// Rerun resets a final slot to WAITING and marks it for rerun. A slot
-	// after now or before the workflow's startTime wraps ErrRerunRefused.
+	// after now or before the workflow's startTime wraps ErrRerunRefused
+	// and ErrNotDue (a *NotDueError) or ErrBeforeStart; a slot that is not
+	// final, slot.ErrIllegalTransition and ErrNotFinal.
 	Rerun(ctx context.Context, id slot.ID, now time.Time) error
 	// Kill marks a slot KILLED and kills its external job.
 	Kill(ctx context.Context, id slot.ID) error

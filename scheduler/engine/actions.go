@@ -31,6 +31,8 @@ func (e *Engine) SetPaused(ctx context.Context, id string, paused bool) error {
 	return e.db.SetPaused(id, paused)
 }
 
+// inSchedule checks that id names a slot: a time of the workflow's
+// schedule, or a slot that has a record (a schedule change, a rerun of an
 // odd time) so that it can still be killed or rerun.
 func (e *Engine) inSchedule(id slot.ID) (*workflow.Workflow, slot.State, bool, error) {
 	c := e.config()
