@@ -36,6 +36,34 @@ var ErrSlotUnreadable = errors.New("slot state unreadable")
 // the workflow's startTime. The HTTP API answers 400.
 var ErrRerunRefused = errors.New("rerun refused")
 
+// The refusals a client acts on, told apart by errors.Is (the HTTP API
+// answers each with its own code). The engine wraps them beside the error
+// whose text it answers (ErrRerunRefused, slot.ErrIllegalTransition), so
+// their own text never shows.
+var (
+	// ErrNotDue: a rerun of a slot after the server's clock. Its error
+	// holds a *NotDueError with that time.
+	ErrNotDue = errors.New("slot not due yet")
+	// ErrBeforeStart: a rerun of a slot before the workflow's startTime.
+	ErrBeforeStart = errors.New("slot before the workflow's startTime")
+	// ErrNotFinal: a rerun of a slot that is not final (WAITING, READY,
+	// RUNNING): it runs anyway, or is running.
+	ErrNotFinal = errors.New("slot not final")
+)
+
+// NotDueError is the server's time of an ErrNotDue refusal, for a client
+// that goes on at that time (errors.As). It is ErrNotDue (errors.Is).
+type NotDueError struct {
+	ServerTime time.Time
+}
+
+func (e *NotDueError) Error() string {
+	return "slot not due yet (the server's time is " + slot.FormatTime(e.ServerTime) + ")"
+}
+
+// Is makes errors.Is(err, ErrNotDue) true.
+func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
+
 // ErrNoAttempts is wrapped when a workflow's external service keeps no
 // list of a slot's attempts (no AttemptLister); the HTTP API answers 501.
 var ErrNoAttempts = errors.New("this external service keeps no list of a slot's attempts")
@@ -85,6 +113,7 @@ type Problem struct {
 // ErrSlotNotFound → 404, ErrNotInSchedule → 404, ErrIllegalTransition → 400,
 // ErrBadParameter → 400) or of this package (ErrRerunRefused → 400,
 // ErrUnschedulable → 409, ErrRegisterNotFound → 404); anything else is a 500.
+// The HTTP API's table (scheduler/api errorKinds) also gives each a code.
 type Service interface {
 	// Step reloads the workflows directory and runs one scheduler step at
 	// now for every workflow, or only the named ones.
@@ -106,7 +135,9 @@ type Service interface {
 	// TriggerStatus explains the trigger of one slot at now.
 	TriggerStatus(ctx context.Context, id slot.ID, now time.Time) (trigger.Status, error)
 	// Rerun resets a final slot to WAITING and marks it for rerun. A slot
-	// after now or before the workflow's startTime wraps ErrRerunRefused.
+	// after now or before the workflow's startTime wraps ErrRerunRefused
+	// and ErrNotDue (a *NotDueError) or ErrBeforeStart; a slot that is not
+	// final, slot.ErrIllegalTransition and ErrNotFinal.
 	Rerun(ctx context.Context, id slot.ID, now time.Time) error
 	// Kill marks a slot KILLED and kills its external job.
 	Kill(ctx context.Context, id slot.ID) error

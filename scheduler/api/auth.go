@@ -104,7 +104,7 @@ func RequireToken(token string, next http.Handler, log *slog.Logger) http.Handle
 			"remote", r.RemoteAddr, "tokenSent", ok)
 		w.Header().Set("WWW-Authenticate", challenge)
 		w.Header().Set("Cache-Control", "no-store")
-		writeError(w, http.StatusUnauthorized, msg)
+		writeError(w, http.StatusUnauthorized, errorBody{Error: msg, Code: codeUnauthorized})
 	})
 }
 

@@ -34,6 +34,8 @@ import (
 type jobs struct {
 	mu     sync.Mutex
 	killed []string
+	// killErr, when set, is what Kill answers (the service failing).
+	killErr error
 }
 
 func (*jobs) Submit(_ context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
@@ -47,6 +49,9 @@ func (*jobs) Status(_ context.Context, w *workflow.Workflow, x string) (external
 func (j *jobs) Kill(_ context.Context, _ *workflow.Workflow, x string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.killErr != nil {
+		return j.killErr
+	}
 	j.killed = append(j.killed, x)
 	return nil
 }

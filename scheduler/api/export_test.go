@@ -11,3 +11,7 @@ func CheckAnswer(t testing.TB, method, path string, rec *httptest.ResponseRecord
 	t.Helper()
 	checkResponse(t, loadDoc(t), method, path, rec)
 }
+
+// ErrorCodes is every code an error answer may carry (errorKinds and the
+// handler's own refusals), sorted, for TestErrorCodes.
+func ErrorCodes() []string { return errorCodes() }

@@ -168,7 +168,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			h.log.Error("panic in handler", "path", r.URL.Path, "panic", p)
 			if !rw.wrote {
-				writeError(rw, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
+				writeError(rw, http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("internal error: %v", p)})
 			}
 		}
 		h.metrics.Request(label, r.Method, rw.code, time.Since(start))
@@ -181,14 +181,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	rt, ok := h.routes[r.URL.Path]
 	if !ok {
-		writeError(rw, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		writeError(rw, http.StatusNotFound, errorBody{Error: "no such endpoint: " + r.URL.Path, Code: codeUnknownEndpoint})
 		return
 	}
 	label = rt.path
 	ep, ok := rt.methods[r.Method]
 	if !ok {
 		rw.Header().Set("Allow", rt.allow())
-		writeError(rw, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not supported by %s (allowed: %s)", r.Method, rt.path, rt.allow()))
+		writeError(rw, http.StatusMethodNotAllowed, errorBody{Code: codeMethodNotAllowed,
+			Error: fmt.Sprintf("method %s is not supported by %s (allowed: %s)", r.Method, rt.path, rt.allow())})
 		return
 	}
 	q, err := parseQuery(ep, r.URL.RawQuery)
@@ -196,12 +197,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = ep.serve(rw, r, q)
 	}
 	if err != nil {
-		code, msg := errorStatus(err)
-		if code >= 500 {
-			h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery, "status", code, "error", err)
+		status, body := errorAnswer(err)
+		if status >= 500 {
+			h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery, "status", status, "error", err)
 		}
 		if !rw.wrote {
-			writeError(rw, code, msg)
+			writeError(rw, status, body)
 		}
 	}
 }
@@ -242,29 +243,84 @@ func badParamf(format string, args ...any) error {
 // errNotImplemented is an operation the Service does not offer (501).
 var errNotImplemented = errors.New("not implemented by this server's service")
 
-// errorStatus maps an error to its HTTP status and message.
-func errorStatus(err error) (int, string) {
-	var bp *badParam
-	switch {
-	case errors.As(err, &bp):
-		return http.StatusBadRequest, bp.msg
-	case isTooLarge(err):
-		return http.StatusRequestEntityTooLarge, err.Error()
-	case errors.Is(err, slot.ErrUnknownWorkflow), errors.Is(err, slot.ErrSlotNotFound),
-		errors.Is(err, slot.ErrNotInSchedule), errors.Is(err, scheduler.ErrRegisterNotFound):
-		return http.StatusNotFound, err.Error()
-	case errors.Is(err, slot.ErrIllegalTransition), errors.Is(err, slot.ErrBadParameter), errors.Is(err, scheduler.ErrRerunRefused):
-		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, scheduler.ErrUnschedulable), errors.Is(err, scheduler.ErrSlotUnreadable):
-		return http.StatusConflict, err.Error()
-	case errors.Is(err, external.ErrUnavailable):
-		return http.StatusServiceUnavailable, err.Error()
-	case errors.Is(err, errNotImplemented), errors.Is(err, scheduler.ErrNoAttempts):
-		return http.StatusNotImplemented, err.Error()
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, err.Error()
+// The codes of the error answers the handler gives itself, not from an
+// error of the service.
+const (
+	codeBadRequest       = "bad_request"
+	codeTooLarge         = "too_large"
+	codeUnknownEndpoint  = "unknown_endpoint"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeUnauthorized     = "unauthorized"
+)
+
+// errorKinds is the one table of the errors the API tells apart: each
+// sentinel (errors.Is), the status it is answered with and the stable
+// code of the answer (errorBody.Code). The first row that matches wins, so
+// a refusal comes before the more general error it also wraps (not_due
+// before ErrRerunRefused, not_final before ErrIllegalTransition). Adding a
+// code is a row here and its value in the Error schema of openapi.json
+// (TestErrorCodesDocumented) and a case in TestErrorCodes. An error no row
+// matches is the server's own fault: 500, without a code.
+var errorKinds = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{slot.ErrUnknownWorkflow, http.StatusNotFound, "unknown_workflow"},
+	{slot.ErrSlotNotFound, http.StatusNotFound, "slot_not_found"},
+	{slot.ErrNotInSchedule, http.StatusNotFound, "not_in_schedule"},
+	{scheduler.ErrRegisterNotFound, http.StatusNotFound, "register_not_found"},
+	{scheduler.ErrNotDue, http.StatusBadRequest, "not_due"},
+	{scheduler.ErrBeforeStart, http.StatusBadRequest, "before_start"},
+	{scheduler.ErrNotFinal, http.StatusBadRequest, "not_final"},
+	{slot.ErrIllegalTransition, http.StatusBadRequest, "illegal_transition"},
+	{slot.ErrBadParameter, http.StatusBadRequest, codeBadRequest},
+	{scheduler.ErrRerunRefused, http.StatusBadRequest, codeBadRequest},
+	{scheduler.ErrUnschedulable, http.StatusConflict, "unschedulable"},
+	{scheduler.ErrSlotUnreadable, http.StatusConflict, "slot_unreadable"},
+	{external.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{errNotImplemented, http.StatusNotImplemented, "not_implemented"},
+	{scheduler.ErrNoAttempts, http.StatusNotImplemented, "not_implemented"},
+	{context.Canceled, http.StatusServiceUnavailable, "unavailable"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable"},
+}
+
+// errorCodes is every code an error answer may carry, sorted (the enum
+// of the Error schema in openapi.json).
+func errorCodes() []string {
+	seen := map[string]bool{codeBadRequest: true, codeTooLarge: true, codeUnknownEndpoint: true,
+		codeMethodNotAllowed: true, codeUnauthorized: true}
+	for _, k := range errorKinds {
+		seen[k.code] = true
 	}
-	return http.StatusInternalServerError, err.Error()
+	out := make([]string, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// errorAnswer maps an error to its status and answer body: the message is
+// err's text, the code and status those of its row in errorKinds. A
+// not_due refusal also gives the server's time it was compared with.
+func errorAnswer(err error) (int, errorBody) {
+	if bp, ok := errors.AsType[*badParam](err); ok {
+		return http.StatusBadRequest, errorBody{Error: bp.msg, Code: codeBadRequest}
+	}
+	if isTooLarge(err) {
+		return http.StatusRequestEntityTooLarge, errorBody{Error: err.Error(), Code: codeTooLarge}
+	}
+	for _, k := range errorKinds {
+		if errors.Is(err, k.err) {
+			b := errorBody{Error: err.Error(), Code: k.code}
+			if nd, ok := errors.AsType[*scheduler.NotDueError](err); ok {
+				b.ServerTime = slot.FormatTime(nd.ServerTime)
+			}
+			return k.status, b
+		}
+	}
+	return http.StatusInternalServerError, errorBody{Error: err.Error()}
 }
 
 // isTooLarge reports whether err is a request body over its limit
@@ -274,24 +330,29 @@ func isTooLarge(err error) bool {
 	return ok
 }
 
-// errorBody is every error answer: {"error": "..."}.
+// errorBody is every error answer: {"error": "...", "code": "..."}. Error
+// is the message for people (its wording may change); Code, absent on a
+// 500 (the server's own fault), is what a client acts on (errorKinds);
+// ServerTime comes with code not_due.
 type errorBody struct {
-	Error string `json:"error"`
+	Error      string `json:"error"`
+	Code       string `json:"code,omitempty"`
+	ServerTime string `json:"serverTime,omitempty"`
 }
 
 // writeError writes an error answer. Its message is not HTML-escaped
 // (<token> stays <token>, not \u003ctoken\u003e): the answer is
 // application/json with nosniff, never rendered as HTML.
-func writeError(w http.ResponseWriter, code int, msg string) {
+func writeError(w http.ResponseWriter, status int, body errorBody) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(errorBody{Error: msg}); err != nil {
-		writeJSON(w, code, errorBody{Error: msg})
+	if err := enc.Encode(body); err != nil {
+		writeJSON(w, status, body)
 		return
 	}
-	writeRawJSON(w, code, b.Bytes())
+	writeRawJSON(w, status, b.Bytes())
 }
 
 // writeJSON writes v indented (as Celos, which pretty-printed every answer).

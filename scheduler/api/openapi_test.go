@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // doc is openapi.json, parsed.
@@ -180,13 +183,69 @@ func checkResponse(t testing.TB, d doc, method, path string, rec *httptest.Respo
 	if err := d.validate(d.resolve(media["schema"]), body, "$"); err != nil {
 		t.Errorf("%s %s %d: body does not match openapi.json: %v\n%s", method, path, rec.Code, err, rec.Body)
 	}
+	if rec.Code >= 400 {
+		checkServerTime(t, body, rec)
+	}
 }
 
+// checkErrorBody validates an error answer against the Error schema
+// (strict: no field it does not document, code one of its enum) and
+// checks that serverTime comes with code not_due and only with it.
 func checkErrorBody(t testing.TB, rec *httptest.ResponseRecorder) {
 	t.Helper()
+	d := loadDoc(t)
 	var e map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || len(e) != 1 || e["error"] == nil {
-		t.Errorf("error answer %d is not {\"error\": ...}: %s", rec.Code, rec.Body)
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+		t.Errorf("error answer %d is not JSON: %v: %s", rec.Code, err, rec.Body)
+		return
+	}
+	if err := d.validate(map[string]any{"$ref": "#/components/schemas/Error"}, e, "$"); err != nil {
+		t.Errorf("error answer %d does not match the Error schema of openapi.json: %v\n%s", rec.Code, err, rec.Body)
+	}
+	checkServerTime(t, e, rec)
+}
+
+// checkServerTime: an error answer has serverTime exactly when its code is
+// not_due (the schema cannot say so).
+func checkServerTime(t testing.TB, body any, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	e, ok := body.(map[string]any)
+	if !ok || e["error"] == nil {
+		return
+	}
+	if _, has := e["serverTime"]; has != (e["code"] == "not_due") {
+		t.Errorf("error answer %d: serverTime present %v with code %v; want it with not_due only: %s", rec.Code, has, e["code"], rec.Body)
+	}
+}
+
+// TestErrorCodesDocumented: the codes the handler answers (errorKinds and
+// its own refusals) are exactly the enum of the Error schema, and the
+// schema's description names each.
+func TestErrorCodesDocumented(t *testing.T) {
+	d := loadDoc(t)
+	code := d.resolve(map[string]any{"$ref": "#/components/schemas/Error"})["properties"].(map[string]any)["code"].(map[string]any)
+	var enum []string
+	for _, v := range code["enum"].([]any) {
+		enum = append(enum, v.(string))
+	}
+	sort.Strings(enum)
+	if diff := cmp.Diff(errorCodes(), enum); diff != "" {
+		t.Errorf("codes answered (-) vs documented in the Error schema's enum (+):\n%s", diff)
+	}
+	desc, _ := code["description"].(string)
+	for _, c := range errorCodes() {
+		if !strings.Contains(desc, c+" (") {
+			t.Errorf("the description of code does not explain %s", c)
+		}
+	}
+}
+
+// TestErrorAnswerOfAnUnclassifiedError: an error no row of errorKinds
+// matches is the server's fault: 500, its text, no code.
+func TestErrorAnswerOfAnUnclassifiedError(t *testing.T) {
+	status, body := errorAnswer(fmt.Errorf("write slot: %w", errors.New("disk full")))
+	if diff := cmp.Diff(errorBody{Error: "write slot: disk full"}, body); status != http.StatusInternalServerError || diff != "" {
+		t.Errorf("status %d, body (-want +got):\n%s", status, diff)
 	}
 }
 

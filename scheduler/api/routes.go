@@ -435,8 +435,8 @@ func (h *Handler) currentSlot(r *http.Request, id slot.ID) (Slot, error) {
 }
 
 func isNotFound(err error) bool {
-	code, _ := errorStatus(err)
-	return code == http.StatusNotFound
+	status, _ := errorAnswer(err)
+	return status == http.StatusNotFound
 }
 
 func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, q query) error {

@@ -31,6 +31,8 @@ func (e *Engine) SetPaused(ctx context.Context, id string, paused bool) error {
 	return e.db.SetPaused(id, paused)
 }
 
+// inSchedule checks that id names a slot: a time of the workflow's
+// schedule, or a slot that has a record (a schedule change, a rerun of an
 // odd time) so that it can still be killed or rerun.
 func (e *Engine) inSchedule(id slot.ID) (*workflow.Workflow, slot.State, bool, error) {
 	c := e.config()
@@ -72,18 +74,32 @@ func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error)
 		return slot.State{}, false, err
 	}
 	if id.Time.Before(w.StartTime) {
-		return slot.State{}, false, fmt.Errorf("%w: %s is before the workflow's startTime %s, where the workflow has no slots",
-			scheduler.ErrRerunRefused, id, slot.FormatTime(w.StartTime))
+		return slot.State{}, false, refusal(scheduler.ErrBeforeStart,
+			fmt.Errorf("%w: %s is before the workflow's startTime %s, where the workflow has no slots",
+				scheduler.ErrRerunRefused, id, slot.FormatTime(w.StartTime)))
 	}
 	if id.Time.After(now) {
-		return slot.State{}, false, fmt.Errorf("%w: %s is not due yet (the server's time is %s); it runs at its time",
-			scheduler.ErrRerunRefused, id, slot.FormatTime(now))
+		return slot.State{}, false, refusal(&scheduler.NotDueError{ServerTime: now},
+			fmt.Errorf("%w: %s is not due yet (the server's time is %s); it runs at its time",
+				scheduler.ErrRerunRefused, id, slot.FormatTime(now)))
 	}
 	if found && st.Status != "" && !st.Status.Final() {
-		return slot.State{}, false, fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status)
+		return slot.State{}, false, refusal(scheduler.ErrNotFinal,
+			fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status))
 	}
 	return st, found, nil
 }
+
+// refusal is err, which also wraps kind (a sentinel of package scheduler
+// such as ErrNotDue, or an error that Is one) without showing its text:
+// the answer's message stays err's, and a client tells the refusal apart
+// by kind.
+func refusal(kind, err error) error { return &kindError{err: err, kind: kind} }
+
+type kindError struct{ err, kind error }
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
 
 // CheckRerun returns the state of slot id (WAITING if it has no readable
 // record) when Rerun at now would accept it, else Rerun's error; it
@@ -98,9 +114,10 @@ func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slo
 
 // Rerun marks slot id for rerun (stamped with now) and, if it has a final
 // state, resets it to WAITING with retryCount 0. A slot that is not final
-// gives ErrIllegalTransition; a time that is neither in the schedule nor
-// stored gives ErrNotInSchedule; a time after now or before the workflow's
-// startTime gives scheduler.ErrRerunRefused.
+// gives ErrIllegalTransition and scheduler.ErrNotFinal; a time that is
+// neither in the schedule nor stored gives ErrNotInSchedule; a time after
+// now or before the workflow's startTime gives scheduler.ErrRerunRefused
+// and scheduler.ErrNotDue (a *scheduler.NotDueError) or ErrBeforeStart.
 func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()

@@ -94,8 +94,13 @@ func (o *clientOpts) token() (string, error) {
 // apiError is an error answer of the server.
 type apiError struct {
 	Method, Path string
-	Code         int
-	Msg          string
+	Code         int    // the HTTP status
+	Msg          string // the answer's error, for people
+	// Kind is the answer's machine-readable code ("not_due", ...; the
+	// Error schema of openapi.json); "" from a server older than codes.
+	Kind string
+	// ServerTime is the server's clock, given with Kind "not_due".
+	ServerTime string
 }
 
 func (e *apiError) Error() string {
@@ -133,11 +138,15 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
-			Error string `json:"error"`
+			Error      string `json:"error"`
+			Code       string `json:"code"`
+			ServerTime string `json:"serverTime"`
 		}
 		msg := strings.TrimSpace(string(body))
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			msg = e.Error
+		} else {
+			e.Code, e.ServerTime = "", ""
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			if c.token == "" {
@@ -146,7 +155,7 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 				msg += " (the token from CELOS_TOKEN or --token-file was refused)"
 			}
 		}
-		return nil, &apiError{Method: method, Path: path, Code: resp.StatusCode, Msg: msg}
+		return nil, &apiError{Method: method, Path: path, Code: resp.StatusCode, Msg: msg, Kind: e.Code, ServerTime: e.ServerTime}
 	}
 	return body, nil
 }

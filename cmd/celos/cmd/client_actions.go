@@ -251,11 +251,25 @@ const (
 	stopRun                // the server cannot be reached or refuses the workflow: stop
 )
 
-// notDueRE finds the server's time in its refusal of a slot that is not
-// due yet (scheduler/engine: "... is not due yet (the server's time is
-// T); it runs at its time"). The API has no field for it; a change of that
-// wording makes TestRerunRangeIntoTheFuture fail (one request per slot).
+// notDueRE finds the server's time in the message of a server of the
+// previous version, whose error answers had no code: "... is not due yet
+// (the server's time is T); it runs at its time" (scheduler/engine). It is
+// only a fallback (notDueAt): a server that answers a code is believed,
+// whatever its wording. TestRerunRangeOldServer pins it.
 var notDueRE = regexp.MustCompile(`is not due yet \(the server's time is ([^)\s]+)\)`)
+
+// notDueAt reports whether a refusal of a rerun says the slot is not due
+// yet, and the server's time it gives: code not_due and serverTime; from a
+// server without codes, the message (notDueRE).
+func notDueAt(ae *apiError) (serverTime string, ok bool) {
+	if ae.Kind != "" {
+		return ae.ServerTime, ae.Kind == "not_due"
+	}
+	if m := notDueRE.FindStringSubmatch(ae.Msg); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
 
 // backfillRun sends the slots of a plan and keeps the rows, printing each
 // as it is known.
@@ -381,8 +395,11 @@ func (r *backfillRun) send(ctx context.Context, s api.Slot) (backfillRow, verdic
 		// Refused for this slot: not final (a stored WAITING slot will
 		// run anyway), not due yet, before startTime.
 		row.Action, row.Error = "skipped", ae.Msg
-		if m := notDueRE.FindStringSubmatch(ae.Msg); m != nil {
-			row.Error = fmt.Sprintf("not due yet (the server's time is %s)", m[1])
+		if at, ok := notDueAt(ae); ok {
+			row.Error = "not due yet"
+			if at != "" {
+				row.Error = fmt.Sprintf("not due yet (the server's time is %s)", at)
+			}
 			return row, notDue
 		}
 		return row, goOn

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -68,7 +69,10 @@ type rerunServer struct {
 	// the connection of that request dropped unanswered) at the
 	// breakAfter-th POST /rerun.
 	breakAfter int
-	srv        *httptest.Server
+	// rewrite, when set, replaces the body of each error answer of
+	// /rerun (a server of another version).
+	rewrite func(t *testing.T, body []byte) []byte
+	srv     *httptest.Server
 }
 
 func newRerunServer(t *testing.T, now time.Time, wfs ...workflow.Workflow) *rerunServer {
@@ -101,7 +105,19 @@ func newRerunServer(t *testing.T, now time.Time, wfs ...workflow.Workflow) *reru
 			}
 			return
 		}
-		h.ServeHTTP(w, r)
+		if s.rewrite == nil || r.URL.Path != "/rerun" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if rec.Code >= 400 {
+			body = s.rewrite(t, body)
+		}
+		w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+		w.WriteHeader(rec.Code)
+		w.Write(body)
 	}))
 	t.Cleanup(s.srv.Close)
 	s.url = s.srv.URL
@@ -145,6 +161,71 @@ func TestRerunRangeIntoTheFuture(t *testing.T) {
 		t.Errorf("dry run: GET /rerun received %d times, want 5 (4 due slots, then the first not due)", n)
 	}
 	code, out, errs = runRerun(t, s, "--id", "hourly", "--from", "2015-09-13T10:00Z", "--to", "2015-10-13T10:00Z")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	if n := s.count("POST /rerun"); n != 5 {
+		t.Errorf("POST /rerun received %d times, want 5 (4 due slots, then the first not due)", n)
+	}
+	want := `TIME                      STATUS        ACTION
+2015-09-13T10:00:00.000Z  WAITING       rerun
+2015-09-13T11:00:00.000Z  WAITING       rerun
+2015-09-13T12:00:00.000Z  WAITING       rerun
+2015-09-13T13:00:00.000Z  WAITING       rerun
+2015-09-13T14:00:00.000Z  WAITING       skipped 717 slots through 2015-10-13T10:00:00.000Z: not due yet (the server's time is 2015-09-13T13:40:00.000Z)
+hourly 2015-09-13T10:00:00.000Z..2015-10-13T10:00:00.000Z: 4 rerun, 717 skipped
+`
+	if d := cmp.Diff(want, out); d != "" {
+		t.Errorf("output (-want +got):\n%s", d)
+	}
+}
+
+// TestRerunRangeOldServer: a server of the previous version answers its
+// refusals without code or serverTime, {"error": "..."} only. The
+// backfill still stops at the first slot not due yet, finding the
+// server's time in the message (notDueRE, the fallback), with the same
+// rows as against a current server.
+func TestRerunRangeOldServer(t *testing.T) {
+	w := fixture.Hourly("hourly")
+	w.StartTime = time.Date(2015, 9, 13, 10, 0, 0, 0, time.UTC)
+	s := newRerunServer(t, rerunNow, w)
+	s.rewrite = func(t *testing.T, body []byte) []byte {
+		var e struct {
+			Error string `json:"error"`
+			Code  string `json:"code"`
+		}
+		if err := json.Unmarshal(body, &e); err != nil || e.Code != "not_due" {
+			t.Errorf("the server's refusal is not a not_due answer (%v): %s", err, body)
+		}
+		old, _ := json.MarshalIndent(map[string]string{"error": e.Error}, "", "  ")
+		return old
+	}
+	checkNotDueBackfill(t, s)
+}
+
+// TestRerunRangeCodeNotWording: a server that answers code not_due and
+// serverTime is believed whatever its message says: the backfill stops at
+// the first slot so refused and shows the serverTime given, not a time in
+// the message.
+func TestRerunRangeCodeNotWording(t *testing.T) {
+	w := fixture.Hourly("hourly")
+	w.StartTime = time.Date(2015, 9, 13, 10, 0, 0, 0, time.UTC)
+	s := newRerunServer(t, rerunNow, w)
+	s.rewrite = func(t *testing.T, body []byte) []byte {
+		if !strings.Contains(string(body), `"code": "not_due"`) || !strings.Contains(string(body), `"serverTime": "2015-09-13T13:40:00.000Z"`) {
+			t.Errorf("the server's refusal is not a not_due answer with serverTime: %s", body)
+		}
+		return []byte(`{"error": "refused: that slot lies ahead (clock at 1999-01-01T00:00:00.000Z)", "code": "not_due", "serverTime": "2015-09-13T13:40:00.000Z"}`)
+	}
+	checkNotDueBackfill(t, s)
+}
+
+// checkNotDueBackfill runs the backfill of TestRerunRangeIntoTheFuture
+// against s: 4 slots rerun, then one request for the first slot not due
+// and one row for it and the 716 after it.
+func checkNotDueBackfill(t *testing.T, s *rerunServer) {
+	t.Helper()
+	code, out, errs := runRerun(t, s, "--id", "hourly", "--from", "2015-09-13T10:00Z", "--to", "2015-10-13T10:00Z")
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errs)
 	}
