@@ -710,3 +710,58 @@ func TestNeverStartedJobSubmittedAgain(t *testing.T) {
 		t.Fatalf("the next step: %+v, want RUNNING with a new job and retry count 0 (first job %s)", again, first.ExternalID)
 	}
 }
+
+// intentClock is a service that records, for each Submit, the intent time
+// in its context and the stored intent, then moves the engine's clock on
+// by each (a slow service: a long batch).
+type intentClock struct {
+	*fakeService
+	db   Store
+	now  time.Time
+	each time.Duration
+	seen []struct{ at, ctxIntent, stored time.Time }
+}
+
+func (s *intentClock) clock() time.Time { return s.now }
+
+func (s *intentClock) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
+	in, _, _ := s.db.GetIntent(id)
+	t, _ := external.IntentTime(ctx)
+	s.seen = append(s.seen, struct{ at, ctxIntent, stored time.Time }{s.now, t, in.Time})
+	s.now = s.now.Add(s.each)
+	return s.fakeService.Submit(ctx, w, id)
+}
+
+// TestSubmitCarriesAFreshIntent: every Submit gets the time of its slot's
+// stored submit intent (external.WithIntent), and in a batch that takes
+// longer than intentFresh the intents of the rest are written again, so
+// that no Submit is made under an intent older than intentFresh plus one
+// submission (a service refuses to send under an expired one).
+func TestSubmitCarriesAFreshIntent(t *testing.T) {
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.SchedulingStrategy.Concurrency = 8
+	r := newRig(t, nil, w)
+	svc := &intentClock{fakeService: r.svc, db: r.db, now: ts("2026-01-01T00:00Z"), each: 4 * time.Second}
+	e, err := New(Options{WorkflowsDir: r.wdir, Store: r.db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard, Clock: svc.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := ts("2024-01-01T07:30Z")
+	for range 2 { // WAITING → READY, then the submissions
+		if err := e.Step(context.Background(), now, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(svc.seen) != 8 {
+		t.Fatalf("%d submissions, want 8", len(svc.seen))
+	}
+	for i, s := range svc.seen {
+		if !s.ctxIntent.Equal(s.stored) {
+			t.Errorf("submission %d: its context's intent %s, the stored intent %s", i, s.ctxIntent, s.stored)
+		}
+		if age := s.at.Sub(s.ctxIntent); age > intentFresh+svc.each {
+			t.Errorf("submission %d made under an intent %s old, want at most %s", i, age, intentFresh+svc.each)
+		}
+	}
+}

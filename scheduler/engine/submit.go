@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/pool"
@@ -99,15 +100,26 @@ func (s *stepper) submitAll(ctx context.Context) {
 		return
 	}
 	s.claimPools(todo, intents)
-	s.submitRecorded(ctx, todo, e.db.PutIntents(intents))
+	s.submitRecorded(ctx, todo, intents, e.db.PutIntents(intents))
 }
 
+// intentFresh is how old the intents of a step's submissions may grow
+// while it submits before the rest are written again (refreshIntents).
+const intentFresh = 10 * time.Second
+
 // submitRecorded submits the slots of todo whose intents were recorded
-// (failed: those that were not).
-func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, failed map[slot.ID]error) {
+// (failed: those that were not). Each Submit gets its intent's time
+// (external.WithIntent): a service that waits for submissions in flight
+// until their intent's time plus its call timeout sends nothing after
+// that. The intents of a long batch are written again with a new time
+// every intentFresh, so the last submissions are not refused for it.
+func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, intents map[slot.ID]store.Intent, failed map[slot.ID]error) {
 	e := s.e
-	for _, p := range todo {
+	for i, p := range todo {
 		id := p.st.ID
+		if failed[id] == nil && e.clock().Sub(intents[id].Time) > intentFresh {
+			s.refreshIntents(todo[i:], intents, failed)
+		}
 		if err := failed[id]; err != nil {
 			if s.lostOwnership(id, "submit intent", err) {
 				continue
@@ -138,7 +150,7 @@ func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, fail
 		err := guard(func() (err error) {
 			cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
 			defer cancel()
-			ext, err = p.svc.Submit(cctx, p.w, id)
+			ext, err = p.svc.Submit(external.WithIntent(cctx, intents[id].Time), p.w, id)
 			return err
 		})
 		if err != nil {
@@ -152,6 +164,29 @@ func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, fail
 			continue
 		}
 		s.running(p, ext)
+	}
+}
+
+// refreshIntents writes the intents of the slots of rest not yet refused
+// (failed) again with the time now, in one write. An intent that could
+// not be written again keeps its time; its submission may then be refused
+// by the service as too late (no effect: submitted again next step).
+func (s *stepper) refreshIntents(rest []pendingSubmit, intents map[slot.ID]store.Intent, failed map[slot.ID]error) {
+	now := s.e.clock()
+	fresh := make(map[slot.ID]store.Intent, len(rest))
+	for _, p := range rest {
+		if id := p.st.ID; failed[id] == nil {
+			fresh[id] = store.Intent{Attempt: intents[id].Attempt, Time: now} // no pool claim: admitted already
+		}
+	}
+	refused := s.e.db.PutIntents(fresh)
+	for id, in := range fresh {
+		if refused[id] == nil {
+			intents[id] = in
+		}
+	}
+	if len(refused) > 0 {
+		s.e.log.Warn("submit intents not written again; their submissions may be refused as late", "slots", len(refused))
 	}
 }
 

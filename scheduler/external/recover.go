@@ -27,3 +27,28 @@ import (
 type Recoverer interface {
 	Recover(ctx context.Context, w *workflow.Workflow, id slot.ID, since time.Time) (externalID string, found bool, err error)
 }
+
+// A Recoverer that, finding no job for an intent, answers "may still be in
+// flight" until the intent's time plus its call timeout (Oozie: a request
+// on the wire may create its job late) relies on no submission under that
+// intent being sent later. The engine writes the intents of a step
+// before its submissions, so a submission made (or resumed, after the
+// process was stopped) long after its intent would break that bound: the
+// engine passes the intent's time in the Submit's context (WithIntent),
+// and such a service sends nothing once the intent is older than its call
+// timeout, failing with ErrNoEffect instead (the slot is submitted again
+// under a new intent).
+
+type intentKey struct{}
+
+// WithIntent returns ctx carrying the wall-clock time of the submit intent
+// a Submit is made under.
+func WithIntent(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, intentKey{}, t)
+}
+
+// IntentTime returns the time WithIntent put in ctx, if any.
+func IntentTime(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(intentKey{}).(time.Time)
+	return t, ok
+}

@@ -224,16 +224,29 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 // (POST /v?/jobs?action=start) and returns the job id. conf must name the
 // application (oozie.wf.application.path).
 func (c *Client) Submit(ctx context.Context, conf map[string]string) (string, error) {
+	return c.SubmitBy(ctx, conf, time.Time{})
+}
+
+// SubmitBy is Submit that sends nothing at or after sendBy (zero: no
+// bound): the request is not made, or its body is not sent, once that time
+// has passed, also when the process was stopped between the two (the
+// check is made again as the body is written); it then fails with an
+// Error that is NoEffect (Oozie got no complete request, so it created no
+// job).
+func (c *Client) SubmitBy(ctx context.Context, conf map[string]string, sendBy time.Time) (string, error) {
 	body, err := ConfigurationXML(conf)
 	if err != nil {
 		return "", err
+	}
+	if !sendBy.IsZero() && !time.Now().Before(sendBy) {
+		return "", &Error{Op: "submit", URL: c.base, Message: notSentMessage(sendBy), Err: errSendTooLate, Unavailable: true, NoEffect: true}
 	}
 	var out struct {
 		ID string `json:"id"`
 	}
 	err = c.do(ctx, call{
 		op: "submit", method: http.MethodPost, versioned: true, path: "/jobs",
-		query: url.Values{"action": {"start"}}, body: body,
+		query: url.Values{"action": {"start"}}, body: body, sendBy: sendBy,
 		contentType: "application/xml;charset=UTF-8", want: http.StatusCreated, out: &out,
 	})
 	if err != nil {
@@ -323,6 +336,7 @@ type call struct {
 	path        string
 	query       url.Values
 	body        []byte
+	sendBy      time.Time // zero, or when the body must not be sent any more (SubmitBy)
 	contentType string
 	want        int
 	out         any
@@ -416,6 +430,12 @@ func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, er
 		if err != nil {
 			return nil, &Error{Message: err.Error(), Err: err}
 		}
+		if k.body != nil && !k.sendBy.IsZero() {
+			req.Body = &sendGuard{r: bytes.NewReader(k.body), by: k.sendBy}
+			req.GetBody = func() (io.ReadCloser, error) {
+				return &sendGuard{r: bytes.NewReader(k.body), by: k.sendBy}, nil
+			}
+		}
 		if k.contentType != "" {
 			req.Header.Set("Content-Type", k.contentType)
 		}
@@ -460,6 +480,33 @@ func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, er
 	return resp, nil
 }
 
+// errSendTooLate is the error of a request body read (sendGuard) at or
+// after its send-by time.
+var errSendTooLate = errors.New("send-by time passed")
+
+// sendGuard is a request body that refuses to be read at or after by: the
+// transport then abandons the request before its body is sent, so a
+// process stopped (SIGSTOP, a frozen VM) between SubmitBy's check and the
+// write cannot deliver a submission after its time.
+type sendGuard struct {
+	r  io.Reader
+	by time.Time
+}
+
+func (g *sendGuard) Read(p []byte) (int, error) {
+	if !time.Now().Before(g.by) {
+		return 0, errSendTooLate
+	}
+	return g.r.Read(p)
+}
+
+func (g *sendGuard) Close() error { return nil }
+
+// notSentMessage says why a submission was not sent.
+func notSentMessage(sendBy time.Time) string {
+	return fmt.Sprintf("not sent: its submit intent expired at %s (the process was held up since it recorded the intent); Oozie got no job", sendBy.UTC().Format(time.RFC3339Nano))
+}
+
 func authError(err error) error {
 	return &Error{Message: "authenticate: " + err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable), NoEffect: true}
 }
@@ -474,6 +521,10 @@ func transportError(err error) error {
 	}
 	var op *net.OpError
 	dial := errors.As(err, &op) && op.Op == "dial"
+	if errors.Is(err, errSendTooLate) {
+		// The body was never written: Oozie has an incomplete request.
+		return &Error{Message: "submission abandoned before its body was sent: " + err.Error(), Err: err, Unavailable: true, NoEffect: true}
+	}
 	return &Error{Message: msg, Err: err, Unavailable: true, NoEffect: dial}
 }
 

@@ -174,7 +174,13 @@ func (s *Service) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) 
 			return "", fmt.Errorf("submit %s: oozie %s: %w", id, c.URL(), errors.Join(err, external.ErrNoEffect))
 		}
 	}
-	jobID, err := c.Submit(ctx, props)
+	// Recover waits for a job of this submission until the intent's time
+	// plus the call timeout (notFound): nothing may be sent after that.
+	var sendBy time.Time
+	if t, ok := external.IntentTime(ctx); ok {
+		sendBy = t.Add(s.timeout)
+	}
+	jobID, err := c.SubmitBy(ctx, props, sendBy)
 	if err != nil {
 		return "", fmt.Errorf("submit %s: %w", id, err)
 	}

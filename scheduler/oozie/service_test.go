@@ -319,3 +319,49 @@ func TestSubmitNoEffect(t *testing.T) {
 		t.Fatalf("submit cut after the request: %v; want unavailable, not 'not sent'", err)
 	}
 }
+
+// TestSubmitNotSentAfterItsIntent: Recover waits for a submission still in
+// flight only until its intent's time plus the call timeout, so a
+// submission made (or resumed, after its process was stopped) later than
+// that must not reach Oozie: it is not sent and fails with no effect. A
+// process stopped between that check and the write is caught as the body
+// is written.
+func TestSubmitNotSentAfterItsIntent(t *testing.T) {
+	ctx := context.Background()
+	w := newWorkflow("", map[string]string{"user.name": "u", "oozie.wf.application.path": "/app"})
+	id := slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)}
+	f := startFake(t)
+	const timeout = 2 * time.Second
+	svc := oozie.NewService(&defaults.Defaults{Oozie: f.URL}, nil, oozie.WithCallTimeout(timeout))
+
+	_, err := svc.Submit(external.WithIntent(ctx, time.Now().Add(-timeout-time.Second)), w, id)
+	if !errors.Is(err, external.ErrNoEffect) || !strings.Contains(err.Error(), "not sent") {
+		t.Fatalf("submit under an intent older than the call timeout: %v; want not sent, no effect", err)
+	}
+	if n := len(f.Jobs()); n != 0 {
+		t.Fatalf("Oozie has %d jobs of a submission whose intent had expired", n)
+	}
+	if _, err := svc.Submit(external.WithIntent(ctx, time.Now()), w, id); err != nil {
+		t.Fatalf("submit under a fresh intent: %v", err)
+	}
+	if n := len(f.Jobs()); n != 1 {
+		t.Fatalf("Oozie has %d jobs after a submission in time, want 1", n)
+	}
+
+	// Held up after the check, before the request is written (the
+	// transport stalls as a stopped process would): the body is not sent.
+	stall := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodPost {
+			time.Sleep(timeout * 3 / 4) // past the intent's time, within the call's
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	held := oozie.NewService(&defaults.Defaults{Oozie: f.URL}, stall, oozie.WithCallTimeout(timeout))
+	_, err = held.Submit(external.WithIntent(ctx, time.Now().Add(-timeout/2)), w, id)
+	if !errors.Is(err, external.ErrNoEffect) || !strings.Contains(err.Error(), "before its body was sent") {
+		t.Fatalf("submit held up past its intent's time before the write: %v; want abandoned before the body, no effect", err)
+	}
+	if n := len(f.Jobs()); n != 1 {
+		t.Fatalf("Oozie has %d jobs, want still 1: the held-up submission reached it", n)
+	}
+}
