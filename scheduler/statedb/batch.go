@@ -288,7 +288,7 @@ func (db *DB) PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error {
 			if ix := db.wfs[id.Workflow]; ix != nil {
 				in := ins[id]
 				in.Time = in.Time.UTC()
-				ix.intents[key(id.Time)] = in
+				ix.intents[key(id.Time)] = store.Intent{Attempt: in.Attempt, Time: in.Time} // no pool claim: it is not stored
 			}
 		}
 	}

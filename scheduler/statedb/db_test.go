@@ -437,9 +437,12 @@ func TestIntentsInBulk(t *testing.T) {
 	b := slot.ID{Workflow: "b", Time: ts("2024-01-01T00:00Z")}
 	bad := slot.ID{Workflow: "../x", Time: ts("2024-01-01T00:00Z")}
 	at := ts("2024-02-01T00:00Z")
-	failed := db.PutIntents(map[slot.ID]store.Intent{a: {Attempt: 1, Time: at}, b: {Time: at}, bad: {Time: at}})
+	failed := db.PutIntents(map[slot.ID]store.Intent{a: {Attempt: 1, Time: at, Pool: &store.PoolClaim{Name: "etl", Limit: 1}}, b: {Time: at}, bad: {Time: at}})
 	if len(failed) != 1 || !errors.Is(failed[bad], store.ErrBadName) {
 		t.Fatalf("failed %v", failed)
+	}
+	if in, _, _ := db.GetIntent(a); in.Pool != nil {
+		t.Fatalf("the intent read back has a pool claim %+v: claims are not stored", in.Pool)
 	}
 	db.Close()
 	db = open(t, dir)
