@@ -52,6 +52,8 @@ type stateCollector struct {
 // Loading is a state store that reads the state of its workflows in the
 // background after a start (statedb.DB: LoadInBackground).
 type Loading interface {
+	// Loading says whether the background read runs.
+	Loading() bool
 	// Unread returns those of wfs whose state the background read has
 	// still to read (nil when none runs).
 	Unread(wfs []string) map[string]bool
@@ -93,7 +95,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // the read.
 func (c *stateCollector) readChanged() bool {
 	l := c.loading()
-	reading := l != nil && l.Unread(nil) != nil
+	reading := l != nil && l.Loading()
 	return reading != (c.unread > 0)
 }
 

@@ -12,6 +12,7 @@ import (
 // workflows in the background (statedb.DB).
 type backgroundLoader interface {
 	LoadInBackground(wfs []string, workers int) <-chan struct{}
+	Loading() bool
 	ui.StateLoader
 }
 

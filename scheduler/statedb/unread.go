@@ -21,3 +21,10 @@ func (db *DB) Unread(wfs []string) map[string]bool {
 	}
 	return out
 }
+
+// Loading says whether a background load (LoadInBackground) runs.
+func (db *DB) Loading() bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.bg != nil && !db.closed
+}

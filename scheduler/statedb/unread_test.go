@@ -16,8 +16,8 @@ import (
 func TestUnread(t *testing.T) {
 	_, db, wfs := reopenedWithFour(t)
 	t1 := ts("2024-01-01T01:00Z")
-	if got := db.Unread(wfs); got != nil {
-		t.Fatalf("Unread without a background load: %v, want nil", got)
+	if got := db.Unread(wfs); got != nil || db.Loading() {
+		t.Fatalf("Unread without a background load: %v (loading %v), want nil", got, db.Loading())
 	}
 	gate := make(chan struct{})
 	preloadLoaded = func(string) { <-gate }
@@ -31,6 +31,9 @@ func TestUnread(t *testing.T) {
 	want := map[string]bool{"w1": true, "w2": true, "w4": true, "other": true}
 	if diff := cmp.Diff(want, db.Unread(append(wfs, "other"))); diff != "" {
 		t.Fatalf("Unread during the load (-want +got):\n%s", diff)
+	}
+	if !db.Loading() {
+		t.Fatal("Loading during the load: false")
 	}
 	gate <- struct{}{} // w1 installed
 	deadline := time.Now().Add(30 * time.Second)
@@ -49,8 +52,8 @@ func TestUnread(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the background load did not end")
 	}
-	if got := db.Unread(wfs); got != nil {
-		t.Fatalf("Unread after the load: %v, want nil", got)
+	if got := db.Unread(wfs); got != nil || db.Loading() {
+		t.Fatalf("Unread after the load: %v (loading %v), want nil", got, db.Loading())
 	}
 }
 
