@@ -117,9 +117,6 @@ func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, inte
 	e := s.e
 	for i, p := range todo {
 		id := p.st.ID
-		if failed[id] == nil && e.clock().Sub(intents[id].Time) > intentFresh {
-			s.refreshIntents(todo[i:], intents, failed)
-		}
 		if err := failed[id]; err != nil {
 			if s.lostOwnership(id, "submit intent", err) {
 				continue
@@ -145,6 +142,9 @@ func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, inte
 		// the new owner resolves it).
 		if s.lostOwnership(id, "submit", nil) {
 			continue
+		}
+		if e.clock().Sub(intents[id].Time) > intentFresh {
+			s.refreshIntents(todo[i:], intents, failed)
 		}
 		var ext string
 		err := guard(func() (err error) {
@@ -175,7 +175,7 @@ func (s *stepper) refreshIntents(rest []pendingSubmit, intents map[slot.ID]store
 	now := s.e.clock()
 	fresh := make(map[slot.ID]store.Intent, len(rest))
 	for _, p := range rest {
-		if id := p.st.ID; failed[id] == nil {
+		if id := p.st.ID; failed[id] == nil && s.e.owns(id.Workflow) {
 			fresh[id] = store.Intent{Attempt: intents[id].Attempt, Time: now} // no pool claim: admitted already
 		}
 	}
