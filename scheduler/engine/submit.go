@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/pool"
@@ -103,16 +102,13 @@ func (s *stepper) submitAll(ctx context.Context) {
 	s.submitRecorded(ctx, todo, intents, e.db.PutIntents(intents))
 }
 
-// intentFresh is how old the intents of a step's submissions may grow
-// while it submits before the rest are written again (refreshIntents).
-const intentFresh = 10 * time.Second
-
 // submitRecorded submits the slots of todo whose intents were recorded
 // (failed: those that were not). Each Submit gets its intent's time
 // (external.WithIntent): a service that waits for submissions in flight
 // until their intent's time plus its call timeout sends nothing after
-// that. The intents of a long batch are written again with a new time
-// every intentFresh, so the last submissions are not refused for it.
+// that (external.SubmitWindower). The intents of a long batch are written
+// again with a new time once older than a third of that window, so the
+// last submissions are not refused for it.
 func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, intents map[slot.ID]store.Intent, failed map[slot.ID]error) {
 	e := s.e
 	for i, p := range todo {
@@ -143,7 +139,7 @@ func (s *stepper) submitRecorded(ctx context.Context, todo []pendingSubmit, inte
 		if s.lostOwnership(id, "submit", nil) {
 			continue
 		}
-		if e.clock().Sub(intents[id].Time) > intentFresh {
+		if w, ok := p.svc.(external.SubmitWindower); ok && e.clock().Sub(intents[id].Time) > w.SubmitWindow()/3 {
 			s.refreshIntents(todo[i:], intents, failed)
 		}
 		var ext string

@@ -39,6 +39,14 @@ type Recoverer interface {
 // timeout, failing with ErrNoEffect instead (the slot is submitted again
 // under a new intent).
 
+// SubmitWindower is implemented by a service that sends nothing under an
+// intent older than its window (the Oozie service: its call timeout). The
+// engine writes the intents of a long batch again before they grow older
+// than a third of it, so that its last submissions are not refused.
+type SubmitWindower interface {
+	SubmitWindow() time.Duration
+}
+
 type intentKey struct{}
 
 // WithIntent returns ctx carrying the wall-clock time of the submit intent

@@ -159,6 +159,11 @@ func (s *Service) client(w *workflow.Workflow) (*Client, error) {
 	return c, nil
 }
 
+// SubmitWindow is how long after its intent a submission may still be
+// sent (external.SubmitWindower): the call timeout, the time Recover waits
+// for a submission in flight.
+func (s *Service) SubmitWindow() time.Duration { return s.timeout }
+
 // Submit submits and starts the slot's workflow job and returns its id.
 func (s *Service) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
 	c, err := s.client(w)
