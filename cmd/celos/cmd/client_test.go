@@ -160,24 +160,7 @@ func TestRerunRangeIntoTheFuture(t *testing.T) {
 	if n := s.count("GET /rerun"); n != 5 {
 		t.Errorf("dry run: GET /rerun received %d times, want 5 (4 due slots, then the first not due)", n)
 	}
-	code, out, errs = runRerun(t, s, "--id", "hourly", "--from", "2015-09-13T10:00Z", "--to", "2015-10-13T10:00Z")
-	if code != 0 {
-		t.Fatalf("exit %d: %s%s", code, out, errs)
-	}
-	if n := s.count("POST /rerun"); n != 5 {
-		t.Errorf("POST /rerun received %d times, want 5 (4 due slots, then the first not due)", n)
-	}
-	want := `TIME                      STATUS        ACTION
-2015-09-13T10:00:00.000Z  WAITING       rerun
-2015-09-13T11:00:00.000Z  WAITING       rerun
-2015-09-13T12:00:00.000Z  WAITING       rerun
-2015-09-13T13:00:00.000Z  WAITING       rerun
-2015-09-13T14:00:00.000Z  WAITING       skipped 717 slots through 2015-10-13T10:00:00.000Z: not due yet (the server's time is 2015-09-13T13:40:00.000Z)
-hourly 2015-09-13T10:00:00.000Z..2015-10-13T10:00:00.000Z: 4 rerun, 717 skipped
-`
-	if d := cmp.Diff(want, out); d != "" {
-		t.Errorf("output (-want +got):\n%s", d)
-	}
+	checkNotDueBackfill(t, s)
 }
 
 // TestRerunRangeOldServer: a server of the previous version answers its
