@@ -14,32 +14,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/celos-go/celos/internal/testenv"
 	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/oozietest"
+	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler/oozie"
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
 // celosBinary builds cmd/celos once per test binary;
 // TestRealOozieCelosBinary, whose subtests use it, removes it.
-var celosBinary = sync.OnceValues(func() (string, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "celos-oozie-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "celos")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/celos")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/celos: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+var celosBinary = sync.OnceValues(func() (string, error) { return servertest.BuildCelos("celos-oozie-bin-") })
 
 func celos(t *testing.T, args ...string) string {
 	t.Helper()
@@ -159,7 +143,7 @@ func testRealOozieMission(t *testing.T) {
 	srv := exec.Command(bin, "server", "--port", "0", "--workflows", wfDir, "--defaults", defDir,
 		"--db", filepath.Join(dir, "db"), "--logs", "", "--url-file", urlFile, "--autoSchedule", "1",
 		"--hadoop-conf", c.ConfDir())
-	var log lockedLog
+	var log servertest.LockedBuffer
 	srv.Stdout, srv.Stderr = &log, &log
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -246,23 +230,6 @@ func slotState(t *testing.T, base, wf string, at time.Time) (status, externalID 
 		}
 	}
 	return "", ""
-}
-
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // testRealOozieKill9MidSubmit kills `celos server` with SIGKILL while its
@@ -373,7 +340,7 @@ func testRealOozieKill9MidSubmit(t *testing.T) {
 type celosServer struct {
 	cmd  *exec.Cmd
 	url  string
-	log  *lockedLog
+	log  *servertest.LockedBuffer
 	done chan struct{}
 }
 
@@ -385,7 +352,7 @@ func startCelosServer(t *testing.T, dir, wfDir string, args ...string) *celosSer
 	}
 	urlFile := filepath.Join(dir, "url")
 	os.Remove(urlFile)
-	s := &celosServer{log: &lockedLog{}, done: make(chan struct{})}
+	s := &celosServer{log: &servertest.LockedBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(bin, append([]string{"server", "--port", "0", "--workflows", wfDir, "--defaults", filepath.Join(dir, "defaults.json"),
 		"--db", filepath.Join(dir, "db"), "--logs", "", "--url-file", urlFile}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
