@@ -200,11 +200,12 @@ func (j *Jobs) own(ctx context.Context, w *workflow.Workflow, ext string, r jobR
 		j.reap(ctx, w, ext, r.detail)
 		return external.Status{Detail: r.detail}, nil
 	}
+	if j.startingHere(ext) {
+		// Half made: what this host holds of it says nothing yet.
+		return external.Status{Running: true, Detail: "starting"}, nil
+	}
 	st, err := j.local.Status(ctx, w, ext)
 	if errors.Is(err, command.ErrNoJob) {
-		if j.startingHere(ext) {
-			return external.Status{Running: true, Detail: "starting"}, nil
-		}
 		st, err = neverStarted, nil
 	}
 	if err != nil || st.Running || r.state != "running" {
@@ -378,11 +379,17 @@ WHERE instance = $1 AND (state = 'running' OR (state = 'lost' AND NOT reaped))`,
 		return schemaErr("listing this instance's command jobs", err)
 	}
 	for _, jb := range jobs {
+		if jb.state == "running" && j.startingHere(jb.ext) {
+			// Being started by this process: its directory may be half
+			// made (no job.json yet), which the command service reports
+			// as never started. The next Publish sees it whole.
+			continue
+		}
 		switch {
 		case jb.state == "lost":
 			j.reap(ctx, nil, jb.ext, jb.detail)
 		case jb.kill:
-			if err := j.local.Kill(ctx, nil, jb.ext); errors.Is(err, command.ErrNoJob) && !j.startingHere(jb.ext) {
+			if err := j.local.Kill(ctx, nil, jb.ext); errors.Is(err, command.ErrNoJob) {
 				j.publish(ctx, jb.ext, external.Status{Detail: "killed (asked by another instance) before it started"})
 				continue
 			} else if err != nil {
@@ -392,7 +399,7 @@ WHERE instance = $1 AND (state = 'running' OR (state = 'lost' AND NOT reaped))`,
 			j.publish(ctx, jb.ext, external.Status{Detail: "killed (asked by another instance)"})
 		default:
 			st, err := j.local.Status(ctx, nil, jb.ext)
-			if errors.Is(err, command.ErrNoJob) && !j.startingHere(jb.ext) {
+			if errors.Is(err, command.ErrNoJob) {
 				st, err = neverStarted, nil
 			}
 			if err == nil && !st.Running {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -276,4 +278,62 @@ func TestJobRecordedButNeverStarted(t *testing.T) {
 	if _, err := host.Status(ctxT(t), w, ext); !errors.Is(err, command.ErrNoJob) {
 		t.Fatalf("a's host has a job %s: %v, want none ever started", ext, err)
 	}
+}
+
+// TestPublishLeavesAJobBeingStarted: while this instance starts a job (its
+// row written, its directory created, job.json not yet), a Publish must
+// not take the half-made job for one that never started: the instance
+// that then holds the workflow would submit the slot again while the job
+// runs. (Seen in TestClusterKill9OwnerCommand under load: a job published
+// "never started: celos stopped while creating the job" as it started.)
+func TestPublishLeavesAJobBeingStarted(t *testing.T) {
+	pool := openPool(t, newDB(t))
+	a := member(t, pool, "a", time.Minute)
+	b := member(t, pool, "b", time.Minute)
+	dir := t.TempDir()
+	host, err := command.New(dir, command.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &halfway{Service: host, dir: dir, asked: make(chan string, 1), thaw: make(chan struct{})}
+	t.Cleanup(func() { close(h.thaw) })
+	ja, jb := NewJobs(a, h, JobsOptions{}), NewJobs(b, localJobs(t), JobsOptions{})
+	w := cmdWorkflow("true")
+	go ja.Submit(ctxT(t), w, cmdSlot)
+	var ext string
+	select {
+	case ext = <-h.asked:
+	case <-time.After(time.Minute):
+		t.Fatal("a did not get as far as creating the job within a minute")
+	}
+	if err := ja.Publish(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := jb.Status(ctxT(t), w, ext); err != nil || !st.Running || st.NeverStarted {
+		t.Fatalf("b's view of a job a is starting, after a's Publish: %+v %v, want running", st, err)
+	}
+	if st, err := ja.Status(ctxT(t), w, ext); err != nil || !st.Running {
+		t.Fatalf("a's view of the job it is starting: %+v %v, want running", st, err)
+	}
+}
+
+// halfway is a host whose command service is caught creating a job: its
+// directory exists, nothing in it yet. SubmitAt reports the job's ID on
+// asked and blocks until thaw is closed.
+type halfway struct {
+	*command.Service
+	dir   string
+	asked chan string
+	thaw  chan struct{}
+}
+
+func (h *halfway) SubmitAt(ctx context.Context, w *workflow.Workflow, id slot.ID, started time.Time) (string, error) {
+	ext := command.JobID(id, started)
+	_, name, _ := strings.Cut(ext, "@")
+	if err := os.MkdirAll(filepath.Join(h.dir, id.Workflow, name), 0o755); err != nil {
+		return "", err
+	}
+	h.asked <- ext
+	<-h.thaw
+	return "", context.Canceled
 }

@@ -534,7 +534,9 @@ func TestClusterKill9OwnerCommand(t *testing.T) {
 	r.stepUntil("SUCCESS", "a", "b", "c")
 	for _, wf := range clWorkflowIDs() {
 		slots := r.members["a"].slots(wf, clT0, clT0.Add(clHours*time.Hour))
-		checkRanOnce(t, runs, wf, clT0, clHours, slots, "")
+		if checkRanOnce(t, runs, wf, clT0, clHours, slots, ""); t.Failed() {
+			t.Logf("what the instances logged of %s:\n%s", wf, r.logsOf(wf+"@"))
+		}
 	}
 }
 
