@@ -84,9 +84,10 @@ func (j *Jobs) Grace() time.Duration { return j.grace }
 // job (Recover) and waits for this host's heartbeat, or for the grace,
 // instead of starting the slot a second time. If the row cannot be
 // written nothing starts (the slot stays READY, its intent resolved next
-// step); if the job does not start, its row is withdrawn (Recover
-// withdraws it otherwise: a row of this instance's without a job on this
-// host is a job that never started).
+// step); if the job does not start, the next step's Recover withdraws its
+// row (a row of this instance's without a job this host started is a job
+// that never started). While the start is under way, Publish and Status
+// leave the job alone (startingHere).
 func (j *Jobs) Submit(ctx context.Context, w *workflow.Workflow, id slot.ID) (string, error) {
 	submitted := j.now()
 	ext := command.JobID(id, submitted)
@@ -292,8 +293,9 @@ WHERE workflow = $1 AND slot = $2 AND submitted >= $3 ORDER BY submitted DESC`, 
 			return nil
 		}
 		local.asked = true
-		local.ext, local.found, err = j.local.Recover(ctx, w, id, since)
-		return err
+		var lerr error
+		local.ext, local.found, lerr = j.local.Recover(ctx, w, id, since)
+		return lerr
 	}
 	for _, r := range found {
 		if nothingRan(r.state, r.detail) {
