@@ -1,19 +1,18 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/external"
@@ -216,22 +215,9 @@ func TestSpecialFilesInWorkflowsDir(t *testing.T) {
 }
 
 // logCounter counts the log records whose message contains a string.
-type logCounter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type logCounter struct{ servertest.LockedBuffer }
 
-func (l *logCounter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logCounter) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
-}
+func (l *logCounter) count(s string) int { return strings.Count(l.String(), s) }
 
 // openEngine opens the state database ddir and an engine over wdir; close
 // ends both (a server's stop).
@@ -458,10 +444,10 @@ func TestUnreadableOwnerRecords(t *testing.T) {
 		t.Errorf("load error of b.json: %q", le)
 	}
 	if logs.count("workflow owners not read") != 1 {
-		t.Errorf("log does not say the owners were not read:\n%s", logs.buf.String())
+		t.Errorf("log does not say the owners were not read:\n%s", logs.String())
 	}
 	if logs.count("workflow owner not recorded") != 0 {
-		t.Errorf("records were written although they could not be read:\n%s", logs.buf.String())
+		t.Errorf("records were written although they could not be read:\n%s", logs.String())
 	}
 	if data, _ := os.ReadFile(filepath.Join(ddir, "owner")); string(data) != "not a directory" {
 		t.Errorf("the owner path was changed: %q", data)

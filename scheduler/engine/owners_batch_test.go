@@ -139,7 +139,7 @@ func TestOwnerWriteFailuresLogged(t *testing.T) {
 		t.Fatalf("WriteOwners called %d times for one load, want 1", st.calls)
 	}
 	if n := logs.count("workflow owner not recorded"); n != 1 || logs.count("workflow=bad") != 1 {
-		t.Fatalf("want one log line for bad:\n%s", logs.buf.String())
+		t.Fatalf("want one log line for bad:\n%s", logs.String())
 	}
 	owners, _ := st.Owners()
 	if d := cmp.Diff(map[string]store.Owner{"good": {Project: "p", File: "p.json"}, "other": {Project: "p", File: "p.json"}}, owners); d != "" {
@@ -152,6 +152,6 @@ func TestOwnerWriteFailuresLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := logs.count("stale workflow owner record not removed"); n != 1 {
-		t.Fatalf("want one log line for the removal of other:\n%s", logs.buf.String())
+		t.Fatalf("want one log line for the removal of other:\n%s", logs.String())
 	}
 }
