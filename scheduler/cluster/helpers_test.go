@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,14 +17,21 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // migration is the cluster schema (the statepg migration this package owns).
+// migration is the cluster's part of statepg's schema: 0002_cluster.sql
+// and 0005_unstarted_jobs.sql, in order.
 func migration(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "statepg", "migrations", "0002_cluster.sql"))
-	if err != nil {
-		t.Fatal(err)
+	var all strings.Builder
+	for _, name := range []string{"0002_cluster.sql", "0005_unstarted_jobs.sql"} {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "statepg", "migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(data)
+		all.WriteString("\n")
 	}
-	return string(data)
+	return all.String()
 }
 
 // newDB creates a database on the shared server with the cluster schema
@@ -40,7 +48,7 @@ func applySchema(t testing.TB, dsn string) {
 	t.Helper()
 	p := openPool(t, dsn)
 	if _, err := p.Exec(ctxT(t), migration(t)); err != nil {
-		t.Fatalf("applying 0002_cluster.sql: %v", err)
+		t.Fatalf("applying the cluster migrations: %v", err)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -171,10 +170,9 @@ func (j *Jobs) Status(ctx context.Context, w *workflow.Workflow, ext string) (ex
 	switch r.state {
 	case "success":
 		return external.Status{Success: true, Detail: r.detail}, nil
+	case "unstarted":
+		return external.Status{NeverStarted: true, Detail: r.detail}, nil
 	case "failure", "lost":
-		if nothingRan(r.state, r.detail) {
-			return external.Status{NeverStarted: true, Detail: r.detail}, nil
-		}
 		return external.Status{Detail: r.detail}, nil
 	}
 	if r.alive {
@@ -222,7 +220,7 @@ func (j *Jobs) publish(ctx context.Context, ext string, st external.Status) {
 		state = "success"
 	}
 	if st.NeverStarted && !st.Success {
-		st.Detail = nothingRanPrefix + strings.TrimPrefix(st.Detail, "never started: ")
+		state = "unstarted" // nothing ran: the slot is submitted again (0005)
 	}
 	if _, err := j.c.pool.Exec(ctx, `UPDATE cluster_jobs SET state = $2, detail = $3, updated = clock_timestamp()
 WHERE external_id = $1 AND state = 'running'`, ext, state, st.Detail); err != nil {
@@ -298,7 +296,7 @@ WHERE workflow = $1 AND slot = $2 AND submitted >= $3 ORDER BY submitted DESC`, 
 		return lerr
 	}
 	for _, r := range found {
-		if nothingRan(r.state, r.detail) {
+		if r.state == "unstarted" {
 			continue // its instance found it never started: nothing ran
 		}
 		if r.instance != j.c.id {
@@ -334,22 +332,12 @@ func (j *Jobs) withdraw(ctx context.Context, ext string) error {
 }
 
 // neverStarted is the status of a job of this instance's that has a row
-// but no job on this host, and is not starting.
+// but no job on this host, and is not starting. Published, its row's
+// state is 'unstarted' (publish): the other instances' Recover skips such
+// a row, so the slot is submitted again, and an instance that had taken
+// the job on reads it as never started too. (A job killed before it
+// started is a failure.)
 var neverStarted = external.Status{NeverStarted: true, Detail: "never started: its instance stopped between recording the job and starting it"}
-
-// nothingRanPrefix begins the detail of a row published for a job that
-// never started and never will (external.Status.NeverStarted): the other
-// instances' Recover skips such a row, so the slot is submitted again,
-// and an instance that had taken the job on reads it as never started
-// too. (A job killed before it started is a failure: its detail is
-// another.)
-const nothingRanPrefix = "never started, nothing ran: "
-
-// nothingRan says whether a row's state and detail are those of a job
-// published as never started (see nothingRanPrefix).
-func nothingRan(state, detail string) bool {
-	return state == "failure" && strings.HasPrefix(detail, nothingRanPrefix)
-}
 
 // startingHere says whether this instance is starting job ext right now.
 func (j *Jobs) startingHere(ext string) bool {
