@@ -14,9 +14,7 @@ import (
 // (reads too) whose Host it refuses (CheckHost, 421 misdirected). The
 // refusals are JSON error answers with their codes, as the API's own.
 func Protect(h http.Handler, token string, hostOK func(string) bool, log *slog.Logger) http.Handler {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = orDiscard(log)
 	if token != "" {
 		h = RequireToken(token, h, log)
 	}
@@ -29,6 +27,7 @@ func Protect(h http.Handler, token string, hostOK func(string) bool, log *slog.L
 // Sec-Fetch-Site and Origin against Host): 403 with code cross_site. Reads
 // and non-browser clients (curl, the CLI) pass.
 func RefuseCrossOrigin(h http.Handler, log *slog.Logger) http.Handler {
+	log = orDiscard(log)
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
@@ -47,6 +46,7 @@ func CheckHost(h http.Handler, allowed func(string) bool, log *slog.Logger) http
 	if allowed == nil {
 		return h
 	}
+	log = orDiscard(log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if allowed(r.Host) {
 			h.ServeHTTP(w, r)
@@ -59,4 +59,12 @@ func CheckHost(h http.Handler, allowed func(string) bool, log *slog.Logger) http
 			"localhost and loopback addresses (127.0.0.1, [::1]), so that another site's page cannot reach it through its own name (DNS rebinding); "+
 			"use http://127.0.0.1:PORT, or give the server a token", r.Host)})
 	})
+}
+
+// orDiscard is log, or a logger that discards when it is nil.
+func orDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
 }

@@ -137,3 +137,22 @@ func TestBodyTimeout(t *testing.T) {
 	checkCoded(t, "PUT /register, body late", rec.Code, rec.Header(), rec.Body.Bytes(), []string{"request_timeout"})
 	api.CheckAnswer(t, "PUT", "/register", rec)
 }
+
+// TestChecksWithoutLogger: the checks before the handler, used one by
+// one without a logger, refuse with their codes (and do not panic).
+func TestChecksWithoutLogger(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	for _, c := range []struct {
+		h    http.Handler
+		code string
+	}{
+		{api.CheckHost(ok, func(string) bool { return false }, nil), "misdirected"},
+		{api.RefuseCrossOrigin(ok, nil), "cross_site"},
+	} {
+		req := httptest.NewRequest("POST", "/pause?id=a&paused=true", nil)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, req)
+		checkCoded(t, c.code, rec.Code, rec.Header(), rec.Body.Bytes(), []string{c.code})
+	}
+}
