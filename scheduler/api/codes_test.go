@@ -58,6 +58,10 @@ func TestErrorCodes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(day, "13:00:00.000Z"), []byte(`{"status":`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A register the store cannot read: a directory in its place.
+	if err := os.MkdirAll(filepath.Join(s.db.Dir(), "register", "b", "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s.db.Reload()
 	s.do(200, "POST", "/clear-cache", nil) // load the workflows without a step
 	s.jobs.killErr = fmt.Errorf("oozie at http://oozie:11000: connection refused: %w", external.ErrUnavailable)
@@ -67,6 +71,8 @@ func TestErrorCodes(t *testing.T) {
 		name, method, target string
 		body                 string // PUT only; "big" is 1 MiB + 1 byte
 		token                bool   // behind api.RequireToken, sent without the token
+		protect              bool   // behind api.Protect (no token, loopback Host only)
+		headers              map[string]string
 		status               int
 		code                 string
 		msg                  string // the exact error text, when given
@@ -98,6 +104,12 @@ func TestErrorCodes(t *testing.T) {
 		{name: "corrupt slot record", method: "GET", target: "/slot-state?id=broken&time=2015-09-13T13:00Z", status: 409, code: "slot_unreadable"},
 		{name: "body over the limit", method: "PUT", target: "/register?bucket=b&key=k", body: "big", status: 413, code: "too_large"},
 		{name: "no token", method: "POST", target: "/pause?id=up&paused=true", token: true, status: 401, code: "unauthorized"},
+		{name: "cross-site post", method: "POST", target: "/pause?id=up&paused=true", protect: true,
+			headers: map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, status: 403, code: "cross_site",
+			msg: "cross-origin request refused: state changes come from celos's own UI, the CLI or non-browser clients"},
+		{name: "foreign Host", method: "GET", target: "/workflow-list", protect: true, headers: map[string]string{"Host": "rebind.example"},
+			status: 421, code: "misdirected"},
+		{name: "store fails", method: "GET", target: "/register?bucket=b&key=dir", status: 500, code: "internal"},
 		{name: "no attempt lister", method: "GET", target: "/slot-attempts?id=up&time=2015-09-13T12:00Z", status: 501, code: "not_implemented"},
 		{name: "external service down", method: "POST", target: "/kill?id=run&time=2015-09-13T13:00Z", status: 503, code: "unavailable"},
 	}
@@ -107,6 +119,9 @@ func TestErrorCodes(t *testing.T) {
 			if c.token {
 				h = api.RequireToken(token, s.h, nil)
 			}
+			if c.protect {
+				h = api.Protect(s.h, "", func(host string) bool { return host == "127.0.0.1" }, nil)
+			}
 			var body *strings.Reader
 			switch c.body {
 			case "":
@@ -115,7 +130,15 @@ func TestErrorCodes(t *testing.T) {
 				body = strings.NewReader(`"` + strings.Repeat("x", api.MaxBodyBytes-1) + `"`)
 			}
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(c.method, c.target, body))
+			req := httptest.NewRequest(c.method, c.target, body)
+			req.Host = "127.0.0.1"
+			for k, v := range c.headers {
+				if k == "Host" {
+					req.Host = v
+				}
+				req.Header.Set(k, v)
+			}
+			h.ServeHTTP(rec, req)
 			u, _ := url.Parse(c.target)
 			api.CheckAnswer(t, c.method, u.Path, rec)
 			var got errorAnswer
@@ -127,6 +150,12 @@ func TestErrorCodes(t *testing.T) {
 			}
 			if c.msg != "" && got.Error != c.msg {
 				t.Errorf("%s %s: error text changed:\n got %q\nwant %q", c.method, c.target, got.Error, c.msg)
+			}
+			// No answer names the state database's files, but for the
+			// 409 of a corrupt record, which names it on purpose (an
+			// operator repairs or removes it).
+			if c.code != "slot_unreadable" && strings.Contains(got.Error, s.db.Dir()) {
+				t.Errorf("%s %s: the error names the state database's directory: %s", c.method, c.target, rec.Body)
 			}
 			wantTime := ""
 			if c.code == "not_due" {
@@ -147,8 +176,12 @@ func TestErrorCodes(t *testing.T) {
 		}
 	}
 
-	// Every code the API answers is one of the cases above.
-	tested := map[string]bool{}
+	// Every code the API answers is one of the cases above, or has its
+	// own test.
+	tested := map[string]bool{
+		"step_stuck":      true, // TestHealthzFailsWhileStepHangs
+		"request_timeout": true, // TestBodyTimeout
+	}
 	for _, c := range cases {
 		tested[c.code] = true
 	}

@@ -15,3 +15,14 @@ func CheckAnswer(t testing.TB, method, path string, rec *httptest.ResponseRecord
 // ErrorCodes is every code an error answer may carry (errorKinds and the
 // handler's own refusals), sorted, for TestErrorCodes.
 func ErrorCodes() []string { return errorCodes() }
+
+// Routes is every path the handler serves and its methods.
+func Routes(h *Handler) map[string][]string {
+	out := make(map[string][]string, len(h.routes))
+	for p, rt := range h.routes {
+		for m := range rt.methods {
+			out[p] = append(out[p], m)
+		}
+	}
+	return out
+}

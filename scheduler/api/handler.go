@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,9 +168,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			h.log.Error("panic in handler", "path", r.URL.Path, "panic", p)
+			ref := newReference()
+			h.log.Error("panic in handler", "path", r.URL.Path, "panic", p, "reference", ref)
 			if !rw.wrote {
-				writeError(rw, http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("internal error: %v", p)})
+				writeError(rw, http.StatusInternalServerError, internalError(ref))
 			}
 		}
 		h.metrics.Request(label, r.Method, rw.code, time.Since(start))
@@ -199,7 +202,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status, body := errorAnswer(err)
 		if status >= 500 {
-			h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery, "status", status, "error", err)
+			args := []any{"method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery, "status", status, "error", err}
+			if body.Code == codeInternal {
+				ref := newReference()
+				body = internalError(ref)
+				args = append(args, "reference", ref)
+			}
+			h.log.Error("request failed", args...)
 		}
 		if !rw.wrote {
 			writeError(rw, status, body)
@@ -243,15 +252,25 @@ func badParamf(format string, args ...any) error {
 // errNotImplemented is an operation the Service does not offer (501).
 var errNotImplemented = errors.New("not implemented by this server's service")
 
-// The codes of the error answers the handler gives itself, not from an
-// error of the service.
+// The codes of the error answers the handler and the checks before it
+// (Protect) give themselves, not from an error of the service.
 const (
 	codeBadRequest       = "bad_request"
 	codeTooLarge         = "too_large"
+	codeTimeout          = "request_timeout"
 	codeUnknownEndpoint  = "unknown_endpoint"
 	codeMethodNotAllowed = "method_not_allowed"
 	codeUnauthorized     = "unauthorized"
+	codeCrossSite        = "cross_site"
+	codeMisdirected      = "misdirected"
+	codeInternal         = "internal"
+	codeStepStuck        = "step_stuck"
 )
+
+// ownCodes are the codes above: with errorKinds', every code an answer
+// may carry.
+var ownCodes = []string{codeBadRequest, codeTooLarge, codeTimeout, codeUnknownEndpoint, codeMethodNotAllowed,
+	codeUnauthorized, codeCrossSite, codeMisdirected, codeInternal, codeStepStuck}
 
 // errorKinds is the one table of the errors the API tells apart: each
 // sentinel (errors.Is), the status it is answered with and the stable
@@ -260,7 +279,8 @@ const (
 // before ErrRerunRefused, not_final before ErrIllegalTransition). Adding a
 // code is a row here and its value in the Error schema of openapi.json
 // (TestErrorCodesDocumented) and a case in TestErrorCodes. An error no row
-// matches is the server's own fault: 500, without a code.
+// matches is the server's own fault: 500, code internal, and a text that
+// hides the error's own (internalError).
 var errorKinds = []struct {
 	err    error
 	status int
@@ -288,8 +308,10 @@ var errorKinds = []struct {
 // errorCodes is every code an error answer may carry, sorted (the enum
 // of the Error schema in openapi.json).
 func errorCodes() []string {
-	seen := map[string]bool{codeBadRequest: true, codeTooLarge: true, codeUnknownEndpoint: true,
-		codeMethodNotAllowed: true, codeUnauthorized: true}
+	seen := map[string]bool{}
+	for _, c := range ownCodes {
+		seen[c] = true
+	}
 	for _, k := range errorKinds {
 		seen[k.code] = true
 	}
@@ -303,13 +325,18 @@ func errorCodes() []string {
 
 // errorAnswer maps an error to its status and answer body: the message is
 // err's text, the code and status those of its row in errorKinds. A
-// not_due refusal also gives the server's time it was compared with.
+// not_due refusal also gives the server's time it was compared with. An
+// error of no row is answered 500 with code internal and a text that does
+// not show it (internalError, without the reference ServeHTTP adds).
 func errorAnswer(err error) (int, errorBody) {
 	if bp, ok := errors.AsType[*badParam](err); ok {
 		return http.StatusBadRequest, errorBody{Error: bp.msg, Code: codeBadRequest}
 	}
 	if isTooLarge(err) {
 		return http.StatusRequestEntityTooLarge, errorBody{Error: err.Error(), Code: codeTooLarge}
+	}
+	if errors.Is(err, errBodyTimeout) {
+		return http.StatusRequestTimeout, errorBody{Error: err.Error(), Code: codeTimeout}
 	}
 	for _, k := range errorKinds {
 		if errors.Is(err, k.err) {
@@ -320,8 +347,32 @@ func errorAnswer(err error) (int, errorBody) {
 			return k.status, b
 		}
 	}
-	return http.StatusInternalServerError, errorBody{Error: err.Error()}
+	return http.StatusInternalServerError, internalError("")
 }
+
+// internalError is the answer of a 500. The error's own text is not
+// answered: an unclassified error may name the state database's files
+// ("state database: register /var/lib/celos/db/register/b/k: ...") or
+// carry a panic's value; the log has it, under ref, which the answer names
+// so that an operator finds the line.
+func internalError(ref string) errorBody {
+	msg := "internal error: the server could not complete the request; its log has the detail"
+	if ref != "" {
+		msg = "internal error (reference " + ref + "): the server could not complete the request; its log has the detail under this reference"
+	}
+	return errorBody{Error: msg, Code: codeInternal}
+}
+
+// newReference returns a random reference of a 500 (16 hex digits).
+func newReference() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// errBodyTimeout is wrapped when a request's body did not arrive within
+// the server's read timeout (408).
+var errBodyTimeout = errors.New("request body timed out")
 
 // isTooLarge reports whether err is a request body over its limit
 // (http.MaxBytesReader).
@@ -331,12 +382,12 @@ func isTooLarge(err error) bool {
 }
 
 // errorBody is every error answer: {"error": "...", "code": "..."}. Error
-// is the message for people (its wording may change); Code, absent on a
-// 500 (the server's own fault), is what a client acts on (errorKinds);
-// ServerTime comes with code not_due.
+// is the message for people (its wording may change); Code is what a
+// client acts on (errorKinds, ownCodes); ServerTime comes with code
+// not_due.
 type errorBody struct {
 	Error      string `json:"error"`
-	Code       string `json:"code,omitempty"`
+	Code       string `json:"code"`
 	ServerTime string `json:"serverTime,omitempty"`
 }
 
@@ -360,7 +411,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		code = http.StatusInternalServerError
-		b, _ = json.Marshal(errorBody{Error: "encode answer: " + err.Error()})
+		b, _ = json.Marshal(errorBody{Error: "encode answer: " + err.Error(), Code: codeInternal})
 	}
 	writeRawJSON(w, code, append(b, '\n'))
 }

@@ -1,19 +1,25 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler"
 
+	"github.com/celos-go/celos/scheduler/metrics"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -198,9 +204,36 @@ func TestScheduler(t *testing.T) {
 	ts.want(400, "POST", "/scheduler?ids=a/b", nil)
 	ts.want(400, "POST", "/scheduler?time=2015-09-13T13:40Z&time=2015-09-13T13:40Z", nil)
 	f.stepErr = errors.New("db directory /x is not writable")
+	var log bytes.Buffer
+	ts.h = New(f, Options{Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	rec := ts.want(500, "POST", "/scheduler", nil)
-	if !strings.Contains(errMsg(t, rec), "not writable") {
-		t.Errorf("500 body %s", rec.Body)
+	checkInternal(t, rec, &log, "not writable", "/x")
+}
+
+// checkInternal checks a 500: code internal, a text that names neither
+// the error (detail) nor a path, and a reference that finds the log line
+// that has the detail.
+func checkInternal(t *testing.T, rec *httptest.ResponseRecorder, log *bytes.Buffer, detail, path string) {
+	t.Helper()
+	var e errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+		t.Fatalf("500 body %q: %v", rec.Body, err)
+	}
+	if e.Code != "internal" || strings.Contains(e.Error, detail) || strings.Contains(e.Error, path) {
+		t.Errorf("500 body %s: want code internal and neither %q nor %q", rec.Body, detail, path)
+	}
+	ref := regexp.MustCompile(`reference ([0-9a-f]{16})`).FindStringSubmatch(e.Error)
+	if ref == nil {
+		t.Fatalf("500 body %s names no reference", rec.Body)
+	}
+	var line string
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, "reference="+ref[1]) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, detail) {
+		t.Errorf("no log line with reference %s and %q:\n%s", ref[1], detail, log)
 	}
 }
 
@@ -363,11 +396,40 @@ func TestMetrics(t *testing.T) {
 
 func TestPanicIsJSON500(t *testing.T) {
 	ts := newTester(t, panicky{newFake("wf")})
+	var log bytes.Buffer
+	ts.h = New(panicky{newFake("wf")}, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	rec := ts.do("GET", "/workflow-list", "")
 	if rec.Code != 500 {
 		t.Fatalf("status %d", rec.Code)
 	}
 	checkErrorBody(t, rec)
+	checkInternal(t, rec, &log, "boom", "boom")
+}
+
+// failingCollector fails every gathering of the metrics.
+type failingCollector struct{}
+
+var failingDesc = prometheus.NewDesc("celos_test_failing", "fails", nil, nil)
+
+func (failingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- failingDesc }
+func (failingCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.NewInvalidMetric(failingDesc, errors.New("read /proc/self/stat: secret detail"))
+}
+
+// TestMetricsFailureIsJSON500: when the metrics cannot be gathered,
+// /metrics answers the API's 500 (JSON, code internal), not the
+// Prometheus library's text.
+func TestMetricsFailureIsJSON500(t *testing.T) {
+	m := metrics.New()
+	m.Registry().MustRegister(failingCollector{})
+	var log bytes.Buffer
+	ts := newTester(t, newFake("wf"))
+	ts.h = New(newFake("wf"), Options{Metrics: m, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	rec := ts.do("GET", "/metrics", "")
+	if rec.Code != 500 || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d, %q: %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+	checkInternal(t, rec, &log, "secret detail", "/proc")
 }
 
 type panicky struct{ *fakeService }

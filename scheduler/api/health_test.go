@@ -48,6 +48,7 @@ func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 type health struct {
 	Status             string  `json:"status"`
 	Error              string  `json:"error,omitempty"`
+	Code               string  `json:"code,omitempty"`
 	StepRunningSeconds float64 `json:"stepRunningSeconds,omitempty"`
 	StepTimeoutSeconds float64 `json:"stepTimeoutSeconds,omitempty"`
 }
@@ -124,7 +125,7 @@ func TestHealthzFailsWhileStepHangs(t *testing.T) {
 	var got []string
 	probe := func() {
 		code, hz := healthz()
-		got = append(got, strconv.Itoa(code)+" "+hz.Status+" "+hz.Error+" "+
+		got = append(got, strconv.Itoa(code)+" "+hz.Status+" "+hz.Code+" "+hz.Error+" "+
 			strconv.FormatFloat(hz.StepRunningSeconds, 'f', -1, 64)+" "+strconv.FormatFloat(metric("celos_step_running_seconds"), 'f', -1, 64))
 	}
 	probe()                        // just started
@@ -135,10 +136,10 @@ func TestHealthzFailsWhileStepHangs(t *testing.T) {
 	clock.advance(90 * time.Second) // over it
 	probe()
 	want := []string{
-		"200 ok  0 0",
-		"200 ok  240 240",
-		"200 ok  300 300",
-		"503 stuck a scheduler step (time 2015-09-13T13:40:00.000Z) has been running for 6m30s since 2015-09-13T13:40:00.000Z, longer than its bound of 5m0s (--step-timeout) 390 390",
+		"200 ok   0 0",
+		"200 ok   240 240",
+		"200 ok   300 300",
+		"503 stuck step_stuck a scheduler step (time 2015-09-13T13:40:00.000Z) has been running for 6m30s since 2015-09-13T13:40:00.000Z, longer than its bound of 5m0s (--step-timeout) 390 390",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("healthz and celos_step_running_seconds while the step hangs (-want +got):\n%s", diff)

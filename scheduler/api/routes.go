@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -525,6 +526,9 @@ func (h *Handler) putRegister(w http.ResponseWriter, r *http.Request, q query) e
 		if isTooLarge(err) {
 			return fmt.Errorf("read body: over the limit of %d bytes: %w", MaxBodyBytes, err) // 413
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("read body: %w: not received within the server's read timeout", errBodyTimeout) // 408
+		}
 		return badParamf("read body: %v", err)
 	}
 	if err := checkJSONBody(body); err != nil {
@@ -602,17 +606,52 @@ func (h *Handler) openapi(w http.ResponseWriter, _ *http.Request, _ query) error
 	return nil
 }
 
+// metricsPage serves the Prometheus handler. Its own error answer (text
+// with the collectors' errors) is kept from the client: the error goes to
+// ServeHTTP, which answers 500 internal and logs it.
 func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request, _ query) error {
-	h.metrics.Handler().ServeHTTP(w, r)
+	cw := &errorCatcher{ResponseWriter: w}
+	h.metrics.Handler().ServeHTTP(cw, r)
+	if cw.status != 0 {
+		return fmt.Errorf("serve metrics: %d: %s", cw.status, bytes.TrimSpace(cw.body.Bytes()))
+	}
 	return nil
+}
+
+// errorCatcher passes an answer through unless its status is an error:
+// then it keeps the status and body (up to 4 KiB) and writes nothing.
+type errorCatcher struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (c *errorCatcher) WriteHeader(code int) {
+	if code >= 400 {
+		c.status = code
+		return
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *errorCatcher) Write(b []byte) (int, error) {
+	if c.status != 0 {
+		if room := 4<<10 - c.body.Len(); room > 0 {
+			c.body.Write(b[:min(len(b), room)])
+		}
+		return len(b), nil
+	}
+	return c.ResponseWriter.Write(b)
 }
 
 // Health is the answer of GET /healthz. While a step is in flight it says
 // how long the oldest has been running and the bound; past the bound the
 // status is "stuck", Error says so and the answer is 503.
 type Health struct {
-	Status             string   `json:"status"`
-	Error              string   `json:"error,omitempty"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// Code is step_stuck with status stuck (as an error answer's code).
+	Code               string   `json:"code,omitempty"`
 	StepRunningSeconds *float64 `json:"stepRunningSeconds,omitempty"`
 	StepTimeoutSeconds *float64 `json:"stepTimeoutSeconds,omitempty"`
 	// Instance is this instance, when several share one database.
@@ -637,7 +676,7 @@ func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request, _ query) error
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
-	out.Status = "stuck"
+	out.Status, out.Code = "stuck", codeStepStuck
 	out.Error = fmt.Sprintf("a scheduler step (time %s) has been running for %s since %s, longer than its bound of %s (--step-timeout)",
 		slot.FormatTime(run.At), running.Round(time.Second), slot.FormatTime(run.Started), h.stepTimeout)
 	w.Header().Set("Cache-Control", "no-store")

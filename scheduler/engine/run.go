@@ -9,6 +9,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/celos-go/celos/scheduler"
@@ -145,6 +147,10 @@ func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 		cands[i] = pool.Candidate{Workflow: p.w.ID, Slot: p.st.ID.Time, Pool: p.w.Pool, Priority: p.w.Priority}
 	}
 	why, use := pool.Admit(pools, running, cands)
+	if fresh := s.freshRunning(use); fresh != nil {
+		maps.Copy(running, fresh)
+		why, use = pool.Admit(pools, running, cands)
+	}
 	kept := s.pending[:0]
 	for i, p := range s.pending {
 		if why[i] == "" {
@@ -162,6 +168,60 @@ func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 		u := use[name]
 		s.rep.Pools[name] = PoolUse{Limit: limit, Running: u.Running, Waiting: u.Waiting}
 	}
+}
+
+// freshRunning returns, for the pools whose candidates the engine's view
+// holds (use: pool.Admit's on the view), how many of their slots the
+// store shared with other instances has RUNNING or being submitted now
+// (poolCounter), the step's candidates left out (they are counted as
+// candidates); nil when there are none to ask about or the store cannot
+// say. The view sees another instance's writes only at its store's next
+// refresh (every lease/3), so without this a place freed by another
+// instance would stay unused until then. It costs one round trip, only
+// in a step where a pool holds slots and has workflows of other
+// instances: never for workflows in no pool, or when nothing waits. The
+// store's admission under the pool's lock (PutIntents) stays the
+// authority; this only lets the step offer it the slots that may fit.
+func (s *stepper) freshRunning(use map[string]pool.Use) map[string]int {
+	pc, ok := s.e.db.(poolCounter)
+	if !ok || s.e.opts.Owns == nil {
+		return nil
+	}
+	var names, wfs []string
+	for name, u := range use {
+		members := s.poolMembers[name]
+		if u.Waiting == 0 || !slices.ContainsFunc(members, func(wf string) bool { return !s.e.owns(wf) }) {
+			continue // nothing held, or every member is this instance's: its view is current
+		}
+		names = append(names, name)
+		wfs = append(wfs, members...)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	occupied, err := pc.PoolOccupied(wfs)
+	if err != nil {
+		s.e.log.Warn("pool admission by this instance's view: the store's count failed", "pools", names, "error", err)
+		return nil
+	}
+	candidate := make(map[slot.ID]bool, len(s.pending))
+	for _, p := range s.pending {
+		candidate[p.st.ID] = true
+	}
+	poolOf := make(map[string]string, len(wfs))
+	fresh := make(map[string]int, len(names))
+	for _, name := range names {
+		fresh[name] = 0
+		for _, wf := range s.poolMembers[name] {
+			poolOf[wf] = name
+		}
+	}
+	for _, id := range occupied {
+		if name, ok := poolOf[id.Workflow]; ok && !candidate[id] {
+			fresh[name]++
+		}
+	}
+	return fresh
 }
 
 // noteSLA notes the slots of ws that missed their SLA at this step: not

@@ -120,6 +120,16 @@ type (
 		PublishedProblems(wf string) []scheduler.Problem
 		PublishedWorkflows() []string
 	}
+	// poolCounter reads, from a store several instances share, the slots
+	// of the given workflows that are RUNNING or have an open submit
+	// intent in the database now, whichever instance wrote them: what the
+	// store's pool admission (PutIntents) counts, fresher than Active,
+	// which sees another instance's writes only after its next refresh
+	// (every lease/3). The engine asks it when its own view would hold a
+	// slot of a pool (admitPools).
+	poolCounter interface {
+		PoolOccupied(wfs []string) ([]slot.ID, error)
+	}
 	// reloader drops the store's cache (ClearCache).
 	reloader interface{ Reload() error }
 	// writeCounter counts the files the store wrote (StepReport.Writes).

@@ -2,11 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -123,29 +121,4 @@ func hostPolicy(listenAddr, token string) func(host string) bool {
 		}
 		return strings.EqualFold(host, listen)
 	}
-}
-
-// checkHost answers 421 Misdirected Request, with a JSON error, to a
-// request whose Host the policy refuses; a nil policy lets every request
-// through.
-func checkHost(h http.Handler, allowed func(string) bool, log *slog.Logger) http.Handler {
-	if allowed == nil {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if allowed(r.Host) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		log.Warn("request refused: Host is not a loopback name or address (DNS rebinding?)", "method", r.Method,
-			"path", r.URL.Path, "host", r.Host, "remote", r.RemoteAddr)
-		b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("Host %q refused: a server without --auth-token-file answers only "+
-			"localhost and loopback addresses (127.0.0.1, [::1]), so that another site's page cannot reach it through its own name (DNS rebinding); "+
-			"use http://127.0.0.1:PORT, or give the server a token", r.Host)})
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusMisdirectedRequest)
-		w.Write(append(b, '\n'))
-	})
 }

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 )
+
+// codes are the codes of the refusals protect makes, by status.
+var codes = map[int]string{401: "unauthorized", 403: "cross_site", 421: "misdirected"}
 
 func TestProtect(t *testing.T) {
 	changed := 0
@@ -23,6 +27,7 @@ func TestProtect(t *testing.T) {
 		want    int
 		changes bool
 	}{
+		// want's code (the JSON error's "code") is codes[want].
 		{"read from another site is fine", "", "GET", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, 200, false},
 		{"post from curl (no browser headers)", "", "POST", nil, 200, true},
 		{"post from celos's own page", "", "POST", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://127.0.0.1:8080"}, 200, true},
@@ -51,6 +56,16 @@ func TestProtect(t *testing.T) {
 			h.ServeHTTP(rec, req)
 			if rec.Code != tt.want || (changed > 0) != tt.changes {
 				t.Fatalf("%s %s: status %d (want %d), reached handler %v (want %v): %s", tt.method, tt.name, rec.Code, tt.want, changed > 0, tt.changes, rec.Body)
+			}
+			if tt.want == http.StatusOK {
+				return
+			}
+			// A refusal is a JSON error with its code (api's table).
+			var e struct{ Error, Code string }
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" || e.Code != codes[tt.want] ||
+				rec.Header().Get("Content-Type") != "application/json" {
+				t.Errorf("%s %s: %d %q %s, want a JSON error with code %q", tt.method, tt.name, rec.Code,
+					rec.Header().Get("Content-Type"), rec.Body, codes[tt.want])
 			}
 		})
 	}

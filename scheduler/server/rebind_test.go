@@ -81,9 +81,9 @@ func TestRunRefusesForeignHostWithoutToken(t *testing.T) {
 	for _, host := range refused {
 		for _, rl := range requests {
 			code, body := rawRequest(t, addr, rl, "Host: "+host)
-			var e struct{ Error string }
-			if code != http.StatusMisdirectedRequest || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(e.Error, "Host") {
-				t.Errorf("%s with Host %s: %d %s (want 421 with a JSON error naming Host)", rl, host, code, body)
+			var e struct{ Error, Code string }
+			if code != http.StatusMisdirectedRequest || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(e.Error, "Host") || e.Code != "misdirected" {
+				t.Errorf("%s with Host %s: %d %s (want 421 with a JSON error naming Host, code misdirected)", rl, host, code, body)
 			}
 		}
 	}
@@ -170,5 +170,38 @@ func TestHostAllowed(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("host, allowed on loopback, on 0.0.0.0, on celos.internal (-want +got):\n%s", diff)
+	}
+}
+
+// TestErrorAnswersOnTheWire: on a real server and connection, the
+// refusals before the API (cross-site, no token) and the API's own are
+// JSON with their code; the UI's pages answer HTML (a browser is their
+// client); and what Go's HTTP server answers before any handler (headers
+// over --max-header-bytes) is its own plain text, as docs/server.md says.
+func TestErrorAnswersOnTheWire(t *testing.T) {
+	addr := startServer(t, Config{Listen: "127.0.0.1"})
+	host := "Host: " + addr
+	for _, c := range []struct {
+		request string
+		headers []string
+		status  int
+		code    string
+	}{
+		{"POST /pause?id=nope&paused=true HTTP/1.1", []string{"Sec-Fetch-Site: cross-site", "Origin: https://evil.example"}, 403, "cross_site"},
+		{"POST /nope HTTP/1.1", nil, 404, "unknown_endpoint"},
+		{"PATCH /workflow-list HTTP/1.1", nil, 405, "method_not_allowed"},
+		{"GET /slot-state?id=nope HTTP/1.1", nil, 400, "bad_request"},
+	} {
+		code, body := rawRequest(t, addr, c.request, append([]string{host}, c.headers...)...)
+		var e struct{ Error, Code string }
+		if code != c.status || json.Unmarshal([]byte(body), &e) != nil || e.Code != c.code {
+			t.Errorf("%s %v: %d %s, want %d with code %s", c.request, c.headers, code, body, c.status, c.code)
+		}
+	}
+	if code, body := rawRequest(t, addr, "GET /ui/workflow?id=nope HTTP/1.1", host); code != 404 || !strings.Contains(body, "<html") {
+		t.Errorf("GET /ui/workflow of an unknown workflow: %d %.200s, want an HTML 404", code, body)
+	}
+	if code, body := rawRequest(t, addr, "GET /workflow-list HTTP/1.1", host, "X-Big: "+strings.Repeat("x", maxHeaderBytes+8192)); code != 431 {
+		t.Errorf("headers over the limit: %d %.200s, want Go's 431", code, body)
 	}
 }

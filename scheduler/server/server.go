@@ -452,26 +452,11 @@ func abs(p string) string {
 	return p
 }
 
-// protect puts the checks every request passes before the handlers: a
-// bearer token on requests that change state (when the server has one),
-// and refusal of cross-site browser requests that change state, so that a
-// page on another site cannot make an operator's browser rerun, kill or
-// pause through the API (http.CrossOriginProtection: Sec-Fetch-Site and
-// Origin against Host), and, on a server without a token, refusal of every
-// request (reads too) whose Host the policy refuses (hostPolicy: DNS
-// rebinding). Reads and non-browser clients (curl, the CLI) are otherwise
-// unaffected.
+// protect puts the checks every request passes before the handlers
+// (api.Protect): the token on requests that change state (when the server
+// has one), refusal of cross-site browser requests that change state, and
+// refusal of every request whose Host the policy refuses (hostPolicy: DNS
+// rebinding).
 func protect(h http.Handler, token string, hostOK func(string) bool, log *slog.Logger) http.Handler {
-	if token != "" {
-		h = api.RequireToken(token, h, log)
-	}
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		log.Warn("cross-origin request refused", "method", r.Method, "path", r.URL.Path,
-			"origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		fmt.Fprintln(w, `{"error": "cross-origin request refused: state changes come from celos's own UI, the CLI or non-browser clients"}`)
-	}))
-	return checkHost(cop.Handler(h), hostOK, log)
+	return api.Protect(h, token, hostOK, log)
 }

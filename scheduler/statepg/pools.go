@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/store"
 )
 
@@ -132,9 +133,7 @@ func lockAndCount(ctx context.Context, tx pgx.Tx, order []*poolAdmission, all []
 	for _, p := range order {
 		b.Queue("SELECT pg_advisory_xact_lock($1::int4, $2::int4)", int32(poolLockClass), p.key)
 	}
-	b.Queue(`SELECT workflow, slot_time FROM celos_slots WHERE workflow = ANY($1) AND status = 'RUNNING'
-UNION
-SELECT workflow, slot_time FROM celos_intents WHERE workflow = ANY($1)`, all)
+	b.Queue(occupiedQuery, all)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	for _, p := range order {
@@ -182,4 +181,41 @@ func (p *poolAdmission) member(wf string, wfs []string) bool {
 func inSorted(sorted []string, s string) bool {
 	i := sort.SearchStrings(sorted, s)
 	return i < len(sorted) && sorted[i] == s
+}
+
+// occupiedQuery reads the slots of the workflows $1 that are RUNNING or
+// have an open submit intent: what a pool's admission counts.
+const occupiedQuery = `SELECT workflow, slot_time FROM celos_slots WHERE workflow = ANY($1) AND status = 'RUNNING'
+UNION
+SELECT workflow, slot_time FROM celos_intents WHERE workflow = ANY($1)`
+
+// PoolOccupied returns the slots of workflows wfs that are RUNNING or have
+// an open submit intent in the database now, whichever instance wrote
+// them: what PutIntents' pool admission counts, read without its lock, in
+// one round trip. The engine asks it when its own view — which follows
+// another instance's writes only at the next Refresh — would hold a slot
+// of a pool (docs/ha.md, "Pools"): a place another instance freed is
+// then taken at once, not a Refresh later. PutIntents' count under the
+// pool's lock stays the authority.
+func (db *DB) PoolOccupied(wfs []string) ([]slot.ID, error) {
+	if len(wfs) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, occupiedQuery, wfs)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: count the occupied slots of %d pool workflows: %w", len(wfs), pgError(err))
+	}
+	var out []slot.ID
+	var id slot.ID
+	if _, err := pgx.ForEachRow(rows, []any{&id.Workflow, &id.Time}, func() error {
+		id.Time = id.Time.UTC()
+		out = append(out, id)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("PostgreSQL state store: count the occupied slots of %d pool workflows: %w", len(wfs), pgError(err))
+	}
+	db.reads.Add(int64(len(out)))
+	return out, nil
 }

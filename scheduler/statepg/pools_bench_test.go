@@ -77,3 +77,36 @@ FROM generate_series(0, $2 - 1) w, generate_series(0, 167) h`, t0, n)
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkPoolOccupied: the engine's read of a pool's occupancy in the
+// database (PoolOccupied, one round trip), asked in a step of a clustered
+// instance whose own view would hold a slot of a pool with workflows of
+// other instances; the pool's workflows have a week of hourly slots as in
+// BenchmarkPutIntentsPool (one in ten with a RUNNING slot):
+//
+//	go test ./scheduler/statepg -run '^$' -bench 'PoolOccupied' -benchmem
+func BenchmarkPoolOccupied(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		db, dsn := openTest(b)
+		fillPoolHistory(b, dsn, n)
+		wfs := make([]string, n)
+		for i := range wfs {
+			wfs[i] = fmt.Sprintf("wf-%04d", i)
+		}
+		b.Run(fmt.Sprintf("workflows=%d", n), func(b *testing.B) {
+			var queries int64
+			for b.Loop() {
+				q0 := db.Queries()
+				got, err := db.PoolOccupied(wfs)
+				queries += db.Queries() - q0
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got) != (n+9)/10 {
+					b.Fatalf("%d occupied, want %d", len(got), (n+9)/10)
+				}
+			}
+			b.ReportMetric(float64(queries)/float64(b.N), "queries/op")
+		})
+	}
+}

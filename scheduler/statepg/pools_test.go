@@ -231,3 +231,55 @@ WHERE w.locktype = 'advisory' AND NOT w.granted`, int32(holder)).Scan(&waiting)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPoolOccupied: the slots of the given workflows that are RUNNING or
+// have an open submit intent in the database, whichever instance wrote
+// them and whatever this instance's index says (it has not refreshed),
+// each once (a RUNNING slot with an intent left too); slots of other
+// workflows and other statuses are not.
+func TestPoolOccupied(t *testing.T) {
+	db, dsn := openTest(t)
+	other := openDSN(t, dsn) // another instance
+	if got, err := db.PoolOccupied([]string{"a", "b"}); err != nil || len(got) != 0 {
+		t.Fatalf("empty database: %v, %v", got, err)
+	}
+	// This instance loads a's index before the other writes.
+	if _, err := db.Active("a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []slot.State{
+		{ID: sid("a", 0), Status: slot.Running, ExternalID: "job-1"},
+		{ID: sid("a", 1), Status: slot.Success, ExternalID: "job-2"},
+		{ID: sid("b", 0), Status: slot.Ready},
+		{ID: sid("b", 1), Status: slot.Running, ExternalID: "job-3"},
+		{ID: sid("x", 0), Status: slot.Running, ExternalID: "job-4"}, // not asked about
+	} {
+		if err := other.Put(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := t0.Add(time.Minute)
+	if failed := other.PutIntents(map[slot.ID]store.Intent{
+		sid("b", 0): {Time: at}, // being submitted
+		sid("b", 1): {Time: at}, // RUNNING, its intent not removed yet
+		sid("x", 1): {Time: at},
+	}); failed != nil {
+		t.Fatal(failed)
+	}
+	if act, _ := db.Active("a"); len(act) != 0 {
+		t.Fatalf("this instance's index of a already shows the other's write (%v): the test needs a stale view", act)
+	}
+	got, err := db.PoolOccupied([]string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, id := range got {
+		names = append(names, id.String())
+	}
+	sort.Strings(names)
+	want := []string{sid("a", 0).String(), sid("b", 0).String(), sid("b", 1).String()}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("occupied (-want +got):\n%s", d)
+	}
+}
