@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"testing"
 )
@@ -22,6 +23,9 @@ func Routes(h *Handler) map[string][]string {
 	for p, rt := range h.routes {
 		for m := range rt.methods {
 			out[p] = append(out[p], m)
+			if m == http.MethodGet {
+				out[p] = append(out[p], http.MethodHead)
+			}
 		}
 	}
 	return out

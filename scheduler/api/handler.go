@@ -154,6 +154,9 @@ func (r *route) allow() string {
 	for m := range r.methods {
 		ms = append(ms, m)
 	}
+	if _, ok := r.methods[http.MethodGet]; ok {
+		ms = append(ms, http.MethodHead)
+	}
 	sort.Strings(ms)
 	return strings.Join(ms, ", ")
 }
@@ -189,6 +192,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	label = rt.path
 	ep, ok := rt.methods[r.Method]
+	if !ok && r.Method == http.MethodHead {
+		// HEAD is GET without the body (net/http drops what is written).
+		ep, ok = rt.methods[http.MethodGet]
+	}
 	if !ok {
 		rw.Header().Set("Allow", rt.allow())
 		writeError(rw, http.StatusMethodNotAllowed, errorBody{Code: codeMethodNotAllowed,

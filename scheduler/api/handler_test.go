@@ -172,7 +172,7 @@ func TestMethodsAndPaths(t *testing.T) {
 		t.Errorf("Allow %q", a)
 	}
 	rec = ts.want(405, "POST", "/register?bucket=b&key=k", nil)
-	if a := rec.Header().Get("Allow"); a != "DELETE, GET, PUT" {
+	if a := rec.Header().Get("Allow"); a != "DELETE, GET, HEAD, PUT" {
 		t.Errorf("Allow %q", a)
 	}
 	ts.want(405, "POST", "/workflow-list", nil)

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -154,5 +155,40 @@ func TestChecksWithoutLogger(t *testing.T) {
 		rec := httptest.NewRecorder()
 		c.h.ServeHTTP(rec, req)
 		checkCoded(t, c.code, rec.Code, rec.Header(), rec.Body.Bytes(), []string{c.code})
+	}
+}
+
+// TestHeadOfGetRoutes: HEAD is answered on every GET route as GET would
+// be, without a body (monitors and proxies probe /healthz with HEAD), and
+// a 405's Allow header lists it.
+func TestHeadOfGetRoutes(t *testing.T) {
+	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
+	srv := httptest.NewServer(s.h)
+	defer srv.Close()
+	for _, path := range []string{"/healthz", "/workflow-list", "/openapi.json", "/version"} {
+		get, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		get.Body.Close()
+		head, err := http.Head(srv.URL + path)
+		if err != nil {
+			t.Fatalf("HEAD %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(head.Body)
+		head.Body.Close()
+		if head.StatusCode != get.StatusCode || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") || len(body) != 0 {
+			t.Errorf("HEAD %s: %d %q body %q; GET answered %d %q", path, head.StatusCode,
+				head.Header.Get("Content-Type"), body, get.StatusCode, get.Header.Get("Content-Type"))
+		}
+	}
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+"/healthz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, want := resp.Header.Get("Allow"), "GET, HEAD"; resp.StatusCode != http.StatusMethodNotAllowed || got != want {
+		t.Errorf("DELETE /healthz: %d, Allow %q; want 405, Allow %q", resp.StatusCode, got, want)
 	}
 }
