@@ -31,6 +31,26 @@ func (d countedDB) PoolOccupied(wfs []string) ([]slot.ID, error) {
 	return d.DB.PoolOccupied(wfs)
 }
 
+// poolOfTwo writes a project of hourly workflows a and b, both in pool
+// "etl", from 2026-11-24T09:00Z, and a pools file giving "etl" a limit of
+// 1; it returns the workflows directory and the pools file.
+func poolOfTwo(t *testing.T) (wdir, poolsFile string) {
+	t.Helper()
+	wdir = t.TempDir()
+	var ws []workflow.Workflow
+	for _, id := range []string{"a", "b"} {
+		w := fixture.Hourly(id)
+		w.StartTime, w.Pool = ts("2026-11-24T09:00:00.000Z"), "etl"
+		ws = append(ws, w)
+	}
+	fixture.WriteProject(t, wdir, "p", ws...)
+	poolsFile = filepath.Join(t.TempDir(), "pools.json")
+	if err := os.WriteFile(poolsFile, []byte(`{"pools": {"etl": {"limit": 1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return wdir, poolsFile
+}
+
 // TestPoolPlaceFreedAcrossInstances: two instances on one PostgreSQL
 // database, pool "etl" of limit 1, workflow a owned by instance A and b
 // by instance B, each with one READY slot. A's job runs; B's slot is held
@@ -44,20 +64,9 @@ func TestPoolPlaceFreedAcrossInstances(t *testing.T) {
 	srv := pgtest.Shared(t)
 	dsn := srv.CreateDB(t)
 	ctx := context.Background()
-	wdir := t.TempDir()
-	start := ts("2026-11-24T09:00:00.000Z")
 	owner := map[string]int{"a": 0, "b": 1}
-	var ws []workflow.Workflow
-	for _, id := range []string{"a", "b"} {
-		w := fixture.Hourly(id)
-		w.StartTime, w.Pool = start, "etl"
-		ws = append(ws, w)
-	}
-	fixture.WriteProject(t, wdir, "p", ws...)
-	poolsFile := filepath.Join(t.TempDir(), "pools.json")
-	if err := os.WriteFile(poolsFile, []byte(`{"pools": {"etl": {"limit": 1}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	wdir, poolsFile := poolOfTwo(t)
+	start := ts("2026-11-24T09:00:00.000Z") // the slot of a and b that runs
 	counter, err := statepg.Open(ctx, dsn, statepg.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -166,19 +175,7 @@ func TestPoolHeldOneInstanceAsksNothing(t *testing.T) {
 	srv := pgtest.Shared(t)
 	dsn := srv.CreateDB(t)
 	ctx := context.Background()
-	wdir := t.TempDir()
-	start := ts("2026-11-24T09:00:00.000Z")
-	var ws []workflow.Workflow
-	for _, id := range []string{"a", "b"} {
-		w := fixture.Hourly(id)
-		w.StartTime, w.Pool = start, "etl"
-		ws = append(ws, w)
-	}
-	fixture.WriteProject(t, wdir, "p", ws...)
-	poolsFile := filepath.Join(t.TempDir(), "pools.json")
-	if err := os.WriteFile(poolsFile, []byte(`{"pools": {"etl": {"limit": 1}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	wdir, poolsFile := poolOfTwo(t)
 	db, err := statepg.Open(ctx, dsn, statepg.Options{})
 	if err != nil {
 		t.Fatal(err)
