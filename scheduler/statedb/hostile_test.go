@@ -210,3 +210,63 @@ func TestSymlinkedLockFileIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestDirectoryAsSlotFileIsCorrupt: a directory where a slot file,
+// rerun marker or submit intent belongs is an unreadable record, as a
+// FIFO is (the slot is reported and left as it was), not a stray name
+// beside a slot without a record (which a step would take for a WAITING
+// slot, run its trigger and fail to write at every step).
+func TestDirectoryAsSlotFileIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	for _, area := range []string{"state", "rerun", "intent"} {
+		if err := os.MkdirAll(filepath.Join(dir, area, "wf", "2015-09-13", "13:00:00.000Z"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2015-09-13T13:00Z")}
+	_, _, err := db.Get(id)
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "state", "wf", "2015-09-13", "13:00:00.000Z")) || !strings.Contains(err.Error(), "not a regular file (directory)") {
+		t.Errorf("Get of a slot whose file is a directory: %v, want ErrCorrupt naming it as a directory", err)
+	}
+	if marks, err := db.RerunMarks("wf"); err != nil || len(marks) != 1 {
+		t.Errorf("RerunMarks = %v %v, want the directory's slot marked (as an unreadable marker)", marks, err)
+	}
+	if in, ok, err := db.GetIntent(id); err != nil || !ok || in.Attempt != -1 {
+		t.Errorf("GetIntent = %+v %v %v, want an unreadable intent (Attempt -1)", in, ok, err)
+	}
+	want := []string{
+		"intent/wf/2015-09-13/13:00:00.000Z: not a regular file (directory)",
+		"rerun/wf/2015-09-13/13:00:00.000Z: not a regular file (directory)",
+		"state/wf/2015-09-13/13:00:00.000Z: not a regular file (directory)",
+	}
+	if diff := cmp.Diff(want, db.Problems()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestParseStateQuotesNoContent: a slot file's errors say what is wrong
+// with it, never echo its bytes (they are shown by the API's problems and
+// the UI to anyone who can read them); a short status name is quoted.
+func TestParseStateQuotesNoContent(t *testing.T) {
+	const secret = "root:$6$SECRETHASH:19000:0:99999:7:::"
+	for _, data := range []string{
+		`{"status":"` + secret + `"}`,
+		`{"status":"SUCCESS","retryCount":"` + secret + `"}`,
+		`{"status":"SUCCESS","retryCount":{"x":"` + secret + `"}}`,
+		`{"status":"SUCCESS","externalID":["` + secret + `"]}`,
+		`{"status":"SUCCESS"} "` + secret + `"`,
+	} {
+		_, _, _, err := ParseState([]byte(data))
+		if err == nil {
+			t.Errorf("ParseState(%s) accepted", data)
+			continue
+		}
+		if strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("ParseState(%s): error quotes the content: %v", data, err)
+		}
+	}
+	if _, _, _, err := ParseState([]byte(`{"status":"SUCCES"}`)); err == nil || !strings.Contains(err.Error(), `"SUCCES"`) {
+		t.Errorf("a mistyped status is not named: %v", err)
+	}
+}
