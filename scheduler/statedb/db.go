@@ -469,8 +469,11 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 				os.Remove(filepath.Join(db.dir, rel))
 				continue
 			}
+			// A directory with a slot file's name is an unreadable record
+			// (readRegularAt refuses it), as a FIFO is, not a stray name:
+			// the slot would look as if it had no record.
 			t, err := parseSlotPath(d.Name(), f.Name())
-			if err != nil || f.IsDir() {
+			if err != nil {
 				l.problems[filepath.ToSlash(rel)] = "not a slot file (HH:mm:ss.SSSZ)"
 				continue
 			}
