@@ -270,3 +270,48 @@ func TestParseStateQuotesNoContent(t *testing.T) {
 		t.Errorf("a mistyped status is not named: %v", err)
 	}
 }
+
+// TestWritesAfterDirectoriesRemovedUnderTheServer: an operator who
+// removes a workflow's directories (state/<wf>, rerun/<wf>, intent/<wf>)
+// while the server runs does not stop that workflow's writes until the
+// next restart: the directories the database had made (and remembered)
+// are made again, by every kind of write.
+func TestWritesAfterDirectoriesRemovedUnderTheServer(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := func(s string) slot.ID { return slot.ID{Workflow: "wf", Time: ts(s)} }
+	next := func(s string) slot.ID { return slot.ID{Workflow: "wf", Time: ts(s).Add(time.Minute)} }
+	write := func(round string, t0 string) {
+		t.Helper()
+		if err := db.Put(slot.State{ID: id(t0), Status: slot.Success}); err != nil {
+			t.Errorf("%s: Put: %v", round, err)
+		}
+		if failed := db.PutStates([]slot.State{{ID: next(t0), Status: slot.Success}}); len(failed) > 0 {
+			t.Errorf("%s: PutStates: %v", round, failed)
+		}
+		if failed := db.PutIntents(map[slot.ID]store.Intent{id(t0): {Attempt: 0, Time: ts(t0)}}); len(failed) > 0 {
+			t.Errorf("%s: PutIntents: %v", round, failed)
+		}
+		if err := db.PutIntent(next(t0), store.Intent{Attempt: 0, Time: ts(t0)}); err != nil {
+			t.Errorf("%s: PutIntent: %v", round, err)
+		}
+		if err := db.MarkRerun(id(t0), ts(t0)); err != nil {
+			t.Errorf("%s: MarkRerun: %v", round, err)
+		}
+		if err := db.SetPaused("wf", round == "first"); err != nil {
+			t.Errorf("%s: SetPaused: %v", round, err)
+		}
+	}
+	write("first", "2015-09-13T12:00Z")
+	for _, area := range []string{"state", "rerun", "intent", "paused"} {
+		if err := os.RemoveAll(filepath.Join(dir, area)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("after the removal", "2015-09-13T13:00Z")
+	for _, p := range []string{"state/wf/2015-09-13/13:00:00.000Z", "state/wf/2015-09-13/13:01:00.000Z", "rerun/wf/2015-09-13/13:00:00.000Z", "intent/wf/2015-09-13/13:00:00.000Z", "intent/wf/2015-09-13/13:01:00.000Z"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("after the removal: %v", err)
+		}
+	}
+}
