@@ -1,6 +1,9 @@
 package ui
 
 import (
+	"context"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestUnreadableSlotDetails: the details of a slot whose state file
@@ -49,7 +53,8 @@ func TestUnreadableSlotDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(eng, Options{Now: func() time.Time { return now }})
+	noLog := func(context.Context, *workflow.Workflow, slot.State) (io.ReadCloser, error) { return nil, fs.ErrNotExist }
+	h, err := New(eng, Options{Now: func() time.Time { return now }, SlotLog: noLog})
 	if err != nil {
 		t.Fatal(err)
 	}
