@@ -315,3 +315,33 @@ func TestWritesAfterDirectoriesRemovedUnderTheServer(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkerErrorsQuoteNoContent: an unreadable rerun marker or submit
+// intent is reported (Problems) without its content.
+func TestMarkerErrorsQuoteNoContent(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "root:$6$SECRETHASH:19000:0:99999:7:::"
+	for area, data := range map[string]string{
+		"rerun":  `{"rerunTime":"` + secret + `"}`,
+		"intent": `{"attempt":0,"time":"` + secret + `"}`,
+	} {
+		p := filepath.Join(dir, area, "wf", "2015-09-13", "13:00:00.000Z")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := open(t, dir)
+	if _, err := db.RerunMarks("wf"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"intent/wf/2015-09-13/13:00:00.000Z: time is not an ISO 8601 time (a string of 37 bytes)",
+		"rerun/wf/2015-09-13/13:00:00.000Z: rerunTime is not an ISO 8601 time (a string of 37 bytes)",
+	}
+	if diff := cmp.Diff(want, db.Problems()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
