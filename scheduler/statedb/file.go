@@ -141,6 +141,12 @@ func jsonKind(v json.RawMessage) string {
 	}
 }
 
+// badTime is the error of a marker's field that is not a time; it says how
+// long the value is, never what it holds (slot.ParseTime's error quotes it).
+func badTime(field, value string) error {
+	return fmt.Errorf("%s is not an ISO 8601 time (a string of %d bytes)", field, len(value))
+}
+
 // encodeRerun writes a rerun marker: {"rerunTime":"<wall clock>"}.
 func encodeRerun(at time.Time) []byte {
 	return []byte(`{"rerunTime":"` + slot.FormatTime(at) + `"}`)
@@ -155,7 +161,7 @@ func parseRerun(data []byte) (time.Time, error) {
 	}
 	t, err := slot.ParseTime(raw.RerunTime)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("rerunTime: %v", err)
+		return time.Time{}, badTime("rerunTime", raw.RerunTime)
 	}
 	return t, nil
 }
@@ -174,7 +180,7 @@ func parseIntent(data []byte) (store.Intent, error) {
 	}
 	t, err := slot.ParseTime(raw.Time)
 	if err != nil {
-		return store.Intent{}, fmt.Errorf("time: %v", err)
+		return store.Intent{}, badTime("time", raw.Time)
 	}
 	return store.Intent{Attempt: raw.Attempt, Time: t}, nil
 }
