@@ -110,3 +110,85 @@ func TestEndToEndWithCommandService(t *testing.T) {
 		t.Fatalf("down log %q", out)
 	}
 }
+
+// TestUnreadableIntentRecoversOnlyItsOwnJob: a READY slot whose submit
+// intent cannot be read after a restart (torn by a power loss, garbage)
+// is looked up on the service for a job started at or after the intent
+// was written (the file's modification time), never for any job the slot
+// ever had: the job of its previous run must not be taken for the
+// rerun's, which would make the slot SUCCESS without running it. Real
+// state database and command service.
+func TestUnreadableIntentRecoversOnlyItsOwnJob(t *testing.T) {
+	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
+	runs := filepath.Join(t.TempDir(), "runs")
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.ExternalService.Command = []string{"sh", "-c", `echo run >> "$R"`}
+	w.ExternalService.Env = map[string]string{"R": runs}
+	fixture.WriteProject(t, wdir, "p", w)
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	var db *statedb.DB
+	var e *Engine
+	open := func() {
+		t.Helper()
+		if db, err = statedb.Open(ddir); err != nil {
+			t.Fatal(err)
+		}
+		if e, err = New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open()
+	defer func() { db.Close() }()
+	status := func() slot.Status {
+		st, found, err := db.Get(s0)
+		if err != nil || !found {
+			t.Fatalf("slot: %v %v", found, err)
+		}
+		return st.Status
+	}
+	stepUntil := func(want slot.Status) {
+		t.Helper()
+		for range 10 {
+			if err := e.Step(ctx, now, nil); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			svc.Wait(wctx)
+			cancel()
+			if status() == want {
+				return
+			}
+		}
+		t.Fatalf("slot is %s, want %s", status(), want)
+	}
+	stepUntil(slot.Success) // the first run
+	if err := e.Rerun(ctx, s0, now); err != nil {
+		t.Fatal(err)
+	}
+	stepUntil(slot.Ready)
+	// The server stops here, its intent for the rerun torn: garbage.
+	db.Close()
+	p := filepath.Join(ddir, "intent", "wf", "2024-01-01", "00:00:00.000Z")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte{0, 0, 0, 0}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open()
+	stepUntil(slot.Success)
+	data, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "run\n"); n != 2 {
+		t.Fatalf("the command ran %d times, want 2 (the first run and the rerun)", n)
+	}
+}
