@@ -408,7 +408,15 @@ func (db *DB) load(wf string) (*loaded, error) {
 					return
 				}
 			}
-			ix.intents[key(t)] = store.Intent{Attempt: -1}
+			// Unreadable: of an unknown attempt, written when the file
+			// was (its modification time: the temporary file's, kept by
+			// the rename), so that a recovery looks for a job started
+			// since then only, not for any job the slot ever had.
+			in := store.Intent{Attempt: -1}
+			if fi, err := os.Lstat(filepath.Join(db.dir, rel)); err == nil {
+				in.Time = fi.ModTime().UTC()
+			}
+			ix.intents[key(t)] = in
 			problem(rel, rerr)
 		})
 	}
