@@ -192,3 +192,77 @@ func TestUnreadableIntentRecoversOnlyItsOwnJob(t *testing.T) {
 		t.Fatalf("the command ran %d times, want 2 (the first run and the rerun)", n)
 	}
 }
+
+// TestKillInterruptedBeforeItsStateIsNotRetried: an operator's kill
+// whose job was killed but whose KILLED state was not written (the server
+// stopped in between; here the service's Kill is called alone, as Kill's
+// first half) leaves a RUNNING slot whose job ended killed. The next
+// step makes it KILLED, as the kill would have: not a failure to retry,
+// which would run the slot again although the operator killed it. Real
+// state database and command service.
+func TestKillInterruptedBeforeItsStateIsNotRetried(t *testing.T) {
+	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
+	runs := filepath.Join(t.TempDir(), "runs")
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.MaxRetryCount = 2
+	w.ExternalService.Command = []string{"sh", "-c", `echo run >> "$R"; sleep 60`}
+	w.ExternalService.Env = map[string]string{"R": runs}
+	fixture.WriteProject(t, wdir, "p", w)
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	get := func() slot.State {
+		st, found, err := db.Get(s0)
+		if err != nil || !found {
+			t.Fatalf("slot: %v %v", found, err)
+		}
+		return st
+	}
+	for range 5 {
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		if get().Status == slot.Running {
+			break
+		}
+	}
+	st := get()
+	if st.Status != slot.Running {
+		t.Fatalf("slot %+v, want RUNNING", st)
+	}
+	if err := svc.Kill(ctx, &w, st.ExternalID); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		svc.Wait(wctx)
+		cancel()
+	}
+	if got := get(); got.Status != slot.Killed || got.ExternalID != st.ExternalID || got.RetryCount != 0 {
+		t.Errorf("slot %+v after its job was killed, want KILLED with the job's ID and no retry", got)
+	}
+	data, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "run\n"); n != 1 {
+		t.Errorf("the command ran %d times, want 1", n)
+	}
+}
