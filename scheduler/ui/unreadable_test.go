@@ -53,7 +53,9 @@ func TestUnreadableSlotDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noLog := func(context.Context, *workflow.Workflow, slot.State) (io.ReadCloser, error) { return nil, fs.ErrNotExist }
+	noLog := func(context.Context, *workflow.Workflow, slot.State) (io.ReadCloser, error) {
+		return nil, fs.ErrNotExist
+	}
 	h, err := New(eng, Options{Now: func() time.Time { return now }, SlotLog: noLog})
 	if err != nil {
 		t.Fatal(err)
