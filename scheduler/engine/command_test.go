@@ -266,3 +266,71 @@ func TestKillInterruptedBeforeItsStateIsNotRetried(t *testing.T) {
 		t.Errorf("the command ran %d times, want 1", n)
 	}
 }
+
+// TestKillOfAnUnreadableSlotKillsItsJob: a kill of a slot whose state
+// file cannot be read (the API suggests it: "a rerun or kill rewrites
+// it") kills the job the service has for the slot, whose ID the lost
+// record held, before it records KILLED: a job left running would run on
+// beside the rerun that usually follows. Real state database and command
+// service.
+func TestKillOfAnUnreadableSlotKillsItsJob(t *testing.T) {
+	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.ExternalService.Command = []string{"sleep", "60"}
+	fixture.WriteProject(t, wdir, "p", w)
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ext string
+	for range 5 {
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		if st, _, _ := db.Get(s0); st.Status == slot.Running {
+			ext = st.ExternalID
+			break
+		}
+	}
+	if ext == "" {
+		t.Fatal("the slot did not start")
+	}
+	// The state file is torn; the server restarts.
+	db.Close()
+	if err := os.WriteFile(filepath.Join(ddir, "state", "wf", "2024-01-01", "00:00:00.000Z"), []byte(`{"sta`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = statedb.Open(ddir); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if e, err = New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Kill(ctx, s0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := db.Get(s0); err != nil || st.Status != slot.Killed || st.ExternalID != ext {
+		t.Errorf("slot %+v (%v), want KILLED with the job's ID %s", st, err, ext)
+	}
+	js, err := svc.Status(ctx, &w, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js.Running {
+		svc.Kill(ctx, &w, ext)
+		t.Fatalf("the slot's job runs on after the kill: %+v", js)
+	}
+}
