@@ -159,8 +159,9 @@ func (e *Engine) lowerDone(id slot.ID) {
 // Kill marks slot id KILLED. If it has an external job, the service's Kill
 // is called first, and an error there leaves the state unchanged. A slot
 // with a leftover submit intent is looked up on the service (Recoverer)
-// so that a job submitted just before a crash is killed too. A final slot
-// gives ErrIllegalTransition.
+// so that a job submitted just before a crash is killed too, and so is a
+// slot whose record cannot be read (its newest job, which may run). A
+// final slot gives ErrIllegalTransition.
 func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
@@ -177,22 +178,31 @@ func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 	if err != nil {
 		return fmt.Errorf("kill %s: read submit intent: %w", id, err)
 	}
-	if left && ext == "" && st.Status == slot.Ready && intentOf(in, st) {
-		if rec, ok := svc.(external.Recoverer); ok {
-			var x string
-			var found bool
-			err := guard(func() (err error) {
-				cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
-				defer cancel()
-				x, found, err = rec.Recover(cctx, w, id, in.Time)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("kill %s: look for a job submitted before a crash: %w", id, err)
-			}
-			if found {
-				ext = x
-			}
+	// A job the record does not name may exist: one submitted just
+	// before a crash (a READY slot with its intent), or the job whose ID
+	// an unreadable record held (its newest: the one that may run).
+	var since time.Time
+	look := false
+	switch {
+	case left && ext == "" && st.Status == slot.Ready && intentOf(in, st):
+		since, look = in.Time, true
+	case st.Status == "":
+		look = true
+	}
+	if rec, ok := svc.(external.Recoverer); ok && look {
+		var x string
+		var found bool
+		err := guard(func() (err error) {
+			cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+			defer cancel()
+			x, found, err = rec.Recover(cctx, w, id, since)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("kill %s: look for the slot's job on its service: %w", id, err)
+		}
+		if found {
+			ext = x
 		}
 	}
 	if ext != "" {
