@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -332,5 +334,67 @@ func TestKillOfAnUnreadableSlotKillsItsJob(t *testing.T) {
 	if js.Running {
 		svc.Kill(ctx, &w, ext)
 		t.Fatalf("the slot's job runs on after the kill: %+v", js)
+	}
+}
+
+// TestRerunOfAnUnreadableSlotWhoseJobRuns: a rerun of a slot whose state
+// file cannot be read is refused while the service has a running job of
+// the slot (the lost record's, which would run on beside the rerun), as a
+// rerun of a RUNNING slot is; once that job is killed, the rerun is
+// accepted. Real state database and command service.
+func TestRerunOfAnUnreadableSlotWhoseJobRuns(t *testing.T) {
+	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.ExternalService.Command = []string{"sleep", "60"}
+	fixture.WriteProject(t, wdir, "p", w)
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ext string
+	for range 5 {
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		if st, _, _ := db.Get(s0); st.Status == slot.Running {
+			ext = st.ExternalID
+			break
+		}
+	}
+	if ext == "" {
+		t.Fatal("the slot did not start")
+	}
+	t.Cleanup(func() { svc.Kill(context.Background(), &w, ext) })
+	if err := os.WriteFile(filepath.Join(ddir, "state", "wf", "2024-01-01", "00:00:00.000Z"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	err = e.Rerun(ctx, s0, now)
+	if !errors.Is(err, scheduler.ErrNotFinal) || !strings.Contains(err.Error(), ext) {
+		t.Fatalf("rerun of an unreadable slot whose job %s runs: %v, want ErrNotFinal naming the job", ext, err)
+	}
+	if _, err := e.CheckRerun(ctx, s0, now); !errors.Is(err, scheduler.ErrNotFinal) {
+		t.Errorf("GET /rerun's check: %v, want ErrNotFinal", err)
+	}
+	if err := e.Kill(ctx, s0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Rerun(ctx, s0, now); err != nil {
+		t.Fatalf("rerun after the kill: %v", err)
 	}
 }
