@@ -68,7 +68,7 @@ func (e *Engine) inSchedule(id slot.ID) (*workflow.Workflow, slot.State, bool, e
 // not reached would run early and then never at its time) and not before
 // the workflow's startTime (the workflow has no slots there), and that it
 // is final or has never run.
-func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error) {
+func (e *Engine) checkRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, bool, error) {
 	w, st, found, err := e.inSchedule(id)
 	if err != nil {
 		return slot.State{}, false, err
@@ -87,7 +87,46 @@ func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error)
 		return slot.State{}, false, refusal(scheduler.ErrNotFinal,
 			fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status))
 	}
+	if found && st.Status == "" {
+		if err := e.noRunningJob(ctx, w, id); err != nil {
+			return slot.State{}, false, err
+		}
+	}
 	return st, found, nil
+}
+
+// noRunningJob checks, for a rerun of slot id whose record cannot be read,
+// that its service has no running job of it (the newest the service knows
+// of, Recoverer): that job, which the lost record named, would run on
+// beside the rerun. A service that cannot be asked is taken at its word
+// that nothing runs; an error asking it refuses the rerun.
+func (e *Engine) noRunningJob(ctx context.Context, w *workflow.Workflow, id slot.ID) error {
+	svc := e.opts.Services[w.ExternalService.Type]
+	rec, ok := svc.(external.Recoverer)
+	if !ok {
+		return nil
+	}
+	var js external.Status
+	var ext string
+	err := guard(func() error {
+		cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+		defer cancel()
+		x, found, err := rec.Recover(cctx, w, id, time.Time{})
+		if err != nil || !found {
+			return err
+		}
+		ext = x
+		js, err = svc.Status(cctx, w, x)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rerun %s: its record cannot be read, and asking its service for a running job failed: %w", id, err)
+	}
+	if js.Running {
+		return refusal(scheduler.ErrNotFinal, fmt.Errorf("%w: cannot rerun %s: its record cannot be read and its job %s is running; kill the slot first",
+			slot.ErrIllegalTransition, id, ext))
+	}
+	return nil
 }
 
 // refusal is err, which also wraps kind (a sentinel of package scheduler
@@ -105,7 +144,7 @@ func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
 // record) when Rerun at now would accept it, else Rerun's error; it
 // changes nothing (scheduler.RerunChecker: GET /rerun).
 func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, error) {
-	st, found, err := e.checkRerun(id, now)
+	st, found, err := e.checkRerun(ctx, id, now)
 	if err == nil && (!found || st.Status == "") {
 		st = slot.NewWaiting(id)
 	}
@@ -121,7 +160,7 @@ func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slo
 func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
-	st, found, err := e.checkRerun(id, now)
+	st, found, err := e.checkRerun(ctx, id, now)
 	if err != nil {
 		return err
 	}
