@@ -96,35 +96,47 @@ func (e *Engine) checkRerun(ctx context.Context, id slot.ID, now time.Time) (slo
 }
 
 // noRunningJob checks, for a rerun of slot id whose record cannot be read,
-// that its service has no running job of it (the newest the service knows
-// of, Recoverer): that job, which the lost record named, would run on
-// beside the rerun. A service that cannot be asked is taken at its word
-// that nothing runs; an error asking it refuses the rerun.
+// that its service lists no running attempt of it (scheduler.AttemptLister,
+// which only reads: GET /rerun asks this too): that job, which the lost
+// record named, would run on beside the rerun. A service that keeps no
+// list is taken at its word that nothing runs; an error asking it refuses
+// the rerun.
 func (e *Engine) noRunningJob(ctx context.Context, w *workflow.Workflow, id slot.ID) error {
-	svc := e.opts.Services[w.ExternalService.Type]
-	rec, ok := svc.(external.Recoverer)
-	if !ok {
+	al := attemptLister(e.opts.Services[w.ExternalService.Type])
+	if al == nil {
 		return nil
 	}
-	var js external.Status
-	var ext string
-	err := guard(func() error {
+	var as []scheduler.Attempt
+	err := guard(func() (err error) {
 		cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
 		defer cancel()
-		x, found, err := rec.Recover(cctx, w, id, time.Time{})
-		if err != nil || !found {
-			return err
-		}
-		ext = x
-		js, err = svc.Status(cctx, w, x)
+		as, err = al.Attempts(cctx, w, id)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("rerun %s: its record cannot be read, and asking its service for a running job failed: %w", id, err)
 	}
-	if js.Running {
-		return refusal(scheduler.ErrNotFinal, fmt.Errorf("%w: cannot rerun %s: its record cannot be read and its job %s is running; kill the slot first",
-			slot.ErrIllegalTransition, id, ext))
+	for _, a := range as {
+		if a.Running {
+			return refusal(scheduler.ErrNotFinal, fmt.Errorf("%w: cannot rerun %s: its record cannot be read and its job %s is running; kill the slot first",
+				slot.ErrIllegalTransition, id, a.ExternalID))
+		}
+	}
+	return nil
+}
+
+// attemptLister is svc's list of attempts, looked for through the
+// decorators that wrap it (Unwrap), or nil.
+func attemptLister(svc external.Service) scheduler.AttemptLister {
+	for svc != nil {
+		if al, ok := svc.(scheduler.AttemptLister); ok {
+			return al
+		}
+		u, ok := svc.(interface{ Unwrap() external.Service })
+		if !ok {
+			return nil
+		}
+		svc = u.Unwrap()
 	}
 	return nil
 }
