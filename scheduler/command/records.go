@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/celos-go/celos/internal/atomicfile"
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -62,9 +62,22 @@ func (r ExitRecord) detail() string {
 	return "exit " + strconv.Itoa(r.ExitCode)
 }
 
+// maxRecord bounds a job record: job.json holds the command's argv, which
+// the kernel bounds (ARG_MAX, a few MiB) before JSON's escapes.
+const maxRecord = 16 << 20
+
+// readRecord reads the record name of a job directory. The service wrote
+// it: a symbolic link, FIFO, device or directory in its place is refused
+// (never followed, never read, so a FIFO cannot block a step), and so is
+// a file larger than any record; the error names the file. A missing file
+// gives an error wrapping fs.ErrNotExist.
+func readRecord(dir, name string) ([]byte, error) {
+	return regfile.ReadFileNoFollow(filepath.Join(dir, name), maxRecord)
+}
+
 func readJob(dir string) (jobRecord, error) {
 	var r jobRecord
-	data, err := os.ReadFile(filepath.Join(dir, "job.json"))
+	data, err := readRecord(dir, "job.json")
 	if err != nil {
 		return r, err
 	}
@@ -76,7 +89,7 @@ func readJob(dir string) (jobRecord, error) {
 
 func readExit(dir string) (ExitRecord, bool, error) {
 	var r ExitRecord
-	data, err := os.ReadFile(filepath.Join(dir, "exit.json"))
+	data, err := readRecord(dir, "exit.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, false, nil
 	}
@@ -113,13 +126,15 @@ func (s *Service) ReadLog(externalID string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	// A FIFO or device in its place is refused, never opened for
+	// reading; a symbolic link is not followed.
+	f, fi, err := regfile.OpenNoFollow(p)
 	if err != nil {
 		return nil, fmt.Errorf("command service: log of %s: %w", externalID, err)
 	}
 	defer f.Close()
 	if max > 0 {
-		if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		if fi.Size() > max {
 			if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
 				return nil, err
 			}

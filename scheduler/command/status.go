@@ -18,7 +18,8 @@ import (
 )
 
 func exitStatus(rec ExitRecord) external.Status {
-	return external.Status{Success: rec.success(), Detail: rec.detail()}
+	// Killed is set by Kill only (an operator's kill).
+	return external.Status{Success: rec.success(), Detail: rec.detail(), Killed: rec.Killed}
 }
 
 // Status reports on a job: running while its supervisor lives and has not
@@ -75,7 +76,8 @@ func (s *Service) Status(ctx context.Context, w *workflow.Workflow, externalID s
 	if !c.Run {
 		// Abandoned: nothing ran, and nothing will; unless an operator's
 		// kill abandoned it, which fails the slot.
-		return external.Status{NeverStarted: c.Reason != killedBeforeStart, Detail: "never started: " + c.Reason}, nil
+		killed := c.Reason == killedBeforeStart
+		return external.Status{NeverStarted: !killed, Killed: killed, Detail: "never started: " + c.Reason}, nil
 	}
 	if mine || alive(jobRecord{PID: c.PID, Boot: c.Boot}, "") {
 		if rec, ok, _ := readExit(dir); ok {

@@ -104,7 +104,7 @@ func claim(dir string, rec claimRecord) (claimRecord, bool, error) {
 func readClaim(dir string) (claimRecord, bool, error) {
 	var r claimRecord
 	p := filepath.Join(dir, "claim.json")
-	data, err := os.ReadFile(p)
+	data, err := readRecord(dir, "claim.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, false, nil
 	}

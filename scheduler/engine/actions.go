@@ -68,7 +68,7 @@ func (e *Engine) inSchedule(id slot.ID) (*workflow.Workflow, slot.State, bool, e
 // not reached would run early and then never at its time) and not before
 // the workflow's startTime (the workflow has no slots there), and that it
 // is final or has never run.
-func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error) {
+func (e *Engine) checkRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, bool, error) {
 	w, st, found, err := e.inSchedule(id)
 	if err != nil {
 		return slot.State{}, false, err
@@ -87,7 +87,58 @@ func (e *Engine) checkRerun(id slot.ID, now time.Time) (slot.State, bool, error)
 		return slot.State{}, false, refusal(scheduler.ErrNotFinal,
 			fmt.Errorf("%w: cannot rerun %s, it is %s", slot.ErrIllegalTransition, id, st.Status))
 	}
+	if found && st.Status == "" {
+		if err := e.noRunningJob(ctx, w, id); err != nil {
+			return slot.State{}, false, err
+		}
+	}
 	return st, found, nil
+}
+
+// noRunningJob checks, for a rerun of slot id whose record cannot be read,
+// that its service lists no running attempt of it (scheduler.AttemptLister,
+// which only reads: GET /rerun asks this too): that job, which the lost
+// record named, would run on beside the rerun. A service that keeps no
+// list is taken at its word that nothing runs; an error asking it refuses
+// the rerun.
+func (e *Engine) noRunningJob(ctx context.Context, w *workflow.Workflow, id slot.ID) error {
+	al := attemptLister(e.opts.Services[w.ExternalService.Type])
+	if al == nil {
+		return nil
+	}
+	var as []scheduler.Attempt
+	err := guard(func() (err error) {
+		cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+		defer cancel()
+		as, err = al.Attempts(cctx, w, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rerun %s: its record cannot be read, and asking its service for a running job failed: %w", id, err)
+	}
+	for _, a := range as {
+		if a.Running {
+			return refusal(scheduler.ErrNotFinal, fmt.Errorf("%w: cannot rerun %s: its record cannot be read and its job %s is running; kill the slot first",
+				slot.ErrIllegalTransition, id, a.ExternalID))
+		}
+	}
+	return nil
+}
+
+// attemptLister is svc's list of attempts, looked for through the
+// decorators that wrap it (Unwrap), or nil.
+func attemptLister(svc external.Service) scheduler.AttemptLister {
+	for svc != nil {
+		if al, ok := svc.(scheduler.AttemptLister); ok {
+			return al
+		}
+		u, ok := svc.(interface{ Unwrap() external.Service })
+		if !ok {
+			return nil
+		}
+		svc = u.Unwrap()
+	}
+	return nil
 }
 
 // refusal is err, which also wraps kind (a sentinel of package scheduler
@@ -105,7 +156,7 @@ func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
 // record) when Rerun at now would accept it, else Rerun's error; it
 // changes nothing (scheduler.RerunChecker: GET /rerun).
 func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slot.State, error) {
-	st, found, err := e.checkRerun(id, now)
+	st, found, err := e.checkRerun(ctx, id, now)
 	if err == nil && (!found || st.Status == "") {
 		st = slot.NewWaiting(id)
 	}
@@ -121,7 +172,7 @@ func (e *Engine) CheckRerun(ctx context.Context, id slot.ID, now time.Time) (slo
 func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
-	st, found, err := e.checkRerun(id, now)
+	st, found, err := e.checkRerun(ctx, id, now)
 	if err != nil {
 		return err
 	}
@@ -159,8 +210,9 @@ func (e *Engine) lowerDone(id slot.ID) {
 // Kill marks slot id KILLED. If it has an external job, the service's Kill
 // is called first, and an error there leaves the state unchanged. A slot
 // with a leftover submit intent is looked up on the service (Recoverer)
-// so that a job submitted just before a crash is killed too. A final slot
-// gives ErrIllegalTransition.
+// so that a job submitted just before a crash is killed too, and so is a
+// slot whose record cannot be read (its newest job, which may run). A
+// final slot gives ErrIllegalTransition.
 func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
@@ -177,22 +229,31 @@ func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 	if err != nil {
 		return fmt.Errorf("kill %s: read submit intent: %w", id, err)
 	}
-	if left && ext == "" && st.Status == slot.Ready && intentOf(in, st) {
-		if rec, ok := svc.(external.Recoverer); ok {
-			var x string
-			var found bool
-			err := guard(func() (err error) {
-				cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
-				defer cancel()
-				x, found, err = rec.Recover(cctx, w, id, in.Time)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("kill %s: look for a job submitted before a crash: %w", id, err)
-			}
-			if found {
-				ext = x
-			}
+	// A job the record does not name may exist: one submitted just
+	// before a crash (a READY slot with its intent), or the job whose ID
+	// an unreadable record held (its newest: the one that may run).
+	var since time.Time
+	look := false
+	switch {
+	case left && ext == "" && st.Status == slot.Ready && intentOf(in, st):
+		since, look = in.Time, true
+	case st.Status == "":
+		look = true
+	}
+	if rec, ok := svc.(external.Recoverer); ok && look {
+		var x string
+		var found bool
+		err := guard(func() (err error) {
+			cctx, cancel := context.WithTimeout(ctx, e.opts.CallTimeout)
+			defer cancel()
+			x, found, err = rec.Recover(cctx, w, id, since)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("kill %s: look for the slot's job on its service: %w", id, err)
+		}
+		if found {
+			ext = x
 		}
 	}
 	if ext != "" {

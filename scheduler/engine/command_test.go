@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -108,5 +110,291 @@ func TestEndToEndWithCommandService(t *testing.T) {
 	out, _ = svc.ReadLog(get(d0).ExternalID, 0)
 	if string(out) != "down 00\n" {
 		t.Fatalf("down log %q", out)
+	}
+}
+
+// TestUnreadableIntentRecoversOnlyItsOwnJob: a READY slot whose submit
+// intent cannot be read after a restart (torn by a power loss, garbage)
+// is looked up on the service for a job started at or after the intent
+// was written (the file's modification time), never for any job the slot
+// ever had: the job of its previous run must not be taken for the
+// rerun's, which would make the slot SUCCESS without running it. Real
+// state database and command service.
+func TestUnreadableIntentRecoversOnlyItsOwnJob(t *testing.T) {
+	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
+	runs := filepath.Join(t.TempDir(), "runs")
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.ExternalService.Command = []string{"sh", "-c", `echo run >> "$R"`}
+	w.ExternalService.Env = map[string]string{"R": runs}
+	fixture.WriteProject(t, wdir, "p", w)
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	var db *statedb.DB
+	var e *Engine
+	open := func() {
+		t.Helper()
+		if db, err = statedb.Open(ddir); err != nil {
+			t.Fatal(err)
+		}
+		if e, err = New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open()
+	defer func() { db.Close() }()
+	status := func() slot.Status {
+		st, found, err := db.Get(s0)
+		if err != nil || !found {
+			t.Fatalf("slot: %v %v", found, err)
+		}
+		return st.Status
+	}
+	stepUntil := func(want slot.Status) {
+		t.Helper()
+		for range 10 {
+			if err := e.Step(ctx, now, nil); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			svc.Wait(wctx)
+			cancel()
+			if status() == want {
+				return
+			}
+		}
+		t.Fatalf("slot is %s, want %s", status(), want)
+	}
+	stepUntil(slot.Success) // the first run
+	if err := e.Rerun(ctx, s0, now); err != nil {
+		t.Fatal(err)
+	}
+	stepUntil(slot.Ready)
+	// The server stops here, its intent for the rerun torn: garbage.
+	db.Close()
+	p := filepath.Join(ddir, "intent", "wf", "2024-01-01", "00:00:00.000Z")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte{0, 0, 0, 0}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open()
+	stepUntil(slot.Success)
+	data, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "run\n"); n != 2 {
+		t.Fatalf("the command ran %d times, want 2 (the first run and the rerun)", n)
+	}
+}
+
+// TestKillInterruptedBeforeItsStateIsNotRetried: an operator's kill
+// whose job was killed but whose KILLED state was not written (the server
+// stopped in between; here the service's Kill is called alone, as Kill's
+// first half) leaves a RUNNING slot whose job ended killed. The next
+// step makes it KILLED, as the kill would have: not a failure to retry,
+// which would run the slot again although the operator killed it. Real
+// state database and command service.
+func TestKillInterruptedBeforeItsStateIsNotRetried(t *testing.T) {
+	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
+	runs := filepath.Join(t.TempDir(), "runs")
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.MaxRetryCount = 2
+	w.ExternalService.Command = []string{"sh", "-c", `echo run >> "$R"; sleep 60`}
+	w.ExternalService.Env = map[string]string{"R": runs}
+	fixture.WriteProject(t, wdir, "p", w)
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	get := func() slot.State {
+		st, found, err := db.Get(s0)
+		if err != nil || !found {
+			t.Fatalf("slot: %v %v", found, err)
+		}
+		return st
+	}
+	for range 5 {
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		if get().Status == slot.Running {
+			break
+		}
+	}
+	st := get()
+	if st.Status != slot.Running {
+		t.Fatalf("slot %+v, want RUNNING", st)
+	}
+	if err := svc.Kill(ctx, &w, st.ExternalID); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		svc.Wait(wctx)
+		cancel()
+	}
+	if got := get(); got.Status != slot.Killed || got.ExternalID != st.ExternalID || got.RetryCount != 0 {
+		t.Errorf("slot %+v after its job was killed, want KILLED with the job's ID and no retry", got)
+	}
+	data, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "run\n"); n != 1 {
+		t.Errorf("the command ran %d times, want 1", n)
+	}
+}
+
+// TestKillOfAnUnreadableSlotKillsItsJob: a kill of a slot whose state
+// file cannot be read (the API suggests it: "a rerun or kill rewrites
+// it") kills the job the service has for the slot, whose ID the lost
+// record held, before it records KILLED: a job left running would run on
+// beside the rerun that usually follows. Real state database and command
+// service.
+func TestKillOfAnUnreadableSlotKillsItsJob(t *testing.T) {
+	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.ExternalService.Command = []string{"sleep", "60"}
+	fixture.WriteProject(t, wdir, "p", w)
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ext string
+	for range 5 {
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		if st, _, _ := db.Get(s0); st.Status == slot.Running {
+			ext = st.ExternalID
+			break
+		}
+	}
+	if ext == "" {
+		t.Fatal("the slot did not start")
+	}
+	// The state file is torn; the server restarts.
+	db.Close()
+	if err := os.WriteFile(filepath.Join(ddir, "state", "wf", "2024-01-01", "00:00:00.000Z"), []byte(`{"sta`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = statedb.Open(ddir); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if e, err = New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Kill(ctx, s0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := db.Get(s0); err != nil || st.Status != slot.Killed || st.ExternalID != ext {
+		t.Errorf("slot %+v (%v), want KILLED with the job's ID %s", st, err, ext)
+	}
+	js, err := svc.Status(ctx, &w, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js.Running {
+		svc.Kill(ctx, &w, ext)
+		t.Fatalf("the slot's job runs on after the kill: %+v", js)
+	}
+}
+
+// TestRerunOfAnUnreadableSlotWhoseJobRuns: a rerun of a slot whose state
+// file cannot be read is refused while the service has a running job of
+// the slot (the lost record's, which would run on beside the rerun), as a
+// rerun of a RUNNING slot is; once that job is killed, the rerun is
+// accepted. Real state database and command service.
+func TestRerunOfAnUnreadableSlotWhoseJobRuns(t *testing.T) {
+	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
+	w := fixture.Hourly("wf")
+	w.StartTime = ts("2024-01-01T00:00Z")
+	w.ExternalService.Command = []string{"sleep", "60"}
+	fixture.WriteProject(t, wdir, "p", w)
+	svc, err := command.New(jobs, command.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := ts("2024-01-01T00:30Z")
+	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	db, err := statedb.Open(ddir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ext string
+	for range 5 {
+		if err := e.Step(ctx, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		if st, _, _ := db.Get(s0); st.Status == slot.Running {
+			ext = st.ExternalID
+			break
+		}
+	}
+	if ext == "" {
+		t.Fatal("the slot did not start")
+	}
+	t.Cleanup(func() { svc.Kill(context.Background(), &w, ext) })
+	if err := os.WriteFile(filepath.Join(ddir, "state", "wf", "2024-01-01", "00:00:00.000Z"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	err = e.Rerun(ctx, s0, now)
+	if !errors.Is(err, scheduler.ErrNotFinal) || !strings.Contains(err.Error(), ext) {
+		t.Fatalf("rerun of an unreadable slot whose job %s runs: %v, want ErrNotFinal naming the job", ext, err)
+	}
+	if _, err := e.CheckRerun(ctx, s0, now); !errors.Is(err, scheduler.ErrNotFinal) {
+		t.Errorf("GET /rerun's check: %v, want ErrNotFinal", err)
+	}
+	if err := e.Kill(ctx, s0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Rerun(ctx, s0, now); err != nil {
+		t.Fatalf("rerun after the kill: %v", err)
 	}
 }

@@ -89,8 +89,10 @@ type Hold struct {
 //     Concurrency minus the number of RUNNING slots, for submission.
 //   - WAITING → READY when the trigger is ready; else → WAIT_TIMEOUT when
 //     now is strictly after slot time + WaitTimeoutSeconds.
-//   - RUNNING → SUCCESS when the job succeeded; on failure → WAITING with
-//     retryCount+1 while retryCount < MaxRetryCount, else → FAILURE.
+//   - RUNNING → SUCCESS when the job succeeded; → KILLED when the
+//     service's Kill ended it (external.Status.Killed); on failure →
+//     WAITING with retryCount+1 while retryCount < MaxRetryCount, else →
+//     FAILURE.
 //   - Final slots (SUCCESS, FAILURE, WAIT_TIMEOUT, KILLED) never change.
 //   - A READY slot whose run constraints do not hold at now
 //     (CheckConstraints, with p.Runs and the submissions chosen before it)
@@ -156,6 +158,9 @@ func Decide(p Policy, slots []slot.State, now time.Time, obs []Observation) Deci
 				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Ready, RetryCount: st.RetryCount}})
 			case o.Job.Success:
 				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Success, ExternalID: st.ExternalID, RetryCount: st.RetryCount}})
+			case o.Job.Killed:
+				// An operator's kill whose KILLED state was not written.
+				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Killed, ExternalID: st.ExternalID, RetryCount: st.RetryCount}})
 			case st.RetryCount < p.MaxRetryCount:
 				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Waiting, RetryCount: st.RetryCount + 1}})
 			default:

@@ -41,6 +41,13 @@ type Status struct {
 	// the slot back to READY, without counting a retry, and submits it
 	// again. A job killed before it started is not such a job: it failed.
 	NeverStarted bool
+	// Killed, with Running false, says the service's own Kill ended the
+	// job (an operator's kill through celos), as far as the service can
+	// tell it from other ends (the command service can; Oozie cannot). The
+	// engine makes the slot KILLED, as the kill does once it has killed
+	// the job: a kill whose state was not written (the server stopped in
+	// between) is not a failure to retry.
+	Killed bool
 }
 
 // Service runs slots. Implementations are safe for concurrent use.

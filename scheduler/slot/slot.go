@@ -81,6 +81,9 @@ func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 func ParseTime(s string) (time.Time, error) {
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00"} {
 		if t, err := time.Parse(layout, s); err == nil {
+			if !validOffset(s) {
+				return time.Time{}, fmt.Errorf("bad time %q: the offset is out of range (-23:59 to +23:59)", s)
+			}
 			// An offset can carry year 0000 or 9999 out of the four-digit
 			// years the time is written back with (and slot files named by).
 			if t = t.UTC(); t.Year() < 0 || t.Year() > 9999 {
@@ -90,6 +93,17 @@ func ParseTime(s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("bad time %q: want ISO 8601 such as 2015-09-13T13:40Z", s)
+}
+
+// validOffset reports whether the offset that ends s, if any (±hh:mm,
+// two digits each: the layouts checked that), is one ISO 8601 allows: Go's
+// parser also takes +24:00 or +00:60.
+func validOffset(s string) bool {
+	n := len(s)
+	if n < 6 || (s[n-6] != '+' && s[n-6] != '-') || s[n-3] != ':' {
+		return true
+	}
+	return s[n-5:n-3] < "24" && s[n-2:] < "60"
 }
 
 // ID names one slot: a workflow and a scheduled time.

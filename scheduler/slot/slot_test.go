@@ -22,6 +22,12 @@ func TestParseTime(t *testing.T) {
 		{"2015-09-13", time.Time{}, false},
 		{"2015-09-13T13:40", time.Time{}, false},
 		{"yesterday", time.Time{}, false},
+		// Offsets of 24 hours or more are not ISO 8601 (Go's parser takes them).
+		{"2015-09-14T13:40:00+24:00", time.Time{}, false},
+		{"2015-09-14T13:40+24:00", time.Time{}, false},
+		{"2015-09-12T13:40:00-24:00", time.Time{}, false},
+		{"2015-09-14T13:39:00+23:59", time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC), true},
+		{"2015-09-13T13:40:00+00:60", time.Time{}, false},
 		{"", time.Time{}, false},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/celos-go/celos/scheduler/store"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -209,6 +210,21 @@ func (db *DB) writeMany(ws []fileWrite) error {
 			continue
 		}
 		f, err := atomicfile.CreateTemp(w.dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Removed under the server since mkdirs remembered it.
+			db.mu.Lock()
+			var merr error
+			if db.forgetDir(w.dir) {
+				if merr = db.mkdirs(w.dir, false); merr == nil {
+					f, err = atomicfile.CreateTemp(w.dir)
+				}
+			}
+			db.mu.Unlock()
+			if merr != nil {
+				w.err = merr
+				continue
+			}
+		}
 		if err != nil {
 			w.err = fmt.Errorf("state database: %w", err)
 			continue

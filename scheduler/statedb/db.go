@@ -408,7 +408,15 @@ func (db *DB) load(wf string) (*loaded, error) {
 					return
 				}
 			}
-			ix.intents[key(t)] = store.Intent{Attempt: -1}
+			// Unreadable: of an unknown attempt, written when the file
+			// was (its modification time: the temporary file's, kept by
+			// the rename), so that a recovery looks for a job started
+			// since then only, not for any job the slot ever had.
+			in := store.Intent{Attempt: -1}
+			if fi, err := os.Lstat(filepath.Join(db.dir, rel)); err == nil {
+				in.Time = fi.ModTime().UTC()
+			}
+			ix.intents[key(t)] = in
 			problem(rel, rerr)
 		})
 	}
@@ -469,8 +477,11 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 				os.Remove(filepath.Join(db.dir, rel))
 				continue
 			}
+			// A directory with a slot file's name is an unreadable record
+			// (readRegularAt refuses it), as a FIFO is, not a stray name:
+			// the slot would look as if it had no record.
 			t, err := parseSlotPath(d.Name(), f.Name())
-			if err != nil || f.IsDir() {
+			if err != nil {
 				l.problems[filepath.ToSlash(rel)] = "not a slot file (HH:mm:ss.SSSZ)"
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/celos-go/celos/scheduler/store"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -97,7 +98,7 @@ func ParseState(data []byte) (status slot.Status, externalID string, retryCount 
 	}
 	status = slot.Status(*raw.Status)
 	if !status.Valid() {
-		return "", "", 0, fmt.Errorf("unknown status %q", *raw.Status)
+		return "", "", 0, fmt.Errorf("unknown status %s", quoteName(*raw.Status))
 	}
 	if raw.ExternalID != nil {
 		externalID = *raw.ExternalID
@@ -105,11 +106,45 @@ func ParseState(data []byte) (status slot.Status, externalID string, retryCount 
 	if raw.RetryCount != nil && string(*raw.RetryCount) != "null" {
 		n, err := strconv.Atoi(string(*raw.RetryCount))
 		if err != nil || n < 0 {
-			return "", "", 0, fmt.Errorf("retryCount %s is not a non-negative integer", *raw.RetryCount)
+			return "", "", 0, fmt.Errorf("retryCount is not a non-negative integer (%s)", jsonKind(*raw.RetryCount))
 		}
 		retryCount = n
 	}
 	return status, externalID, retryCount, nil
+}
+
+// quoteName quotes a status read from a file when it looks like one (a
+// short upper-case name: a typo is worth seeing) and otherwise says only
+// how long it is: errors never echo a file's content.
+func quoteName(s string) string {
+	if len(s) > 0 && len(s) <= 32 && strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("(a string of %d bytes)", len(s))
+}
+
+// jsonKind names the kind of a JSON value for errors, without its content.
+func jsonKind(v json.RawMessage) string {
+	switch b := bytes.TrimSpace(v); {
+	case len(b) == 0:
+		return "empty"
+	case b[0] == '"':
+		return "a string"
+	case b[0] == '{':
+		return "an object"
+	case b[0] == '[':
+		return "an array"
+	case b[0] == 't' || b[0] == 'f':
+		return "a boolean"
+	default:
+		return "a number out of range or with a fraction"
+	}
+}
+
+// badTime is the error of a marker's field that is not a time; it says how
+// long the value is, never what it holds (slot.ParseTime's error quotes it).
+func badTime(field, value string) error {
+	return fmt.Errorf("%s is not an ISO 8601 time (a string of %d bytes)", field, len(value))
 }
 
 // encodeRerun writes a rerun marker: {"rerunTime":"<wall clock>"}.
@@ -126,7 +161,7 @@ func parseRerun(data []byte) (time.Time, error) {
 	}
 	t, err := slot.ParseTime(raw.RerunTime)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("rerunTime: %v", err)
+		return time.Time{}, badTime("rerunTime", raw.RerunTime)
 	}
 	return t, nil
 }
@@ -145,7 +180,7 @@ func parseIntent(data []byte) (store.Intent, error) {
 	}
 	t, err := slot.ParseTime(raw.Time)
 	if err != nil {
-		return store.Intent{}, fmt.Errorf("time: %v", err)
+		return store.Intent{}, badTime("time", raw.Time)
 	}
 	return store.Intent{Attempt: raw.Attempt, Time: t}, nil
 }

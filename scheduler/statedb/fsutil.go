@@ -28,11 +28,32 @@ func (db *DB) writeFileAtomic(dir, name string, data []byte) error {
 	if err := db.mkdirAll(dir); err != nil {
 		return err
 	}
-	if err := atomicWrite(filepath.Join(dir, name), data, filePerm, !db.noSync); err != nil {
+	err := atomicWrite(filepath.Join(dir, name), data, filePerm, !db.noSync)
+	if errors.Is(err, fs.ErrNotExist) && db.forgetDir(dir) {
+		// Removed under the server since mkdirAll remembered it: made again.
+		if err := db.mkdirAll(dir); err != nil {
+			return err
+		}
+		err = atomicWrite(filepath.Join(dir, name), data, filePerm, !db.noSync)
+	}
+	if err != nil {
 		return fmt.Errorf("state database: %w", err)
 	}
 	db.writes.Add(1)
 	return nil
+}
+
+// forgetDir drops dir and the directories below the root that hold it
+// from the cache of directories known to exist, after a write found dir
+// missing (an operator removed it while the server ran), so that the next
+// mkdirs makes them again rather than every write failing until a
+// restart. It reports whether dir was cached (a write worth retrying).
+func (db *DB) forgetDir(dir string) bool {
+	was := db.dirs[dir]
+	for d := dir; d != db.dir && strings.HasPrefix(d, db.dir); d = filepath.Dir(d) {
+		delete(db.dirs, d)
+	}
+	return was
 }
 
 // removeFile removes dir/name (a missing file is not an error) and syncs dir.
@@ -40,7 +61,16 @@ func (db *DB) removeFile(dir, name string) error {
 	if err := db.removeFileNoSync(dir, name); err != nil {
 		return err
 	}
-	return db.syncDir(dir)
+	if err := db.syncDir(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// The directory is gone (removed under the server): so is the
+			// file, and there is nothing to make durable.
+			db.forgetDir(dir)
+			return nil
+		}
+		return err
+	}
+	return nil
 }
 
 // removeFileNoSync removes dir/name (a missing file is not an error)

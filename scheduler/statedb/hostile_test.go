@@ -210,3 +210,138 @@ func TestSymlinkedLockFileIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestDirectoryAsSlotFileIsCorrupt: a directory where a slot file,
+// rerun marker or submit intent belongs is an unreadable record, as a
+// FIFO is (the slot is reported and left as it was), not a stray name
+// beside a slot without a record (which a step would take for a WAITING
+// slot, run its trigger and fail to write at every step).
+func TestDirectoryAsSlotFileIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	for _, area := range []string{"state", "rerun", "intent"} {
+		if err := os.MkdirAll(filepath.Join(dir, area, "wf", "2015-09-13", "13:00:00.000Z"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := open(t, dir)
+	id := slot.ID{Workflow: "wf", Time: ts("2015-09-13T13:00Z")}
+	_, _, err := db.Get(id)
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join(dir, "state", "wf", "2015-09-13", "13:00:00.000Z")) || !strings.Contains(err.Error(), "not a regular file (directory)") {
+		t.Errorf("Get of a slot whose file is a directory: %v, want ErrCorrupt naming it as a directory", err)
+	}
+	if marks, err := db.RerunMarks("wf"); err != nil || len(marks) != 1 {
+		t.Errorf("RerunMarks = %v %v, want the directory's slot marked (as an unreadable marker)", marks, err)
+	}
+	if in, ok, err := db.GetIntent(id); err != nil || !ok || in.Attempt != -1 {
+		t.Errorf("GetIntent = %+v %v %v, want an unreadable intent (Attempt -1)", in, ok, err)
+	}
+	want := []string{
+		"intent/wf/2015-09-13/13:00:00.000Z: not a regular file (directory)",
+		"rerun/wf/2015-09-13/13:00:00.000Z: not a regular file (directory)",
+		"state/wf/2015-09-13/13:00:00.000Z: not a regular file (directory)",
+	}
+	if diff := cmp.Diff(want, db.Problems()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestParseStateQuotesNoContent: a slot file's errors say what is wrong
+// with it, never echo its bytes (they are shown by the API's problems and
+// the UI to anyone who can read them); a short status name is quoted.
+func TestParseStateQuotesNoContent(t *testing.T) {
+	const secret = "root:$6$SECRETHASH:19000:0:99999:7:::"
+	for _, data := range []string{
+		`{"status":"` + secret + `"}`,
+		`{"status":"SUCCESS","retryCount":"` + secret + `"}`,
+		`{"status":"SUCCESS","retryCount":{"x":"` + secret + `"}}`,
+		`{"status":"SUCCESS","externalID":["` + secret + `"]}`,
+		`{"status":"SUCCESS"} "` + secret + `"`,
+	} {
+		_, _, _, err := ParseState([]byte(data))
+		if err == nil {
+			t.Errorf("ParseState(%s) accepted", data)
+			continue
+		}
+		if strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("ParseState(%s): error quotes the content: %v", data, err)
+		}
+	}
+	if _, _, _, err := ParseState([]byte(`{"status":"SUCCES"}`)); err == nil || !strings.Contains(err.Error(), `"SUCCES"`) {
+		t.Errorf("a mistyped status is not named: %v", err)
+	}
+}
+
+// TestWritesAfterDirectoriesRemovedUnderTheServer: an operator who
+// removes a workflow's directories (state/<wf>, rerun/<wf>, intent/<wf>)
+// while the server runs does not stop that workflow's writes until the
+// next restart: the directories the database had made (and remembered)
+// are made again, by every kind of write.
+func TestWritesAfterDirectoriesRemovedUnderTheServer(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	id := func(s string) slot.ID { return slot.ID{Workflow: "wf", Time: ts(s)} }
+	next := func(s string) slot.ID { return slot.ID{Workflow: "wf", Time: ts(s).Add(time.Minute)} }
+	write := func(round string, t0 string) {
+		t.Helper()
+		if err := db.Put(slot.State{ID: id(t0), Status: slot.Success}); err != nil {
+			t.Errorf("%s: Put: %v", round, err)
+		}
+		if failed := db.PutStates([]slot.State{{ID: next(t0), Status: slot.Success}}); len(failed) > 0 {
+			t.Errorf("%s: PutStates: %v", round, failed)
+		}
+		if failed := db.PutIntents(map[slot.ID]store.Intent{id(t0): {Attempt: 0, Time: ts(t0)}}); len(failed) > 0 {
+			t.Errorf("%s: PutIntents: %v", round, failed)
+		}
+		if err := db.PutIntent(next(t0), store.Intent{Attempt: 0, Time: ts(t0)}); err != nil {
+			t.Errorf("%s: PutIntent: %v", round, err)
+		}
+		if err := db.MarkRerun(id(t0), ts(t0)); err != nil {
+			t.Errorf("%s: MarkRerun: %v", round, err)
+		}
+		if err := db.SetPaused("wf", round == "first"); err != nil {
+			t.Errorf("%s: SetPaused: %v", round, err)
+		}
+	}
+	write("first", "2015-09-13T12:00Z")
+	for _, area := range []string{"state", "rerun", "intent", "paused"} {
+		if err := os.RemoveAll(filepath.Join(dir, area)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("after the removal", "2015-09-13T13:00Z")
+	for _, p := range []string{"state/wf/2015-09-13/13:00:00.000Z", "state/wf/2015-09-13/13:01:00.000Z", "rerun/wf/2015-09-13/13:00:00.000Z", "intent/wf/2015-09-13/13:00:00.000Z", "intent/wf/2015-09-13/13:01:00.000Z"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("after the removal: %v", err)
+		}
+	}
+}
+
+// TestMarkerErrorsQuoteNoContent: an unreadable rerun marker or submit
+// intent is reported (Problems) without its content.
+func TestMarkerErrorsQuoteNoContent(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "root:$6$SECRETHASH:19000:0:99999:7:::"
+	for area, data := range map[string]string{
+		"rerun":  `{"rerunTime":"` + secret + `"}`,
+		"intent": `{"attempt":0,"time":"` + secret + `"}`,
+	} {
+		p := filepath.Join(dir, area, "wf", "2015-09-13", "13:00:00.000Z")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := open(t, dir)
+	if _, err := db.RerunMarks("wf"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"intent/wf/2015-09-13/13:00:00.000Z: time is not an ISO 8601 time (a string of 37 bytes)",
+		"rerun/wf/2015-09-13/13:00:00.000Z: rerunTime is not an ISO 8601 time (a string of 37 bytes)",
+	}
+	if diff := cmp.Diff(want, db.Problems()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}

@@ -32,7 +32,8 @@ func (db *DB) PutIntent(id slot.ID, in store.Intent) error {
 }
 
 // GetIntent returns a slot's submit intent, if one was left. An unreadable
-// intent file is returned with Attempt -1 and a zero Time.
+// intent file is returned with Attempt -1 and the file's modification time
+// (when it was written; zero if even that cannot be read).
 func (db *DB) GetIntent(id slot.ID) (store.Intent, bool, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -40,7 +40,8 @@ func (db *DB) Workflows() ([]string, error) {
 const MinRetention = scheduler.Window + 24*time.Hour
 
 // Prune deletes the files of final slots (SUCCESS, FAILURE, WAIT_TIMEOUT,
-// KILLED) older than before, submit intents older than before and expired
+// KILLED) older than before, the submit intents of such slots (or of slots
+// without a record) older than before and expired
 // rerun markers of final slots, in every workflow, and removes day directories left empty.
 // before must be at least MinRetention before now. Slots that are not final are
 // kept whatever their age. It returns the number of slot files deleted.
@@ -76,6 +77,19 @@ type pruneFile struct {
 	k    int64
 }
 
+// intentStale reports whether the submit intent of slot k is left over:
+// its slot is final, or has no record (and none that cannot be read). The
+// intent of a READY slot, however old the slot, is a submission that may
+// have reached the service: the next step asks the service about it, so
+// a prune keeps it.
+func (ix *wfIndex) intentStale(k int64) bool {
+	r, ok := ix.recs[k]
+	if !ok {
+		return ix.corrupt[k] == nil
+	}
+	return r.status.Final()
+}
+
 func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 	lim := key(before)
 	// The candidates, picked under the lock; each is checked again when it
@@ -98,7 +112,7 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 		}
 	}
 	for k := range ix.intents {
-		if k < lim {
+		if k < lim && ix.intentStale(k) {
 			cands = append(cands, pruneFile{"intent", k})
 		}
 	}
@@ -130,7 +144,7 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 					continue
 				}
 			case "intent":
-				if _, ok := ix.intents[c.k]; !ok {
+				if _, ok := ix.intents[c.k]; !ok || !ix.intentStale(c.k) {
 					continue
 				}
 			}

@@ -165,3 +165,41 @@ func TestPruneBeforeKeepsEachWorkflowItsOwnRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneKeepsTheIntentOfASubmissionInFlight: the submit intent of an
+// old slot that is READY (a backfill's rerun of a month-old slot, its
+// submission cut short by a crash) is kept by a prune, whatever the slot's
+// age: it is what tells the next step to ask the service for the job
+// before submitting again. Only the intents of final slots (or of slots
+// without a record) go.
+func TestPruneKeepsTheIntentOfASubmissionInFlight(t *testing.T) {
+	db := open(t, t.TempDir())
+	now := ts("2024-03-01T00:00Z")
+	ready := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	done := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
+	if err := db.Put(slot.State{ID: ready, Status: slot.Ready}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put(slot.State{ID: done, Status: slot.Success}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []slot.ID{ready, done} {
+		if err := db.PutIntent(id, store.Intent{Attempt: 0, Time: now.Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Prune(ts("2024-02-01T00:00Z"), now); err != nil {
+		t.Fatal(err)
+	}
+	if _, left, err := db.GetIntent(ready); err != nil || !left {
+		t.Errorf("the intent of the READY slot %s was pruned (%v)", ready, err)
+	}
+	if _, left, err := db.GetIntent(done); err != nil || left {
+		t.Errorf("the intent of the SUCCESS slot %s was kept (%v)", done, err)
+	}
+	db.Close()
+	reopened := open(t, db.Dir())
+	if _, left, err := reopened.GetIntent(ready); err != nil || !left {
+		t.Errorf("after a restart, the intent of the READY slot %s is gone (%v)", ready, err)
+	}
+}

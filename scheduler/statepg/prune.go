@@ -33,7 +33,8 @@ func (db *DB) Workflows() ([]string, error) {
 }
 
 // Prune deletes the final slots older than before, the submit intents of
-// slots older than before and the expired rerun markers of final slots, in
+// final slots (or slots without a state) older than before and the expired
+// rerun markers of final slots, in
 // every workflow; before must be at least MinRetention before now. It
 // returns the number of slot states deleted.
 func (db *DB) Prune(before, now time.Time) (int, error) {
@@ -65,7 +66,11 @@ AND status IN ('SUCCESS', 'FAILURE', 'WAIT_TIMEOUT', 'KILLED')`, wf, before)
 			return 0, err
 		}
 		states = tag.RowsAffected()
-		tag, err = tx.Exec(ctx, "DELETE FROM celos_intents WHERE workflow = $1 AND slot_time < $2", wf, before)
+		// Not the intent of a slot in progress: a READY slot's is a
+		// submission that may have reached the service (see statedb).
+		tag, err = tx.Exec(ctx, `DELETE FROM celos_intents i WHERE workflow = $1 AND slot_time < $2
+AND NOT EXISTS (SELECT 1 FROM celos_slots s WHERE s.workflow = i.workflow AND s.slot_time = i.slot_time
+  AND s.status IN ('WAITING', 'READY', 'RUNNING'))`, wf, before)
 		if err != nil {
 			return 0, err
 		}
@@ -82,7 +87,7 @@ AND NOT EXISTS (SELECT 1 FROM celos_slots s WHERE s.workflow = m.workflow AND s.
 			}
 		}
 		for k := range ix.intents {
-			if k < lim {
+			if r, ok := ix.recs[k]; k < lim && (!ok || r.status.Final()) {
 				delete(ix.intents, k)
 			}
 		}

@@ -285,3 +285,32 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("database: %s", d)
 	}
 }
+
+// TestPruneKeepsTheIntentOfASubmissionInFlight: as statedb's, on
+// PostgreSQL: the intent of an old READY slot survives a prune (in the
+// index and in the database), the intent of a final one goes.
+func TestPruneKeepsTheIntentOfASubmissionInFlight(t *testing.T) {
+	db, dsn := openTest(t)
+	now := t0.Add(60 * 24 * time.Hour)
+	ready := slot.ID{Workflow: "w", Time: now.Add(-30 * 24 * time.Hour)}
+	done := slot.ID{Workflow: "w", Time: ready.Time.Add(time.Hour)}
+	for _, st := range []slot.State{{ID: ready, Status: slot.Ready}, {ID: done, Status: slot.Success}} {
+		if err := db.Put(st); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.PutIntent(st.ID, store.Intent{Time: now.Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Prune(now.Add(-10*24*time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]*DB{"index": db, "database": openDSN(t, dsn)} {
+		if _, left, err := d.GetIntent(ready); err != nil || !left {
+			t.Errorf("%s: the intent of the READY slot was pruned (%v)", name, err)
+		}
+		if _, left, err := d.GetIntent(done); err != nil || left {
+			t.Errorf("%s: the intent of the SUCCESS slot was kept (%v)", name, err)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func (h *handler) serveSlot(w http.ResponseWriter, r *http.Request) {
 	now := h.opts.Now().UTC()
 	paused, _ := h.svc.Paused(id)
 	if single && len(slots) == 0 {
-		h.httpError(w, r, http.StatusNotFound, fmt.Sprintf("%s has no slot at %s", id, slot.FormatTime(start)))
+		h.noSlot(w, r, slot.ID{Workflow: id, Time: start})
 		return
 	}
 	if len(slots) == 1 {
@@ -343,7 +343,7 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(slots) == 0 {
-		h.httpError(w, r, http.StatusNotFound, fmt.Sprintf("%s has no slot at %s", id, slot.FormatTime(t)))
+		h.noSlot(w, r, slot.ID{Workflow: id, Time: t})
 		return
 	}
 	st := slots[0]
@@ -405,8 +405,21 @@ func (h *handler) serveWorkflow(w http.ResponseWriter, r *http.Request) {
 }
 
 // serviceError maps the engine's sentinel errors to statuses.
+// noSlot answers a request for slot id that the service's Slots did not
+// return: 409 with the service's error when the slot's stored record
+// cannot be read (Slots leaves such slots out), else 404.
+func (h *handler) noSlot(w http.ResponseWriter, r *http.Request, id slot.ID) {
+	if _, err := h.svc.SlotState(r.Context(), id); errors.Is(err, scheduler.ErrSlotUnreadable) {
+		h.httpError(w, r, http.StatusConflict, err.Error())
+		return
+	}
+	h.httpError(w, r, http.StatusNotFound, fmt.Sprintf("%s has no slot at %s", id.Workflow, slot.FormatTime(id.Time)))
+}
+
 func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, scheduler.ErrSlotUnreadable):
+		h.httpError(w, r, http.StatusConflict, err.Error())
 	case errors.Is(err, slot.ErrUnknownWorkflow), errors.Is(err, slot.ErrSlotNotFound), errors.Is(err, slot.ErrNotInSchedule):
 		h.httpError(w, r, http.StatusNotFound, err.Error())
 	case errors.Is(err, slot.ErrBadParameter), errors.Is(err, slot.ErrIllegalTransition):
