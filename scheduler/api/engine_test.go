@@ -504,7 +504,7 @@ func TestRealEngineRerunNotDue(t *testing.T) {
 }
 
 // TestSlotStateOfACorruptRecord: a slot whose state file does not parse is
-// answered 409 (documented in the OpenAPI description) with what and why,
+// answered 409 by /slot-state and /slot-attempts (documented in the OpenAPI description) with what and why,
 // not 500, and without the file's content; a rerun rewrites it.
 func TestSlotStateOfACorruptRecord(t *testing.T) {
 	now := time.Date(2015, 9, 13, 15, 30, 0, 0, time.UTC)
@@ -523,6 +523,10 @@ func TestSlotStateOfACorruptRecord(t *testing.T) {
 	body := s.do(409, "GET", "/slot-state?id=wc&time=2015-09-13T13:00Z", nil)
 	if !strings.Contains(body, "unreadable") || !strings.Contains(body, "rewrites it") || strings.Contains(body, "SECRET") {
 		t.Fatalf("answer %s: want what and why and the way out, without the content", body)
+	}
+	// Its attempts: the same 409, not "not in the schedule".
+	if body := s.do(409, "GET", "/slot-attempts?id=wc&time=2015-09-13T13:00Z", nil); !strings.Contains(body, "slot_unreadable") || strings.Contains(body, "SECRET") {
+		t.Fatalf("GET /slot-attempts: %s: want code slot_unreadable, without the content", body)
 	}
 	s.do(200, "POST", "/rerun?id=wc&time=2015-09-13T13:00Z", nil)
 	if got := s.status("wc", "2015-09-13T13:00Z"); got != "WAITING/0" {

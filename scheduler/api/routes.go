@@ -360,6 +360,11 @@ func (h *Handler) slotAttempts(w http.ResponseWriter, r *http.Request, q query) 
 		return err
 	}
 	if len(slots) == 0 || !slots[0].ID.Time.Equal(id.Time) {
+		// The listing leaves out a slot whose record does not parse;
+		// its own read names it (409 slot_unreadable).
+		if _, err := h.svc.SlotState(r.Context(), id); errors.Is(err, scheduler.ErrSlotUnreadable) {
+			return err
+		}
 		return fmt.Errorf("%w: %s", slot.ErrNotInSchedule, id)
 	}
 	if h.attempts == nil {
