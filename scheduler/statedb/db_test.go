@@ -692,3 +692,21 @@ func TestLoadInBackground(t *testing.T) {
 		t.Fatalf("the background load read %v after Close, want at most w1 and the one in progress", read)
 	}
 }
+
+// TestRegisterNotJSON: a register file written by hand that is not JSON
+// is an error of store.ErrCorrupt naming the file without its content,
+// not a value the API would serve as application/json.
+func TestRegisterNotJSON(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	if err := db.PutRegister("b", "k", json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "register", "b", "k"), []byte("SECRET not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := db.GetRegister("b", "k")
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join("register", "b", "k")) || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("GetRegister of a file that is not JSON: %q, %v; want store.ErrCorrupt naming the file, not its content", v, err)
+	}
+}

@@ -41,6 +41,9 @@ func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("state database: register %s: %w", p, err)
 	}
 	db.reads.Add(1)
+	if !json.Valid(data) { // written by hand: PutRegister stores only JSON
+		return nil, fmt.Errorf("state database: register %s: %w: not JSON (%d bytes)", p, store.ErrCorrupt, len(data))
+	}
 	return json.RawMessage(data), nil
 }
 
