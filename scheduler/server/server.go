@@ -252,7 +252,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	// One stepper for the --autoSchedule timer and POST /scheduler.
 	stepper := loop.New(engine, loop.Options{Metrics: m, Logger: log})
 	h := api.New(engine, api.Options{Logger: log, Metrics: m, Stepper: stepper, Version: cfg.Version, StepTimeout: cfg.StepTimeout, Attempts: attemptLister(svcs), Instance: member.status()})
-	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, workflowsDir: cfg.Workflows, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != "", instance: member.id(), state: state})
+	mux, err := routes(h, engine, svcs, uiOptions{configFile: cfg.UIConfig, workflowsDir: cfg.Workflows, hueURL: cfg.HueURL, version: cfg.Version, tokenRequired: token != "", instance: member.id(), state: state, log: log})
 	if err != nil {
 		return err
 	}

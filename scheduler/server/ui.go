@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 
 	"github.com/celos-go/celos/scheduler"
@@ -28,11 +29,12 @@ type uiOptions struct {
 	tokenRequired bool
 	instance      string         // named in the footer when several instances share the database
 	state         ui.StateLoader // the store's background load after the start (nil: none)
+	log           *slog.Logger   // where a page's server-side failure is logged
 }
 
 // mountUI serves the web UI at /ui and redirects / to it.
 func mountUI(mux *http.ServeMux, o uiOptions, svc scheduler.Service, svcs map[string]external.Service) error {
-	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired, Attempts: attemptLister(svcs), Instance: o.instance, State: o.state}
+	opts := ui.Options{HueURL: o.hueURL, Version: o.version, TokenRequired: o.tokenRequired, Attempts: attemptLister(svcs), Instance: o.instance, State: o.state, Logger: o.log}
 	if o.configFile != "" {
 		c, err := ui.LoadConfig(o.configFile)
 		if err != nil {

@@ -3,6 +3,8 @@ package ui
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -437,6 +439,15 @@ type errorView struct {
 }
 
 func (h *handler) httpError(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if code >= http.StatusInternalServerError {
+		// The server's own fault: its detail (often a path of the
+		// server's files) goes to the log, the page names a reference.
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		ref := hex.EncodeToString(b[:])
+		h.opts.Logger.Error("ui request failed", "path", r.URL.Path, "query", r.URL.RawQuery, "status", code, "error", msg, "reference", ref)
+		msg = "internal error (reference " + ref + "): the server could not complete the page; its log has the detail under this reference"
+	}
 	v := &errorView{pageCommon: h.common(http.StatusText(code)), Code: code, Status: http.StatusText(code), Message: msg}
 	v.Fragment = h.fragment(r)
 	var buf bytes.Buffer

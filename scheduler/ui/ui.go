@@ -19,6 +19,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"path"
 	"strings"
@@ -72,6 +73,9 @@ type Options struct {
 	// Instance, when set, is named in the footer: the id of the instance
 	// that served the page, when several share one database (docs/ha.md).
 	Instance string
+	// Logger receives the detail of a page that fails on the server's
+	// side (a 500 shows only a reference to it); nil discards it.
+	Logger *slog.Logger
 	// Title is the page title ("celos" when empty), e.g. the installation name.
 	Title string
 	// Workers bounds the concurrent Slots calls while building the grid
@@ -138,6 +142,9 @@ func New(svc scheduler.Service, opts Options) (http.Handler, error) {
 	opts.HueURL = strings.TrimRight(opts.HueURL, "/")
 	if opts.Title == "" {
 		opts.Title = "celos"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := opts.Config.validate(); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)

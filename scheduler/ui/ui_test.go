@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -620,5 +622,27 @@ step: workflow &lt;b&gt;broken&lt;/b&gt;">⚠ 2</span>`) {
 	body = wantStatus(t, get(t, h, "/ui/workflow?f=1&id=ingest-impressions"), 200)
 	if !strings.Contains(body, "oozie: 503 Service Unavailable") || !strings.Contains(body, "workflow &lt;b&gt;broken&lt;/b&gt;") {
 		t.Error("workflow details lack the problems")
+	}
+}
+
+// TestServerFaultPageHidesDetail: a 500 page of the UI (here a log that
+// cannot be opened) shows a reference, not the error's text (a path of
+// the server's files); the Logger has the detail under that reference.
+func TestServerFaultPageHidesDetail(t *testing.T) {
+	svc := demoService()
+	at := demoNow.Truncate(time.Hour).Add(-2 * time.Hour)
+	var log servertest.LockedBuffer
+	h := newTestHandler(t, svc, Options{
+		Logger: slog.New(slog.NewTextHandler(&log, nil)),
+		SlotLog: func(context.Context, *workflow.Workflow, slot.State) (io.ReadCloser, error) {
+			return nil, errors.New("open /srv/celos/jobs/secret-dir/out.log: permission denied")
+		}})
+	body := wantStatus(t, get(t, h, "/ui/log?id=ingest-nyc&time="+slot.FormatTime(at)), 500)
+	ref := regexp.MustCompile(`reference ([0-9a-f]{16})`).FindStringSubmatch(body)
+	if strings.Contains(body, "secret-dir") || ref == nil {
+		t.Fatalf("500 page: want a reference and not the error's text:\n%s", body)
+	}
+	if l := log.String(); !strings.Contains(l, "secret-dir") || !strings.Contains(l, ref[1]) {
+		t.Errorf("the log lacks the error under reference %s:\n%s", ref[1], l)
 	}
 }
