@@ -130,6 +130,7 @@ VALUES ($1, $2, $3, $4, 'running', $5, clock_timestamp()) ON CONFLICT (external_
 type jobRow struct {
 	instance, state, detail, host string
 	alive                         bool
+	kill                          bool // killed through celos (asked, or by its instance: publish)
 	silence                       time.Duration
 }
 
@@ -137,11 +138,11 @@ func (j *Jobs) row(ctx context.Context, ext string) (jobRow, bool, error) {
 	var r jobRow
 	var silenceMS float64
 	err := j.c.pool.QueryRow(ctx, `
-SELECT j.instance, j.state, j.detail, coalesce(i.host, ''),
+SELECT j.instance, j.state, j.detail, j.kill, coalesce(i.host, ''),
     coalesce(i.heartbeat > clock_timestamp() - $2 * interval '1 millisecond', false),
     coalesce(extract(epoch FROM clock_timestamp() - i.heartbeat) * 1000, 0)
 FROM cluster_jobs j LEFT JOIN cluster_instances i ON i.id = j.instance
-WHERE j.external_id = $1`, ext, ms(j.grace)).Scan(&r.instance, &r.state, &r.detail, &r.host, &r.alive, &silenceMS)
+WHERE j.external_id = $1`, ext, ms(j.grace)).Scan(&r.instance, &r.state, &r.detail, &r.kill, &r.host, &r.alive, &silenceMS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, false, nil
 	}
@@ -173,7 +174,10 @@ func (j *Jobs) Status(ctx context.Context, w *workflow.Workflow, ext string) (ex
 	case "unstarted":
 		return external.Status{NeverStarted: true, Detail: r.detail}, nil
 	case "failure", "lost":
-		return external.Status{Detail: r.detail}, nil
+		// Killed through celos: the slot is KILLED, not a failure to
+		// retry, even when the instance that killed it stopped before
+		// writing so (external.Status.Killed).
+		return external.Status{Detail: r.detail, Killed: r.kill}, nil
 	}
 	if r.alive {
 		return external.Status{Running: true, Detail: "running on instance " + r.instance}, nil
@@ -189,7 +193,7 @@ WHERE external_id = $1 AND state = 'running'`, ext, detail)
 		return j.Status(ctx, w, ext)
 	}
 	j.log.Warn("command job declared lost", "job", ext, "on", r.instance, "silence", r.silence.String())
-	return external.Status{Detail: detail}, nil
+	return external.Status{Detail: detail, Killed: r.kill}, nil
 }
 
 // own reports on a job of this instance and publishes its end; a job
@@ -222,8 +226,10 @@ func (j *Jobs) publish(ctx context.Context, ext string, st external.Status) {
 	if st.NeverStarted && !st.Success {
 		state = "unstarted" // nothing ran: the slot is submitted again (0005)
 	}
-	if _, err := j.c.pool.Exec(ctx, `UPDATE cluster_jobs SET state = $2, detail = $3, updated = clock_timestamp()
-WHERE external_id = $1 AND state = 'running'`, ext, state, st.Detail); err != nil {
+	// A job its own service killed (an operator's kill through this
+	// instance) is marked as a kill asked for: the others read it so.
+	if _, err := j.c.pool.Exec(ctx, `UPDATE cluster_jobs SET state = $2, detail = $3, kill = kill OR $4, updated = clock_timestamp()
+WHERE external_id = $1 AND state = 'running'`, ext, state, st.Detail, st.Killed); err != nil {
 		j.log.Warn("command job end not published (next time)", "job", ext, "error", err)
 	}
 }
@@ -380,13 +386,13 @@ WHERE instance = $1 AND (state = 'running' OR (state = 'lost' AND NOT reaped))`,
 			j.reap(ctx, nil, jb.ext, jb.detail)
 		case jb.kill:
 			if err := j.local.Kill(ctx, nil, jb.ext); errors.Is(err, command.ErrNoJob) {
-				j.publish(ctx, jb.ext, external.Status{Detail: "killed (asked by another instance) before it started"})
+				j.publish(ctx, jb.ext, external.Status{Detail: "killed (asked by another instance) before it started", Killed: true})
 				continue
 			} else if err != nil {
 				j.log.Warn("killing a command job another instance asked to kill", "job", jb.ext, "error", err)
 				continue
 			}
-			j.publish(ctx, jb.ext, external.Status{Detail: "killed (asked by another instance)"})
+			j.publish(ctx, jb.ext, external.Status{Detail: "killed (asked by another instance)", Killed: true})
 		default:
 			st, err := j.local.Status(ctx, nil, jb.ext)
 			if errors.Is(err, command.ErrNoJob) {

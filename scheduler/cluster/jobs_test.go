@@ -157,8 +157,37 @@ func TestKillFromAnotherInstance(t *testing.T) {
 		t.Fatalf("a's process after b's kill: %+v %v, want ended", local, err)
 	}
 	st, err := jb.Status(ctxT(t), w, ext)
-	if err != nil || st.Running || st.Success {
-		t.Fatalf("b's view after the kill: %+v %v", st, err)
+	if err != nil || st.Running || st.Success || !st.Killed {
+		t.Fatalf("b's view after the kill: %+v %v, want killed", st, err)
+	}
+}
+
+// TestOwnKillSeenFromAnotherInstance: a kills its own job (an operator's
+// kill through a) and stops before writing the slot KILLED; b, taking the
+// workflow over, sees the job as killed, not as a failure to retry.
+func TestOwnKillSeenFromAnotherInstance(t *testing.T) {
+	pool := openPool(t, newDB(t))
+	a := member(t, pool, "a", time.Minute)
+	b := member(t, pool, "b", time.Minute)
+	ja, jb := NewJobs(a, localJobs(t), JobsOptions{}), NewJobs(b, localJobs(t), JobsOptions{})
+	w := cmdWorkflow("sleep", "300")
+	ext, err := ja.Submit(ctxT(t), w, cmdSlot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ja.Kill(ctxT(t), w, ext); err != nil {
+		t.Fatal(err)
+	}
+	var st external.Status
+	eventually(t, time.Minute, "a publishes the job's end", func() bool {
+		if err := ja.Publish(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		st, err = jb.Status(ctxT(t), w, ext)
+		return err == nil && !st.Running
+	})
+	if st.Success || !st.Killed {
+		t.Fatalf("b's view of the job a killed: %+v, want killed", st)
 	}
 }
 
