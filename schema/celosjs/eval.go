@@ -236,23 +236,59 @@ func evalFile(path string, opt Options) (f *File) {
 		f.Err = err
 		return f
 	}
-	if v, ok := exportString(e.global("CELOS_DEFAULT_HDFS")); ok {
-		f.Vars.HDFS = &v
+	// Reading what the file left runs JavaScript too (getters, Proxy
+	// traps): under the time limit, its errors reported as the file's.
+	err = e.guard(path, func() error {
+		return e.inVM(func() error {
+			if v, ok := exportString(e.global("CELOS_DEFAULT_HDFS")); ok {
+				f.Vars.HDFS = &v
+			}
+			if v, ok := exportString(e.global("CELOS_DEFAULT_OOZIE")); ok {
+				f.Vars.Oozie = &v
+			}
+			if d := e.global("CELOS_DEFAULT_OOZIE_PROPERTIES"); d != nil {
+				f.Vars.OozieProperties, _ = e.properties(d, "")
+			}
+			for _, d := range e.defs {
+				if _, fn := goja.AssertFunction(d.svc.props); !fn {
+					if err := e.resolve(d); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		f.Err = err
+		return f
 	}
-	if v, ok := exportString(e.global("CELOS_DEFAULT_OOZIE")); ok {
-		f.Vars.Oozie = &v
-	}
-	if d := e.global("CELOS_DEFAULT_OOZIE_PROPERTIES"); d != nil {
-		f.Vars.OozieProperties, _ = e.properties(d, "")
-	}
+	// Property functions are called each under its own time limit.
 	for _, d := range e.defs {
-		if err := e.resolve(d); err != nil {
-			f.Err = err
-			return f
+		if _, fn := goja.AssertFunction(d.svc.props); fn {
+			if err := e.resolve(d); err != nil {
+				f.Err = err
+				return f
+			}
 		}
 		f.Workflows = append(f.Workflows, d.wf)
 	}
 	return f
+}
+
+// inVM runs fn, Go code that reads JavaScript values, as a call into the
+// VM: a getter or Proxy trap that throws, or is interrupted by the time
+// or memory limit, makes it return that error instead of panicking.
+func (e *evaluator) inVM(fn func() error) error {
+	var ferr error
+	call, _ := goja.AssertFunction(e.vm.ToValue(func(goja.FunctionCall) goja.Value {
+		ferr = fn()
+		return goja.Undefined()
+	}))
+	if _, err := call(goja.Undefined()); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // run compiles and runs src under the time limit.
@@ -602,29 +638,22 @@ func (e *evaluator) resolve(d *pendingWorkflow) error {
 		w.Props = &PropsFunc{Pos: s.pos}
 		w.Props.call = func(t time.Time) (map[string]string, error) {
 			var props map[string]string
-			err := e.guard(s.pos.File, func() (err error) {
-				defer func() {
-					if r := recover(); r != nil {
-						if ex, ok := r.(*goja.Exception); ok {
-							err = ex
-							return
-						}
-						panic(r)
+			err := e.guard(s.pos.File, func() error {
+				return e.inVM(func() error {
+					mk, _ := goja.AssertFunction(e.vm.GlobalObject().Get("__celosSlot"))
+					sv, err := mk(goja.Undefined(), e.vm.ToValue(id), e.vm.ToValue(t.UnixMilli()))
+					if err != nil {
+						return err
 					}
-				}()
-				mk, _ := goja.AssertFunction(e.vm.GlobalObject().Get("__celosSlot"))
-				sv, err := mk(goja.Undefined(), e.vm.ToValue(id), e.vm.ToValue(t.UnixMilli()))
-				if err != nil {
-					return err
-				}
-				out, err := fn(goja.Undefined(), sv)
-				if err != nil {
-					return err
-				}
-				if props, err = e.properties(out, fmt.Sprintf("the property function of %q", id)); err != nil {
-					return &Error{s.pos, err.Error()}
-				}
-				return nil
+					out, err := fn(goja.Undefined(), sv)
+					if err != nil {
+						return err
+					}
+					if props, err = e.properties(out, fmt.Sprintf("the property function of %q", id)); err != nil {
+						return &Error{s.pos, err.Error()}
+					}
+					return nil
+				})
 			})
 			return props, err
 		}

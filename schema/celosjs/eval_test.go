@@ -364,3 +364,48 @@ func TestMemoryLimit(t *testing.T) {
 		t.Errorf("stopped after %s", el)
 	}
 }
+
+// TestHostileObjects: JavaScript that runs when the Go side reads what a
+// file left (a getter or Proxy in the properties or the defaults
+// globals, the object a property function returns) is bounded by the
+// time limit and its errors are reported at their line; before, an
+// endless getter hung import-js and a throwing one crashed it.
+func TestHostileObjects(t *testing.T) {
+	def := func(props string) string {
+		return "celos.defineWorkflow({id: \"w\", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),\n" +
+			" trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService(" + props + ")});\n"
+	}
+	getter := func(body string) string {
+		return "var p = {}; Object.defineProperty(p, \"x\", {enumerable: true, get: function() { " + body + " }});\n"
+	}
+	tests := []struct {
+		name, src, want string
+	}{
+		{"endless getter", getter("for (;;) {}") + def("p"), `w.js:1:N: evaluation did not finish within 1s (an endless loop?)`},
+		{"throwing getter", getter(`throw new Error("boom");`) + def("p"), `w.js:1:N: boom`},
+		{"throwing Proxy", `var p = new Proxy({}, {ownKeys: function() { throw "no keys"; }});` + "\n" + def("p"), `w.js:1:N: thrown: no keys`},
+		{"endless global getter", `Object.defineProperty(this, "CELOS_DEFAULT_HDFS", {get: function() { for (;;) {} }});`, `w.js:1:N: evaluation did not finish within 1s (an endless loop?)`},
+		{"throwing defaults Proxy", `var CELOS_DEFAULT_OOZIE_PROPERTIES = new Proxy({}, {ownKeys: function() { throw "no keys"; }});`, `w.js:1:N: thrown: no keys`},
+		{"property function's getter", getter("for (;;) {}") + def("function(s) { return p; }"), `w.js:1:N: the property function of workflow "w" fails for slot time 2026-01-01T00:00:00Z: evaluation did not finish within 1s (an endless loop?)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan *Result, 1)
+			go func() { done <- evalSrc(t, tt.src) }()
+			var res *Result
+			select {
+			case res = <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("Evaluate did not return within 60s (the time limit is 1s)")
+			}
+			got := strs(res.Problems)
+			for i := range got {
+				got[i] = regexp.MustCompile(`^w\.js:1:\d+:`).ReplaceAllString(got[i], "w.js:1:N:")
+				got[i] = regexp.MustCompile(`slot time [0-9T:-]+Z`).ReplaceAllString(got[i], "slot time 2026-01-01T00:00:00Z")
+			}
+			if d := cmp.Diff([]string{tt.want}, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
