@@ -207,7 +207,11 @@ type pendingWorkflow struct {
 }
 
 type schedule struct{ s workflow.Schedule }
-type trigger struct{ t workflow.Trigger }
+type trigger struct {
+	t workflow.Trigger
+	// depth and nodes measure the tree t: its levels, its triggers.
+	depth, nodes int
+}
 type strategy struct{ s workflow.Strategy }
 type service struct {
 	url   string
@@ -517,7 +521,7 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 		e.throw("celos.defineWorkflow(%q): schedule must be a schedule (celos.*Schedule(...)), not %s", id, describe(obj.Get("schedule")))
 	}
 	w.Schedule = sch.s
-	w.Trigger = e.trigger(field("trigger"), fmt.Sprintf("celos.defineWorkflow(%q)", id), "trigger")
+	w.Trigger = e.trigger(field("trigger"), fmt.Sprintf("celos.defineWorkflow(%q)", id), "trigger").t
 	st, ok := field("schedulingStrategy").Export().(*strategy)
 	if !ok {
 		e.throw("celos.defineWorkflow(%q): schedulingStrategy must be celos.serialSchedulingStrategy(...), not %s", id, describe(obj.Get("schedulingStrategy")))

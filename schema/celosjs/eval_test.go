@@ -48,6 +48,8 @@ func TestBadCalls(t *testing.T) {
 		{"hdfsCheck at load time", `celos.hdfsCheck("/x");`, `w.js:1:16: celos.hdfsCheck cannot be converted: it reads HDFS while the file is evaluated, and a CUE workflow is static (use celos.hdfsCheckTrigger)`},
 		{"registers", `celos.getRegister("b", "k");`, `w.js:1:18: celos.getRegister cannot be converted: it reads Celos's registers while the file is evaluated, and a CUE workflow is static`},
 		{"Rhino Packages", `var x = new Packages.java.util.ArrayList();`, `w.js:1:13: ReferenceError: Packages is not defined`},
+		{"triggers nested too deep", "var t = celos.alwaysTrigger();\nfor (var i = 0; i < 100000; i++) { t = celos.notTrigger(t); }", `w.js:2:56: celos.notTrigger: triggers nest deeper than 16 levels (a celos limit)`},
+		{"too many triggers", "var t = celos.alwaysTrigger();\nfor (var i = 0; i < 15; i++) { t = celos.andTrigger(t, t, t, t, t, t, t, t, t, t); }", `w.js:2:52: celos.andTrigger: a trigger of more than 10000 triggers (a celos limit; the same trigger used twice counts twice)`},
 		{"twice in one file", "function d() { celos.defineWorkflow({id: \"w\", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(), trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({})}); }\nd();\nd();", `w.js:1:36: workflow "w" is defined twice in this file (first at w.js:1:36, called at w.js:2:2)`},
 	}
 	for _, tt := range tests {
