@@ -37,7 +37,8 @@ var (
 	// under HDFS_ROOT/NAME.
 	ErrForeignAppPath = errors.New("Oozie application path outside the deployed directory")
 	// ErrUnsafeLocalFile: a file of hdfs/ is a symbolic link out of the
-	// project, or not a regular file.
+	// project, not a regular file, or has a name that is not UTF-8 or
+	// holds a control character.
 	ErrUnsafeLocalFile = errors.New("unsafe file in the project's hdfs/ directory")
 )
 
