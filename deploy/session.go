@@ -93,26 +93,9 @@ type Progress struct {
 }
 
 // ValidateProjectName refuses names that are not a single safe path
-// element: the name becomes a file name and an HDFS directory name.
-func ValidateProjectName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("project name is empty (pass --project NAME)")
-	case strings.ContainsRune(name, 0):
-		return fmt.Errorf("project name %q contains a NUL byte", name)
-	case strings.ContainsAny(name, `/\`):
-		return fmt.Errorf("project name %q contains a path separator", name)
-	case strings.Contains(name, ".."):
-		return fmt.Errorf("project name %q contains \"..\"", name)
-	case strings.HasPrefix(name, "."):
-		return fmt.Errorf("project name %q starts with a dot", name)
-	case len(name) > 200:
-		return fmt.Errorf("project name %q is longer than 200 bytes", name)
-	case !workflow.IDPattern.MatchString(name):
-		return fmt.Errorf("project name %q may contain only letters, digits, '.', '_' and '-'", name)
-	}
-	return nil
-}
+// element: the name becomes a file name and an HDFS directory name
+// (workflow.ValidateProjectName, which celos init checks too).
+func ValidateProjectName(name string) error { return workflow.ValidateProjectName(name) }
 
 // StepError is a failed step of a deploy or undeploy.
 type StepError struct {

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"text/template"
 
+	"cuelang.org/go/mod/module"
+
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -51,6 +53,21 @@ var (
 	semver   = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 )
 
+// cueKeywords cannot be a package name (CUE's parser wants an identifier
+// there; "package" and "import" are accepted).
+var cueKeywords = map[string]bool{"for": true, "in": true, "if": true, "let": true, "true": true, "false": true, "null": true, "func": true}
+
+// modulePath is the project's CUE module path: example.com/ and the name
+// in lower case, without the leading and trailing '.', '_' and '-' CUE
+// refuses in a module path element.
+func modulePath(name string) string {
+	elem := strings.Trim(strings.ToLower(name), "._-")
+	if elem == "" || module.CheckPathWithoutVersion("example.com/"+elem) != nil {
+		elem = "project"
+	}
+	return "example.com/" + elem
+}
+
 type data struct {
 	Name, Package, Module, Rev string
 	// Pinned is set when Rev is a release version.
@@ -71,6 +88,9 @@ func Write(dir string, opt Options) ([]string, error) {
 	if !workflow.IDPattern.MatchString(name) || name == "." || name == ".." {
 		return nil, fmt.Errorf("project name %q: must match %s (use --name)", name, workflow.IDPattern)
 	}
+	if err := workflow.ValidateProjectName(name); err != nil {
+		return nil, fmt.Errorf("%w: celos deploy would refuse it (use --name)", err)
+	}
 	if entries, err := os.ReadDir(abs); err == nil {
 		if len(entries) > 0 && !opt.Force {
 			return nil, fmt.Errorf("%s: %w", dir, ErrNotEmpty)
@@ -81,14 +101,14 @@ func Write(dir string, opt Options) ([]string, error) {
 		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
 	pkg := strings.ToLower(nonIdent.ReplaceAllString(name, "_"))
-	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' || pkg[0] == '_' {
+	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' || pkg[0] == '_' || cueKeywords[pkg] {
 		pkg = "p" + pkg
 	}
 	rev, pinned := opt.Rev, semver.MatchString(opt.Rev)
 	if !pinned {
 		rev = "main"
 	}
-	d := data{Name: name, Package: pkg, Module: "example.com/" + strings.ToLower(name), Rev: rev, Pinned: pinned}
+	d := data{Name: name, Package: pkg, Module: modulePath(name), Rev: rev, Pinned: pinned}
 
 	var written []string
 	err = fs.WalkDir(templateFS, "template", func(p string, e fs.DirEntry, err error) error {

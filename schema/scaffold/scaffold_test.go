@@ -149,6 +149,43 @@ func TestScaffoldNames(t *testing.T) {
 	}
 }
 
+// TestScaffoldAwkwardNames: every project name celos deploy accepts gives
+// a project that compiles, named so; before, a CUE keyword (for, null)
+// made an invalid package clause and a leading or trailing '_' or '-' an
+// invalid module path (and vet said only ".: "). A name deploy refuses
+// (a leading dot, "..", longer than 200 bytes) is refused at once, with
+// deploy's reason.
+func TestScaffoldAwkwardNames(t *testing.T) {
+	for _, name := range []string{"for", "null", "func", "if", "_x", "x_", "x-", "-x", "x.", "a__b", "_"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "p")
+			if _, err := Write(dir, Options{Name: name}); err != nil {
+				t.Fatal(err)
+			}
+			p, diags, err := schema.Compile(dir)
+			if err != nil || len(diags) > 0 {
+				t.Fatalf("scaffold %q does not compile cleanly: %v %v", name, diags, err)
+			}
+			if p.Project != name {
+				t.Errorf("project = %q", p.Project)
+			}
+		})
+	}
+	for name, want := range map[string]string{
+		".hidden":                `project name ".hidden" starts with a dot`,
+		"a..b":                   `project name "a..b" contains ".."`,
+		strings.Repeat("a", 201): "is longer than 200 bytes",
+	} {
+		_, err := Write(filepath.Join(t.TempDir(), "p"), Options{Name: name})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Write %q: %v, want an error containing %q", name, err, want)
+		}
+		if deploy.ValidateProjectName(name) == nil {
+			t.Errorf("deploy accepts %q", name)
+		}
+	}
+}
+
 // TestUpdateSchema: a vendored copy that differs gives a warning, and
 // UpdateSchema makes it the built-in schema again.
 func TestUpdateSchema(t *testing.T) {
