@@ -193,6 +193,8 @@ type evaluator struct {
 	// read CELOS_DEFAULT_OOZIE_PROPERTIES and the property object at
 	// submit time.
 	defs []*pendingWorkflow
+	// importing are the defaults files being imported, outermost first.
+	importing []string
 }
 
 // DefaultVars are the values of Celos's defaults-file variables.
@@ -469,7 +471,17 @@ func (e *evaluator) importDefaults(c goja.FunctionCall) goja.Value {
 	if e.opt.DefaultsDir == "" {
 		e.throw("celos.importDefaults(%q): no defaults directory given (celos import-js --defaults DIR)", name)
 	}
+	if name == "" || filepath.IsAbs(name) || !filepath.IsLocal(name) {
+		e.throw("celos.importDefaults(%q): not a file of the defaults directory (a name such as \"common\", without \"..\" or a leading /)", name)
+	}
 	path := filepath.Join(e.opt.DefaultsDir, name+".js")
+	for i, p := range e.importing {
+		if p == path {
+			e.throw("celos.importDefaults(%q): an import cycle: %s imports %s", name, strings.Join(e.importing[i:], " imports "), path)
+		}
+	}
+	e.importing = append(e.importing, path)
+	defer func() { e.importing = e.importing[:len(e.importing)-1] }()
 	src, err := os.ReadFile(path)
 	if err != nil {
 		e.throw("celos.importDefaults(%q): %v", name, unwrapPath(err))

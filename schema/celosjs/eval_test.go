@@ -411,3 +411,49 @@ func TestHostileObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultsImportLimits: celos.importDefaults reads files of the
+// defaults directory only (before, "../../x" read any .js file), and an
+// import cycle is an error saying so at once (before, it recursed until
+// the time limit and was reported as an endless loop). Importing one
+// file twice, not in a cycle, is fine.
+func TestDefaultsImportLimits(t *testing.T) {
+	tests := []struct {
+		name, src string
+		defaults  map[string]string
+		want      []string
+	}{
+		{"parent", `celos.importDefaults("../secret");`, nil,
+			[]string{`w.js:1:21: celos.importDefaults("../secret"): not a file of the defaults directory (a name such as "common", without ".." or a leading /)`}},
+		{"absolute", `celos.importDefaults("/tmp/x");`, nil,
+			[]string{`w.js:1:21: celos.importDefaults("/tmp/x"): not a file of the defaults directory (a name such as "common", without ".." or a leading /)`}},
+		{"self", `celos.importDefaults("a");`, map[string]string{"a": `celos.importDefaults("a");`},
+			[]string{`d/a.js:1:21: celos.importDefaults("a"): an import cycle: d/a.js imports d/a.js`}},
+		{"cycle", `celos.importDefaults("a");`, map[string]string{"a": `celos.importDefaults("b");`, "b": `var B = 1; celos.importDefaults("a");`},
+			[]string{`d/b.js:1:32: celos.importDefaults("a"): an import cycle: d/a.js imports d/b.js imports d/a.js`}},
+		{"twice", `celos.importDefaults("a"); celos.importDefaults("sub/b"); celos.importDefaults("a");`, map[string]string{"a": `var A = 1;`, "sub/b": `celos.importDefaults("a");`}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if err := os.MkdirAll("d/sub", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for n, src := range tt.defaults {
+				if err := os.WriteFile("d/"+n+".js", []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile("secret.js", []byte(`var SECRET = "x";`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile("w.js", []byte(tt.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := Evaluate([]string{"w.js"}, Options{DefaultsDir: "d", Timeout: 30 * time.Second})
+			if d := cmp.Diff(tt.want, strs(res.Problems)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
