@@ -229,6 +229,9 @@ func evalFile(path string, opt Options) (f *File) {
 		return f
 	}
 	vm := goja.New()
+	// An endless recursion is a clear error at once, not a stack that
+	// grows until the time or memory limit.
+	vm.SetMaxCallStackSize(maxCallDepth)
 	e := &evaluator{vm: vm, file: f, opt: opt}
 	if err := vm.Set("__celos", e.api()); err != nil {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
@@ -340,6 +343,9 @@ func (e *evaluator) guard(name string, fn func() error) error {
 	return jsError(name, fn(), e.opt)
 }
 
+// maxCallDepth bounds how deeply JavaScript calls nest.
+const maxCallDepth = 10000
+
 var (
 	errTimeout = errors.New("time limit")
 	errMemory  = errors.New("memory limit")
@@ -390,6 +396,10 @@ func jsError(name string, err error, opt Options) error {
 			return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation used more than %d MiB of memory (an endless loop?)", opt.MemoryLimit>>20)}
 		}
 		return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation did not finish within %s (an endless loop?)", opt.Timeout)}
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return &Error{userPos(so.Stack(), name), fmt.Sprintf("RangeError: Maximum call stack size exceeded (calls nested deeper than %d: an endless recursion?)", maxCallDepth)}
 	}
 	var ex *goja.Exception
 	if errors.As(err, &ex) {

@@ -50,6 +50,7 @@ func TestBadCalls(t *testing.T) {
 		{"Rhino Packages", `var x = new Packages.java.util.ArrayList();`, `w.js:1:13: ReferenceError: Packages is not defined`},
 		{"triggers nested too deep", "var t = celos.alwaysTrigger();\nfor (var i = 0; i < 100000; i++) { t = celos.notTrigger(t); }", `w.js:2:56: celos.notTrigger: triggers nest deeper than 16 levels (a celos limit)`},
 		{"too many triggers", "var t = celos.alwaysTrigger();\nfor (var i = 0; i < 15; i++) { t = celos.andTrigger(t, t, t, t, t, t, t, t, t, t); }", `w.js:2:52: celos.andTrigger: a trigger of more than 10000 triggers (a celos limit; the same trigger used twice counts twice)`},
+		{"endless recursion", "function f(n) { return f(n + 1) + 1; }\nf(0);", `w.js:1:25: RangeError: Maximum call stack size exceeded (calls nested deeper than 10000: an endless recursion?)`},
 		{"twice in one file", "function d() { celos.defineWorkflow({id: \"w\", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(), trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({})}); }\nd();\nd();", `w.js:1:36: workflow "w" is defined twice in this file (first at w.js:1:36, called at w.js:2:2)`},
 	}
 	for _, tt := range tests {
