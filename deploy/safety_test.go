@@ -829,3 +829,26 @@ func TestHDFSTreeFileNames(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnerRecordMissingWarnedOnce: deploying over an Oozie directory that
+// Celos CI left (no owner record, no manifest) warns once, not once per
+// check of the directory (it said the same line twice).
+func TestOwnerRecordMissingWarnedOnce(t *testing.T) {
+	f := newFixture(t)
+	writeFiles(t, filepath.Join(f.hdfsRoot, "wordcount"), map[string]string{"workflow.xml": "<celos-ci/>"})
+	o := f.options()
+	var warnings []string
+	o.Warn = func(s string) { warnings = append(warnings, s) }
+	if _, err := Deploy(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, w := range warnings {
+		if strings.Contains(w, "has no celos owner record") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("warned %d times about the missing owner record, want once: %q", n, warnings)
+	}
+}

@@ -151,6 +151,9 @@ type session struct {
 	// atRisk: a deployment exists and the command holds the lock to
 	// change it (see StepError.AtRisk).
 	atRisk bool
+	// warned are the warnings given, each given once though a check
+	// that warns may run more than once (checkOwner).
+	warned map[string]bool
 }
 
 func (s *session) begin(step string) {
@@ -161,9 +164,15 @@ func (s *session) begin(step string) {
 }
 
 func (s *session) warn(format string, args ...any) {
-	if s.o.Warn != nil {
-		s.o.Warn(fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if s.o.Warn == nil || s.warned[msg] {
+		return
 	}
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	s.warned[msg] = true
+	s.o.Warn(msg)
 }
 
 func (s *session) fail(err error, intact bool) error {
