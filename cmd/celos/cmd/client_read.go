@@ -28,6 +28,8 @@ func newWorkflowsCmd() *cobra.Command {
 		Short: "List the workflows a celos server has loaded (GET /workflow-list)",
 		Long: `List the workflows a celos server has loaded, and the workflows files
 that did not load (with their error, on stderr; the exit status is then 1).`,
+		Example: `  celos workflows
+  CELOS_SERVER=http://celos.example.com:8080 celos workflows --json`,
 		Args: cobra.NoArgs,
 	}
 	o := addClientFlags(c)
