@@ -3,12 +3,8 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -85,37 +81,26 @@ func writeDeployments(w io.Writer, target string, ds []deploy.Deployment) {
 	fmt.Fprintln(tw, "PROJECT\tWORKFLOWS\tCOMMIT\tDEPLOYED\tBY")
 	for _, d := range ds {
 		if !d.Manifest {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t- (no deploy manifest: Celos CI or by hand)\n", cell(d.Project))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t- (no deploy manifest: Celos CI or by hand)\n", printable(d.Project))
 			continue
 		}
 		commit := "-"
 		if d.GitCommit != "" {
-			commit = cell(fmt.Sprintf("%.12s", d.GitCommit))
+			commit = printable(fmt.Sprintf("%.12s", d.GitCommit))
 		}
 		if d.GitDirty {
 			commit += " (dirty)"
 		}
-		by := cell(d.User)
+		by := printable(d.User)
 		if d.Host != "" {
-			by += "@" + cell(d.Host)
+			by += "@" + printable(d.Host)
 		}
 		if by == "" {
 			by = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cell(d.Project), d.Workflows, commit, deployedAt(d.DeployedAt), by)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", printable(d.Project), d.Workflows, commit, deployedAt(d.DeployedAt), by)
 	}
 	tw.Flush()
-}
-
-// cell writes a manifest's field (stored on the installation) as it is,
-// or quoted when it holds a control character or is not UTF-8: a newline
-// would forge a row, a tab shift the columns, an escape sequence restyle
-// the terminal.
-func cell(s string) string {
-	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return strconv.Quote(s)
-	}
-	return s
 }
 
 func deployedAt(t time.Time) string {
