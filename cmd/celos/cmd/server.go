@@ -78,9 +78,12 @@ the requests in flight finish first (a second signal stops it at once).`,
 			if cfg.Port < 0 || cfg.Port > 65535 {
 				return usageError("--port %d: want 0..65535", cfg.Port)
 			}
-			if autoSchedule > 0 {
-				cfg.AutoSchedule = autoSchedule
+			if autoSchedule != 0 && autoSchedule < time.Second {
+				// Below a second the server steps in a busy loop (and
+				// fills its log); Celos took whole seconds.
+				return usageError("--autoSchedule %s: want at least 1s (or 0: no automatic steps)", autoSchedule)
 			}
+			cfg.AutoSchedule = autoSchedule
 			level, err := parseLogLevel(logLevel)
 			if err != nil {
 				return err
