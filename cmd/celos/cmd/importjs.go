@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/celosjs"
 	"github.com/celos-go/celos/schema/workflow"
@@ -87,6 +88,9 @@ func runImportJS(c *cobra.Command, args []string, f *importJSFlags) error {
 	files, err := jsFiles(args)
 	if err != nil {
 		return usageError("%v", err)
+	}
+	if f.timeout <= 0 {
+		return usageError("--timeout %s: want a positive duration such as 5s", humandur.Format(f.timeout))
 	}
 	if f.pkg != "" {
 		if err := checkPackageName(f.pkg); err != nil {
