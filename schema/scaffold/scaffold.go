@@ -132,7 +132,14 @@ func Write(dir string, opt Options) ([]string, error) {
 			}
 			src = b.Bytes()
 		}
-		if err := writeFile(filepath.Join(abs, filepath.FromSlash(rel)), src); err != nil {
+		target := filepath.Join(abs, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		if err := inside(abs, filepath.Dir(target)); err != nil {
+			return err
+		}
+		if err := writeFile(target, src); err != nil {
 			return err
 		}
 		written = append(written, rel)
@@ -167,6 +174,11 @@ func UpdateSchema(dir string) ([]string, error) {
 	if err := os.MkdirAll(vendor, 0o755); err != nil {
 		return nil, fmt.Errorf("update the schema of %s: %w", dir, err)
 	}
+	// It removes .cue files: never in a directory a symbolic link in the
+	// project points to elsewhere.
+	if err := inside(dir, vendor); err != nil {
+		return nil, fmt.Errorf("update the schema of %s: %w", dir, err)
+	}
 	keep := map[string]bool{}
 	var written []string
 	for _, f := range schema.SchemaFiles() {
@@ -190,9 +202,53 @@ func UpdateSchema(dir string) ([]string, error) {
 	return written, nil
 }
 
+// writeFile writes a file of the project: to a temporary file renamed
+// onto name, so that a symbolic link there is replaced, not written
+// through.
 func writeFile(name string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(name, data, 0o644)
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".celos-init-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// inside refuses a directory whose real path (symbolic links resolved)
+// is not inside the real path of the project directory root.
+func inside(root, dir string) error {
+	r, err := filepath.Abs(root)
+	if err == nil {
+		r, err = filepath.EvalSymlinks(r)
+	}
+	if err != nil {
+		return err
+	}
+	d, err := filepath.Abs(dir)
+	if err == nil {
+		d, err = filepath.EvalSymlinks(d)
+	}
+	if err != nil {
+		return err
+	}
+	if d != r && !strings.HasPrefix(d, r+string(filepath.Separator)) {
+		return fmt.Errorf("%s resolves to %s, outside the project %s (a symbolic link); refused, nothing written", dir, d, r)
+	}
+	return nil
 }

@@ -365,3 +365,57 @@ func TestScaffoldTestCasePasses(t *testing.T) {
 		t.Errorf("a wrong expected count: %q", r.Failures)
 	}
 }
+
+// TestUpdateSchemaStaysInProject: a vendored schema directory that is a
+// symbolic link out of the project (a cloned repository can hold one) is
+// refused, and nothing outside is written or removed; before,
+// `celos init --update-schema` deleted the .cue files of the directory it
+// pointed to and wrote the schema there. A scaffold file that is a
+// symbolic link (celos init --force) is replaced, not written through.
+func TestUpdateSchemaStaysInProject(t *testing.T) {
+	root := t.TempDir()
+	victim := filepath.Join(root, "victim")
+	os.MkdirAll(victim, 0o755)
+	os.WriteFile(filepath.Join(victim, "mine.cue"), []byte("package important\n"), 0o644)
+	dir := filepath.Join(root, "p")
+	if _, err := Write(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	vendor := filepath.Join(dir, filepath.FromSlash(schema.SchemaVendorDir))
+	os.RemoveAll(vendor)
+	if err := os.Symlink(victim, vendor); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := UpdateSchema(dir); err == nil || !strings.Contains(err.Error(), "outside the project") {
+		t.Errorf("UpdateSchema through a link out of the project: %v", err)
+	}
+	if entries, _ := os.ReadDir(victim); len(entries) != 1 || entries[0].Name() != "mine.cue" {
+		t.Errorf("the directory outside was changed: %v", entries)
+	}
+	// A project named by a relative path, its schema where it belongs.
+	t.Chdir(root)
+	if _, err := Write("rel", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := UpdateSchema("rel"); err != nil {
+		t.Errorf("UpdateSchema of a relative directory: %v", err)
+	}
+
+	// celos init --force over a scaffold file that links out.
+	outside := filepath.Join(root, "bashrc")
+	os.WriteFile(outside, []byte("mine\n"), 0o644)
+	dir2 := filepath.Join(root, "p2")
+	os.MkdirAll(dir2, 0o755)
+	if err := os.Symlink(outside, filepath.Join(dir2, "README.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(dir2, Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(outside); string(data) != "mine\n" {
+		t.Errorf("init --force wrote through a symbolic link: %q", data)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir2, "README.md")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("README.md is not a regular file of the scaffold: %v %v", fi, err)
+	}
+}
