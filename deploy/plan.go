@@ -13,7 +13,10 @@ import (
 	"path"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/celos-go/celos/targets"
 )
@@ -335,9 +338,9 @@ func diffValue(p string, a, b any, out *[]FieldChange) {
 	bm, bok := b.(map[string]any)
 	if aok && bok {
 		for _, k := range unionKeys(am, bm) {
-			sub := k
+			sub := pathLabel(k)
 			if p != "" {
-				sub = p + "." + k
+				sub = p + "." + sub
 			}
 			diffValue(sub, am[k], bm[k], out)
 		}
@@ -347,6 +350,16 @@ func diffValue(p string, a, b any, out *[]FieldChange) {
 		return
 	}
 	*out = append(*out, FieldChange{Path: p, Old: compact(a), New: compact(b)})
+}
+
+// pathLabel writes a key of a field path: as it is, or quoted when it has
+// a space, a quote, a control character or is not UTF-8, so that a key
+// cannot forge a line of the plan or restyle the terminal.
+func pathLabel(k string) string {
+	if !utf8.ValidString(k) || strings.IndexFunc(k, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == '"' }) >= 0 {
+		return strconv.Quote(k)
+	}
+	return k
 }
 
 func compact(v any) string {
@@ -381,13 +394,13 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 		fmt.Fprintf(w, "  ~ %s: %s -> %s\n", c.Path, orNone(c.Old), orNone(c.New))
 	}
 	for _, id := range p.WorkflowsAdded {
-		fmt.Fprintf(w, "  + workflow %s\n", id)
+		fmt.Fprintf(w, "  + workflow %s\n", pathLabel(id))
 	}
 	for _, id := range p.WorkflowsRemoved {
-		fmt.Fprintf(w, "  - workflow %s\n", id)
+		fmt.Fprintf(w, "  - workflow %s\n", pathLabel(id))
 	}
 	for _, c := range p.WorkflowsChanged {
-		fmt.Fprintf(w, "  ~ workflow %s\n", c.ID)
+		fmt.Fprintf(w, "  ~ workflow %s\n", pathLabel(c.ID))
 		for _, f := range c.Fields {
 			fmt.Fprintf(w, "      %s: %s -> %s\n", f.Path, orNone(f.Old), orNone(f.New))
 		}

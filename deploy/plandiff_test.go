@@ -56,3 +56,21 @@ func TestWriteDiffBounded(t *testing.T) {
 		t.Errorf("all:\n%s", b.String())
 	}
 }
+
+// TestPlanFieldPathQuoted: a key with a control character (a property
+// named "k\nNo changes: ...") is quoted in the plan's field path, so it
+// cannot forge a line of the plan or send an escape sequence to the
+// terminal; plain keys, dots included, are written as they are.
+func TestPlanFieldPathQuoted(t *testing.T) {
+	var got []FieldChange
+	diffValue("", map[string]any{"properties": map[string]any{}},
+		map[string]any{"properties": map[string]any{"k\nNo changes: x\x1b[31m": "v", "oozie.wf.application.path": "/a", "with space": "s"}}, &got)
+	want := []FieldChange{
+		{Path: `properties."k\nNo changes: x\x1b[31m"`, New: `"v"`},
+		{Path: "properties.oozie.wf.application.path", New: `"/a"`},
+		{Path: `properties."with space"`, New: `"s"`},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}

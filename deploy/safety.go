@@ -23,7 +23,7 @@ import (
 var (
 	// ErrHDFSDirOverlaps: the Oozie directory HDFS_ROOT/NAME is, contains
 	// or is inside the workflows or defaults directory.
-	ErrHDFSDirOverlaps = errors.New("the Oozie directory overlaps the workflows or defaults directory")
+	ErrHDFSDirOverlaps = errors.New("the Oozie directory overlaps the workflows or defaults directory, or the project")
 	// ErrMissingDir: the target's workflows or defaults directory does
 	// not exist (and --create-dirs was not given).
 	ErrMissingDir = errors.New("directory of the target does not exist")
@@ -37,7 +37,8 @@ var (
 	// under HDFS_ROOT/NAME.
 	ErrForeignAppPath = errors.New("Oozie application path outside the deployed directory")
 	// ErrUnsafeLocalFile: a file of hdfs/ is a symbolic link out of the
-	// project, or not a regular file.
+	// project, not a regular file, or has a name that is not UTF-8 or
+	// holds a control character.
 	ErrUnsafeLocalFile = errors.New("unsafe file in the project's hdfs/ directory")
 )
 
@@ -220,7 +221,42 @@ func (s *session) checkOverlap(ctx context.Context, dir string) error {
 				"choose another --hdfs-root (or hdfs.root in the target file)%.0w", s.hdfsURLOf(dir), rel, o.kind, o.loc, ErrHDFSDirOverlaps)
 		}
 	}
+	if s.target.WorkflowsDir.Scheme == "file" {
+		return s.checkProjectOverlap(dir)
+	}
 	return nil
+}
+
+// checkProjectOverlap refuses, on a local installation, an Oozie
+// directory that is or contains the project directory (a checkout under
+// the HDFS root): a deploy swaps it aside and removes it, an undeploy
+// removes it, with the whole repository. A deploy or plan also refuses
+// one inside the project's hdfs/ directory, which it uploads. Paths are
+// compared resolved through symbolic links.
+func (s *session) checkProjectOverlap(dir string) error {
+	if s.o.DeployDir == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(s.o.DeployDir)
+	if err != nil {
+		return fmt.Errorf("project directory %s: %w", s.o.DeployDir, err)
+	}
+	project := filepath.ToSlash(realPath(abs))
+	oozie := filepath.ToSlash(realPath(filepath.FromSlash(dir)))
+	hdfs := path.Join(project, HDFSDirName)
+	what, rel, why := "the project directory "+project, "", "which a deploy would replace and an undeploy delete"
+	switch {
+	case oozie == project:
+		rel = "is"
+	case within(project, oozie):
+		rel = "contains"
+	case !s.undeploy && within(oozie, hdfs):
+		what, rel, why = "the project's hdfs/ directory "+hdfs, "is inside", "which the deploy uploads"
+	default:
+		return nil
+	}
+	return fmt.Errorf("the Oozie directory %s %s %s, %s; choose another --hdfs-root (or hdfs.root in the target file)%.0w",
+		s.hdfsURLOf(dir), rel, what, why, ErrHDFSDirOverlaps)
 }
 
 // hdfsURLOf names dir on the HDFS side before it is connected.

@@ -793,3 +793,62 @@ func TestLocalFailureNotDelayedByConnect(t *testing.T) {
 		t.Fatalf("deploy: %v", err)
 	}
 }
+
+// TestHDFSTreeFileNames: a file name in hdfs/ with a control character
+// (a newline could forge lines of the plan a reviewer reads in CI, an
+// escape sequence recolour it) or that is not UTF-8 is refused, quoted,
+// before anything is read or uploaded; spaces and other Unicode are fine.
+func TestHDFSTreeFileNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"newline", "a\nNo changes: wordcount is up to date", `hdfs/"a\nNo changes: wordcount is up to date": file names must not contain control characters`},
+		{"escape", "lib/x\x1b[31m.jar", `hdfs/"lib/x\x1b[31m.jar": file names must not contain control characters`},
+		{"tab", "a\tb", `hdfs/"a\tb": file names must not contain control characters`},
+		{"delete", "a\x7fb", `hdfs/"a\x7fb": file names must not contain control characters`},
+		{"C1 control", "a\u0085b", `hdfs/"a\u0085b": file names must not contain control characters`},
+		{"not UTF-8", "bad\xff\xfe", `hdfs/"bad\xff\xfe": file names must be UTF-8`},
+		{"space and Unicode", "lib/wörd count.jar", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "project")
+			writeFiles(t, filepath.Join(dir, "hdfs"), map[string]string{"workflow.xml": "<w/>", tc.file: "x"})
+			lt, err := scanLocal(dir)
+			if tc.want == "" {
+				if err != nil || len(lt.files) != 2 {
+					t.Fatalf("scan: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrUnsafeLocalFile) {
+				t.Fatalf("want ErrUnsafeLocalFile, got %v", err)
+			}
+			if got := strings.TrimPrefix(err.Error(), filepath.Dir(dir)+"/project/"); got != tc.want {
+				t.Errorf("error\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOwnerRecordMissingWarnedOnce: deploying over an Oozie directory that
+// Celos CI left (no owner record, no manifest) warns once, not once per
+// check of the directory (it said the same line twice).
+func TestOwnerRecordMissingWarnedOnce(t *testing.T) {
+	f := newFixture(t)
+	writeFiles(t, filepath.Join(f.hdfsRoot, "wordcount"), map[string]string{"workflow.xml": "<celos-ci/>"})
+	o := f.options()
+	var warnings []string
+	o.Warn = func(s string) { warnings = append(warnings, s) }
+	if _, err := Deploy(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, w := range warnings {
+		if strings.Contains(w, "has no celos owner record") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("warned %d times about the missing owner record, want once: %q", n, warnings)
+	}
+}

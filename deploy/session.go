@@ -93,26 +93,9 @@ type Progress struct {
 }
 
 // ValidateProjectName refuses names that are not a single safe path
-// element: the name becomes a file name and an HDFS directory name.
-func ValidateProjectName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("project name is empty (pass --project NAME)")
-	case strings.ContainsRune(name, 0):
-		return fmt.Errorf("project name %q contains a NUL byte", name)
-	case strings.ContainsAny(name, `/\`):
-		return fmt.Errorf("project name %q contains a path separator", name)
-	case strings.Contains(name, ".."):
-		return fmt.Errorf("project name %q contains \"..\"", name)
-	case strings.HasPrefix(name, "."):
-		return fmt.Errorf("project name %q starts with a dot", name)
-	case len(name) > 200:
-		return fmt.Errorf("project name %q is longer than 200 bytes", name)
-	case !workflow.IDPattern.MatchString(name):
-		return fmt.Errorf("project name %q may contain only letters, digits, '.', '_' and '-'", name)
-	}
-	return nil
-}
+// element: the name becomes a file name and an HDFS directory name
+// (workflow.ValidateProjectName, which celos init checks too).
+func ValidateProjectName(name string) error { return workflow.ValidateProjectName(name) }
 
 // StepError is a failed step of a deploy or undeploy.
 type StepError struct {
@@ -168,6 +151,9 @@ type session struct {
 	// atRisk: a deployment exists and the command holds the lock to
 	// change it (see StepError.AtRisk).
 	atRisk bool
+	// warned are the warnings given, each given once though a check
+	// that warns may run more than once (checkOwner).
+	warned map[string]bool
 }
 
 func (s *session) begin(step string) {
@@ -178,9 +164,15 @@ func (s *session) begin(step string) {
 }
 
 func (s *session) warn(format string, args ...any) {
-	if s.o.Warn != nil {
-		s.o.Warn(fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if s.o.Warn == nil || s.warned[msg] {
+		return
 	}
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	s.warned[msg] = true
+	s.o.Warn(msg)
 }
 
 func (s *session) fail(err error, intact bool) error {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/celos-go/celos/internal/regfile"
@@ -94,8 +95,14 @@ func scanLocal(deployDir string) (*localTree, error) {
 		}
 		shown := filepath.Join(root, rel) // as the user sees it
 		rel = filepath.ToSlash(rel)
+		// Names are shown quoted here: they are not known to be printable.
+		// A control character could forge lines of the plan (a newline) or
+		// restyle a terminal (an escape sequence).
 		if !utf8.ValidString(rel) {
-			return fmt.Errorf("%s: file names must be UTF-8", shown)
+			return fmt.Errorf("%s/%q: file names must be UTF-8%.0w", root, rel, ErrUnsafeLocalFile)
+		}
+		if strings.IndexFunc(rel, unicode.IsControl) >= 0 {
+			return fmt.Errorf("%s/%q: file names must not contain control characters%.0w", root, rel, ErrUnsafeLocalFile)
 		}
 		if rel == OwnerFile {
 			return fmt.Errorf("%s: the name %s is reserved for the owner record deploy writes%.0w", shown, OwnerFile, ErrUnsafeLocalFile)

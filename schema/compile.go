@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -288,11 +289,21 @@ func (c *compiler) loadInstance(dir, abs, root string) *build.Instance {
 		return nil
 	}
 	if inst.Err != nil {
+		if m := badModulePath.FindString(inst.Err.Error()); m != "" {
+			// CUE reports it without a position, wrapped in what its
+			// legacy-module fixer tried.
+			c.errorf(c.rel(filepath.Join(root, "cue.mod", "module.cue")), "%s", m)
+			return nil
+		}
 		c.addCUEError(inst.Err, dir)
 		return nil
 	}
 	return inst
 }
+
+// badModulePath is CUE's reason for refusing cue.mod/module.cue's module
+// path.
+var badModulePath = regexp.MustCompile(`module path "[^"\n]*" is not valid: [^\n]*`)
 
 // evaluate builds the package, requires it to be concrete and closed as
 // #Project, and reports every error it can find in one run. The caller

@@ -66,6 +66,11 @@ func (c *compiler) addCUEError(err error, dir string) {
 		} else {
 			msg = fmt.Sprintf(format, args...)
 		}
+		if strings.TrimSpace(msg) == "" || strings.Contains(msg, "%!") {
+			// Some errors of cue/load (an invalid module file) carry
+			// their text only in Error(), not in Msg().
+			msg = e.Error()
+		}
 		if format == "@%s" {
 			// An attribute's error (@embed) carries its reason wrapped.
 			msg += attributeReason(e)

@@ -57,7 +57,7 @@ func (c *compiler) extractTests(p *workflow.Project) *testcase.Suite {
 		ids[w.ID] = true
 	}
 	for it.Next() {
-		tc, ok := c.testCase(it.Selector().Unquoted(), it.Value(), ids)
+		tc, ok := c.testCase(it.Selector().Unquoted(), it.Value(), p, ids)
 		if ok {
 			suite.Cases = append(suite.Cases, tc)
 		}
@@ -77,7 +77,7 @@ func (c *compiler) extractTests(p *workflow.Project) *testcase.Suite {
 
 // testCase converts one concrete test case and checks it, reporting at the
 // positions of the values concerned.
-func (c *compiler) testCase(name string, v cue.Value, ids map[string]bool) (testcase.Case, bool) {
+func (c *compiler) testCase(name string, v cue.Value, p *workflow.Project, ids map[string]bool) (testcase.Case, bool) {
 	label := "tests." + cuePathLabel(name)
 	data, err := v.MarshalJSON()
 	if err != nil {
@@ -138,8 +138,8 @@ func (c *compiler) testCase(name string, v cue.Value, ids map[string]bool) (test
 		out.Expected = abs
 	}
 	if ok {
-		for _, p := range tc.Problems(ids) {
-			c.errorf(c.valuePos(v), "%s: %s", label, p)
+		for _, msg := range append(tc.Problems(ids), tc.SlotProblems(p)...) {
+			c.errorf(c.valuePos(v), "%s: %s", label, msg)
 			ok = false
 		}
 	}

@@ -220,6 +220,9 @@ func TargetLocation(rawURL, user string) (Location, error) {
 	if l.Scheme != "file" && l.Scheme != "sftp" {
 		return Location{}, fmt.Errorf("--target %s: want a file: or sftp: URL", rawURL)
 	}
+	if l.Path == "/" {
+		return Location{}, fmt.Errorf("--target %s names no target file (want %s://host/path/to/target.json)", l, l.Scheme)
+	}
 	if l.Scheme == "sftp" && user != "" {
 		l.User = user
 	}

@@ -251,3 +251,19 @@ func TestURLErrorsRedactOnlyPasswords(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetLocationNamesAFile: a --target URL without a path
+// (sftp://host, sftp://host/) names no target file and is refused before
+// any connection; before, celos looked for an SSH key and connected to
+// read "/".
+func TestTargetLocationNamesAFile(t *testing.T) {
+	for _, raw := range []string{"sftp://celos.example.com", "sftp://celos.example.com/", "sftp://celos.example.com:2222/", "file:///"} {
+		_, err := TargetLocation(raw, "")
+		if err == nil || !strings.Contains(err.Error(), "names no target file") {
+			t.Errorf("TargetLocation(%q) = %v, want an error saying it names no target file", raw, err)
+		}
+	}
+	if _, err := TargetLocation("sftp://celos.example.com/etc/celos/t.json", ""); err != nil {
+		t.Errorf("a URL with a path: %v", err)
+	}
+}

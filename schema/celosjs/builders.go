@@ -75,7 +75,7 @@ func (e *evaluator) setScheduleBuilders(set setter) {
 // setTriggerBuilders sets the triggers.
 func (e *evaluator) setTriggerBuilders(set setter) {
 	set("alwaysTrigger", func(c goja.FunctionCall) goja.Value {
-		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerAlways}})
+		return e.leaf(workflow.Trigger{Type: workflow.TriggerAlways})
 	})
 	set("hdfsCheckTrigger", func(c goja.FunctionCall) goja.Value {
 		path := e.str(c.Argument(0), "celos.hdfsCheckTrigger", "the path")
@@ -88,19 +88,22 @@ func (e *evaluator) setTriggerBuilders(set setter) {
 		} else if d := e.global("CELOS_DEFAULT_HDFS"); d != nil {
 			t.FS = e.str(d, "celos.hdfsCheckTrigger", "CELOS_DEFAULT_HDFS")
 		}
-		return e.vm.ToValue(&trigger{t})
+		return e.leaf(t)
 	})
 	set("successTrigger", func(c goja.FunctionCall) goja.Value {
 		id := e.workflowID(c.Argument(0), "celos.successTrigger")
-		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: id}})
+		return e.leaf(workflow.Trigger{Type: workflow.TriggerSuccess, Workflow: id})
 	})
 	nary := func(kind, name string) func(goja.FunctionCall) goja.Value {
 		return func(c goja.FunctionCall) goja.Value {
 			t := workflow.Trigger{Type: kind, Triggers: []workflow.Trigger{}}
+			var subs []*trigger
 			for i, a := range c.Arguments {
-				t.Triggers = append(t.Triggers, e.trigger(a, name, fmt.Sprintf("argument %d", i+1)))
+				sub := e.trigger(a, name, fmt.Sprintf("argument %d", i+1))
+				t.Triggers = append(t.Triggers, sub.t)
+				subs = append(subs, sub)
 			}
-			return e.vm.ToValue(&trigger{t})
+			return e.composite(name, t, subs...)
 		}
 	}
 	set("andTrigger", nary(workflow.TriggerAnd, "celos.andTrigger"))
@@ -110,7 +113,7 @@ func (e *evaluator) setTriggerBuilders(set setter) {
 			e.throw("Undefined sub trigger")
 		}
 		sub := e.trigger(c.Argument(0), "celos.notTrigger", "its argument")
-		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerNot, Trigger: &sub}})
+		return e.composite("celos.notTrigger", workflow.Trigger{Type: workflow.TriggerNot, Trigger: &sub.t}, sub)
 	})
 	set("offsetTrigger", func(c goja.FunctionCall) goja.Value {
 		sec := e.integer(c.Argument(0), "celos.offsetTrigger", "the seconds")
@@ -118,14 +121,14 @@ func (e *evaluator) setTriggerBuilders(set setter) {
 			e.throw("Undefined trigger")
 		}
 		sub := e.trigger(c.Argument(1), "celos.offsetTrigger", "the trigger")
-		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerOffset, Seconds: sec, Trigger: &sub}})
+		return e.composite("celos.offsetTrigger", workflow.Trigger{Type: workflow.TriggerOffset, Seconds: sec, Trigger: &sub.t}, sub)
 	})
 	set("delayTrigger", func(c goja.FunctionCall) goja.Value {
 		sec := e.integer(c.Argument(0), "celos.delayTrigger", "the seconds")
 		if sec < 0 {
 			e.throw("celos.delayTrigger: the seconds must not be negative, not %d", sec)
 		}
-		return e.vm.ToValue(&trigger{workflow.Trigger{Type: workflow.TriggerDelay, Seconds: sec}})
+		return e.leaf(workflow.Trigger{Type: workflow.TriggerDelay, Seconds: sec})
 	})
 }
 
@@ -270,10 +273,38 @@ func (e *evaluator) integer(v goja.Value, fn, what string) int64 {
 	return int64(f)
 }
 
-func (e *evaluator) trigger(v goja.Value, fn, what string) workflow.Trigger {
+func (e *evaluator) trigger(v goja.Value, fn, what string) *trigger {
 	t, ok := v.Export().(*trigger)
 	if !ok {
 		e.throw("%s: %s must be a trigger (celos.*Trigger(...)), not %s", fn, what, describe(v))
 	}
-	return t.t
+	return t
+}
+
+// maxTriggerNodes bounds the triggers in one trigger tree. A JavaScript
+// file can use one trigger object many times (t = and(t, t)), so a tree
+// of a few calls could otherwise stand for billions of triggers, which
+// the CUE generator would write out one by one.
+const maxTriggerNodes = 10000
+
+// leaf wraps a trigger without nested triggers.
+func (e *evaluator) leaf(t workflow.Trigger) goja.Value {
+	return e.vm.ToValue(&trigger{t: t, depth: 1, nodes: 1})
+}
+
+// composite wraps a trigger made of subs, refusing a tree deeper than
+// celos allows (workflow.MaxTriggerDepth) or larger than maxTriggerNodes.
+func (e *evaluator) composite(fn string, t workflow.Trigger, subs ...*trigger) goja.Value {
+	w := &trigger{t: t, depth: 1, nodes: 1}
+	for _, s := range subs {
+		w.depth = max(w.depth, s.depth+1)
+		w.nodes += s.nodes
+	}
+	if w.depth > workflow.MaxTriggerDepth {
+		e.throw("%s: triggers nest deeper than %d levels (a celos limit)", fn, workflow.MaxTriggerDepth)
+	}
+	if w.nodes > maxTriggerNodes {
+		e.throw("%s: a trigger of more than %d triggers (a celos limit; the same trigger used twice counts twice)", fn, maxTriggerNodes)
+	}
+	return e.vm.ToValue(w)
 }

@@ -193,6 +193,8 @@ type evaluator struct {
 	// read CELOS_DEFAULT_OOZIE_PROPERTIES and the property object at
 	// submit time.
 	defs []*pendingWorkflow
+	// importing are the defaults files being imported, outermost first.
+	importing []string
 }
 
 // DefaultVars are the values of Celos's defaults-file variables.
@@ -207,7 +209,11 @@ type pendingWorkflow struct {
 }
 
 type schedule struct{ s workflow.Schedule }
-type trigger struct{ t workflow.Trigger }
+type trigger struct {
+	t workflow.Trigger
+	// depth and nodes measure the tree t: its levels, its triggers.
+	depth, nodes int
+}
 type strategy struct{ s workflow.Strategy }
 type service struct {
 	url   string
@@ -223,6 +229,9 @@ func evalFile(path string, opt Options) (f *File) {
 		return f
 	}
 	vm := goja.New()
+	// An endless recursion is a clear error at once, not a stack that
+	// grows until the time or memory limit.
+	vm.SetMaxCallStackSize(maxCallDepth)
 	e := &evaluator{vm: vm, file: f, opt: opt}
 	if err := vm.Set("__celos", e.api()); err != nil {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
@@ -236,23 +245,59 @@ func evalFile(path string, opt Options) (f *File) {
 		f.Err = err
 		return f
 	}
-	if v, ok := exportString(e.global("CELOS_DEFAULT_HDFS")); ok {
-		f.Vars.HDFS = &v
+	// Reading what the file left runs JavaScript too (getters, Proxy
+	// traps): under the time limit, its errors reported as the file's.
+	err = e.guard(path, func() error {
+		return e.inVM(func() error {
+			if v, ok := exportString(e.global("CELOS_DEFAULT_HDFS")); ok {
+				f.Vars.HDFS = &v
+			}
+			if v, ok := exportString(e.global("CELOS_DEFAULT_OOZIE")); ok {
+				f.Vars.Oozie = &v
+			}
+			if d := e.global("CELOS_DEFAULT_OOZIE_PROPERTIES"); d != nil {
+				f.Vars.OozieProperties, _ = e.properties(d, "")
+			}
+			for _, d := range e.defs {
+				if _, fn := goja.AssertFunction(d.svc.props); !fn {
+					if err := e.resolve(d); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		f.Err = err
+		return f
 	}
-	if v, ok := exportString(e.global("CELOS_DEFAULT_OOZIE")); ok {
-		f.Vars.Oozie = &v
-	}
-	if d := e.global("CELOS_DEFAULT_OOZIE_PROPERTIES"); d != nil {
-		f.Vars.OozieProperties, _ = e.properties(d, "")
-	}
+	// Property functions are called each under its own time limit.
 	for _, d := range e.defs {
-		if err := e.resolve(d); err != nil {
-			f.Err = err
-			return f
+		if _, fn := goja.AssertFunction(d.svc.props); fn {
+			if err := e.resolve(d); err != nil {
+				f.Err = err
+				return f
+			}
 		}
 		f.Workflows = append(f.Workflows, d.wf)
 	}
 	return f
+}
+
+// inVM runs fn, Go code that reads JavaScript values, as a call into the
+// VM: a getter or Proxy trap that throws, or is interrupted by the time
+// or memory limit, makes it return that error instead of panicking.
+func (e *evaluator) inVM(fn func() error) error {
+	var ferr error
+	call, _ := goja.AssertFunction(e.vm.ToValue(func(goja.FunctionCall) goja.Value {
+		ferr = fn()
+		return goja.Undefined()
+	}))
+	if _, err := call(goja.Undefined()); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // run compiles and runs src under the time limit.
@@ -297,6 +342,9 @@ func (e *evaluator) guard(name string, fn func() error) error {
 	}()
 	return jsError(name, fn(), e.opt)
 }
+
+// maxCallDepth bounds how deeply JavaScript calls nest.
+const maxCallDepth = 10000
 
 var (
 	errTimeout = errors.New("time limit")
@@ -348,6 +396,10 @@ func jsError(name string, err error, opt Options) error {
 			return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation used more than %d MiB of memory (an endless loop?)", opt.MemoryLimit>>20)}
 		}
 		return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation did not finish within %s (an endless loop?)", opt.Timeout)}
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return &Error{userPos(so.Stack(), name), fmt.Sprintf("RangeError: Maximum call stack size exceeded (calls nested deeper than %d: an endless recursion?)", maxCallDepth)}
 	}
 	var ex *goja.Exception
 	if errors.As(err, &ex) {
@@ -429,7 +481,17 @@ func (e *evaluator) importDefaults(c goja.FunctionCall) goja.Value {
 	if e.opt.DefaultsDir == "" {
 		e.throw("celos.importDefaults(%q): no defaults directory given (celos import-js --defaults DIR)", name)
 	}
+	if name == "" || filepath.IsAbs(name) || !filepath.IsLocal(name) {
+		e.throw("celos.importDefaults(%q): not a file of the defaults directory (a name such as \"common\", without \"..\" or a leading /)", name)
+	}
 	path := filepath.Join(e.opt.DefaultsDir, name+".js")
+	for i, p := range e.importing {
+		if p == path {
+			e.throw("celos.importDefaults(%q): an import cycle: %s imports %s", name, strings.Join(e.importing[i:], " imports "), path)
+		}
+	}
+	e.importing = append(e.importing, path)
+	defer func() { e.importing = e.importing[:len(e.importing)-1] }()
 	src, err := os.ReadFile(path)
 	if err != nil {
 		e.throw("celos.importDefaults(%q): %v", name, unwrapPath(err))
@@ -481,7 +543,7 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 		e.throw("celos.defineWorkflow(%q): schedule must be a schedule (celos.*Schedule(...)), not %s", id, describe(obj.Get("schedule")))
 	}
 	w.Schedule = sch.s
-	w.Trigger = e.trigger(field("trigger"), fmt.Sprintf("celos.defineWorkflow(%q)", id), "trigger")
+	w.Trigger = e.trigger(field("trigger"), fmt.Sprintf("celos.defineWorkflow(%q)", id), "trigger").t
 	st, ok := field("schedulingStrategy").Export().(*strategy)
 	if !ok {
 		e.throw("celos.defineWorkflow(%q): schedulingStrategy must be celos.serialSchedulingStrategy(...), not %s", id, describe(obj.Get("schedulingStrategy")))
@@ -602,29 +664,22 @@ func (e *evaluator) resolve(d *pendingWorkflow) error {
 		w.Props = &PropsFunc{Pos: s.pos}
 		w.Props.call = func(t time.Time) (map[string]string, error) {
 			var props map[string]string
-			err := e.guard(s.pos.File, func() (err error) {
-				defer func() {
-					if r := recover(); r != nil {
-						if ex, ok := r.(*goja.Exception); ok {
-							err = ex
-							return
-						}
-						panic(r)
+			err := e.guard(s.pos.File, func() error {
+				return e.inVM(func() error {
+					mk, _ := goja.AssertFunction(e.vm.GlobalObject().Get("__celosSlot"))
+					sv, err := mk(goja.Undefined(), e.vm.ToValue(id), e.vm.ToValue(t.UnixMilli()))
+					if err != nil {
+						return err
 					}
-				}()
-				mk, _ := goja.AssertFunction(e.vm.GlobalObject().Get("__celosSlot"))
-				sv, err := mk(goja.Undefined(), e.vm.ToValue(id), e.vm.ToValue(t.UnixMilli()))
-				if err != nil {
-					return err
-				}
-				out, err := fn(goja.Undefined(), sv)
-				if err != nil {
-					return err
-				}
-				if props, err = e.properties(out, fmt.Sprintf("the property function of %q", id)); err != nil {
-					return &Error{s.pos, err.Error()}
-				}
-				return nil
+					out, err := fn(goja.Undefined(), sv)
+					if err != nil {
+						return err
+					}
+					if props, err = e.properties(out, fmt.Sprintf("the property function of %q", id)); err != nil {
+						return &Error{s.pos, err.Error()}
+					}
+					return nil
+				})
 			})
 			return props, err
 		}

@@ -48,6 +48,9 @@ func TestBadCalls(t *testing.T) {
 		{"hdfsCheck at load time", `celos.hdfsCheck("/x");`, `w.js:1:16: celos.hdfsCheck cannot be converted: it reads HDFS while the file is evaluated, and a CUE workflow is static (use celos.hdfsCheckTrigger)`},
 		{"registers", `celos.getRegister("b", "k");`, `w.js:1:18: celos.getRegister cannot be converted: it reads Celos's registers while the file is evaluated, and a CUE workflow is static`},
 		{"Rhino Packages", `var x = new Packages.java.util.ArrayList();`, `w.js:1:13: ReferenceError: Packages is not defined`},
+		{"triggers nested too deep", "var t = celos.alwaysTrigger();\nfor (var i = 0; i < 100000; i++) { t = celos.notTrigger(t); }", `w.js:2:56: celos.notTrigger: triggers nest deeper than 16 levels (a celos limit)`},
+		{"too many triggers", "var t = celos.alwaysTrigger();\nfor (var i = 0; i < 15; i++) { t = celos.andTrigger(t, t, t, t, t, t, t, t, t, t); }", `w.js:2:52: celos.andTrigger: a trigger of more than 10000 triggers (a celos limit; the same trigger used twice counts twice)`},
+		{"endless recursion", "function f(n) { return f(n + 1) + 1; }\nf(0);", `w.js:1:25: RangeError: Maximum call stack size exceeded (calls nested deeper than 10000: an endless recursion?)`},
 		{"twice in one file", "function d() { celos.defineWorkflow({id: \"w\", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(), trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({})}); }\nd();\nd();", `w.js:1:36: workflow "w" is defined twice in this file (first at w.js:1:36, called at w.js:2:2)`},
 	}
 	for _, tt := range tests {
@@ -362,5 +365,96 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	if el := time.Since(start); el > 30*time.Second {
 		t.Errorf("stopped after %s", el)
+	}
+}
+
+// TestHostileObjects: JavaScript that runs when the Go side reads what a
+// file left (a getter or Proxy in the properties or the defaults
+// globals, the object a property function returns) is bounded by the
+// time limit and its errors are reported at their line; before, an
+// endless getter hung import-js and a throwing one crashed it.
+func TestHostileObjects(t *testing.T) {
+	def := func(props string) string {
+		return "celos.defineWorkflow({id: \"w\", schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),\n" +
+			" trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService(" + props + ")});\n"
+	}
+	getter := func(body string) string {
+		return "var p = {}; Object.defineProperty(p, \"x\", {enumerable: true, get: function() { " + body + " }});\n"
+	}
+	tests := []struct {
+		name, src, want string
+	}{
+		{"endless getter", getter("for (;;) {}") + def("p"), `w.js:1:N: evaluation did not finish within 1s (an endless loop?)`},
+		{"throwing getter", getter(`throw new Error("boom");`) + def("p"), `w.js:1:N: boom`},
+		{"throwing Proxy", `var p = new Proxy({}, {ownKeys: function() { throw "no keys"; }});` + "\n" + def("p"), `w.js:1:N: thrown: no keys`},
+		{"endless global getter", `Object.defineProperty(this, "CELOS_DEFAULT_HDFS", {get: function() { for (;;) {} }});`, `w.js:1:N: evaluation did not finish within 1s (an endless loop?)`},
+		{"throwing defaults Proxy", `var CELOS_DEFAULT_OOZIE_PROPERTIES = new Proxy({}, {ownKeys: function() { throw "no keys"; }});`, `w.js:1:N: thrown: no keys`},
+		{"property function's getter", getter("for (;;) {}") + def("function(s) { return p; }"), `w.js:1:N: the property function of workflow "w" fails for slot time 2026-01-01T00:00:00Z: evaluation did not finish within 1s (an endless loop?)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan *Result, 1)
+			go func() { done <- evalSrc(t, tt.src) }()
+			var res *Result
+			select {
+			case res = <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("Evaluate did not return within 60s (the time limit is 1s)")
+			}
+			got := strs(res.Problems)
+			for i := range got {
+				got[i] = regexp.MustCompile(`^w\.js:1:\d+:`).ReplaceAllString(got[i], "w.js:1:N:")
+				got[i] = regexp.MustCompile(`slot time [0-9T:-]+Z`).ReplaceAllString(got[i], "slot time 2026-01-01T00:00:00Z")
+			}
+			if d := cmp.Diff([]string{tt.want}, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestDefaultsImportLimits: celos.importDefaults reads files of the
+// defaults directory only (before, "../../x" read any .js file), and an
+// import cycle is an error saying so at once (before, it recursed until
+// the time limit and was reported as an endless loop). Importing one
+// file twice, not in a cycle, is fine.
+func TestDefaultsImportLimits(t *testing.T) {
+	tests := []struct {
+		name, src string
+		defaults  map[string]string
+		want      []string
+	}{
+		{"parent", `celos.importDefaults("../secret");`, nil,
+			[]string{`w.js:1:21: celos.importDefaults("../secret"): not a file of the defaults directory (a name such as "common", without ".." or a leading /)`}},
+		{"absolute", `celos.importDefaults("/tmp/x");`, nil,
+			[]string{`w.js:1:21: celos.importDefaults("/tmp/x"): not a file of the defaults directory (a name such as "common", without ".." or a leading /)`}},
+		{"self", `celos.importDefaults("a");`, map[string]string{"a": `celos.importDefaults("a");`},
+			[]string{`d/a.js:1:21: celos.importDefaults("a"): an import cycle: d/a.js imports d/a.js`}},
+		{"cycle", `celos.importDefaults("a");`, map[string]string{"a": `celos.importDefaults("b");`, "b": `var B = 1; celos.importDefaults("a");`},
+			[]string{`d/b.js:1:32: celos.importDefaults("a"): an import cycle: d/a.js imports d/b.js imports d/a.js`}},
+		{"twice", `celos.importDefaults("a"); celos.importDefaults("sub/b"); celos.importDefaults("a");`, map[string]string{"a": `var A = 1;`, "sub/b": `celos.importDefaults("a");`}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if err := os.MkdirAll("d/sub", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for n, src := range tt.defaults {
+				if err := os.WriteFile("d/"+n+".js", []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile("secret.js", []byte(`var SECRET = "x";`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile("w.js", []byte(tt.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := Evaluate([]string{"w.js"}, Options{DefaultsDir: "d", Timeout: 30 * time.Second})
+			if d := cmp.Diff(tt.want, strs(res.Problems)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
 	}
 }

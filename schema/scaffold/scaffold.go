@@ -21,6 +21,8 @@ import (
 	"strings"
 	"text/template"
 
+	"cuelang.org/go/mod/module"
+
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -51,6 +53,21 @@ var (
 	semver   = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 )
 
+// cueKeywords cannot be a package name (CUE's parser wants an identifier
+// there; "package" and "import" are accepted).
+var cueKeywords = map[string]bool{"for": true, "in": true, "if": true, "let": true, "true": true, "false": true, "null": true, "func": true}
+
+// modulePath is the project's CUE module path: example.com/ and the name
+// in lower case, without the leading and trailing '.', '_' and '-' CUE
+// refuses in a module path element.
+func modulePath(name string) string {
+	elem := strings.Trim(strings.ToLower(name), "._-")
+	if elem == "" || module.CheckPathWithoutVersion("example.com/"+elem) != nil {
+		elem = "project"
+	}
+	return "example.com/" + elem
+}
+
 type data struct {
 	Name, Package, Module, Rev string
 	// Pinned is set when Rev is a release version.
@@ -71,6 +88,9 @@ func Write(dir string, opt Options) ([]string, error) {
 	if !workflow.IDPattern.MatchString(name) || name == "." || name == ".." {
 		return nil, fmt.Errorf("project name %q: must match %s (use --name)", name, workflow.IDPattern)
 	}
+	if err := workflow.ValidateProjectName(name); err != nil {
+		return nil, fmt.Errorf("%w: celos deploy would refuse it (use --name)", err)
+	}
 	if entries, err := os.ReadDir(abs); err == nil {
 		if len(entries) > 0 && !opt.Force {
 			return nil, fmt.Errorf("%s: %w", dir, ErrNotEmpty)
@@ -81,14 +101,14 @@ func Write(dir string, opt Options) ([]string, error) {
 		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
 	pkg := strings.ToLower(nonIdent.ReplaceAllString(name, "_"))
-	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' || pkg[0] == '_' {
+	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' || pkg[0] == '_' || cueKeywords[pkg] {
 		pkg = "p" + pkg
 	}
 	rev, pinned := opt.Rev, semver.MatchString(opt.Rev)
 	if !pinned {
 		rev = "main"
 	}
-	d := data{Name: name, Package: pkg, Module: "example.com/" + strings.ToLower(name), Rev: rev, Pinned: pinned}
+	d := data{Name: name, Package: pkg, Module: modulePath(name), Rev: rev, Pinned: pinned}
 
 	var written []string
 	err = fs.WalkDir(templateFS, "template", func(p string, e fs.DirEntry, err error) error {
@@ -112,7 +132,14 @@ func Write(dir string, opt Options) ([]string, error) {
 			}
 			src = b.Bytes()
 		}
-		if err := writeFile(filepath.Join(abs, filepath.FromSlash(rel)), src); err != nil {
+		target := filepath.Join(abs, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		if err := inside(abs, filepath.Dir(target)); err != nil {
+			return err
+		}
+		if err := writeFile(target, src); err != nil {
 			return err
 		}
 		written = append(written, rel)
@@ -147,6 +174,11 @@ func UpdateSchema(dir string) ([]string, error) {
 	if err := os.MkdirAll(vendor, 0o755); err != nil {
 		return nil, fmt.Errorf("update the schema of %s: %w", dir, err)
 	}
+	// It removes .cue files: never in a directory a symbolic link in the
+	// project points to elsewhere.
+	if err := inside(dir, vendor); err != nil {
+		return nil, fmt.Errorf("update the schema of %s: %w", dir, err)
+	}
 	keep := map[string]bool{}
 	var written []string
 	for _, f := range schema.SchemaFiles() {
@@ -170,9 +202,53 @@ func UpdateSchema(dir string) ([]string, error) {
 	return written, nil
 }
 
+// writeFile writes a file of the project: to a temporary file renamed
+// onto name, so that a symbolic link there is replaced, not written
+// through.
 func writeFile(name string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(name, data, 0o644)
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".celos-init-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// inside refuses a directory whose real path (symbolic links resolved)
+// is not inside the real path of the project directory root.
+func inside(root, dir string) error {
+	r, err := filepath.Abs(root)
+	if err == nil {
+		r, err = filepath.EvalSymlinks(r)
+	}
+	if err != nil {
+		return err
+	}
+	d, err := filepath.Abs(dir)
+	if err == nil {
+		d, err = filepath.EvalSymlinks(d)
+	}
+	if err != nil {
+		return err
+	}
+	if d != r && !strings.HasPrefix(d, r+string(filepath.Separator)) {
+		return fmt.Errorf("%s resolves to %s, outside the project %s (a symbolic link); refused, nothing written", dir, d, r)
+	}
+	return nil
 }

@@ -149,6 +149,43 @@ func TestScaffoldNames(t *testing.T) {
 	}
 }
 
+// TestScaffoldAwkwardNames: every project name celos deploy accepts gives
+// a project that compiles, named so; before, a CUE keyword (for, null)
+// made an invalid package clause and a leading or trailing '_' or '-' an
+// invalid module path (and vet said only ".: "). A name deploy refuses
+// (a leading dot, "..", longer than 200 bytes) is refused at once, with
+// deploy's reason.
+func TestScaffoldAwkwardNames(t *testing.T) {
+	for _, name := range []string{"for", "null", "func", "if", "_x", "x_", "x-", "-x", "x.", "a__b", "_"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "p")
+			if _, err := Write(dir, Options{Name: name}); err != nil {
+				t.Fatal(err)
+			}
+			p, diags, err := schema.Compile(dir)
+			if err != nil || len(diags) > 0 {
+				t.Fatalf("scaffold %q does not compile cleanly: %v %v", name, diags, err)
+			}
+			if p.Project != name {
+				t.Errorf("project = %q", p.Project)
+			}
+		})
+	}
+	for name, want := range map[string]string{
+		".hidden":                `project name ".hidden" starts with a dot`,
+		"a..b":                   `project name "a..b" contains ".."`,
+		strings.Repeat("a", 201): "is longer than 200 bytes",
+	} {
+		_, err := Write(filepath.Join(t.TempDir(), "p"), Options{Name: name})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Write %q: %v, want an error containing %q", name, err, want)
+		}
+		if deploy.ValidateProjectName(name) == nil {
+			t.Errorf("deploy accepts %q", name)
+		}
+	}
+}
+
 // TestUpdateSchema: a vendored copy that differs gives a warning, and
 // UpdateSchema makes it the built-in schema again.
 func TestUpdateSchema(t *testing.T) {
@@ -326,5 +363,59 @@ func TestScaffoldTestCasePasses(t *testing.T) {
 	r := runIt()
 	if r.Passed || len(r.Failures) == 0 || !strings.Contains(r.Failures[0], "1100/part-r-00000: contents differ") || !strings.Contains(r.Failures[0], "-the\t2\n    +the\t1") {
 		t.Errorf("a wrong expected count: %q", r.Failures)
+	}
+}
+
+// TestUpdateSchemaStaysInProject: a vendored schema directory that is a
+// symbolic link out of the project (a cloned repository can hold one) is
+// refused, and nothing outside is written or removed; before,
+// `celos init --update-schema` deleted the .cue files of the directory it
+// pointed to and wrote the schema there. A scaffold file that is a
+// symbolic link (celos init --force) is replaced, not written through.
+func TestUpdateSchemaStaysInProject(t *testing.T) {
+	root := t.TempDir()
+	victim := filepath.Join(root, "victim")
+	os.MkdirAll(victim, 0o755)
+	os.WriteFile(filepath.Join(victim, "mine.cue"), []byte("package important\n"), 0o644)
+	dir := filepath.Join(root, "p")
+	if _, err := Write(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	vendor := filepath.Join(dir, filepath.FromSlash(schema.SchemaVendorDir))
+	os.RemoveAll(vendor)
+	if err := os.Symlink(victim, vendor); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := UpdateSchema(dir); err == nil || !strings.Contains(err.Error(), "outside the project") {
+		t.Errorf("UpdateSchema through a link out of the project: %v", err)
+	}
+	if entries, _ := os.ReadDir(victim); len(entries) != 1 || entries[0].Name() != "mine.cue" {
+		t.Errorf("the directory outside was changed: %v", entries)
+	}
+	// A project named by a relative path, its schema where it belongs.
+	t.Chdir(root)
+	if _, err := Write("rel", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := UpdateSchema("rel"); err != nil {
+		t.Errorf("UpdateSchema of a relative directory: %v", err)
+	}
+
+	// celos init --force over a scaffold file that links out.
+	outside := filepath.Join(root, "bashrc")
+	os.WriteFile(outside, []byte("mine\n"), 0o644)
+	dir2 := filepath.Join(root, "p2")
+	os.MkdirAll(dir2, 0o755)
+	if err := os.Symlink(outside, filepath.Join(dir2, "README.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(dir2, Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(outside); string(data) != "mine\n" {
+		t.Errorf("init --force wrote through a symbolic link: %q", data)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir2, "README.md")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("README.md is not a regular file of the scaffold: %v %v", fi, err)
 	}
 }

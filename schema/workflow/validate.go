@@ -222,3 +222,26 @@ func clip(s string) string {
 	}
 	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:maxQuoted], ""), len(s))
 }
+
+// ValidateProjectName refuses project names that are not a single safe
+// path element: celos deploy makes the name a file name (NAME.json) and an
+// HDFS directory name (HDFS_ROOT/NAME), and celos init a CUE package.
+func ValidateProjectName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("project name is empty (pass --project NAME)")
+	case strings.ContainsRune(name, 0):
+		return fmt.Errorf("project name %q contains a NUL byte", name)
+	case strings.ContainsAny(name, `/\`):
+		return fmt.Errorf("project name %q contains a path separator", name)
+	case strings.Contains(name, ".."):
+		return fmt.Errorf("project name %q contains \"..\"", name)
+	case strings.HasPrefix(name, "."):
+		return fmt.Errorf("project name %q starts with a dot", name)
+	case len(name) > 200:
+		return fmt.Errorf("project name %q is longer than 200 bytes", name)
+	case !IDPattern.MatchString(name):
+		return fmt.Errorf("project name %q may contain only letters, digits, '.', '_' and '-'", name)
+	}
+	return nil
+}

@@ -306,28 +306,51 @@ func (c Conf) lookup(ref string) (string, bool) {
 // DefaultFS returns fs.defaultFS (or the deprecated fs.default.name),
 // expanded, or Hadoop's default "file:///" when neither is set. A value
 // that cannot be expanded is an error naming the property (ErrExpansion),
-// not a file system URI full of ${...}.
+// not a file system URI full of ${...}. The value is read as Hadoop's
+// FileSystem.getDefaultUri reads it: trimmed, "local" is file:///, a
+// name without a '/' (namenode, namenode:8020) is hdfs://name, and one
+// with a '/' but no scheme is an error (Hadoop: "No scheme in default
+// FS"), not the local disk.
 func (c Conf) DefaultFS() (string, error) {
 	for _, k := range []string{"fs.defaultFS", "fs.default.name"} {
 		v, err := c.Expand(k)
 		if err != nil {
 			return "", err
 		}
-		if v != "" {
-			return v, nil
+		if v = strings.TrimSpace(v); v != "" {
+			return fixFSName(k, v)
 		}
 	}
 	return "file:///", nil
 }
 
+// fixFSName is Hadoop's FileSystem.fixName, and its check for a scheme.
+func fixFSName(key, v string) (string, error) {
+	switch {
+	case v == "local":
+		return "file:///", nil
+	case !strings.Contains(v, "/"):
+		return "hdfs://" + v, nil
+	}
+	if u, err := url.Parse(v); err != nil || u.Scheme == "" {
+		if len(v) > 200 {
+			v = v[:200] + "..."
+		}
+		return "", fmt.Errorf("%s %q names no file system: want a URI such as hdfs://namenode:8020, or file:///", key, v)
+	}
+	return v, nil
+}
+
 // IsLocal reports whether fs is a local file system URI (file:, or empty
-// meaning the configuration's default which is file:).
+// meaning the configuration's default when that is file:).
 func (c Conf) IsLocal(fs string) bool {
 	if fs == "" {
 		var err error
 		if fs, err = c.DefaultFS(); err != nil {
 			return false // not a file: URI; opening it reports the error
 		}
+		u, err := url.Parse(fs)
+		return err == nil && u.Scheme == "file"
 	}
 	u, err := url.Parse(fs)
 	return err == nil && (u.Scheme == "file" || u.Scheme == "")

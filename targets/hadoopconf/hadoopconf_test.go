@@ -55,6 +55,40 @@ func TestDefaultFSAndLocal(t *testing.T) {
 	}
 }
 
+// TestDefaultFSHadoopNames: fs.defaultFS is read as Hadoop's
+// FileSystem.getDefaultUri reads it. Before, a name without a scheme
+// (Hadoop's deprecated "namenode" or "namenode:8020", which Hadoop and
+// Oozie take as hdfs://) counted as the local disk: deploy put the Oozie
+// directory on the installation's disk and hdfsCheck looked there.
+func TestDefaultFSHadoopNames(t *testing.T) {
+	for _, tc := range []struct {
+		value, want, err string
+		local            bool
+	}{
+		{value: "namenode", want: "hdfs://namenode"},
+		{value: "nn1.example.com:8020", want: "hdfs://nn1.example.com:8020"},
+		{value: "local", want: "file:///", local: true},
+		{value: "  hdfs://nn:8020\n ", want: "hdfs://nn:8020"},
+		{value: "file:///", want: "file:///", local: true},
+		{value: "/data/hdfs", err: `fs.defaultFS "/data/hdfs" names no file system: want a URI such as hdfs://namenode:8020, or file:///`},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			c := Conf{"fs.defaultFS": strings.ReplaceAll(tc.value, `\n`, "\n")}
+			got, err := c.DefaultFS()
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("DefaultFS = %q, %v; want the error %s", got, err, tc.err)
+				}
+			} else if err != nil || got != tc.want {
+				t.Fatalf("DefaultFS = %q, %v; want %q", got, err, tc.want)
+			}
+			if l := c.IsLocal(""); l != tc.local {
+				t.Errorf("IsLocal = %v, want %v", l, tc.local)
+			}
+		})
+	}
+}
+
 func TestNamenodes(t *testing.T) {
 	// Two HA name services in one hdfs-site.xml (colinmarc/hdfs #320 mixes them).
 	ha := Conf{

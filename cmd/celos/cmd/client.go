@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -142,11 +145,12 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 			Code       string `json:"code"`
 			ServerTime string `json:"serverTime"`
 		}
-		msg := strings.TrimSpace(string(body))
+		var msg string
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
+			msg = printable(e.Error)
 		} else {
 			e.Code, e.ServerTime = "", ""
+			msg = foreignAnswer(body)
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			if c.token == "" {
@@ -158,6 +162,31 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 		return nil, &apiError{Method: method, Path: path, Code: resp.StatusCode, Msg: msg, Kind: e.Code, ServerTime: e.ServerTime}
 	}
 	return body, nil
+}
+
+// foreignAnswer shows an error answer that is not celos's JSON (a plain
+// text message as is; a proxy's HTML page or anything long or with
+// control characters clipped and quoted, never poured onto the terminal).
+func foreignAnswer(body []byte) string {
+	const max = 200
+	msg := strings.TrimSpace(string(body))
+	if len(msg) <= max && printable(msg) == msg {
+		return msg
+	}
+	shown := msg
+	if len(shown) > max {
+		shown = strings.ToValidUTF8(shown[:max], "") + "..."
+	}
+	return fmt.Sprintf("not a celos answer (%d bytes): %s", len(body), strconv.Quote(shown))
+}
+
+// printable returns s quoted when it has a control character or is not
+// UTF-8 (an escape sequence must not reach the terminal), else s.
+func printable(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // json calls and decodes a JSON answer into out (when not nil); it returns the raw answer too.

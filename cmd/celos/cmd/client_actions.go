@@ -111,9 +111,10 @@ the bounds.`,
 func newKillCmd() *cobra.Command {
 	var id, at string
 	c := &cobra.Command{
-		Use:   "kill --id WORKFLOW --time TIME",
-		Short: "Kill a slot: stop its external job and mark it KILLED (POST /kill)",
-		Args:  cobra.NoArgs,
+		Use:     "kill --id WORKFLOW --time TIME",
+		Short:   "Kill a slot: stop its external job and mark it KILLED (POST /kill)",
+		Example: `  celos kill --id wordcount --time 2015-09-13T13:00Z`,
+		Args:    cobra.NoArgs,
 	}
 	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
 	c.Flags().StringVar(&at, "time", "", "slot time (required)")
@@ -473,9 +474,10 @@ func newPauseCmd(pause bool) *cobra.Command {
 	}
 	var id string
 	c := &cobra.Command{
-		Use:   name + " --id WORKFLOW",
-		Short: short,
-		Args:  cobra.NoArgs,
+		Use:     name + " --id WORKFLOW",
+		Short:   short,
+		Example: "  celos " + name + " --id wordcount\n  celos " + name + " --id wordcount --server http://celos.example.com:8080",
+		Args:    cobra.NoArgs,
 	}
 	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
 	o := addClientFlags(c)
@@ -517,6 +519,9 @@ workflows directory and advance every workflow (or only --ids). --time
 steps at another time than the server's clock, to simulate time. An id of
 --ids that names no loaded workflow is an error (exit 1); the others are
 stepped.`,
+		Example: `  celos step
+  celos step --ids wordcount-nyc,wordcount-lax
+  celos step --time 2015-09-13T14:05Z   # as if it were 14:05`,
 		Args: cobra.NoArgs,
 	}
 	c.Flags().StringVar(&at, "time", "", "the step's current time (default: the server's clock)")

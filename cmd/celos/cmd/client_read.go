@@ -28,6 +28,8 @@ func newWorkflowsCmd() *cobra.Command {
 		Short: "List the workflows a celos server has loaded (GET /workflow-list)",
 		Long: `List the workflows a celos server has loaded, and the workflows files
 that did not load (with their error, on stderr; the exit status is then 1).`,
+		Example: `  celos workflows
+  CELOS_SERVER=http://celos.example.com:8080 celos workflows --json`,
 		Args: cobra.NoArgs,
 	}
 	o := addClientFlags(c)
@@ -80,15 +82,23 @@ before end (at most 7 days apart). Times are ISO 8601, e.g. 2015-09-13T13:40Z.`,
 			return err
 		}
 		q := url.Values{"id": {id}}
-		for name, v := range map[string]string{"start": start, "end": end} {
-			if v == "" {
+		var from, to time.Time
+		for _, f := range []struct {
+			name, v string
+			t       *time.Time
+		}{{"start", start, &from}, {"end", end, &to}} {
+			if f.v == "" {
 				continue
 			}
-			t, err := timeFlag(name, v)
+			t, err := timeFlag(f.name, f.v)
 			if err != nil {
 				return err
 			}
-			q.Set(name, slot.FormatTime(t))
+			*f.t = t
+			q.Set(f.name, slot.FormatTime(t))
+		}
+		if !from.IsZero() && !to.IsZero() && to.Before(from) {
+			return usageError("--end %s is before --start %s", slot.FormatTime(to), slot.FormatTime(from))
 		}
 		cl, err := o.client()
 		if err != nil {

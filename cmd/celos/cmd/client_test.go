@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -335,4 +336,41 @@ func TestRerunRangeBadInput(t *testing.T) {
 	if n := s.count("POST /rerun"); n != 0 {
 		t.Errorf("POST /rerun received %d times, want none", n)
 	}
+}
+
+// TestClientForeignErrorPage: an error answer that is not celos's JSON (a
+// proxy's or another server's HTML page, megabytes of it, with escape
+// sequences) is shown clipped and with its control characters escaped,
+// not poured onto the terminal; celos's own JSON message is shown as it
+// is.
+func TestClientForeignErrorPage(t *testing.T) {
+	page := "<html>\x1b[31mBad Gateway\n" + strings.Repeat("A", 5<<20) + "</html>"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/workflow-slots" {
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error": "workflow not found: nope", "code": "not_found"}`))
+			return
+		}
+		w.WriteHeader(http.StatusBadGateway)
+		w.Write([]byte(page))
+	}))
+	defer srv.Close()
+	var out, errs strings.Builder
+	code := run([]string{"workflows", "--server", srv.URL}, &out, &errs)
+	want := "celos: GET /workflow-list: 502 Bad Gateway: not a celos answer (" + fmt.Sprint(len(page)) + ` bytes): "<html>\x1b[31mBad Gateway\nAAAA` + strings.Repeat("A", 200-len("<html>\x1b[31mBad Gateway\nAAAA")) + `..."` + "\n"
+	if code != ExitFailure || out.String() != "" || errs.String() != want {
+		t.Errorf("exit %d, stdout %q, stderr (%d bytes) %q\nwant %q", code, out.String(), errs.Len(), clipForTest(errs.String()), want)
+	}
+	errs.Reset()
+	code = run([]string{"slots", "--id", "nope", "--server", srv.URL}, &out, &errs)
+	if want := "celos: GET /workflow-slots: 404 Not Found: workflow not found: nope\n"; code != ExitFailure || errs.String() != want {
+		t.Errorf("celos's own error: exit %d, stderr %q, want %q", code, errs.String(), want)
+	}
+}
+
+func clipForTest(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "..."
+	}
+	return s
 }

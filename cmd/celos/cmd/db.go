@@ -27,7 +27,10 @@ func newDBCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "db",
 		Short: "Maintain the state database (prune old slot files; migrate to and export from PostgreSQL)",
-		Args:  cobra.NoArgs,
+		Example: `  celos db prune --db /var/lib/celos/db --older-than 30d --workflows-dir /etc/celos/workflows
+  celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos
+  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-copy`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return usageError("celos db needs a subcommand: prune, migrate or export")
 		},

@@ -81,24 +81,24 @@ func writeDeployments(w io.Writer, target string, ds []deploy.Deployment) {
 	fmt.Fprintln(tw, "PROJECT\tWORKFLOWS\tCOMMIT\tDEPLOYED\tBY")
 	for _, d := range ds {
 		if !d.Manifest {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t- (no deploy manifest: Celos CI or by hand)\n", d.Project)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t- (no deploy manifest: Celos CI or by hand)\n", printable(d.Project))
 			continue
 		}
 		commit := "-"
 		if d.GitCommit != "" {
-			commit = fmt.Sprintf("%.12s", d.GitCommit)
+			commit = printable(fmt.Sprintf("%.12s", d.GitCommit))
 		}
 		if d.GitDirty {
 			commit += " (dirty)"
 		}
-		by := d.User
+		by := printable(d.User)
 		if d.Host != "" {
-			by += "@" + d.Host
+			by += "@" + printable(d.Host)
 		}
 		if by == "" {
 			by = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", d.Project, d.Workflows, commit, deployedAt(d.DeployedAt), by)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", printable(d.Project), d.Workflows, commit, deployedAt(d.DeployedAt), by)
 	}
 	tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/celosjs"
 	"github.com/celos-go/celos/schema/workflow"
@@ -87,6 +89,19 @@ func runImportJS(c *cobra.Command, args []string, f *importJSFlags) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	if f.timeout <= 0 {
+		return usageError("--timeout %s: want a positive duration such as 5s", humandur.Format(f.timeout))
+	}
+	if f.pkg != "" {
+		if err := checkPackageName(f.pkg); err != nil {
+			return usageError("--package %q: %v", f.pkg, err)
+		}
+	}
+	if f.project != "" {
+		if err := workflow.ValidateProjectName(f.project); err != nil {
+			return usageError("--project: %v", err)
+		}
+	}
 	stderr := c.ErrOrStderr()
 	res := celosjs.Evaluate(files, celosjs.Options{DefaultsDir: f.defaults, Timeout: f.timeout})
 	failed := false
@@ -109,8 +124,10 @@ func runImportJS(c *cobra.Command, args []string, f *importJSFlags) error {
 	if f.pkg == "" {
 		f.pkg = packageFor(f.out)
 	}
-	if f.project == "" && workflow.IDPattern.MatchString(filepath.Base(f.out)) {
-		if abs, err := filepath.Abs(f.out); err == nil {
+	if f.project == "" {
+		// The directory's name, when deploy would accept it; else the
+		// project is named by the package.
+		if abs, err := filepath.Abs(f.out); err == nil && workflow.ValidateProjectName(filepath.Base(abs)) == nil {
 			f.project = filepath.Base(abs)
 		}
 	}
@@ -241,5 +258,25 @@ func packageFor(dir string) string {
 	if name == "" || (name[0] >= '0' && name[0] <= '9') {
 		name = "workflows" + name
 	}
+	if cueKeywords[name] {
+		name += "_workflows"
+	}
 	return name
 }
+
+// cueKeywords cannot be a package name (CUE's parser wants an identifier
+// there).
+var cueKeywords = map[string]bool{"for": true, "in": true, "if": true, "let": true, "true": true, "false": true, "null": true, "func": true}
+
+// checkPackageName refuses a --package that is not a CUE identifier.
+func checkPackageName(name string) error {
+	switch {
+	case cueKeywords[name]:
+		return errors.New("a CUE keyword, not a package name")
+	case !cueIdent.MatchString(name):
+		return errors.New("want a CUE identifier (letters, digits and _, not starting with a digit)")
+	}
+	return nil
+}
+
+var cueIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -86,9 +86,10 @@ wait for their data and run as Oozie jobs (or local commands).
 	}
 	root.SetVersionTemplate("celos {{.Version}}\n")
 	root.AddCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print the celos version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the celos version",
+		Example: "  celos version",
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			fmt.Fprintf(c.OutOrStdout(), "celos %s\n", version())
 			return nil

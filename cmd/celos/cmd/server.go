@@ -78,9 +78,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 			if cfg.Port < 0 || cfg.Port > 65535 {
 				return usageError("--port %d: want 0..65535", cfg.Port)
 			}
-			if autoSchedule > 0 {
-				cfg.AutoSchedule = autoSchedule
-			}
+			cfg.AutoSchedule = autoSchedule
 			level, err := parseLogLevel(logLevel)
 			if err != nil {
 				return err
@@ -152,6 +150,10 @@ func parseLogLevel(v string) (slog.Level, error) {
 // checkServerFlags refuses the flag values server.Run cannot work with.
 func checkServerFlags(cfg server.Config) error {
 	switch {
+	case cfg.AutoSchedule != 0 && cfg.AutoSchedule < time.Second:
+		// Below a second the server steps in a busy loop (and fills its
+		// log); Celos took whole seconds.
+		return usageError("--autoSchedule %s: want at least 1s (or 0: no automatic steps)", humandur.Format(cfg.AutoSchedule))
 	case cfg.StepTimeout <= 0:
 		return usageError("--step-timeout %s: want a positive duration (10m, 1h)", humandur.Format(cfg.StepTimeout))
 	case cfg.PruneOlderThan < 0:

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/celos-go/celos/schema/cron"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -169,8 +170,66 @@ func (s *Suite) Validate(p *workflow.Project) error {
 		if err := c.Validate(ids); err != nil {
 			errs = append(errs, err)
 		}
+		for _, msg := range c.SlotProblems(p) {
+			errs = append(errs, fmt.Errorf("%w %q: %s", ErrInvalid, c.Name, msg))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// MaxCaseSlots bounds the slot times one workflow of a case covers: a
+// case steps its workflows through every one of them (some tens of
+// milliseconds each with a local command), so a range of years of a
+// minutely workflow would run for days and hold millions of slots.
+const MaxCaseSlots = 10000
+
+// SlotProblems names, sorted, the workflows of the case (all of the
+// project's when it names none) that have more than MaxCaseSlots slot
+// times in [Start, End]. A dependent workflow has its upstream's slots.
+// Schedules that do not parse are left to the project's own checks.
+func (c *Case) SlotProblems(p *workflow.Project) []string {
+	var out []string
+	for _, id := range c.tooManySlots(p) {
+		out = append(out, fmt.Sprintf("workflow %s has more than %d slots from sampleTimeStart to sampleTimeEnd; a case covers at most %d per workflow (a shorter range)",
+			id, MaxCaseSlots, MaxCaseSlots))
+	}
+	return out
+}
+
+func (c *Case) tooManySlots(p *workflow.Project) []string {
+	if c.Start.IsZero() || !c.End.After(c.Start) {
+		return nil
+	}
+	byID := map[string]*workflow.Workflow{}
+	for i := range p.Workflows {
+		byID[p.Workflows[i].ID] = &p.Workflows[i]
+	}
+	ids := c.Workflows
+	if len(ids) == 0 {
+		ids = slices.Sorted(maps.Keys(byID))
+	}
+	var out []string
+	for _, id := range slices.Sorted(slices.Values(ids)) {
+		w := byID[id]
+		for hops := 0; w != nil && w.Schedule.Type == workflow.ScheduleDependent && hops <= len(p.Workflows); hops++ {
+			w = byID[w.Schedule.Workflow]
+		}
+		if w == nil || w.Schedule.Type != workflow.ScheduleCron {
+			continue
+		}
+		loc, err := time.LoadLocation(w.Schedule.TimeZone)
+		if err != nil {
+			continue
+		}
+		expr, err := cron.Parse(w.Schedule.Cron, loc)
+		if err != nil {
+			continue
+		}
+		if len(expr.AppendBetweenLimit(nil, c.Start, c.End.Add(time.Second), MaxCaseSlots+1)) > MaxCaseSlots {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Validate checks one case; ids are the project's workflow ids. Each

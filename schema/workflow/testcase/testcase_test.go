@@ -75,3 +75,51 @@ func TestValidate(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+// TestValidateSlotLimit: a case whose range gives one of its workflows
+// more than MaxCaseSlots slot times is refused, naming the workflow and
+// the count: before, a minutely workflow over 2000..2099 (52 million
+// slots) was accepted, and celos test grew past 12 GB before its time
+// limit. A dependent workflow counts as its upstream; workflows the case
+// does not run are not counted.
+func TestValidateSlotLimit(t *testing.T) {
+	cronW := func(id, expr string) workflow.Workflow {
+		return workflow.Workflow{ID: id, Schedule: workflow.Schedule{Type: workflow.ScheduleCron, Cron: expr, TimeZone: "UTC"}}
+	}
+	p := &workflow.Project{Workflows: []workflow.Workflow{
+		cronW("minutely", "0 * * * * ?"),
+		cronW("hourly", "0 0 * * * ?"),
+		{ID: "after", Schedule: workflow.Schedule{Type: workflow.ScheduleDependent, Workflow: "minutely"}},
+	}}
+	start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(end time.Time, ids ...string) Case {
+		return Case{Name: "c", Start: start, End: end, Timeout: time.Minute, Workflows: ids,
+			Outputs: []Output{{Path: "/out", Files: map[string]string{}, Comparer: Comparer{Type: ComparePlain}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		c    Case
+		want string
+	}{
+		{"a century minutely", mk(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), "minutely"),
+			`invalid test case "c": workflow minutely has more than 10000 slots from sampleTimeStart to sampleTimeEnd; a case covers at most 10000 per workflow (a shorter range)`},
+		{"dependent", mk(start.AddDate(0, 1, 0), "after"),
+			`invalid test case "c": workflow after has more than 10000 slots from sampleTimeStart to sampleTimeEnd; a case covers at most 10000 per workflow (a shorter range)`},
+		{"every workflow", mk(start.AddDate(0, 1, 0)),
+			`invalid test case "c": workflow after has more than 10000 slots from sampleTimeStart to sampleTimeEnd; a case covers at most 10000 per workflow (a shorter range)` + "\n" +
+				`invalid test case "c": workflow minutely has more than 10000 slots from sampleTimeStart to sampleTimeEnd; a case covers at most 10000 per workflow (a shorter range)`},
+		{"a year hourly", mk(start.AddDate(1, 0, 0), "hourly"), ""},
+		{"exactly the limit", mk(start.Add((MaxCaseSlots-1)*time.Minute), "minutely"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := (&Suite{Cases: []Case{tc.c}}).Validate(p)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Validate:\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,31 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/deploy"
+)
+
+// TestWriteDeploymentsQuotesFields: the fields of a deploy manifest (the
+// user from CELOS_CI_USERNAME, the host, the commit, all stored on the
+// installation) are quoted in the table when they hold a control
+// character, so that a newline cannot forge a row and an escape sequence
+// cannot reach the terminal.
+func TestWriteDeploymentsQuotesFields(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var b strings.Builder
+	writeDeployments(&b, "file:///t.json", []deploy.Deployment{{
+		Project: "wc", Manifest: true, Workflows: 3, DeployedAt: at,
+		User: "bob\nwc  3  -  2026  evil\x1b[31m", Host: "vm", GitCommit: "abc\tdef",
+	}})
+	want := "1 project(s) deployed on file:///t.json:\n" +
+		"PROJECT  WORKFLOWS  COMMIT      DEPLOYED              BY\n" +
+		`wc       3          "abc\tdef"  2026-01-02T03:04:05Z  "bob\nwc  3  -  2026  evil\x1b[31m"@vm` + "\n"
+	if d := cmp.Diff(want, b.String()); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
