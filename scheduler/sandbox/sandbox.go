@@ -247,7 +247,7 @@ func Check(opts Options, cases []testcase.Case) error {
 	}
 	for i := range cases {
 		c := &cases[i]
-		if probs := c.Problems(ids); len(probs) > 0 {
+		if probs := append(c.Problems(ids), c.SlotProblems(opts.Project)...); len(probs) > 0 {
 			for _, p := range probs {
 				errs = append(errs, fmt.Errorf("case %s: %s", c.Name, p))
 			}

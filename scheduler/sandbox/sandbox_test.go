@@ -212,6 +212,17 @@ func TestCheckBeforeAnythingRuns(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "a range of 0 covers no time") {
 		t.Errorf("range of 0: %v", err)
 	}
+	// A range of more slots than a case may cover (a caller that did not
+	// go through schema's checks) is refused before anything runs, not
+	// stepped slot by slot for hours.
+	long := okCase("long")
+	long.End = long.Start.Add(time.Duration(testcase.MaxCaseSlots+1) * time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = Run(ctx, Options{Project: copyProject(), TempDir: t.TempDir()}, []testcase.Case{long})
+	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "case long: workflow") || !strings.Contains(err.Error(), "at most 10000") {
+		t.Errorf("a range of %d hourly slots: %v, want a setup error", testcase.MaxCaseSlots+1, err)
+	}
 }
 
 // TestTwoRunsAtOnceNeverShareASandbox starts two runs of the same case at
