@@ -75,7 +75,7 @@ func copyEntry(ctx context.Context, fsys targets.FS, src, dst string, mode fs.Fi
 		}
 		return copyFile(ctx, fsys, real, dst)
 	}
-	return fmt.Errorf("%s is neither a regular file nor a directory (%s)", src, mode.Type())
+	return fmt.Errorf("%s is neither a regular file nor a directory (a %s)", src, regfile.Kind(mode.Type()))
 }
 
 func copyFile(ctx context.Context, fsys targets.FS, src, dst string) error {

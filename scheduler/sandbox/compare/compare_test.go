@@ -179,7 +179,7 @@ func TestReadLocal(t *testing.T) {
 		t.Errorf("missing root: %v", err)
 	}
 	must(os.Symlink("/etc/passwd", filepath.Join(dir, "d", "link")))
-	if _, err := ReadLocal(dir); err == nil || !strings.Contains(err.Error(), "neither a regular file nor a directory") {
+	if _, err := ReadLocal(dir); err == nil || !strings.Contains(err.Error(), "link: neither a regular file nor a directory (a symbolic link)") {
 		t.Errorf("symbolic link: %v", err)
 	}
 	must(os.Remove(filepath.Join(dir, "d", "link")))

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -96,7 +97,7 @@ func ReadFS(fsys targets.FS, root string) (Tree, error) {
 	}
 	if !fi.IsDir() {
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s is neither a regular file nor a directory", root)
+			return nil, fmt.Errorf("%s is neither a regular file nor a directory (a %s)", root, regfile.Kind(fi.Mode().Type()))
 		}
 		if err := read(".", fi.Size()); err != nil {
 			return nil, err
@@ -125,7 +126,7 @@ func ReadFS(fsys targets.FS, root string) (Tree, error) {
 					return err
 				}
 			default:
-				return fmt.Errorf("%s: neither a regular file nor a directory (%s)", path.Join(root, p), e.Mode().Type())
+				return fmt.Errorf("%s: neither a regular file nor a directory (a %s)", path.Join(root, p), regfile.Kind(e.Mode().Type()))
 			}
 		}
 		return nil
