@@ -276,63 +276,25 @@ func TestKillInterruptedBeforeItsStateIsNotRetried(t *testing.T) {
 // beside the rerun that usually follows. Real state database and command
 // service.
 func TestKillOfAnUnreadableSlotKillsItsJob(t *testing.T) {
-	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
-	w := fixture.Hourly("wf")
-	w.StartTime = ts("2024-01-01T00:00Z")
-	w.ExternalService.Command = []string{"sleep", "60"}
-	fixture.WriteProject(t, wdir, "p", w)
-	svc, err := command.New(jobs, command.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startSleepingSlot(t)
 	ctx := context.Background()
-	now := ts("2024-01-01T00:30Z")
-	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
-	db, err := statedb.Open(ddir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ext string
-	for range 5 {
-		if err := e.Step(ctx, now, nil); err != nil {
-			t.Fatal(err)
-		}
-		if st, _, _ := db.Get(s0); st.Status == slot.Running {
-			ext = st.ExternalID
-			break
-		}
-	}
-	if ext == "" {
-		t.Fatal("the slot did not start")
-	}
 	// The state file is torn; the server restarts.
-	db.Close()
-	if err := os.WriteFile(filepath.Join(ddir, "state", "wf", "2024-01-01", "00:00:00.000Z"), []byte(`{"sta`), 0o644); err != nil {
+	s.db.Close()
+	if err := os.WriteFile(s.stateFile(), []byte(`{"sta`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if db, err = statedb.Open(ddir); err != nil {
+	s.open(t)
+	if err := s.e.Kill(ctx, s.id); err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if e, err = New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard}); err != nil {
-		t.Fatal(err)
+	if st, _, err := s.db.Get(s.id); err != nil || st.Status != slot.Killed || st.ExternalID != s.ext {
+		t.Errorf("slot %+v (%v), want KILLED with the job's ID %s", st, err, s.ext)
 	}
-	if err := e.Kill(ctx, s0); err != nil {
-		t.Fatal(err)
-	}
-	if st, _, err := db.Get(s0); err != nil || st.Status != slot.Killed || st.ExternalID != ext {
-		t.Errorf("slot %+v (%v), want KILLED with the job's ID %s", st, err, ext)
-	}
-	js, err := svc.Status(ctx, &w, ext)
+	js, err := s.svc.Status(ctx, &s.w, s.ext)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if js.Running {
-		svc.Kill(ctx, &w, ext)
 		t.Fatalf("the slot's job runs on after the kill: %+v", js)
 	}
 }
@@ -343,58 +305,88 @@ func TestKillOfAnUnreadableSlotKillsItsJob(t *testing.T) {
 // rerun of a RUNNING slot is; once that job is killed, the rerun is
 // accepted. Real state database and command service.
 func TestRerunOfAnUnreadableSlotWhoseJobRuns(t *testing.T) {
-	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
-	w := fixture.Hourly("wf")
-	w.StartTime = ts("2024-01-01T00:00Z")
-	w.ExternalService.Command = []string{"sleep", "60"}
-	fixture.WriteProject(t, wdir, "p", w)
-	svc, err := command.New(jobs, command.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startSleepingSlot(t)
 	ctx := context.Background()
-	now := ts("2024-01-01T00:30Z")
-	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
-	db, err := statedb.Open(ddir)
-	if err != nil {
+	if err := os.WriteFile(s.stateFile(), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { db.Close() }()
-	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
-	if err != nil {
+	if err := s.db.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	var ext string
+	err := s.e.Rerun(ctx, s.id, s.now)
+	if !errors.Is(err, scheduler.ErrNotFinal) || !strings.Contains(err.Error(), s.ext) {
+		t.Fatalf("rerun of an unreadable slot whose job %s runs: %v, want ErrNotFinal naming the job", s.ext, err)
+	}
+	if _, err := s.e.CheckRerun(ctx, s.id, s.now); !errors.Is(err, scheduler.ErrNotFinal) {
+		t.Errorf("GET /rerun's check: %v, want ErrNotFinal", err)
+	}
+	if err := s.e.Kill(ctx, s.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.e.Rerun(ctx, s.id, s.now); err != nil {
+		t.Fatalf("rerun after the kill: %v", err)
+	}
+}
+
+// sleepingSlot is an engine on a real state database and command service
+// whose hourly workflow wf's first slot (2024-01-01T00:00Z) runs `sleep
+// 60` as job ext, at now (00:30Z); the job is killed and the database
+// closed when the test ends.
+type sleepingSlot struct {
+	w          workflow.Workflow
+	svc        *command.Service
+	wdir, ddir string
+	db         *statedb.DB
+	e          *Engine
+	id         slot.ID
+	now        time.Time
+	ext        string
+}
+
+func startSleepingSlot(t *testing.T) *sleepingSlot {
+	t.Helper()
+	s := &sleepingSlot{wdir: t.TempDir(), ddir: t.TempDir(), now: ts("2024-01-01T00:30Z"),
+		id: slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}}
+	s.w = fixture.Hourly("wf")
+	s.w.StartTime = s.id.Time
+	s.w.ExternalService.Command = []string{"sleep", "60"}
+	fixture.WriteProject(t, s.wdir, "p", s.w)
+	var err error
+	if s.svc, err = command.New(t.TempDir(), command.Options{Logger: discard}); err != nil {
+		t.Fatal(err)
+	}
+	s.open(t)
+	t.Cleanup(func() { s.db.Close() })
 	for range 5 {
-		if err := e.Step(ctx, now, nil); err != nil {
+		if err := s.e.Step(context.Background(), s.now, nil); err != nil {
 			t.Fatal(err)
 		}
-		if st, _, _ := db.Get(s0); st.Status == slot.Running {
-			ext = st.ExternalID
+		if st, _, _ := s.db.Get(s.id); st.Status == slot.Running {
+			s.ext = st.ExternalID
 			break
 		}
 	}
-	if ext == "" {
+	if s.ext == "" {
 		t.Fatal("the slot did not start")
 	}
-	t.Cleanup(func() { svc.Kill(context.Background(), &w, ext) })
-	if err := os.WriteFile(filepath.Join(ddir, "state", "wf", "2024-01-01", "00:00:00.000Z"), []byte("garbage"), 0o644); err != nil {
+	t.Cleanup(func() { s.svc.Kill(context.Background(), &s.w, s.ext) })
+	return s
+}
+
+// open opens the state database and an engine on it (again after a
+// restart).
+func (s *sleepingSlot) open(t *testing.T) {
+	t.Helper()
+	var err error
+	if s.db, err = statedb.Open(s.ddir); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Reload(); err != nil {
+	if s.e, err = New(Options{WorkflowsDir: s.wdir, Store: s.db, Services: map[string]external.Service{workflow.ServiceCommand: s.svc}, Logger: discard}); err != nil {
 		t.Fatal(err)
 	}
-	err = e.Rerun(ctx, s0, now)
-	if !errors.Is(err, scheduler.ErrNotFinal) || !strings.Contains(err.Error(), ext) {
-		t.Fatalf("rerun of an unreadable slot whose job %s runs: %v, want ErrNotFinal naming the job", ext, err)
-	}
-	if _, err := e.CheckRerun(ctx, s0, now); !errors.Is(err, scheduler.ErrNotFinal) {
-		t.Errorf("GET /rerun's check: %v, want ErrNotFinal", err)
-	}
-	if err := e.Kill(ctx, s0); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Rerun(ctx, s0, now); err != nil {
-		t.Fatalf("rerun after the kill: %v", err)
-	}
+}
+
+// stateFile is the path of the slot's state file.
+func (s *sleepingSlot) stateFile() string {
+	return filepath.Join(s.ddir, "state", "wf", "2024-01-01", "00:00:00.000Z")
 }
