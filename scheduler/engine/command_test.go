@@ -203,50 +203,22 @@ func TestUnreadableIntentRecoversOnlyItsOwnJob(t *testing.T) {
 // which would run the slot again although the operator killed it. Real
 // state database and command service.
 func TestKillInterruptedBeforeItsStateIsNotRetried(t *testing.T) {
-	wdir, ddir, jobs := t.TempDir(), t.TempDir(), t.TempDir()
 	runs := filepath.Join(t.TempDir(), "runs")
-	w := fixture.Hourly("wf")
-	w.StartTime = ts("2024-01-01T00:00Z")
-	w.MaxRetryCount = 2
-	w.ExternalService.Command = []string{"sh", "-c", `echo run >> "$R"; sleep 60`}
-	w.ExternalService.Env = map[string]string{"R": runs}
-	fixture.WriteProject(t, wdir, "p", w)
-	db, err := statedb.Open(ddir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	svc, err := command.New(jobs, command.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(Options{WorkflowsDir: wdir, Store: db, Services: map[string]external.Service{workflow.ServiceCommand: svc}, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	now := ts("2024-01-01T00:30Z")
-	s0 := slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}
+	s := startSleepingSlot(t, func(w *workflow.Workflow) {
+		w.MaxRetryCount = 2
+		w.ExternalService.Command = []string{"sh", "-c", `echo run >> "$R"; sleep 60`}
+		w.ExternalService.Env = map[string]string{"R": runs}
+	})
+	ctx, e, svc, now := context.Background(), s.e, s.svc, s.now
 	get := func() slot.State {
-		st, found, err := db.Get(s0)
+		st, found, err := s.db.Get(s.id)
 		if err != nil || !found {
 			t.Fatalf("slot: %v %v", found, err)
 		}
 		return st
 	}
-	for range 5 {
-		if err := e.Step(ctx, now, nil); err != nil {
-			t.Fatal(err)
-		}
-		if get().Status == slot.Running {
-			break
-		}
-	}
 	st := get()
-	if st.Status != slot.Running {
-		t.Fatalf("slot %+v, want RUNNING", st)
-	}
-	if err := svc.Kill(ctx, &w, st.ExternalID); err != nil {
+	if err := svc.Kill(ctx, &s.w, st.ExternalID); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -330,8 +302,8 @@ func TestRerunOfAnUnreadableSlotWhoseJobRuns(t *testing.T) {
 
 // sleepingSlot is an engine on a real state database and command service
 // whose hourly workflow wf's first slot (2024-01-01T00:00Z) runs `sleep
-// 60` as job ext, at now (00:30Z); the job is killed and the database
-// closed when the test ends.
+// 60` (or what edit makes of the workflow) as job ext, at now (00:30Z);
+// the job is killed and the database closed when the test ends.
 type sleepingSlot struct {
 	w          workflow.Workflow
 	svc        *command.Service
@@ -343,13 +315,16 @@ type sleepingSlot struct {
 	ext        string
 }
 
-func startSleepingSlot(t *testing.T) *sleepingSlot {
+func startSleepingSlot(t *testing.T, edit ...func(*workflow.Workflow)) *sleepingSlot {
 	t.Helper()
 	s := &sleepingSlot{wdir: t.TempDir(), ddir: t.TempDir(), now: ts("2024-01-01T00:30Z"),
 		id: slot.ID{Workflow: "wf", Time: ts("2024-01-01T00:00Z")}}
 	s.w = fixture.Hourly("wf")
 	s.w.StartTime = s.id.Time
 	s.w.ExternalService.Command = []string{"sleep", "60"}
+	for _, f := range edit {
+		f(&s.w)
+	}
 	fixture.WriteProject(t, s.wdir, "p", s.w)
 	var err error
 	if s.svc, err = command.New(t.TempDir(), command.Options{Logger: discard}); err != nil {
