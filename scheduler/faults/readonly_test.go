@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -156,8 +157,13 @@ func TestReadOnlyStateDB(t *testing.T) {
 
 	for _, at := range []string{now, "2015-09-13T03:30Z"} { // submissions; a new slot's first write
 		code, body := post("/scheduler?time=" + at)
-		if code != http.StatusInternalServerError || !strings.Contains(body, "state database") {
+		// A 500 names a reference; the log has the detail under it.
+		ref := regexp.MustCompile(`reference ([0-9a-f]{16})`).FindStringSubmatch(body)
+		if code != http.StatusInternalServerError || ref == nil {
 			t.Fatalf("step at %s on a read-only state database: %d %s", at, code, body)
+		}
+		if !regexp.MustCompile(`(?m)^.*state database.*reference=` + ref[1] + `.*$`).MatchString(logBuf.String()) {
+			t.Fatalf("step at %s: the log has no line naming the state database under reference %s:\n%s", at, ref[1], logBuf.String())
 		}
 	}
 	if n := svc.count(); n != 0 {
