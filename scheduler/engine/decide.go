@@ -89,8 +89,8 @@ type Hold struct {
 //     Concurrency minus the number of RUNNING slots, for submission.
 //   - WAITING → READY when the trigger is ready; else → WAIT_TIMEOUT when
 //     now is strictly after slot time + WaitTimeoutSeconds.
-//   - RUNNING → SUCCESS when the job succeeded; → KILLED when the
-//     service's Kill ended it (external.Status.Killed); on failure →
+//   - RUNNING → SUCCESS when the job succeeded; → KILLED (retryCount 0,
+//     as a kill) when the service's Kill ended it (external.Status.Killed); on failure →
 //     WAITING with retryCount+1 while retryCount < MaxRetryCount, else →
 //     FAILURE.
 //   - Final slots (SUCCESS, FAILURE, WAIT_TIMEOUT, KILLED) never change.
@@ -159,8 +159,10 @@ func Decide(p Policy, slots []slot.State, now time.Time, obs []Observation) Deci
 			case o.Job.Success:
 				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Success, ExternalID: st.ExternalID, RetryCount: st.RetryCount}})
 			case o.Job.Killed:
-				// An operator's kill whose KILLED state was not written.
-				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Killed, ExternalID: st.ExternalID, RetryCount: st.RetryCount}})
+				// An operator's kill whose KILLED state was not written: as
+				// the kill writes it (Celos's transitionToKill: ID kept,
+				// retryCount reset).
+				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Killed, ExternalID: st.ExternalID}})
 			case st.RetryCount < p.MaxRetryCount:
 				d.Changes = append(d.Changes, Change{i, slot.State{ID: st.ID, Status: slot.Waiting, RetryCount: st.RetryCount + 1}})
 			default:

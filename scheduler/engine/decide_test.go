@@ -72,6 +72,9 @@ func TestDecideTable(t *testing.T) {
 		{name: "failure with no retries left → FAILURE keeps ID", p: Policy{Concurrency: 1, MaxRetryCount: 2, WaitTimeoutSeconds: workflow.NeverTimeout}, now: t0.Add(time.Hour),
 			slots: []slot.State{st(0, slot.Running, 2, "x")}, obs: []Observation{failed},
 			changes: []Change{{0, st(0, slot.Failure, 2, "x")}}},
+		{name: "killed by its service's Kill → KILLED keeps ID, retryCount reset as a kill does", p: Policy{Concurrency: 1, MaxRetryCount: 2, WaitTimeoutSeconds: workflow.NeverTimeout}, now: t0.Add(time.Hour),
+			slots: []slot.State{st(0, slot.Running, 1, "x")}, obs: []Observation{{Job: external.Status{Killed: true}}},
+			changes: []Change{{0, st(0, slot.Killed, 0, "x")}}},
 		{name: "status error leaves RUNNING", p: never, now: t0.Add(time.Hour),
 			slots: []slot.State{st(0, slot.Running, 0, "x")}, obs: []Observation{jobErr}},
 		{name: "final slots never change", p: never, now: t0.Add(time.Hour),
@@ -104,6 +107,8 @@ func legal(from, to slot.State) bool {
 		return to.RetryCount == from.RetryCount+1 && to.ExternalID == ""
 	case from.Status == slot.Running && to.Status == slot.Ready: // its job never started
 		return to.RetryCount == from.RetryCount && to.ExternalID == ""
+	case from.Status == slot.Running && to.Status == slot.Killed: // its service's Kill ended the job
+		return to.RetryCount == 0 && to.ExternalID == from.ExternalID
 	}
 	return false
 }
@@ -131,6 +136,7 @@ func TestDecideProperties(t *testing.T) {
 				Job:          external.Status{Running: rapid.Bool().Draw(t, "running"), Success: rapid.Bool().Draw(t, "success")},
 			}
 			obs[i].Job.NeverStarted = !obs[i].Job.Success && rapid.IntRange(0, 3).Draw(t, "neverStarted") == 0
+			obs[i].Job.Killed = !obs[i].Job.Success && !obs[i].Job.NeverStarted && rapid.IntRange(0, 3).Draw(t, "killed") == 0
 			if rapid.IntRange(0, 5).Draw(t, "err") == 0 {
 				obs[i].TriggerErr, obs[i].JobErr = errors.New("x"), errors.New("y")
 			}
