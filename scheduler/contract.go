@@ -5,6 +5,8 @@ package scheduler
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
@@ -188,4 +190,14 @@ type Attempt struct {
 // details drawer). Attempts are oldest first.
 type AttemptLister interface {
 	Attempts(ctx context.Context, w *workflow.Workflow, id slot.ID) ([]Attempt, error)
+}
+
+// FaultReference returns a random reference (16 hex digits) for a request
+// that failed on the server's side: the transports log the fault under it
+// and answer only the reference (an API 500, a UI error page), since the
+// fault's text may name the server's files.
+func FaultReference() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

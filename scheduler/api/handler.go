@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,7 +169,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			ref := newReference()
+			ref := scheduler.FaultReference()
 			h.log.Error("panic in handler", "path", r.URL.Path, "panic", p, "reference", ref)
 			if !rw.wrote {
 				writeError(rw, http.StatusInternalServerError, internalError(ref))
@@ -211,7 +209,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status >= 500 {
 			args := []any{"method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery, "status", status, "error", err}
 			if body.Code == codeInternal {
-				ref := newReference()
+				ref := scheduler.FaultReference()
 				body = internalError(ref)
 				args = append(args, "reference", ref)
 			}
@@ -368,13 +366,6 @@ func internalError(ref string) errorBody {
 		msg = "internal error (reference " + ref + "): the server could not complete the request; its log has the detail under this reference"
 	}
 	return errorBody{Error: msg, Code: codeInternal}
-}
-
-// newReference returns a random reference of a 500 (16 hex digits).
-func newReference() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // errBodyTimeout is wrapped when a request's body did not arrive within

@@ -3,8 +3,6 @@ package ui
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -442,9 +440,7 @@ func (h *handler) httpError(w http.ResponseWriter, r *http.Request, code int, ms
 	if code >= http.StatusInternalServerError {
 		// The server's own fault: its detail (often a path of the
 		// server's files) goes to the log, the page names a reference.
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		ref := hex.EncodeToString(b[:])
+		ref := scheduler.FaultReference()
 		h.opts.Logger.Error("ui request failed", "path", r.URL.Path, "query", r.URL.RawQuery, "status", code, "error", msg, "reference", ref)
 		msg = "internal error (reference " + ref + "): the server could not complete the page; its log has the detail under this reference"
 	}
