@@ -23,6 +23,7 @@ import (
 
 	"cuelang.org/go/mod/module"
 
+	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -203,31 +204,13 @@ func UpdateSchema(dir string) ([]string, error) {
 }
 
 // writeFile writes a file of the project: to a temporary file renamed
-// onto name, so that a symbolic link there is replaced, not written
-// through.
+// onto name (atomicfile.Write), so that a symbolic link there is
+// replaced, not written through.
 func writeFile(name string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".celos-init-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), name)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
+	return atomicfile.Write(name, data, 0o644, false)
 }
 
 // inside refuses a directory whose real path (symbolic links resolved)
