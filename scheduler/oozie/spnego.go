@@ -2,11 +2,13 @@ package oozie
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -147,7 +149,7 @@ func (a *SPNEGO) negotiate(req *http.Request) error {
 		if err != nil {
 			return &KerberosError{SPN: spn, Err: fmt.Errorf("no login: %v", err)}
 		}
-		err = spnego.SetSPNEGOHeader(cl, req, spn)
+		err = setToken(cl, req, spn)
 		if err == nil {
 			return nil
 		}
@@ -156,6 +158,48 @@ func (a *SPNEGO) negotiate(req *http.Request) error {
 		}
 	}
 	return &KerberosError{SPN: spn, Principal: a.principal(), Err: fmt.Errorf("no service ticket: %s (%s)", oneLine(first), ticketHint(first, spn))}
+}
+
+// tokenTimes makes the authenticator of every SPNEGO token this process
+// makes carry a distinct time. A Kerberos authenticator's time has
+// microseconds, and a service's replay cache (gokrb5's; Java's before JDK
+// 9) keys on the client and that time: two tokens made in the same
+// microsecond by concurrent requests, the second refused with a 401 as a
+// replay. MIT krb5 avoids it the same way (krb5_crypto_us_timeofday).
+var tokenTimes struct {
+	mu   sync.Mutex
+	last time.Time // the microsecond at the end of the last token
+}
+
+// setToken is spnego.SetSPNEGOHeader with the authenticator made in a
+// microsecond of its own: the service ticket is had (or read from the
+// login's cache) first, outside the lock, so a slow KDC holds up no other
+// request.
+func setToken(cl *krbclient.Client, req *http.Request, spn string) error {
+	if err := cl.AffirmLogin(); err != nil {
+		return fmt.Errorf("could not acquire client credential: %v", err)
+	}
+	tkt, key, err := cl.GetServiceTicket(spn)
+	if err != nil {
+		return fmt.Errorf("could not initialize context: %v", err)
+	}
+	tokenTimes.mu.Lock()
+	for time.Now().Truncate(time.Microsecond).Equal(tokenTimes.last) {
+		runtime.Gosched()
+	}
+	neg, err := spnego.NewNegTokenInitKRB5(cl, tkt, key)
+	tokenTimes.last = time.Now().Truncate(time.Microsecond)
+	tokenTimes.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("could not initialize context: could not create NegTokenInit: %v", err)
+	}
+	tok := spnego.SPNEGOToken{Init: true, NegTokenInit: neg}
+	b, err := tok.Marshal()
+	if err != nil {
+		return fmt.Errorf("could not marshal SPNEGO token: %v", err)
+	}
+	req.Header.Set(spnego.HTTPHeaderAuthRequest, "Negotiate "+base64.StdEncoding.EncodeToString(b))
+	return nil
 }
 
 // ticketHint says what to do about a service ticket gokrb5 could not get.

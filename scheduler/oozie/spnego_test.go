@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -629,5 +630,55 @@ func TestSPNEGOSubmitWithoutTicketHasNoEffect(t *testing.T) {
 	_, err = s.Submit(t.Context(), w, slot.ID{Workflow: w.ID, Time: time.Date(2015, 9, 12, 20, 0, 0, 0, time.UTC)})
 	if !errors.Is(err, external.ErrUnavailable) || !errors.Is(err, external.ErrNoEffect) {
 		t.Fatalf("submit without a ticket: %v; want unavailable and no effect", err)
+	}
+}
+
+// TestSPNEGOTokensAreNotReplays: tokens made at once by several goroutines
+// carry distinct authenticator times, so a service whose replay cache
+// keys on the client and the time (gokrb5's, and Java's before JDK 9)
+// accepts every one. Two tokens made in the same microsecond were refused
+// as a replay: a 401 to one of many concurrent submissions
+// (TestSPNEGOConcurrent failed that way in CI).
+func TestSPNEGOTokensAreNotReplays(t *testing.T) {
+	r := newRealm(t)
+	kt, err := keytab.Load(r.http.Keytab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := oozie.NewSPNEGO(keytabLogin(r.alice), "")
+	const workers, each = 4, 500
+	headers := make([][]string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				req, _ := http.NewRequest(http.MethodGet, "http://localhost/oozie/versions", nil)
+				if err := a.Authenticate(req); err != nil {
+					t.Error(err)
+					return
+				}
+				headers[w] = append(headers[w], req.Header.Get("Authorization"))
+			}
+		}()
+	}
+	wg.Wait()
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	guarded := spnego.SPNEGOKRB5Authenticate(ok, kt, service.DecodePAC(false), service.Logger(log.New(io.Discard, "", 0)))
+	refused := 0
+	for _, hs := range headers {
+		for _, h := range hs {
+			req := httptest.NewRequest(http.MethodGet, "http://localhost/oozie/versions", nil)
+			req.Header.Set("Authorization", h)
+			rec := httptest.NewRecorder()
+			guarded.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				refused++
+			}
+		}
+	}
+	if refused > 0 {
+		t.Fatalf("%d of %d tokens made at once refused (replays)", refused, workers*each)
 	}
 }
