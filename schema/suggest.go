@@ -35,7 +35,13 @@ func (c *compiler) suggestField(path []string) string {
 	}
 	var names []string
 	for it.Next() {
-		if name := it.Selector().Unquoted(); name != bad {
+		// The parent may be a list (its elements' selectors are indexes)
+		// or have definitions: only field names are suggested.
+		sel := it.Selector()
+		if !sel.IsString() {
+			continue
+		}
+		if name := sel.Unquoted(); name != bad {
 			names = append(names, name)
 		}
 	}
