@@ -380,7 +380,11 @@ func TestClusterSIGSTOPOwner(t *testing.T) {
 	owner := r.startThree()
 	r.stepAll("a", "b", "c")
 	victim := owner["w00"]
-	r.fake.SetDelay(300 * time.Millisecond)
+	// Each submission waits 1 s in the fake before it is recorded: the
+	// victim is stopped with the rest of its step still to do even when
+	// this goroutine is starved for most of a second (300 ms was too
+	// small a margin under CPU starvation).
+	r.fake.SetDelay(time.Second)
 	stepDone := make(chan int, 1)
 	go func() {
 		resp, err := http.Post(r.members[victim].URL+"/scheduler?"+clNow().Encode(), "", nil)
