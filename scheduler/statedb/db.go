@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/scheduler/store"
+	"golang.org/x/sys/unix"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )
@@ -364,7 +365,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 	}
 	ix := l.ix
 	problem := func(rel string, err error) { l.problems[filepath.ToSlash(rel)] = err.Error() }
-	err := db.walkSlots(l, "state", wf, func(t time.Time, rel string, data []byte, rerr error) {
+	err := db.walkSlots(l, "state", wf, func(t time.Time, rel string, data []byte, rerr error, mod modTime) {
 		k := key(t)
 		if rerr == nil {
 			st, ext, retry, perr := ParseState(data)
@@ -381,7 +382,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 		problem(rel, rerr)
 	})
 	if err == nil {
-		err = db.walkSlots(l, "rerun", wf, func(t time.Time, rel string, data []byte, rerr error) {
+		err = db.walkSlots(l, "rerun", wf, func(t time.Time, rel string, data []byte, rerr error, mod modTime) {
 			if rerr == nil {
 				var at time.Time
 				if at, rerr = parseRerun(data); rerr == nil {
@@ -396,7 +397,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 		})
 	}
 	if err == nil {
-		err = db.walkSlots(l, "intent", wf, func(t time.Time, rel string, data []byte, rerr error) {
+		err = db.walkSlots(l, "intent", wf, func(t time.Time, rel string, data []byte, rerr error, mod modTime) {
 			if rerr == nil {
 				var in store.Intent
 				if in, rerr = parseIntent(data); rerr == nil {
@@ -409,9 +410,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 			// the rename), so that a recovery looks for a job started
 			// since then only, not for any job the slot ever had.
 			in := store.Intent{Attempt: -1}
-			if fi, err := os.Lstat(filepath.Join(db.dir, rel)); err == nil {
-				in.Time = fi.ModTime().UTC()
-			}
+			in.Time, _ = mod()
 			ix.intents[key(t)] = in
 			problem(rel, rerr)
 		})
@@ -422,13 +421,16 @@ func (db *DB) load(wf string) (*loaded, error) {
 	return l, nil
 }
 
+// modTime returns the modification time of a slot file (UTC).
+type modTime func() (time.Time, error)
+
 // walkSlots calls fn for every slot file under <kind>/<wf>/<day>/, with its
 // content or the error reading it. Leftover temporary files are removed;
 // other stray names are reported as problems. No symbolic link is
 // followed and no FIFO or device is read (see readRegularAt): such a slot
 // file is an unreadable record, a symlinked day directory a stray name,
 // and a symlinked <kind>/<wf> (or <kind>) fails the walk, naming it.
-func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel string, data []byte, err error)) error {
+func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel string, data []byte, err error, mod modTime)) error {
 	bd, err := db.openDir(filepath.Join(kind, wf))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -480,7 +482,14 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 			}
 			data, err := readRegularAt(int(dd.Fd()), f.Name(), filepath.Join(db.dir, rel))
 			db.reads.Add(1)
-			fn(t, rel, data, err)
+			fn(t, rel, data, err, func() (time.Time, error) {
+				// Of the name in the day directory opened (not followed).
+				var st unix.Stat_t
+				if err := unix.Fstatat(int(dd.Fd()), f.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					return time.Time{}, err
+				}
+				return time.Unix(st.Mtim.Unix()).UTC(), nil
+			})
 		}
 		dd.Close()
 	}
