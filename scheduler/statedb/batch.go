@@ -3,14 +3,13 @@ package statedb
 import (
 	"errors"
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
-	"io/fs"
-	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/celos-go/celos/scheduler/store"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/celos-go/celos/internal/atomicfile"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )
@@ -102,7 +101,7 @@ func (b *Batch) Commit() map[slot.ID]error {
 	ws := make([]fileWrite, len(items))
 	for i, it := range items {
 		day, file := slotPath(it.st.ID.Time)
-		ws[i] = fileWrite{dir: filepath.Join(db.dir, "state", it.st.ID.Workflow, day), name: file, data: EncodeState(it.st)}
+		ws[i] = fileWrite{dir: filepath.Join("state", it.st.ID.Workflow, day), name: file, data: EncodeState(it.st)}
 	}
 	syncErr := db.writeMany(ws)
 	for i := range items {
@@ -187,7 +186,7 @@ func (db *DB) PutStates(sts []slot.State) map[slot.ID]error {
 
 // fileWrite is one file of writeMany.
 type fileWrite struct {
-	dir, name string
+	dir, name string // dir relative to the root
 	data      []byte
 	err       error // set by writeMany when this file was not written
 	done      bool  // renamed into place
@@ -197,50 +196,29 @@ type fileWrite struct {
 // syncs in all: every file to a temporary file in its directory, one
 // syncfs, the renames, a second syncfs. Each write's own failure is in its
 // err; the returned error is the second sync's (the renames may then not
-// be durable).
+// be durable). The files go in the order of their directories, each
+// directory opened once per pass (see dirfd.go) while at most
+// maxOpenDirs are open.
 func (db *DB) writeMany(ws []fileWrite) error {
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(ws[a].dir, ws[b].dir) })
+	s := db.dirSet()
+	defer s.close()
 	tmps := make([]string, len(ws))
-	for i := range ws {
+	for _, i := range order {
 		w := &ws[i]
-		db.mu.Lock()
-		err := db.mkdirs(w.dir, false) // the syncfs below makes new directories durable
-		db.mu.Unlock()
-		if err != nil {
-			w.err = err
-			continue
-		}
-		f, err := atomicfile.CreateTemp(w.dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Removed under the server since mkdirs remembered it.
-			db.mu.Lock()
-			var merr error
-			if db.forgetDir(w.dir) {
-				if merr = db.mkdirs(w.dir, false); merr == nil {
-					f, err = atomicfile.CreateTemp(w.dir)
-				}
-			}
-			db.mu.Unlock()
-			if merr != nil {
-				w.err = merr
-				continue
-			}
-		}
+		// No fsync of a new directory's parent: the syncfs below, after
+		// every mkdir and before any rename, makes it durable.
+		dirfd, err := s.open(w.dir, mkNoSync)
 		if err != nil {
 			w.err = fmt.Errorf("state database: %w", err)
 			continue
 		}
-		tmps[i] = f.Name()
-		_, err = f.Write(w.data)
-		if err == nil {
-			// atomicfile.CreateTemp makes the file 0600; state files are 0644 like
-			// atomicfile.Write's, readable by operators and Java Celos.
-			err = f.Chmod(filePerm)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			w.err = fmt.Errorf("state database: write %s: %w", filepath.Join(w.dir, w.name), err)
+		if tmps[i], err = writeTempAt(dirfd, w.data, false); err != nil {
+			w.err = fmt.Errorf("state database: write %s: %w", filepath.Join(db.dir, w.dir, w.name), err)
 		}
 	}
 	// The contents durable before any rename.
@@ -251,20 +229,28 @@ func (db *DB) writeMany(ws []fileWrite) error {
 			}
 		}
 	}
-	for i := range ws {
+	for _, i := range order {
 		w := &ws[i]
+		if tmps[i] == "" {
+			continue
+		}
+		dirfd, err := s.open(w.dir, mkNone)
+		if err != nil {
+			if w.err == nil {
+				w.err = fmt.Errorf("state database: %w", err)
+			}
+			continue
+		}
 		if w.err == nil {
-			if err := os.Rename(tmps[i], filepath.Join(w.dir, w.name)); err != nil {
-				w.err = fmt.Errorf("state database: write %s: %w", filepath.Join(w.dir, w.name), err)
-			} else {
+			if err := renameAt(dirfd, tmps[i], w.name); err == nil {
 				w.done = true
 				db.writes.Add(1)
 				continue
+			} else {
+				w.err = fmt.Errorf("state database: write %s: %w", filepath.Join(db.dir, w.dir, w.name), err)
 			}
 		}
-		if tmps[i] != "" {
-			os.Remove(tmps[i])
-		}
+		unix.Unlinkat(dirfd, tmps[i], 0)
 	}
 	return db.syncfs()
 }
@@ -285,7 +271,7 @@ func (db *DB) PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error {
 			continue
 		}
 		day, file := slotPath(keyTime(key(id.Time)))
-		ws = append(ws, fileWrite{dir: filepath.Join(db.dir, "intent", id.Workflow, day), name: file, data: encodeIntent(store.Intent{Attempt: in.Attempt, Time: in.Time.UTC()})})
+		ws = append(ws, fileWrite{dir: filepath.Join("intent", id.Workflow, day), name: file, data: encodeIntent(store.Intent{Attempt: in.Attempt, Time: in.Time.UTC()})})
 		ids = append(ids, id)
 	}
 	syncErr := db.writeMany(ws)
@@ -319,6 +305,8 @@ func (db *DB) PutIntents(ins map[slot.ID]store.Intent) map[slot.ID]error {
 func (db *DB) DeleteIntents(ids []slot.ID) error {
 	var errs []error
 	removed := false
+	s := db.dirSet()
+	defer s.close()
 	db.mu.Lock()
 	for _, id := range ids {
 		ix, err := db.index(id.Workflow)
@@ -331,12 +319,11 @@ func (db *DB) DeleteIntents(ids []slot.ID) error {
 			continue
 		}
 		day, file := slotPath(keyTime(k))
-		if err := os.Remove(filepath.Join(db.dir, "intent", id.Workflow, day, file)); err != nil && !os.IsNotExist(err) {
-			errs = append(errs, fmt.Errorf("state database: %w", err))
+		if err := db.removeIn(s, filepath.Join("intent", id.Workflow, day), file, false); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		delete(ix.intents, k)
-		db.writes.Add(1)
 		removed = true
 	}
 	db.mu.Unlock()

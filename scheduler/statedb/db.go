@@ -12,19 +12,20 @@
 // A workflow's files are read once, on first use, into an index; after
 // that, reads are served from memory and every write goes to disk first
 // (temp file, fsync, rename, fsync of the directory) and then to the index.
+// Every write, rename, removal and mkdir is relative to a directory
+// descriptor opened from the root without following links (dirfd.go).
 // Nothing else may write the directory while it is open: Open takes an
 // exclusive flock on .lock and a second Open fails naming the holder.
 // A corrupt or unreadable slot file is reported (Problems, and an error
 // from Get for that slot) and never stops other slots or workflows.
-// Nothing is read or written through a symbolic link below the root, and
-// no FIFO or device is read: such a file is an unreadable record (see
-// safefs.go); the lock file must be a regular file, never followed.
+// Nothing is read, written or removed through a symbolic link below the
+// root, and no FIFO or device is read: such a file is an unreadable record
+// (see safefs.go); the lock file must be a regular file, never followed.
 package statedb
 
 import (
 	"errors"
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,6 +36,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/store"
+	"golang.org/x/sys/unix"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )
@@ -59,7 +63,6 @@ type DB struct {
 	closed   bool
 	wfs      map[string]*wfIndex
 	paused   map[string]bool
-	dirs     map[string]bool // directories known to exist
 	problems map[string]string
 	// reloads counts Reload calls: an index read before one (by Preload,
 	// without mu) may miss writes made since and is not installed.
@@ -162,7 +165,6 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		lock:          f,
 		wfs:           make(map[string]*wfIndex),
 		paused:        make(map[string]bool),
-		dirs:          make(map[string]bool),
 		problems:      make(map[string]string),
 	}
 	if err := db.loadPaused(); err != nil {
@@ -201,7 +203,6 @@ func (db *DB) Reload() error {
 	db.reloads++
 	db.wfs = make(map[string]*wfIndex)
 	db.paused = make(map[string]bool)
-	db.dirs = make(map[string]bool)
 	db.problems = make(map[string]string)
 	return db.loadPaused()
 }
@@ -234,9 +235,6 @@ func (db *DB) install(wf string, l *loaded) {
 	db.wfs[wf] = l.ix
 	for p, msg := range l.problems {
 		db.problems[p] = msg
-	}
-	for _, d := range l.dirs {
-		db.dirs[d] = true
 	}
 }
 
@@ -350,7 +348,6 @@ func (db *DB) Loaded(wf string) bool {
 type loaded struct {
 	ix       *wfIndex
 	problems map[string]string
-	dirs     []string
 }
 
 // load reads workflow wf's files. It touches no shared state of db (it may
@@ -368,7 +365,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 	}
 	ix := l.ix
 	problem := func(rel string, err error) { l.problems[filepath.ToSlash(rel)] = err.Error() }
-	err := db.walkSlots(l, "state", wf, func(t time.Time, rel string, data []byte, rerr error) {
+	err := db.walkSlots(l, "state", wf, func(t time.Time, rel string, data []byte, rerr error, mod modTime) {
 		k := key(t)
 		if rerr == nil {
 			st, ext, retry, perr := ParseState(data)
@@ -385,7 +382,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 		problem(rel, rerr)
 	})
 	if err == nil {
-		err = db.walkSlots(l, "rerun", wf, func(t time.Time, rel string, data []byte, rerr error) {
+		err = db.walkSlots(l, "rerun", wf, func(t time.Time, rel string, data []byte, rerr error, mod modTime) {
 			if rerr == nil {
 				var at time.Time
 				if at, rerr = parseRerun(data); rerr == nil {
@@ -400,7 +397,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 		})
 	}
 	if err == nil {
-		err = db.walkSlots(l, "intent", wf, func(t time.Time, rel string, data []byte, rerr error) {
+		err = db.walkSlots(l, "intent", wf, func(t time.Time, rel string, data []byte, rerr error, mod modTime) {
 			if rerr == nil {
 				var in store.Intent
 				if in, rerr = parseIntent(data); rerr == nil {
@@ -413,9 +410,7 @@ func (db *DB) load(wf string) (*loaded, error) {
 			// the rename), so that a recovery looks for a job started
 			// since then only, not for any job the slot ever had.
 			in := store.Intent{Attempt: -1}
-			if fi, err := os.Lstat(filepath.Join(db.dir, rel)); err == nil {
-				in.Time = fi.ModTime().UTC()
-			}
+			in.Time, _ = mod()
 			ix.intents[key(t)] = in
 			problem(rel, rerr)
 		})
@@ -426,14 +421,16 @@ func (db *DB) load(wf string) (*loaded, error) {
 	return l, nil
 }
 
+// modTime returns the modification time of a slot file (UTC).
+type modTime func() (time.Time, error)
+
 // walkSlots calls fn for every slot file under <kind>/<wf>/<day>/, with its
 // content or the error reading it. Leftover temporary files are removed;
 // other stray names are reported as problems. No symbolic link is
 // followed and no FIFO or device is read (see readRegularAt): such a slot
 // file is an unreadable record, a symlinked day directory a stray name,
 // and a symlinked <kind>/<wf> (or <kind>) fails the walk, naming it.
-func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel string, data []byte, err error)) error {
-	base := filepath.Join(db.dir, kind, wf)
+func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel string, data []byte, err error, mod modTime)) error {
 	bd, err := db.openDir(filepath.Join(kind, wf))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -446,11 +443,10 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 	if err != nil {
 		return fmt.Errorf("state database: %w", err)
 	}
-	l.dirs = append(l.dirs, base)
 	for _, d := range days {
 		relDay := filepath.Join(kind, wf, d.Name())
 		if strings.HasPrefix(d.Name(), tmpPrefix) {
-			os.Remove(filepath.Join(db.dir, relDay))
+			removeAt(int(bd.Fd()), d.Name()) // a crash's leftover
 			continue
 		}
 		if _, err := time.Parse(dayLayout, d.Name()); err != nil || !d.IsDir() {
@@ -470,11 +466,10 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 			l.problems[filepath.ToSlash(relDay)] = err.Error()
 			continue
 		}
-		l.dirs = append(l.dirs, dayDir)
 		for _, f := range files {
 			rel := filepath.Join(relDay, f.Name())
 			if strings.HasPrefix(f.Name(), tmpPrefix) {
-				os.Remove(filepath.Join(db.dir, rel))
+				removeAt(int(dd.Fd()), f.Name()) // a crash's leftover
 				continue
 			}
 			// A directory with a slot file's name is an unreadable record
@@ -487,7 +482,14 @@ func (db *DB) walkSlots(l *loaded, kind, wf string, fn func(t time.Time, rel str
 			}
 			data, err := readRegularAt(int(dd.Fd()), f.Name(), filepath.Join(db.dir, rel))
 			db.reads.Add(1)
-			fn(t, rel, data, err)
+			fn(t, rel, data, err, func() (time.Time, error) {
+				// Of the name in the day directory opened (not followed).
+				var st unix.Stat_t
+				if err := unix.Fstatat(int(dd.Fd()), f.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					return time.Time{}, err
+				}
+				return time.Unix(st.Mtim.Unix()).UTC(), nil
+			})
 		}
 		dd.Close()
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/celos-go/celos/scheduler/store"
 
-	"github.com/celos-go/celos/internal/atomicfile"
 	"github.com/celos-go/celos/scheduler/slot"
 	"golang.org/x/sys/unix"
 )
@@ -509,17 +508,12 @@ func TestPutFailingAfterRenameKeepsIndexWithDisk(t *testing.T) {
 	if err := db.Put(slot.State{ID: id, Status: slot.Ready}); err != nil {
 		t.Fatal(err)
 	}
-	atomicWrite = func(path string, data []byte, perm os.FileMode, _ bool) error {
-		if err := atomicfile.Write(path, data, perm, false); err != nil {
-			return err
-		}
-		return errors.New("injected: sync of the directory failed")
-	}
-	t.Cleanup(func() { atomicWrite = atomicfile.Write })
+	syncRenamed = func(int) error { return errors.New("injected: sync of the directory failed") }
+	t.Cleanup(func() { syncRenamed = fsync })
 	if err := db.Put(slot.State{ID: id, Status: slot.Running, ExternalID: "job-1"}); err == nil {
 		t.Fatal("Put: no error from the failed sync")
 	}
-	atomicWrite = atomicfile.Write
+	syncRenamed = fsync
 	st, found, err := db.Get(id)
 	if err != nil || !found || st.Status != slot.Running || st.ExternalID != "job-1" {
 		t.Fatalf("index after the failed sync: %+v %v %v, want RUNNING job-1 as on disk", st, found, err)
@@ -538,17 +532,12 @@ func TestIntentFailingAfterRenameKeepsIndexWithDisk(t *testing.T) {
 	dir := t.TempDir()
 	db := open(t, dir)
 	id := slot.ID{Workflow: "wf", Time: ts("2024-01-01T01:00Z")}
-	atomicWrite = func(path string, data []byte, perm os.FileMode, _ bool) error {
-		if err := atomicfile.Write(path, data, perm, false); err != nil {
-			return err
-		}
-		return errors.New("injected: sync of the directory failed")
-	}
-	t.Cleanup(func() { atomicWrite = atomicfile.Write })
+	syncRenamed = func(int) error { return errors.New("injected: sync of the directory failed") }
+	t.Cleanup(func() { syncRenamed = fsync })
 	if err := db.PutIntent(id, store.Intent{Attempt: 1, Time: ts("2024-01-01T02:00Z")}); err == nil {
 		t.Fatal("PutIntent: no error from the failed sync")
 	}
-	atomicWrite = atomicfile.Write
+	syncRenamed = fsync
 	if _, ok, err := db.GetIntent(id); err != nil || !ok {
 		t.Fatalf("intent on disk but not in the index: %v %v", ok, err)
 	}

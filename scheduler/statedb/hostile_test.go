@@ -234,6 +234,10 @@ func TestDirectoryAsSlotFileIsCorrupt(t *testing.T) {
 	}
 	if in, ok, err := db.GetIntent(id); err != nil || !ok || in.Attempt != -1 {
 		t.Errorf("GetIntent = %+v %v %v, want an unreadable intent (Attempt -1)", in, ok, err)
+	} else if fi, err := os.Lstat(filepath.Join(dir, "intent", "wf", "2015-09-13", "13:00:00.000Z")); err != nil {
+		t.Fatal(err)
+	} else if !in.Time.Equal(fi.ModTime()) {
+		t.Errorf("the unreadable intent's time is %v, want its modification time %v", in.Time, fi.ModTime())
 	}
 	want := []string{
 		"intent/wf/2015-09-13/13:00:00.000Z: not a regular file (directory)",

@@ -3,8 +3,9 @@ package statedb
 // Submit intents, one at a time (batch.go writes and removes many).
 
 import (
-	"github.com/celos-go/celos/scheduler/store"
 	"path/filepath"
+
+	"github.com/celos-go/celos/scheduler/store"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )
@@ -21,7 +22,7 @@ func (db *DB) PutIntent(id slot.ID, in store.Intent) error {
 	day, file := slotPath(keyTime(k))
 	in.Time = in.Time.UTC()
 	enc := encodeIntent(in)
-	if err := db.writeFileAtomic(filepath.Join(db.dir, "intent", id.Workflow, day), file, enc); err != nil {
+	if err := db.writeFileAtomic(filepath.Join("intent", id.Workflow, day), file, enc); err != nil {
 		if db.fileHolds(filepath.Join(db.dir, "intent", id.Workflow, day, file), enc) { // failed after the rename
 			ix.intents[k] = in
 		}

@@ -3,10 +3,11 @@ package statedb
 // Rerun markers: rerun/<workflow>/<day>/<time>.
 
 import (
-	"github.com/celos-go/celos/scheduler/store"
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/store"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )
@@ -22,7 +23,7 @@ func (db *DB) MarkRerun(id slot.ID, now time.Time) error {
 	k := key(id.Time)
 	day, file := slotPath(keyTime(k))
 	enc := encodeRerun(now)
-	if err := db.writeFileAtomic(filepath.Join(db.dir, "rerun", id.Workflow, day), file, enc); err != nil {
+	if err := db.writeFileAtomic(filepath.Join("rerun", id.Workflow, day), file, enc); err != nil {
 		if db.fileHolds(filepath.Join(db.dir, "rerun", id.Workflow, day, file), enc) { // failed after the rename
 			ix.reruns[k] = now.UTC()
 		}
@@ -52,7 +53,7 @@ func removeMarker[V any](db *DB, m map[int64]V, area string, id slot.ID) error {
 		return nil
 	}
 	day, file := slotPath(keyTime(k))
-	if err := db.removeFile(filepath.Join(db.dir, area, id.Workflow, day), file); err != nil {
+	if err := db.removeFile(filepath.Join(area, id.Workflow, day), file); err != nil {
 		return err
 	}
 	delete(m, k)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/celos-go/celos/internal/regfile"
@@ -30,7 +29,7 @@ func (db *DB) Owners() (map[string]store.Owner, error) {
 	if db.closed {
 		return nil, errClosed
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := db.readDir("owner") // owner/ itself is not followed either
 	out := make(map[string]store.Owner, len(entries))
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
@@ -75,7 +74,7 @@ func (db *DB) SetOwner(wf string, o store.Owner) error {
 	if db.closed {
 		return errClosed
 	}
-	if err := db.writeFileAtomic(filepath.Join(db.dir, "owner"), wf, append(data, '\n')); err != nil {
+	if err := db.writeFileAtomic("owner", wf, append(data, '\n')); err != nil {
 		return fmt.Errorf("record owner of %s: %w", wf, err)
 	}
 	delete(db.problems, filepath.Join("owner", wf))
@@ -93,7 +92,7 @@ func (db *DB) DeleteOwner(wf string) error {
 	if db.closed {
 		return errClosed
 	}
-	if err := db.removeFile(filepath.Join(db.dir, "owner"), wf); err != nil {
+	if err := db.removeFile("owner", wf); err != nil {
 		return fmt.Errorf("remove owner record of %s: %w", wf, err)
 	}
 	delete(db.problems, filepath.Join("owner", wf))
@@ -122,7 +121,7 @@ func (db *DB) WriteOwners(set map[string]store.Owner, remove []string) map[strin
 		}
 		return failed
 	}
-	dir := filepath.Join(db.dir, "owner")
+	const dir = "owner"
 	wfs := make([]string, 0, len(set))
 	ws := make([]fileWrite, 0, len(set))
 	for wf, o := range set {
@@ -155,6 +154,8 @@ func (db *DB) WriteOwners(set map[string]store.Owner, remove []string) map[strin
 	}
 	db.mu.Unlock()
 	var removed []string
+	s := db.dirSet()
+	defer s.close()
 	for _, wf := range remove {
 		if _, ok := set[wf]; ok {
 			continue
@@ -163,7 +164,7 @@ func (db *DB) WriteOwners(set map[string]store.Owner, remove []string) map[strin
 			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
 			continue
 		}
-		if err := db.removeFileNoSync(dir, wf); err != nil {
+		if err := db.removeIn(s, dir, wf, false); err != nil {
 			failed[wf] = fmt.Errorf("remove owner record of %s: %w", wf, err)
 			continue
 		}

@@ -5,9 +5,9 @@ package statedb
 import (
 	"errors"
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
-	"path/filepath"
+
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 func (db *DB) loadPaused() error {
@@ -46,7 +46,7 @@ func (db *DB) SetPaused(wf string, paused bool) error {
 	if db.paused[wf] == paused {
 		return nil
 	}
-	dir := filepath.Join(db.dir, "paused")
+	const dir = "paused"
 	var err error
 	if paused {
 		err = db.writeFileAtomic(dir, wf, nil)

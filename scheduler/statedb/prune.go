@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/store"
+	"golang.org/x/sys/unix"
 
 	"github.com/celos-go/celos/scheduler"
 )
@@ -119,7 +119,10 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 	db.mu.Unlock()
 
 	// The removals, without a directory sync each: every touched
-	// directory is synced once at the end.
+	// directory is synced once at the end. Every directory is opened
+	// without following links (dirfd.go).
+	ds := db.dirSet()
+	defer ds.close()
 	touched := make(map[string]bool)
 	n := 0
 	var firstErr error
@@ -149,8 +152,8 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 				}
 			}
 			day, file := slotPath(keyTime(c.k))
-			dir := filepath.Join(db.dir, c.kind, wf, day)
-			if err := db.removeFileNoSync(dir, file); err != nil {
+			dir := filepath.Join(c.kind, wf, day)
+			if err := db.removeIn(ds, dir, file, false); err != nil {
 				firstErr = err
 				break
 			}
@@ -170,29 +173,45 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 	// A directory syncs on its own (no lock needed); one removed since
 	// (left empty below, or by another prune) is skipped.
 	for dir := range touched {
-		if err := db.syncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
-			firstErr = fmt.Errorf("state database: sync %s: %w", dir, err)
+		fd, err := ds.open(dir, mkNone)
+		if err == nil {
+			err = db.syncDirFD(fd)
+		}
+		if err != nil && !isNotExist(err) && firstErr == nil {
+			firstErr = fmt.Errorf("state database: sync %s: %w", filepath.Join(db.dir, dir), err)
 		}
 	}
 	if firstErr != nil {
 		return n, firstErr
 	}
 
-	// Day directories left empty are removed: those of the state files
-	// just pruned, and, since submit intents and rerun markers are
-	// transient and leave their day directories empty once the files are
-	// gone, every empty one of a day before the limit (on disk and from
-	// the directory cache), so that neither grows with the history.
+	db.removeEmptyDays(ds, wf, touched, before)
+	return n, nil
+}
+
+// removeEmptyDays removes the day directories of workflow wf left empty:
+// those of touched (relative to the root) in state/, and every empty one
+// of intent/ and rerun/ of a day before the limit.
+// Submit intents and rerun markers are transient and leave their day
+// directories empty once the files are gone: so that neither grows with
+// the history. A directory is removed relative to its parent's descriptor
+// (AT_REMOVEDIR: a link in its place is not followed, and only an empty
+// directory goes).
+func (db *DB) removeEmptyDays(ds *dirSet, wf string, touched map[string]bool, before time.Time) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	rmdir := func(parent, name string) {
+		if fd, err := ds.open(parent, mkNone); err == nil {
+			unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
+		}
+	}
 	for dir := range touched {
-		if strings.HasPrefix(dir, filepath.Join(db.dir, "state")+string(filepath.Separator)) && os.Remove(dir) == nil { // only succeeds when empty
-			delete(db.dirs, dir)
+		if strings.HasPrefix(dir, "state"+string(filepath.Separator)) {
+			rmdir(filepath.Dir(dir), filepath.Base(dir))
 		}
 	}
 	limDay, _ := slotPath(before)
 	for _, kind := range []string{"intent", "rerun"} {
-		base := filepath.Join(db.dir, kind, wf)
 		entries, err := db.readDir(filepath.Join(kind, wf))
 		if err != nil {
 			continue
@@ -201,11 +220,7 @@ func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {
 			if _, perr := time.Parse(dayLayout, e.Name()); perr != nil || !e.IsDir() || e.Name() >= limDay {
 				continue
 			}
-			dir := filepath.Join(base, e.Name())
-			if os.Remove(dir) == nil { // only succeeds when empty
-				delete(db.dirs, dir)
-			}
+			rmdir(filepath.Join(kind, wf), e.Name())
 		}
 	}
-	return n, nil
 }

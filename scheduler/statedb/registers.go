@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
 	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 func (db *DB) registerPath(bucket, key string) (string, error) {
@@ -49,8 +50,7 @@ func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
 
 // PutRegister stores value (which must be valid JSON) under bucket/key.
 func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
-	p, err := db.registerPath(bucket, key)
-	if err != nil {
+	if _, err := db.registerPath(bucket, key); err != nil {
 		return err
 	}
 	if !json.Valid(value) {
@@ -61,13 +61,12 @@ func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
 	if db.closed {
 		return errClosed
 	}
-	return db.writeFileAtomic(filepath.Dir(p), key, value)
+	return db.writeFileAtomic(filepath.Join("register", bucket), key, value)
 }
 
 // DeleteRegister removes bucket/key (a missing one is not an error).
 func (db *DB) DeleteRegister(bucket, key string) error {
-	p, err := db.registerPath(bucket, key)
-	if err != nil {
+	if _, err := db.registerPath(bucket, key); err != nil {
 		return err
 	}
 	db.mu.Lock()
@@ -75,7 +74,7 @@ func (db *DB) DeleteRegister(bucket, key string) error {
 	if db.closed {
 		return errClosed
 	}
-	return db.removeFile(filepath.Dir(p), key)
+	return db.removeFile(filepath.Join("register", bucket), key)
 }
 
 // DeleteRegistersWithPrefix removes every key of bucket starting with prefix.
@@ -89,7 +88,7 @@ func (db *DB) DeleteRegistersWithPrefix(bucket, prefix string) error {
 	if db.closed {
 		return errClosed
 	}
-	dir := filepath.Join(db.dir, "register", bucket)
+	dir := filepath.Join("register", bucket)
 	for _, k := range keys {
 		if err := db.removeFile(dir, k); err != nil {
 			return err

@@ -62,7 +62,7 @@ func (db *DB) Put(st slot.State) error {
 	st.ID.Time = t
 	day, file := slotPath(t)
 	enc := EncodeState(st)
-	if err := db.writeFileAtomic(filepath.Join(db.dir, "state", st.ID.Workflow, day), file, enc); err != nil {
+	if err := db.writeFileAtomic(filepath.Join("state", st.ID.Workflow, day), file, enc); err != nil {
 		// The write may have failed after its rename (syncing the
 		// directory): the file then holds the new state, and so must the
 		// index, or it would disagree with the disk until a restart.
