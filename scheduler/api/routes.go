@@ -112,11 +112,25 @@ type WorkflowList struct {
 // Celos) are what the engine keeps about the workflow: errors of its
 // slots, why READY slots wait (ops "constraint", "pool"), missed SLAs
 // ("sla"), a pool that is not defined; absent when there are none.
+// Unreadable (not in Celos) are the slots of the range whose stored record
+// cannot be read, newest first; absent when there are none. They are not in
+// Slots, whose statuses a Celos client knows: a client that reads only
+// Slots sees what it always did, a client of this server sees them too.
+// Unreadable comes before Slots (appendJSON writes Slots last).
 type WorkflowSlots struct {
-	Info     WorkflowInfo        `json:"info"`
-	Paused   bool                `json:"paused"`
-	Problems []scheduler.Problem `json:"problems,omitempty"`
-	Slots    []Slot              `json:"slots"`
+	Info       WorkflowInfo        `json:"info"`
+	Paused     bool                `json:"paused"`
+	Problems   []scheduler.Problem `json:"problems,omitempty"`
+	Unreadable []UnreadableSlot    `json:"unreadable,omitempty"`
+	Slots      []Slot              `json:"slots"`
+}
+
+// UnreadableSlot is a slot whose stored record cannot be read (a file that
+// does not parse, a directory or FIFO in its place): its time and why,
+// naming the record, never its content. POST /rerun or /kill rewrites it.
+type UnreadableSlot struct {
+	Time  string `json:"time"`
+	Error string `json:"error"`
 }
 
 // problemLister is implemented by the slot engine (see WorkflowSlots).
@@ -241,8 +255,17 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 	}
 	var states []slot.State
 	if start.Before(end) {
-		if states, err = h.svc.Slots(r.Context(), id, start, end); err != nil {
+		listed, err := h.svc.Slots(r.Context(), id, start, end)
+		if err != nil {
 			return err
+		}
+		states = make([]slot.State, 0, len(listed))
+		for _, s := range listed {
+			if s.Unreadable != nil {
+				out.Unreadable = append(out.Unreadable, UnreadableSlot{Time: slot.FormatTime(s.ID.Time), Error: s.Unreadable.Error()})
+				continue
+			}
+			states = append(states, s.State)
 		}
 	}
 	b, err := out.appendJSON(make([]byte, 0, 256+170*len(states)), states)
@@ -257,7 +280,7 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 // json.MarshalIndent(ws, "", "  ") would give with ws.Slots set to them,
 // without reflection (a week of minutely slots is 10,080 of them).
 func (ws WorkflowSlots) appendJSON(b []byte, states []slot.State) ([]byte, error) {
-	head, err := json.MarshalIndent(WorkflowSlots{Info: ws.Info, Paused: ws.Paused, Problems: ws.Problems}, "", "  ")
+	head, err := json.MarshalIndent(WorkflowSlots{Info: ws.Info, Paused: ws.Paused, Problems: ws.Problems, Unreadable: ws.Unreadable}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -360,12 +383,10 @@ func (h *Handler) slotAttempts(w http.ResponseWriter, r *http.Request, q query) 
 		return err
 	}
 	if len(slots) == 0 || !slots[0].ID.Time.Equal(id.Time) {
-		// The listing leaves out a slot whose record does not parse;
-		// its own read names it (409 slot_unreadable).
-		if _, err := h.svc.SlotState(r.Context(), id); errors.Is(err, scheduler.ErrSlotUnreadable) {
-			return err
-		}
 		return fmt.Errorf("%w: %s", slot.ErrNotInSchedule, id)
+	}
+	if err := slots[0].Unreadable; err != nil {
+		return err // 409 slot_unreadable
 	}
 	if h.attempts == nil {
 		return fmt.Errorf("%w: GET /slot-attempts", errNotImplemented)
@@ -377,7 +398,7 @@ func (h *Handler) slotAttempts(w http.ResponseWriter, r *http.Request, q query) 
 	if as == nil {
 		as = []scheduler.Attempt{}
 	}
-	writeJSON(w, http.StatusOK, SlotAttempts{Slot: NewSlot(slots[0]), Attempts: as})
+	writeJSON(w, http.StatusOK, SlotAttempts{Slot: NewSlot(slots[0].State), Attempts: as})
 	return nil
 }
 

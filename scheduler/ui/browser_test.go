@@ -470,7 +470,7 @@ func mustSlotState(t *testing.T, svc scheduler.Service, id string, at time.Time)
 	if err != nil || len(sl) != 1 {
 		t.Fatalf("slot %s@%v: %v %v", id, at, sl, err)
 	}
-	return sl[0]
+	return sl[0].State
 }
 
 // TestBrowserToken checks that actions carry the operator's token: the API
