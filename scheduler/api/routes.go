@@ -253,22 +253,18 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 	for _, c := range wf.Contacts {
 		out.Info.Contacts = append(out.Info.Contacts, Contact{Name: nullable(c.Name), Email: nullable(c.Email)})
 	}
-	var states []slot.State
+	var listed []scheduler.ListedSlot
 	if start.Before(end) {
-		listed, err := h.svc.Slots(r.Context(), id, start, end)
-		if err != nil {
+		if listed, err = h.svc.Slots(r.Context(), id, start, end); err != nil {
 			return err
 		}
-		states = make([]slot.State, 0, len(listed))
 		for _, s := range listed {
 			if s.Unreadable != nil {
 				out.Unreadable = append(out.Unreadable, UnreadableSlot{Time: slot.FormatTime(s.ID.Time), Error: s.Unreadable.Error()})
-				continue
 			}
-			states = append(states, s.State)
 		}
 	}
-	b, err := out.appendJSON(make([]byte, 0, 256+170*len(states)), states)
+	b, err := out.appendJSON(make([]byte, 0, 256+170*len(listed)), listed)
 	if err != nil {
 		return err
 	}
@@ -276,10 +272,11 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 	return nil
 }
 
-// appendJSON writes ws with the slots given as states: the bytes
-// json.MarshalIndent(ws, "", "  ") would give with ws.Slots set to them,
-// without reflection (a week of minutely slots is 10,080 of them).
-func (ws WorkflowSlots) appendJSON(b []byte, states []slot.State) ([]byte, error) {
+// appendJSON writes ws with the slots given as listed, those not
+// unreadable (ws.Unreadable has those): the bytes json.MarshalIndent(ws,
+// "", "  ") would give with ws.Slots set to them, without reflection (a
+// week of minutely slots is 10,080 of them).
+func (ws WorkflowSlots) appendJSON(b []byte, listed []scheduler.ListedSlot) ([]byte, error) {
 	head, err := json.MarshalIndent(WorkflowSlots{Info: ws.Info, Paused: ws.Paused, Problems: ws.Problems, Unreadable: ws.Unreadable}, "", "  ")
 	if err != nil {
 		return nil, err
@@ -287,11 +284,20 @@ func (ws WorkflowSlots) appendJSON(b []byte, states []slot.State) ([]byte, error
 	// head ends with `"slots": null\n}`; replace the null with the list.
 	head = bytes.TrimSuffix(head, []byte("null\n}"))
 	b = append(b, head...)
-	if len(states) == 0 {
+	if len(listed) == len(ws.Unreadable) {
 		return append(b, "[]\n}\n"...), nil
 	}
 	b = append(b, "[\n"...)
-	for i, s := range states {
+	first := true
+	for i := range listed {
+		s := &listed[i]
+		if s.Unreadable != nil {
+			continue
+		}
+		if !first {
+			b = append(b, ",\n"...)
+		}
+		first = false
 		b = append(b, "    {\n      \"time\": \""...)
 		b = s.ID.Time.UTC().AppendFormat(b, slot.TimeFormat)
 		b = append(b, "\",\n      \"status\": "...)
@@ -305,12 +311,8 @@ func (ws WorkflowSlots) appendJSON(b []byte, states []slot.State) ([]byte, error
 		b = append(b, ",\n      \"retryCount\": "...)
 		b = strconv.AppendInt(b, int64(s.RetryCount), 10)
 		b = append(b, "\n    }"...)
-		if i < len(states)-1 {
-			b = append(b, ',')
-		}
-		b = append(b, '\n')
 	}
-	return append(b, "  ]\n}\n"...), nil
+	return append(b, "\n  ]\n}\n"...), nil
 }
 
 // appendJSONString appends s as encoding/json writes a string.
