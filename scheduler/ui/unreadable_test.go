@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -117,5 +118,57 @@ func TestGridShowsUnreadableSlots(t *testing.T) {
 	}
 	if !strings.Contains(body, `data-act="rerun" data-id="wf" data-times="`+ft+`"`) {
 		t.Errorf("GET %s: no rerun of the unreadable slot %s offered:\n%s", target, ft, body)
+	}
+}
+
+// eioStore is the state database with the read of one slot failing as a
+// disk does (EIO): not a record that does not parse.
+type eioStore struct {
+	*statedb.DB
+	bad slot.ID
+}
+
+func (s eioStore) Get(id slot.ID) (slot.State, bool, error) {
+	if id.Workflow == s.bad.Workflow && id.Time.Equal(s.bad.Time) {
+		return slot.State{}, false, fmt.Errorf("read %s: %w", id, syscall.EIO)
+	}
+	return s.DB.Get(id)
+}
+
+// TestGridFailsOnAReadError: when a slot of the window cannot be read for
+// another reason than a record that does not parse (an I/O error, the
+// database server gone), the grid's row says it cannot list the slots,
+// and the details of a range holding the slot are an error (500), rather
+// than showing the row with that slot missing. Real engine and state
+// database.
+func TestGridFailsOnAReadError(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.OpenWith(filepath.Join(dir, "db"), statedb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Date(2026, 11, 24, 13, 20, 0, 0, time.UTC)
+	w := fixture.Hourly("wf")
+	w.ExternalService = fixture.Command("true")
+	w.StartTime = now.Add(-6 * time.Hour).Truncate(time.Hour)
+	wfDir := filepath.Join(dir, "workflows")
+	fixture.Write(t, wfDir, fixture.Project("p", w))
+	bad := slot.ID{Workflow: "wf", Time: now.Add(-2 * time.Hour).Truncate(time.Hour)}
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: eioStore{db, bad}, Services: map[string]external.Service{}, FS: trigger.NewMux("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(eng, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := get(t, h, "/ui?cols=24")
+	if body := rec.Body.String(); rec.Code != 200 || !strings.Contains(body, "cannot list slots: ") || !strings.Contains(body, "input/output error") {
+		t.Fatalf("grid: %d; want the row to say it cannot list the slots, and why:\n%s", rec.Code, body)
+	}
+	target := "/ui/slot?id=wf&start=" + slot.FormatTime(bad.Time.Add(-time.Hour)) + "&end=" + slot.FormatTime(bad.Time.Add(2*time.Hour))
+	if rec := get(t, h, target); rec.Code != 500 {
+		t.Errorf("GET %s: %d, want 500:\n%s", target, rec.Code, rec.Body)
 	}
 }
