@@ -32,6 +32,19 @@ var ErrUnschedulable = errors.New("workflow has no usable schedule")
 // API answers 409.
 var ErrSlotUnreadable = errors.New("slot state unreadable")
 
+// ListedSlot is one slot of a listing (Service.Slots): its state, or,
+// when its stored record cannot be read, why. A listing carries such a
+// slot in its place rather than leaving it out, so that what acts on a
+// range (a backfill, the UI's grid) sees it.
+type ListedSlot struct {
+	// State is the slot's state; of an unreadable slot, only its ID.
+	slot.State
+	// Unreadable, when not nil, wraps ErrSlotUnreadable: the slot's
+	// record does not parse (named, never its content; a rerun or kill
+	// rewrites it). Status is then empty.
+	Unreadable error
+}
+
 // ErrRerunRefused is wrapped by Rerun (and CheckRerun) for a slot the
 // workflow does not have yet or at all: a time after the server's clock
 // (not due: it runs at its time, a rerun must not run it early) or before
@@ -127,8 +140,10 @@ type Service interface {
 	// LoadErrors lists the workflows files that failed to load at the last reload.
 	LoadErrors() []LoadError
 	// Slots returns the slots of a workflow in [start, end), newest first,
-	// with missing records synthesized as WAITING.
-	Slots(ctx context.Context, id string, start, end time.Time) ([]slot.State, error)
+	// with missing records synthesized as WAITING and unreadable ones
+	// marked (ListedSlot.Unreadable). Any other read error fails it: never
+	// a partial list.
+	Slots(ctx context.Context, id string, start, end time.Time) ([]ListedSlot, error)
 	// SlotState returns the stored state of one slot (ErrSlotNotFound if none).
 	SlotState(ctx context.Context, id slot.ID) (slot.State, error)
 	// Paused reports whether a workflow is paused; SetPaused changes it.

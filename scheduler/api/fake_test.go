@@ -108,7 +108,7 @@ func (f *fakeService) LoadErrors() []scheduler.LoadError {
 	return f.loadErrs
 }
 
-func (f *fakeService) Slots(_ context.Context, id string, start, end time.Time) ([]slot.State, error) {
+func (f *fakeService) Slots(_ context.Context, id string, start, end time.Time) ([]scheduler.ListedSlot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, err := f.wf(id); err != nil {
@@ -133,7 +133,7 @@ func (f *fakeService) Slots(_ context.Context, id string, start, end time.Time) 
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
 	}
-	return out, nil
+	return asListed(out), nil
 }
 
 func (f *fakeService) SlotState(_ context.Context, id slot.ID) (slot.State, error) {
@@ -302,3 +302,12 @@ func (f *fakeService) RegisterKeys(_ context.Context, bucket, prefix string) ([]
 }
 
 func (f *fakeService) ClearCache() error { return nil }
+
+// asListed makes states a listing of Service.Slots (none unreadable).
+func asListed(states []slot.State) []scheduler.ListedSlot {
+	out := make([]scheduler.ListedSlot, len(states))
+	for i, st := range states {
+		out[i].State = st
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -449,27 +450,39 @@ func TestUndeclaredParameterPanics(t *testing.T) {
 var _ http.Handler = (*Handler)(nil)
 
 // TestSlotsEncoding checks that the hand-written /workflow-slots encoding
-// is byte for byte what encoding/json writes.
+// is byte for byte what encoding/json writes, with unreadable slots among
+// the listed ones too (in the unreadable list, not in slots).
 func TestSlotsEncoding(t *testing.T) {
 	url := "https://wiki/x?a=<b>&c"
 	name := "Zoë \"Z\""
+	bad := scheduler.ListedSlot{State: slot.State{ID: slot.ID{Workflow: "w", Time: t0.Add(2 * time.Hour)}},
+		Unreadable: fmt.Errorf("%w: w@...: corrupt state file /db/<x>: bad JSON", scheduler.ErrSlotUnreadable)}
 	for _, ws := range []WorkflowSlots{
 		{Info: WorkflowInfo{Contacts: []Contact{}}},
 		{Info: WorkflowInfo{URL: &url, Contacts: []Contact{{Name: &name}}}, Paused: true},
 	} {
-		for _, states := range [][]slot.State{
+		for _, states := range [][]scheduler.ListedSlot{
 			nil,
-			{{ID: slot.ID{Workflow: "w", Time: t0}, Status: slot.Waiting}},
+			{{State: slot.State{ID: slot.ID{Workflow: "w", Time: t0}, Status: slot.Waiting}}},
 			{
-				{ID: slot.ID{Workflow: "w", Time: t0.Add(time.Hour)}, Status: slot.Running, ExternalID: "0004806-150911205802478-oozie-oozi-W", RetryCount: 2},
-				{ID: slot.ID{Workflow: "w", Time: t0}, Status: slot.Success, ExternalID: "w@2015-09-13T13:40:00.000Z<&>\"\\\u00e9\n"},
+				{State: slot.State{ID: slot.ID{Workflow: "w", Time: t0.Add(time.Hour)}, Status: slot.Running, ExternalID: "0004806-150911205802478-oozie-oozi-W", RetryCount: 2}},
+				{State: slot.State{ID: slot.ID{Workflow: "w", Time: t0}, Status: slot.Success, ExternalID: "w@2015-09-13T13:40:00.000Z<&>\"\\\u00e9\n"}},
 			},
+			{bad},
+			{bad, {State: slot.State{ID: slot.ID{Workflow: "w", Time: t0.Add(time.Hour)}, Status: slot.Failure}}, bad,
+				{State: slot.State{ID: slot.ID{Workflow: "w", Time: t0}, Status: slot.Success}}, bad},
 		} {
+			ws.Unreadable = nil
 			want := ws
 			want.Slots = []Slot{}
 			for _, s := range states {
-				want.Slots = append(want.Slots, NewSlot(s))
+				if s.Unreadable != nil {
+					ws.Unreadable = append(ws.Unreadable, UnreadableSlot{Time: slot.FormatTime(s.ID.Time), Error: s.Unreadable.Error()})
+					continue
+				}
+				want.Slots = append(want.Slots, NewSlot(s.State))
 			}
+			want.Unreadable = ws.Unreadable
 			wb, _ := json.MarshalIndent(want, "", "  ")
 			got, err := ws.appendJSON(nil, states)
 			if err != nil {

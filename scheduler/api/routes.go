@@ -112,11 +112,25 @@ type WorkflowList struct {
 // Celos) are what the engine keeps about the workflow: errors of its
 // slots, why READY slots wait (ops "constraint", "pool"), missed SLAs
 // ("sla"), a pool that is not defined; absent when there are none.
+// Unreadable (not in Celos) are the slots of the range whose stored record
+// cannot be read, newest first; absent when there are none. They are not in
+// Slots, whose statuses a Celos client knows: a client that reads only
+// Slots sees what it always did, a client of this server sees them too.
+// Unreadable comes before Slots (appendJSON writes Slots last).
 type WorkflowSlots struct {
-	Info     WorkflowInfo        `json:"info"`
-	Paused   bool                `json:"paused"`
-	Problems []scheduler.Problem `json:"problems,omitempty"`
-	Slots    []Slot              `json:"slots"`
+	Info       WorkflowInfo        `json:"info"`
+	Paused     bool                `json:"paused"`
+	Problems   []scheduler.Problem `json:"problems,omitempty"`
+	Unreadable []UnreadableSlot    `json:"unreadable,omitempty"`
+	Slots      []Slot              `json:"slots"`
+}
+
+// UnreadableSlot is a slot whose stored record cannot be read (a file that
+// does not parse, a directory or FIFO in its place): its time and why,
+// naming the record, never its content. POST /rerun or /kill rewrites it.
+type UnreadableSlot struct {
+	Time  string `json:"time"`
+	Error string `json:"error"`
 }
 
 // problemLister is implemented by the slot engine (see WorkflowSlots).
@@ -239,13 +253,18 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 	for _, c := range wf.Contacts {
 		out.Info.Contacts = append(out.Info.Contacts, Contact{Name: nullable(c.Name), Email: nullable(c.Email)})
 	}
-	var states []slot.State
+	var listed []scheduler.ListedSlot
 	if start.Before(end) {
-		if states, err = h.svc.Slots(r.Context(), id, start, end); err != nil {
+		if listed, err = h.svc.Slots(r.Context(), id, start, end); err != nil {
 			return err
 		}
+		for _, s := range listed {
+			if s.Unreadable != nil {
+				out.Unreadable = append(out.Unreadable, UnreadableSlot{Time: slot.FormatTime(s.ID.Time), Error: s.Unreadable.Error()})
+			}
+		}
 	}
-	b, err := out.appendJSON(make([]byte, 0, 256+170*len(states)), states)
+	b, err := out.appendJSON(make([]byte, 0, 256+170*len(listed)), listed)
 	if err != nil {
 		return err
 	}
@@ -253,22 +272,32 @@ func (h *Handler) workflowSlots(w http.ResponseWriter, r *http.Request, q query)
 	return nil
 }
 
-// appendJSON writes ws with the slots given as states: the bytes
-// json.MarshalIndent(ws, "", "  ") would give with ws.Slots set to them,
-// without reflection (a week of minutely slots is 10,080 of them).
-func (ws WorkflowSlots) appendJSON(b []byte, states []slot.State) ([]byte, error) {
-	head, err := json.MarshalIndent(WorkflowSlots{Info: ws.Info, Paused: ws.Paused, Problems: ws.Problems}, "", "  ")
+// appendJSON writes ws with the slots given as listed, those not
+// unreadable (ws.Unreadable has those): the bytes json.MarshalIndent(ws,
+// "", "  ") would give with ws.Slots set to them, without reflection (a
+// week of minutely slots is 10,080 of them).
+func (ws WorkflowSlots) appendJSON(b []byte, listed []scheduler.ListedSlot) ([]byte, error) {
+	head, err := json.MarshalIndent(WorkflowSlots{Info: ws.Info, Paused: ws.Paused, Problems: ws.Problems, Unreadable: ws.Unreadable}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	// head ends with `"slots": null\n}`; replace the null with the list.
 	head = bytes.TrimSuffix(head, []byte("null\n}"))
 	b = append(b, head...)
-	if len(states) == 0 {
+	if len(listed) == len(ws.Unreadable) {
 		return append(b, "[]\n}\n"...), nil
 	}
 	b = append(b, "[\n"...)
-	for i, s := range states {
+	first := true
+	for i := range listed {
+		s := &listed[i]
+		if s.Unreadable != nil {
+			continue
+		}
+		if !first {
+			b = append(b, ",\n"...)
+		}
+		first = false
 		b = append(b, "    {\n      \"time\": \""...)
 		b = s.ID.Time.UTC().AppendFormat(b, slot.TimeFormat)
 		b = append(b, "\",\n      \"status\": "...)
@@ -282,12 +311,8 @@ func (ws WorkflowSlots) appendJSON(b []byte, states []slot.State) ([]byte, error
 		b = append(b, ",\n      \"retryCount\": "...)
 		b = strconv.AppendInt(b, int64(s.RetryCount), 10)
 		b = append(b, "\n    }"...)
-		if i < len(states)-1 {
-			b = append(b, ',')
-		}
-		b = append(b, '\n')
 	}
-	return append(b, "  ]\n}\n"...), nil
+	return append(b, "\n  ]\n}\n"...), nil
 }
 
 // appendJSONString appends s as encoding/json writes a string.
@@ -360,12 +385,10 @@ func (h *Handler) slotAttempts(w http.ResponseWriter, r *http.Request, q query) 
 		return err
 	}
 	if len(slots) == 0 || !slots[0].ID.Time.Equal(id.Time) {
-		// The listing leaves out a slot whose record does not parse;
-		// its own read names it (409 slot_unreadable).
-		if _, err := h.svc.SlotState(r.Context(), id); errors.Is(err, scheduler.ErrSlotUnreadable) {
-			return err
-		}
 		return fmt.Errorf("%w: %s", slot.ErrNotInSchedule, id)
+	}
+	if err := slots[0].Unreadable; err != nil {
+		return err // 409 slot_unreadable
 	}
 	if h.attempts == nil {
 		return fmt.Errorf("%w: GET /slot-attempts", errNotImplemented)
@@ -377,7 +400,7 @@ func (h *Handler) slotAttempts(w http.ResponseWriter, r *http.Request, q query) 
 	if as == nil {
 		as = []scheduler.Attempt{}
 	}
-	writeJSON(w, http.StatusOK, SlotAttempts{Slot: NewSlot(slots[0]), Attempts: as})
+	writeJSON(w, http.StatusOK, SlotAttempts{Slot: NewSlot(slots[0].State), Attempts: as})
 	return nil
 }
 

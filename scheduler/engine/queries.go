@@ -80,9 +80,11 @@ func (e *Engine) schedule(c *config, id string) (*schedule.Schedule, error) {
 
 // Slots returns the slots of workflow id in [start, end), newest first: its
 // schedule times (from its startTime on) and the slots marked for rerun in
-// that range, with missing records synthesized as WAITING. Slots whose
-// file is corrupt are left out (Problems reports them).
-func (e *Engine) Slots(ctx context.Context, id string, start, end time.Time) ([]slot.State, error) {
+// that range, with missing records synthesized as WAITING. A slot whose
+// record does not parse is listed in its place, marked Unreadable (as
+// SlotState answers it); any other read error fails the listing, naming
+// the slot, rather than leave the slot out of a list that looks complete.
+func (e *Engine) Slots(ctx context.Context, id string, start, end time.Time) ([]scheduler.ListedSlot, error) {
 	c := e.config() // once: a reload in between must not mix two configs
 	w, err := e.workflow(c, id)
 	if err != nil {
@@ -96,7 +98,7 @@ func (e *Engine) Slots(ctx context.Context, id string, start, end time.Time) ([]
 		start = w.StartTime
 	}
 	if !start.Before(end) {
-		return []slot.State{}, nil
+		return []scheduler.ListedSlot{}, nil
 	}
 	times := sched.Times(start, end)
 	marks, err := e.db.RerunMarks(id)
@@ -114,19 +116,28 @@ func (e *Engine) Slots(ctx context.Context, id string, start, end time.Time) ([]
 		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
 		times = dedupe(times)
 	}
-	out := make([]slot.State, 0, len(times))
+	out := make([]scheduler.ListedSlot, 0, len(times))
 	for i := len(times) - 1; i >= 0; i-- {
 		sid := slot.ID{Workflow: id, Time: times[i]}
 		st, found, err := e.db.Get(sid)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrCorrupt):
+			out = append(out, scheduler.ListedSlot{State: slot.State{ID: sid}, Unreadable: unreadable(sid, err)})
 			continue
-		}
-		if !found {
+		case err != nil:
+			return nil, fmt.Errorf("list the slots of %s: read %s: %w", id, sid, err)
+		case !found:
 			st = slot.NewWaiting(sid)
 		}
-		out = append(out, st)
+		out = append(out, scheduler.ListedSlot{State: st})
 	}
 	return out, nil
+}
+
+// unreadable is the error of slot id whose record does not parse (err
+// wraps store.ErrCorrupt).
+func unreadable(id slot.ID, err error) error {
+	return fmt.Errorf("%w: %s: %v (a rerun or kill of the slot rewrites it)", scheduler.ErrSlotUnreadable, id, err)
 }
 
 // SlotState returns the stored state of one slot (ErrSlotNotFound if none).
@@ -137,7 +148,7 @@ func (e *Engine) SlotState(ctx context.Context, id slot.ID) (slot.State, error) 
 		return slot.State{}, fmt.Errorf("%w: %v", slot.ErrBadParameter, err)
 	}
 	if errors.Is(err, store.ErrCorrupt) {
-		return slot.State{}, fmt.Errorf("%w: %s: %v (a rerun or kill of the slot rewrites it)", scheduler.ErrSlotUnreadable, id, err)
+		return slot.State{}, unreadable(id, err)
 	}
 	if err != nil {
 		return slot.State{}, err

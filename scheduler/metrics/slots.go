@@ -136,7 +136,9 @@ func (c *stateCollector) recount() {
 			continue
 		}
 		for _, s := range states {
-			c.counts[s.Status]++
+			if s.Unreadable == nil { // no status (the state database's problems count it)
+				c.counts[s.Status]++
+			}
 		}
 	}
 	c.loadErrs = len(c.svc.LoadErrors())

@@ -215,7 +215,9 @@ func (s *sandboxCase) slotsOf(ctx context.Context, ids []string) []slot.State {
 		if err != nil {
 			continue
 		}
-		all = append(all, sts...)
+		for _, s := range sts {
+			all = append(all, s.State) // an unreadable slot: no status, a difference
+		}
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if !all[i].ID.Time.Equal(all[j].ID.Time) {

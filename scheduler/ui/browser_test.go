@@ -185,7 +185,12 @@ func uiServer(t *testing.T, svc scheduler.Service, now func() time.Time, opts Op
 	return srv
 }
 
-// apiSlots reads /workflow-slots as a client of the API would.
+// unreadableMark is the status apiSlots gives a slot the API lists as
+// unreadable (it has none).
+const unreadableMark slot.Status = "(unreadable)"
+
+// apiSlots reads /workflow-slots as a client of the API would: its slots,
+// and those it lists as unreadable with status unreadableMark.
 func apiSlots(t *testing.T, base, id string, start, end time.Time) []api.Slot {
 	t.Helper()
 	q := url.Values{"id": {id}, "start": {slot.FormatTime(start)}, "end": {slot.FormatTime(end)}}
@@ -198,10 +203,14 @@ func apiSlots(t *testing.T, base, id string, start, end time.Time) []api.Slot {
 		t.Fatalf("GET /workflow-slots %s: %s", id, res.Status)
 	}
 	var body struct {
-		Slots []api.Slot `json:"slots"`
+		Slots      []api.Slot           `json:"slots"`
+		Unreadable []api.UnreadableSlot `json:"unreadable"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
 		t.Fatal(err)
+	}
+	for _, u := range body.Unreadable {
+		body.Slots = append(body.Slots, api.Slot{Time: u.Time, Status: unreadableMark})
 	}
 	return body.Slots
 }
@@ -247,11 +256,11 @@ type gridState struct {
 }
 
 // expectCells computes what a row must show from the API's slots: per
-// bucket the worst state (failure > timeout > killed > running > ready >
-// waiting > success) and the count when several.
+// bucket the worst state (unreadable > failure > timeout > killed >
+// running > ready > waiting > success) and the count when several.
 func expectCells(slots []api.Slot, ticks []int64, zoom int64) []string {
-	rank := map[slot.Status]int{slot.Success: 1, slot.Waiting: 2, slot.Ready: 3, slot.Running: 4, slot.Killed: 5, slot.WaitTimeout: 6, slot.Failure: 7}
-	class := map[slot.Status]string{slot.Success: "s", slot.Waiting: "w", slot.Ready: "r", slot.Running: "u", slot.Killed: "k", slot.WaitTimeout: "t", slot.Failure: "f"}
+	rank := map[slot.Status]int{slot.Success: 1, slot.Waiting: 2, slot.Ready: 3, slot.Running: 4, slot.Killed: 5, slot.WaitTimeout: 6, slot.Failure: 7, unreadableMark: 8}
+	class := map[slot.Status]string{slot.Success: "s", slot.Waiting: "w", slot.Ready: "r", slot.Running: "u", slot.Killed: "k", slot.WaitTimeout: "t", slot.Failure: "f", unreadableMark: "q"}
 	worst := make([]slot.Status, len(ticks))
 	count := make([]int, len(ticks))
 	for _, s := range slots {
@@ -470,7 +479,7 @@ func mustSlotState(t *testing.T, svc scheduler.Service, id string, at time.Time)
 	if err != nil || len(sl) != 1 {
 		t.Fatalf("slot %s@%v: %v %v", id, at, sl, err)
 	}
-	return sl[0]
+	return sl[0].State
 }
 
 // TestBrowserToken checks that actions carry the operator's token: the API

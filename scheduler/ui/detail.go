@@ -179,8 +179,12 @@ func (h *handler) serveSlot(w http.ResponseWriter, r *http.Request) {
 		h.noSlot(w, r, slot.ID{Workflow: id, Time: start})
 		return
 	}
+	if len(slots) == 1 && slots[0].Unreadable != nil {
+		h.serviceError(w, r, slots[0].Unreadable) // 409, naming the record
+		return
+	}
 	if len(slots) == 1 {
-		v := h.slotView(ctx, wf, slots[0], now, paused)
+		v := h.slotView(ctx, wf, slots[0].State, now, paused)
 		v.Fragment = h.fragment(r)
 		if !single {
 			v.BucketStart, v.BucketEnd = start, end
@@ -195,10 +199,17 @@ func (h *handler) serveSlot(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Fragment = h.fragment(r)
 	counts := map[slot.Status]int{}
-	for _, s := range slots {
-		counts[s.Status]++
+	unreadable := 0
+	for i := range slots {
+		s := &slots[i]
 		iso := slot.FormatTime(s.ID.Time)
-		if s.Status.Final() {
+		if s.Unreadable != nil {
+			// A rerun rewrites its record (refused while a job of the
+			// slot runs: the answer says so).
+			unreadable++
+			v.Rerun = append(v.Rerun, iso)
+			v.RerunFail = append(v.RerunFail, iso)
+		} else if counts[s.Status]++; s.Status.Final() {
 			v.Rerun = append(v.Rerun, iso)
 			if s.Status.Type() == slot.TypeFailure {
 				v.RerunFail = append(v.RerunFail, iso)
@@ -207,10 +218,13 @@ func (h *handler) serveSlot(w http.ResponseWriter, r *http.Request) {
 			v.Kill = append(v.Kill, iso)
 		}
 		if len(v.Slots) < maxListedSlots {
-			v.Slots = append(v.Slots, slotRow{State: s, Style: styleOf(s.Status), ISO: iso})
+			v.Slots = append(v.Slots, slotRow{State: s.State, Style: listedStyle(s), ISO: iso})
 		} else {
 			v.More++
 		}
+	}
+	if unreadable > 0 {
+		v.Counts = append(v.Counts, countItem{Style: &unreadableStyle, N: unreadable})
 	}
 	for i := len(styles) - 1; i >= 0; i-- {
 		if n := counts[styles[i].Status]; n > 0 {
@@ -346,7 +360,11 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 		h.noSlot(w, r, slot.ID{Workflow: id, Time: t})
 		return
 	}
-	st := slots[0]
+	if err := slots[0].Unreadable; err != nil {
+		h.serviceError(w, r, err) // 409, naming the record
+		return
+	}
+	st := slots[0].State
 	if ext != "" && ext != st.ExternalID {
 		// An earlier attempt: only one the service lists for this slot.
 		ok, err := h.attemptOf(r.Context(), wf, st.ID, ext)

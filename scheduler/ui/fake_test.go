@@ -104,7 +104,7 @@ func (m *memService) Workflow(id string) (*workflow.Workflow, error) {
 
 func (m *memService) LoadErrors() []scheduler.LoadError { return m.loadErrors }
 
-func (m *memService) Slots(ctx context.Context, id string, start, end time.Time) ([]slot.State, error) {
+func (m *memService) Slots(ctx context.Context, id string, start, end time.Time) ([]scheduler.ListedSlot, error) {
 	p, ok := m.period[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", slot.ErrUnknownWorkflow, id)
@@ -127,7 +127,7 @@ func (m *memService) Slots(ctx context.Context, id string, start, end time.Time)
 		}
 		out = append(out, slot.NewWaiting(slot.ID{Workflow: id, Time: time.Unix(t, 0).UTC()}))
 	}
-	return out, nil
+	return asListed(out), nil
 }
 
 func (m *memService) inSchedule(id slot.ID) error {
@@ -231,4 +231,13 @@ var _ scheduler.Service = (*memService)(nil)
 
 func api_LoadError(file, err string) scheduler.LoadError {
 	return scheduler.LoadError{File: file, Error: err}
+}
+
+// asListed makes states a listing of Service.Slots (none unreadable).
+func asListed(states []slot.State) []scheduler.ListedSlot {
+	out := make([]scheduler.ListedSlot, len(states))
+	for i, st := range states {
+		out[i].State = st
+	}
+	return out
 }

@@ -181,7 +181,7 @@ func (h *handler) buildGrid(ctx context.Context, p gridParams, now time.Time) (*
 		Window:     win,
 		Now:        now,
 		Params:     p,
-		Legend:     styles,
+		Legend:     legend,
 		LoadErrors: h.svc.LoadErrors(),
 		Following:  !p.Explicit,
 	}
@@ -316,15 +316,15 @@ func (h *handler) fillRow(ctx context.Context, row *rowView, win window, cells [
 		}
 		c := &cells[b]
 		c.n++
-		if r := styleOf(s.Status).rank; r > c.rank {
+		if r := listedStyle(s).rank; r > c.rank {
 			c.rank = r
 		}
 		if s.Status == slot.Running {
 			row.Running++
 		}
 	}
-	// A killed slot was stopped on purpose (celos kill): only failures
-	// and wait timeouts make a row one "with failures".
+	// A killed slot was stopped on purpose (celos kill): only failures,
+	// wait timeouts and unreadable slots make a row one "with failures".
 	for i := range cells {
 		if cells[i].rank >= styleIndex[slot.WaitTimeout].rank {
 			row.Fail++

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -20,28 +21,34 @@ import (
 	"github.com/celos-go/celos/schema/workflow"
 )
 
-// TestUnreadableSlotDetails: the details of a slot whose state file
-// cannot be read (here a FIFO; the engine's Slots leaves such slots out)
-// say so, naming the file, with 409 as the API's /slot-state does: not
-// "has no slot at", which sends the operator looking for a schedule
-// problem. Real engine and state database.
-func TestUnreadableSlotDetails(t *testing.T) {
+// unreadableFixture is a real engine and state database whose hourly
+// workflow wf (command `true`, from 6 hours before now) has a FIFO as the
+// state file of the slot 2 hours before now.
+type unreadableFixture struct {
+	eng      *engine.Engine
+	now      time.Time
+	fifoTime time.Time
+	fifo     string // its path
+}
+
+func newUnreadableFixture(t *testing.T) *unreadableFixture {
+	t.Helper()
 	dir := t.TempDir()
 	wfDir, dbDir := filepath.Join(dir, "workflows"), filepath.Join(dir, "db")
 	if err := os.MkdirAll(wfDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 11, 24, 13, 20, 0, 0, time.UTC)
+	f := &unreadableFixture{now: time.Date(2026, 11, 24, 13, 20, 0, 0, time.UTC)}
 	w := fixture.Hourly("wf")
 	w.ExternalService = fixture.Command("true")
-	w.StartTime = now.Add(-6 * time.Hour).Truncate(time.Hour)
+	w.StartTime = f.now.Add(-6 * time.Hour).Truncate(time.Hour)
 	fixture.Write(t, wfDir, fixture.Project("p", w))
-	fifoTime := now.Add(-2 * time.Hour).Truncate(time.Hour)
-	p := filepath.Join(dbDir, "state", "wf", fifoTime.Format("2006-01-02"), fifoTime.Format("15:04:05.000Z"))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	f.fifoTime = f.now.Add(-2 * time.Hour).Truncate(time.Hour)
+	f.fifo = filepath.Join(dbDir, "state", "wf", f.fifoTime.Format("2006-01-02"), f.fifoTime.Format("15:04:05.000Z"))
+	if err := os.MkdirAll(filepath.Dir(f.fifo), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(p, 0o644); err != nil {
+	if err := syscall.Mkfifo(f.fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	db, err := statedb.OpenWith(dbDir, statedb.Options{NoSync: true})
@@ -49,14 +56,24 @@ func TestUnreadableSlotDetails(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: db, Services: map[string]external.Service{}, FS: trigger.NewMux("")})
+	f.eng, err = engine.New(engine.Options{WorkflowsDir: wfDir, Store: db, Services: map[string]external.Service{}, FS: trigger.NewMux("")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// TestUnreadableSlotDetails: the details of a slot whose state file
+// cannot be read (here a FIFO) say so, naming the file, with 409 as the
+// API's /slot-state does: not "has no slot at", which sends the operator
+// looking for a schedule problem. Real engine and state database.
+func TestUnreadableSlotDetails(t *testing.T) {
+	f := newUnreadableFixture(t)
+	now, fifoTime, p := f.now, f.fifoTime, f.fifo
 	noLog := func(context.Context, *workflow.Workflow, slot.State) (io.ReadCloser, error) {
 		return nil, fs.ErrNotExist
 	}
-	h, err := New(eng, Options{Now: func() time.Time { return now }, SlotLog: noLog})
+	h, err := New(f.eng, Options{Now: func() time.Time { return now }, SlotLog: noLog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,5 +89,86 @@ func TestUnreadableSlotDetails(t *testing.T) {
 	rec := get(t, h, "/ui/slot?id=wf&time="+slot.FormatTime(fifoTime.Add(time.Minute)))
 	if rec.Code != 404 {
 		t.Errorf("a time that is no slot: %d, want 404", rec.Code)
+	}
+}
+
+// TestGridShowsUnreadableSlots: the grid shows a slot whose state file
+// cannot be read as a cell of its own (class q, the worst rank: the row
+// counts as one with failures), not as an empty bucket, and the legend
+// names it; the details of a range holding it list it as unreadable and
+// offer to rerun it (which rewrites its record). Real engine and state
+// database.
+func TestGridShowsUnreadableSlots(t *testing.T) {
+	f := newUnreadableFixture(t)
+	h, err := New(f.eng, Options{Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := get(t, h, "/ui?cols=24")
+	body := rec.Body.String()
+	if rec.Code != 200 || strings.Count(body, "<i class=q>") != 1 || !strings.Contains(body, `<i class="sw q"></i>unreadable`) {
+		t.Fatalf("grid: %d; want one cell of class q and the legend naming it:\n%s", rec.Code, body)
+	}
+	ft := slot.FormatTime(f.fifoTime)
+	target := "/ui/slot?id=wf&start=" + slot.FormatTime(f.fifoTime.Add(-time.Hour)) + "&end=" + slot.FormatTime(f.fifoTime.Add(2*time.Hour))
+	rec = get(t, h, target)
+	body = rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, `<i class="sw q"></i>1 unreadable`) || !strings.Contains(body, `<i class="sw q"></i>unreadable</span>`) {
+		t.Fatalf("GET %s: %d; want the unreadable slot counted and listed:\n%s", target, rec.Code, body)
+	}
+	if !strings.Contains(body, `data-act="rerun" data-id="wf" data-times="`+ft+`"`) {
+		t.Errorf("GET %s: no rerun of the unreadable slot %s offered:\n%s", target, ft, body)
+	}
+}
+
+// eioStore is the state database with the read of one slot failing as a
+// disk does (EIO): not a record that does not parse.
+type eioStore struct {
+	*statedb.DB
+	bad slot.ID
+}
+
+func (s eioStore) Get(id slot.ID) (slot.State, bool, error) {
+	if id.Workflow == s.bad.Workflow && id.Time.Equal(s.bad.Time) {
+		return slot.State{}, false, fmt.Errorf("read %s: %w", id, syscall.EIO)
+	}
+	return s.DB.Get(id)
+}
+
+// TestGridFailsOnAReadError: when a slot of the window cannot be read for
+// another reason than a record that does not parse (an I/O error, the
+// database server gone), the grid's row says it cannot list the slots,
+// and the details of a range holding the slot are an error (500), rather
+// than showing the row with that slot missing. Real engine and state
+// database.
+func TestGridFailsOnAReadError(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.OpenWith(filepath.Join(dir, "db"), statedb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Date(2026, 11, 24, 13, 20, 0, 0, time.UTC)
+	w := fixture.Hourly("wf")
+	w.ExternalService = fixture.Command("true")
+	w.StartTime = now.Add(-6 * time.Hour).Truncate(time.Hour)
+	wfDir := filepath.Join(dir, "workflows")
+	fixture.Write(t, wfDir, fixture.Project("p", w))
+	bad := slot.ID{Workflow: "wf", Time: now.Add(-2 * time.Hour).Truncate(time.Hour)}
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: eioStore{db, bad}, Services: map[string]external.Service{}, FS: trigger.NewMux("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(eng, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := get(t, h, "/ui?cols=24")
+	if body := rec.Body.String(); rec.Code != 200 || !strings.Contains(body, "cannot list slots: ") || !strings.Contains(body, "input/output error") {
+		t.Fatalf("grid: %d; want the row to say it cannot list the slots, and why:\n%s", rec.Code, body)
+	}
+	target := "/ui/slot?id=wf&start=" + slot.FormatTime(bad.Time.Add(-time.Hour)) + "&end=" + slot.FormatTime(bad.Time.Add(2*time.Hour))
+	if rec := get(t, h, target); rec.Code != 500 {
+		t.Errorf("GET %s: %d, want 500:\n%s", target, rec.Code, rec.Body)
 	}
 }

@@ -46,7 +46,10 @@ With --from and --to (both inclusive) every slot of the workflow's schedule
 in the range is rerun, oldest first: a backfill. Slots in progress (READY,
 RUNNING) and slots the server refuses (a WAITING slot, which runs anyway)
 are skipped, each listed with why; the part of the range before the
-workflow's startTime is one skipped row. Slots after the server's clock are
+workflow's startTime is one skipped row. A slot whose stored record the
+server cannot read (status UNREADABLE; with --json, an "unreadable" field
+giving why) is rerun as any other, which rewrites the record, unless the
+server refuses it (a job of the slot still runs: skipped, with why). Slots after the server's clock are
 not due yet: the backfill stops at the first slot the server refuses as
 not due (every later one is after it) and lists the rest as one skipped
 row, without asking about each (the dry run too). A range partly or wholly in the future is
@@ -169,6 +172,9 @@ type backfillRow struct {
 	Last   string      `json:"last,omitempty"`
 	Slots  int         `json:"slots,omitempty"`
 	Status slot.Status `json:"status,omitempty"` // before the rerun
+	// Unreadable, on the row of a slot whose stored record the server
+	// cannot read (no status), is why; a rerun rewrites the record.
+	Unreadable string `json:"unreadable,omitempty"`
 	// Action is "rerun", "would rerun" (--dry-run), "skipped", "failed" or
 	// "not tried".
 	Action string `json:"action"`
@@ -196,7 +202,11 @@ type backfillPlan struct {
 	// beforeStart is the row of the part of the range before the
 	// workflow's startTime, if the range reaches there.
 	beforeStart *backfillRow
-	slots       []api.Slot
+	// slots are the slots of the range, those whose record the server
+	// cannot read included (with no status).
+	slots []api.Slot
+	// unreadable is why, by slot time, for those.
+	unreadable map[string]string
 }
 
 // planBackfill lists the slots of [from, to] with GET /workflow-slots (7
@@ -210,7 +220,7 @@ func planBackfill(ctx context.Context, cl *client, id string, from, to time.Time
 	if _, err := cl.json(ctx, "GET", "/workflow", url.Values{"id": {id}}, callTimeout, &wf); err != nil {
 		return nil, failed(fmt.Errorf("backfill of %s: %w", id, err))
 	}
-	p := &backfillPlan{id: id, from: from, to: to}
+	p := &backfillPlan{id: id, from: from, to: to, unreadable: map[string]string{}}
 	start := from
 	if from.Before(wf.StartTime) {
 		p.beforeStart = &backfillRow{Time: slot.FormatTime(from), Until: slot.FormatTime(wf.StartTime), Action: "skipped",
@@ -233,6 +243,12 @@ func planBackfill(ctx context.Context, cl *client, id string, from, to time.Time
 			return nil, failed(fmt.Errorf("backfill of %s: list the slots: %w", id, err))
 		}
 		p.slots = append(p.slots, ws.Slots...)
+		// A slot whose record cannot be read is rerun as any other: the
+		// rerun rewrites it.
+		for _, u := range ws.Unreadable {
+			p.slots = append(p.slots, api.Slot{Time: u.Time})
+			p.unreadable[u.Time] = u.Error
+		}
 		if len(p.slots) > maxBackfillSlots {
 			return nil, usageError("--from %s --to %s: %s has more than %d slots in the range (%d up to %s); a backfill is at most %d slots: split the range",
 				slot.FormatTime(from), slot.FormatTime(to), id, maxBackfillSlots, len(p.slots), slot.FormatTime(e), maxBackfillSlots)
@@ -306,7 +322,10 @@ func (r *backfillRun) add(row backfillRow) {
 		return
 	}
 	status := string(row.Status)
-	if status == "" {
+	switch {
+	case row.Unreadable != "":
+		status = unreadableStatus
+	case status == "":
 		status = "-"
 	}
 	action := row.Action
@@ -325,7 +344,8 @@ func (r *backfillRun) add(row backfillRow) {
 // addGroup adds one row for the slots rest (not empty): its first slot,
 // how many and the last one.
 func (r *backfillRun) addGroup(rest []api.Slot, action, why string) {
-	r.add(backfillRow{Time: rest[0].Time, Status: rest[0].Status, Last: rest[len(rest)-1].Time, Slots: len(rest), Action: action, Error: why})
+	r.add(backfillRow{Time: rest[0].Time, Status: rest[0].Status, Unreadable: r.plan.unreadable[rest[0].Time],
+		Last: rest[len(rest)-1].Time, Slots: len(rest), Action: action, Error: why})
 }
 
 // sendAll reruns (or, dry, checks) the plan's slots oldest first. It stops
@@ -359,7 +379,7 @@ func (r *backfillRun) sendAll(ctx context.Context) {
 // send reruns one slot (POST /rerun; GET /rerun when dry) and says what
 // the answer means for the run.
 func (r *backfillRun) send(ctx context.Context, s api.Slot) (backfillRow, verdict) {
-	row := backfillRow{Time: s.Time, Status: s.Status}
+	row := backfillRow{Time: s.Time, Status: s.Status, Unreadable: r.plan.unreadable[s.Time]}
 	if s.Status == slot.Ready || s.Status == slot.Running {
 		row.Action, row.Error = "skipped", "in progress"
 		return row, goOn

@@ -68,7 +68,12 @@ func newSlotsCmd() *cobra.Command {
 		Short: "Show a workflow's slots, newest first (GET /workflow-slots)",
 		Long: `Show a workflow's slots in [start, end), newest first: time, status,
 retry count and external job ID. end defaults to now, start to 7 days
-before end (at most 7 days apart). Times are ISO 8601, e.g. 2015-09-13T13:40Z.`,
+before end (at most 7 days apart). Times are ISO 8601, e.g. 2015-09-13T13:40Z.
+
+A slot whose stored record the server cannot read (a corrupt state file)
+is listed in its place as UNREADABLE, and the server's reason follows the
+table; celos rerun or celos kill of the slot rewrites the record. With
+--json such slots are in the answer's "unreadable" list, not in "slots".`,
 		Example: `  celos slots --id wordcount
   celos slots --id wordcount --start 2015-09-13T00:00Z --end 2015-09-14T00:00Z --json`,
 		Args: cobra.NoArgs,
@@ -119,16 +124,34 @@ before end (at most 7 days apart). Times are ISO 8601, e.g. 2015-09-13T13:40Z.`,
 	return c
 }
 
+// unreadableStatus stands in the STATUS column for a slot whose stored
+// record the server cannot read (it has no status).
+const unreadableStatus = "UNREADABLE"
+
+// printSlots writes the slots newest first, those whose record the server
+// cannot read in their place (status UNREADABLE), then why for each of
+// those (the server's message names the slot).
 func printSlots(w io.Writer, id string, ws api.WorkflowSlots) {
 	if ws.Paused {
 		fmt.Fprintf(w, "%s is PAUSED\n", id)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tSTATUS\tRETRIES\tEXTERNAL ID")
+	un := ws.Unreadable
 	for _, s := range ws.Slots {
+		// Both lists are newest first (times in one format sort as text).
+		for ; len(un) > 0 && un[0].Time > s.Time; un = un[1:] {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\n", un[0].Time, unreadableStatus)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Time, s.Status, s.RetryCount, orDash(s.ExternalID))
 	}
+	for _, u := range un {
+		fmt.Fprintf(tw, "%s\t%s\t-\t-\n", u.Time, unreadableStatus)
+	}
 	tw.Flush()
+	for _, u := range ws.Unreadable {
+		fmt.Fprintln(w, u.Error) // names the slot
+	}
 }
 
 func newTriggerStatusCmd() *cobra.Command {
