@@ -147,6 +147,17 @@ func attemptLister(svc external.Service) scheduler.AttemptLister {
 // by kind.
 func refusal(kind, err error) error { return &kindError{err: err, kind: kind} }
 
+// unwritable makes a write of a rerun or kill that the store refused
+// because something it cannot replace stands where the slot's record goes
+// (store.ErrCorrupt: a directory that holds files) a
+// scheduler.ErrSlotUnreadable: the operator must remove it.
+func unwritable(err error) error {
+	if errors.Is(err, store.ErrCorrupt) {
+		return refusal(scheduler.ErrSlotUnreadable, err)
+	}
+	return err
+}
+
 type kindError struct{ err, kind error }
 
 func (e *kindError) Error() string   { return e.err.Error() }
@@ -179,17 +190,17 @@ func (e *Engine) Rerun(ctx context.Context, id slot.ID, now time.Time) error {
 	// Marker first: a crash after it leaves a final slot that can be rerun
 	// again, never a WAITING slot outside the window that nothing steps.
 	if err := e.db.MarkRerun(id, now); err != nil {
-		return fmt.Errorf("rerun %s: mark: %w", id, err)
+		return unwritable(fmt.Errorf("rerun %s: mark: %w", id, err))
 	}
 	// A leftover submit intent belongs to a job that already ran: a rerun
 	// must submit a new one, not recover that one.
 	if err := e.db.DeleteIntent(id); err != nil {
-		return fmt.Errorf("rerun %s: delete submit intent: %w", id, err)
+		return unwritable(fmt.Errorf("rerun %s: delete submit intent: %w", id, err))
 	}
 	if found {
 		to := slot.State{ID: st.ID, Status: slot.Waiting}
 		if err := e.db.Put(to); err != nil {
-			return fmt.Errorf("rerun %s: %w", id, err)
+			return unwritable(fmt.Errorf("rerun %s: %w", id, err))
 		}
 		e.log.Info("slot transition", "slot", id.String(), "from", string(st.Status), "to", string(to.Status), "reason", "rerun")
 	}
@@ -270,11 +281,11 @@ func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 	// The intent goes first: its job (if any) is killed, and a KILLED slot
 	// that is later rerun must not recover it.
 	if err := e.db.DeleteIntent(id); err != nil {
-		return fmt.Errorf("kill %s: delete submit intent: %w", id, err)
+		return unwritable(fmt.Errorf("kill %s: delete submit intent: %w", id, err))
 	}
 	to := slot.State{ID: id, Status: slot.Killed, ExternalID: ext}
 	if err := e.db.Put(to); err != nil {
-		return fmt.Errorf("kill %s: %w", id, err)
+		return unwritable(fmt.Errorf("kill %s: %w", id, err))
 	}
 	e.clearProblem(id.Workflow, id.Time)
 	e.log.Info("slot transition", "slot", id.String(), "from", string(st.Status), "to", string(slot.Killed), "externalID", ext, "reason", "kill")

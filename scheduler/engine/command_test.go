@@ -365,3 +365,46 @@ func (s *sleepingSlot) open(t *testing.T) {
 func (s *sleepingSlot) stateFile() string {
 	return filepath.Join(s.ddir, "state", "wf", "2024-01-01", "00:00:00.000Z")
 }
+
+// TestRerunOverADirectory: a rerun (or kill) of a slot whose state file
+// is a directory that holds something is refused as an unreadable slot
+// (the API's 409 slot_unreadable), saying to remove it; it was an
+// unexplained failure (a 500). Once the directory is empty, the rerun
+// replaces it. Real state database and command service.
+func TestRerunOverADirectory(t *testing.T) {
+	s := startSleepingSlot(t)
+	ctx := context.Background()
+	if err := s.e.Kill(ctx, s.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(s.stateFile()); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(s.stateFile(), "notes")
+	if err := os.MkdirAll(s.stateFile(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inside, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"rerun": func() error { return s.e.Rerun(ctx, s.id, s.now) },
+		"kill":  func() error { return s.e.Kill(ctx, s.id) },
+	} {
+		if err := op(); !errors.Is(err, scheduler.ErrSlotUnreadable) || !strings.Contains(err.Error(), s.stateFile()) || !strings.Contains(err.Error(), "remove it") {
+			t.Errorf("%s of a slot whose state file is a directory that holds a file: %v, want ErrSlotUnreadable naming it and saying to remove it", name, err)
+		}
+	}
+	if err := os.Remove(inside); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.e.Rerun(ctx, s.id, s.now); err != nil {
+		t.Fatalf("rerun once the directory is empty: %v", err)
+	}
+	if st, _, err := s.db.Get(s.id); err != nil || st.Status != slot.Waiting {
+		t.Errorf("slot %+v (%v) after the rerun, want WAITING", st, err)
+	}
+}

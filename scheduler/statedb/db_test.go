@@ -478,11 +478,15 @@ func TestFailedBatchKeepsCorruptSlotCorrupt(t *testing.T) {
 	if _, _, err := db.Get(id); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("corrupt slot before the batch: %v", err)
 	}
-	// The rename onto the slot's path fails: a directory is there now.
+	// The rename onto the slot's path fails: a directory that holds a
+	// file is there now (an empty one would be replaced).
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(file, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(file, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bt := db.Batch()

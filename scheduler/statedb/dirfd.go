@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 // maxOpenDirs bounds the directory descriptors one dirSet holds open: a
@@ -248,19 +250,33 @@ func openatMode(dirfd int, name string, flags int, mode uint32) (int, error) {
 }
 
 // renameAt renames old to name in the directory dirfd (a link at name is
-// replaced, never followed).
+// replaced, never followed). An empty directory at name (which reads as an
+// unreadable record) is replaced too; one that holds something is left as
+// it is, and the error wraps store.ErrCorrupt and says to remove it.
 func renameAt(dirfd int, old, name string) error {
+	err := unix.Renameat(dirfd, old, dirfd, name)
+	if err != unix.EISDIR {
+		return err
+	}
+	if rerr := unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR); rerr != nil && rerr != unix.ENOENT {
+		return fmt.Errorf("%w: a directory that is not empty stands in its place: remove it (%v)", store.ErrCorrupt, rerr)
+	}
 	return unix.Renameat(dirfd, old, dirfd, name)
 }
 
 // removeAt removes name from the directory dirfd (an empty directory too,
 // as os.Remove does; a link is removed, never followed). A missing name
-// gives unix.ENOENT.
+// gives unix.ENOENT; a directory that is not empty, an error wrapping
+// store.ErrCorrupt that says to remove it.
 func removeAt(dirfd int, name string) error {
 	err := unix.Unlinkat(dirfd, name, 0)
 	if err == unix.EISDIR || err == unix.EPERM {
-		if rerr := unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR); rerr == nil || rerr == unix.ENOENT {
+		rerr := unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+		switch rerr {
+		case nil, unix.ENOENT:
 			return rerr
+		case unix.ENOTEMPTY, unix.EEXIST:
+			return fmt.Errorf("%w: a directory that is not empty stands in its place: remove it (%v)", store.ErrCorrupt, rerr)
 		}
 	}
 	return err

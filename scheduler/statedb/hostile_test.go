@@ -2,7 +2,6 @@ package statedb
 
 import (
 	"errors"
-	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 // within runs f and fails the test if it has not returned by a deadline
@@ -347,5 +347,60 @@ func TestMarkerErrorsQuoteNoContent(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, db.Problems()); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestWriteOverADirectory: a rerun or kill writes the slot's records
+// where a directory stands in for one (its reads are unreadable records,
+// TestDirectoryAsSlotFileIsCorrupt). An empty directory is replaced; one
+// that holds something is left as it is, and the write fails wrapping
+// store.ErrCorrupt, naming it and saying to remove it (it failed with a
+// bare "is a directory", which the API answered as a 500). A removal (of
+// a submit intent) is the same.
+func TestWriteOverADirectory(t *testing.T) {
+	dir := t.TempDir()
+	id := slot.ID{Workflow: "wf", Time: ts("2015-09-13T13:00Z")}
+	other := slot.ID{Workflow: "wf", Time: ts("2015-09-13T14:00Z")}
+	for _, area := range []string{"state", "rerun", "intent"} {
+		if err := os.MkdirAll(filepath.Join(dir, area, "wf", "2015-09-13", "13:00:00.000Z"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		full := filepath.Join(dir, area, "wf", "2015-09-13", "14:00:00.000Z")
+		if err := os.MkdirAll(full, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(full, "keep"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := open(t, dir)
+	if err := db.MarkRerun(id, ts("2015-09-14T00:00Z")); err != nil {
+		t.Errorf("MarkRerun over an empty directory: %v", err)
+	}
+	if err := db.Put(slot.NewWaiting(id)); err != nil {
+		t.Errorf("Put over an empty directory: %v", err)
+	}
+	if st, found, err := db.Get(id); err != nil || !found || st.Status != slot.Waiting {
+		t.Errorf("Get after the write = %+v %v %v, want WAITING", st, found, err)
+	}
+	if err := db.DeleteIntent(id); err != nil {
+		t.Errorf("DeleteIntent of an empty directory: %v", err)
+	}
+	for _, tc := range []struct {
+		area  string
+		write func() error
+	}{
+		{"rerun", func() error { return db.MarkRerun(other, ts("2015-09-14T00:00Z")) }},
+		{"state", func() error { return db.Put(slot.NewWaiting(other)) }},
+		{"intent", func() error { return db.DeleteIntent(other) }},
+	} {
+		err := tc.write()
+		path := filepath.Join(dir, tc.area, "wf", "2015-09-13", "14:00:00.000Z")
+		if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "remove it") {
+			t.Errorf("%s over a directory that holds a file: %v, want store.ErrCorrupt naming %s and saying to remove it", tc.area, err, path)
+		}
+		if _, err := os.Stat(filepath.Join(path, "keep")); err != nil {
+			t.Errorf("%s: the directory's file: %v", tc.area, err)
+		}
 	}
 }
