@@ -4,10 +4,12 @@ package statepg
 // migrate and celos db export).
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -151,8 +153,9 @@ type writeRecords func(wf string, r Records) error
 // copyAll makes dst hold what src holds: every workflow whose records
 // differ is written (one transaction per workflow in PostgreSQL), the
 // registers are copied, and then both sides are listed again and their
-// counts and checksums compared. A destination holding a workflow or
-// register bucket the source lacks is refused before anything is written.
+// counts and checksums compared. A destination holding a workflow,
+// register bucket or any record the source lacks or holds otherwise is
+// refused before anything is written (plan).
 func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.RawMessage) error, progress io.Writer) (Summary, error) {
 	var sum Summary
 	wfs, dwfs, err := readBoth("list", "workflows", src.workflows, dst.workflows)
@@ -173,18 +176,18 @@ func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.
 	if err != nil {
 		return sum, err
 	}
+	todo, err := plan(src, dst, wfs, sown, down, dbs)
+	if err != nil {
+		return sum, err
+	}
 	for i, wf := range wfs {
+		if !todo[i] {
+			sum.Skipped++
+			continue
+		}
 		r, err := src.records(wf, sown)
 		if err != nil {
 			return sum, fmt.Errorf("read workflow %s from the source: %w", wf, err)
-		}
-		d, err := dst.records(wf, down)
-		if err != nil {
-			return sum, fmt.Errorf("read workflow %s from the destination: %w", wf, err)
-		}
-		if digestRecords(wf, r) == digestRecords(wf, d) {
-			sum.Skipped++
-			continue
 		}
 		if err := write(wf, r); err != nil {
 			return sum, fmt.Errorf("write workflow %s (%d of %d; run again to resume): %w", wf, i+1, len(wfs), err)
@@ -222,6 +225,93 @@ func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.
 		return sum, fmt.Errorf("verify: the copy differs from the source: source %v, checksum %s; destination %v, checksum %s", sc, short(sd), dc, short(dd))
 	}
 	return sum, nil
+}
+
+// plan reads every workflow on both sides and says which to write (those
+// whose records differ). Before anything is written it refuses a
+// destination holding a record the source does not hold as it is —
+// another server's state, an old directory, a database that ran on after
+// a first copy — since writing would overwrite or keep it: only an empty
+// destination, or one holding part of the source (an interrupted copy),
+// is copied into.
+func plan(src, dst side, wfs []string, sown, down map[string]store.Owner, dbuckets []string) ([]bool, error) {
+	todo := make([]bool, len(wfs))
+	for i, wf := range wfs {
+		r, err := src.records(wf, sown)
+		if err != nil {
+			return nil, fmt.Errorf("read workflow %s from the source: %w", wf, err)
+		}
+		d, err := dst.records(wf, down)
+		if err != nil {
+			return nil, fmt.Errorf("read workflow %s from the destination: %w", wf, err)
+		}
+		if digestRecords(wf, r) == digestRecords(wf, d) {
+			continue
+		}
+		if c := notIn(d, r); c != "" {
+			return nil, fmt.Errorf("nothing copied: the destination's workflow %s holds records the source does not (%s): copy into an empty database or directory", wf, c)
+		}
+		todo[i] = true
+	}
+	for _, b := range dbuckets {
+		keys, err := dst.regs.RegisterKeys(b, "")
+		if err != nil {
+			return nil, fmt.Errorf("list the destination's registers of %s: %w", b, err)
+		}
+		for _, k := range keys {
+			dv, err := dst.regs.GetRegister(b, k)
+			if err != nil {
+				return nil, fmt.Errorf("read the destination's register %s/%s: %w", b, k, err)
+			}
+			sv, err := src.regs.GetRegister(b, k)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("read the source's register %s/%s: %w", b, k, err)
+			}
+			if err != nil || !bytes.Equal(sv, dv) {
+				return nil, fmt.Errorf("nothing copied: the destination's register %s/%s is not the source's (%d bytes there, %d in the source): copy into an empty database or directory", b, k, len(dv), len(sv))
+			}
+		}
+	}
+	return todo, nil
+}
+
+// notIn describes the first record of d that r does not hold as it is,
+// by time and status only (never a file's content); "" if none.
+func notIn(d, r Records) string {
+	states := make(map[int64]slot.State, len(r.States))
+	for _, st := range r.States {
+		states[key(st.ID.Time)] = st
+	}
+	for _, st := range d.States {
+		s, ok := states[key(st.ID.Time)]
+		switch {
+		case !ok:
+			return fmt.Sprintf("slot %s, %s, is not in the source", slot.FormatTime(st.ID.Time), st.Status)
+		case s.Status != st.Status || s.ExternalID != st.ExternalID || s.RetryCount != st.RetryCount:
+			return fmt.Sprintf("slot %s is %s (retry %d) there, %s (retry %d) in the source", slot.FormatTime(st.ID.Time), st.Status, st.RetryCount, s.Status, s.RetryCount)
+		}
+	}
+	marks := make(map[[2]int64]bool, len(r.Marks))
+	for _, m := range r.Marks {
+		marks[[2]int64{key(m.Slot), key(m.At)}] = true
+	}
+	for _, m := range d.Marks {
+		if !marks[[2]int64{key(m.Slot), key(m.At)}] {
+			return fmt.Sprintf("a rerun mark of slot %s", slot.FormatTime(m.Slot))
+		}
+	}
+	for t, in := range d.Intents {
+		if s, ok := r.Intents[t]; !ok || s.Attempt != in.Attempt || key(s.Time) != key(in.Time) {
+			return fmt.Sprintf("a submit intent of slot %s", slot.FormatTime(t))
+		}
+	}
+	if d.Paused && !r.Paused {
+		return "paused"
+	}
+	if d.Owner != nil && (r.Owner == nil || *r.Owner != *d.Owner) {
+		return "another owner"
+	}
+	return ""
 }
 
 // readBoth reads the same thing from the source and then from the
@@ -341,8 +431,9 @@ func first(s []string, n int) []string {
 // are verified by counts and checksum. It is idempotent and resumable: a
 // run that stopped part way is run again, and skips the workflows already
 // copied. A source with files that do not parse is refused (Problems
-// lists them), and so is a destination holding workflows the source does
-// not. The server must not be running on either.
+// lists them), and so is a destination holding records the source does
+// not hold as they are (plan): a database that ran on after a first
+// migrate is never put back. The server must not be running on either.
 func Migrate(ctx context.Context, src *statedb.DB, db *DB, progress io.Writer) (Summary, error) {
 	wfs, err := src.AllWorkflows()
 	if err != nil {
@@ -358,8 +449,9 @@ func Migrate(ctx context.Context, src *statedb.DB, db *DB, progress io.Writer) (
 }
 
 // Export copies db into the file store dst (celos db export), which
-// should be a new directory: records are written over, never deleted, so
-// a destination holding other records fails the verification.
+// should be a new directory: a destination holding records the source does
+// not hold as they are is refused before anything is written (plan); one
+// holding part of the source (an interrupted export) is completed.
 func Export(ctx context.Context, db *DB, dst *statedb.DB, progress io.Writer) (Summary, error) {
 	wfs, err := db.AllWorkflows()
 	if err != nil {

@@ -29,7 +29,7 @@ func newDBCmd() *cobra.Command {
 		Short: "Maintain the state database (prune old slot files; migrate to and export from PostgreSQL)",
 		Example: `  celos db prune --db /var/lib/celos/db --older-than 30d --workflows-dir /etc/celos/workflows
   celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos
-  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-copy`,
+  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-back`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return usageError("celos db needs a subcommand: prune, migrate or export")

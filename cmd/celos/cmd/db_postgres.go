@@ -32,7 +32,10 @@ end it compares the two sides by counts and a sha256 checksum and fails
 if they differ.
 
 It refuses, copying nothing, a source with files that do not parse (it
-names them) and a destination that holds workflows the source does not.
+names them) and a destination holding any record the source does not hold
+as it is (another server's state; a database that ran on after a first
+migrate is never put back): only an empty database, or one holding part
+of the source after an interruption, is copied into.
 Stop the server on the directory first (migrate takes its lock). Give the
 password in PGPASSWORD or ~/.pgpass. See docs/postgres.md.`,
 		Example: `  PGPASSWORD=... celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos`,
@@ -61,11 +64,14 @@ func newDBExportCmd() *cobra.Command {
 		Use:   "export --from postgres://... --to DIR",
 		Short: "Write a PostgreSQL state database out as a state directory (Celos layout)",
 		Long: `export writes every record of the PostgreSQL database --from into the state
-directory --to (created if missing; it should be new or empty: records are
-written, never deleted), so that the file store can take over again. It
-skips workflows already equal, and compares the two sides by counts and a
-sha256 checksum at the end. Stop the servers on the database first.`,
-		Example: `  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db`,
+directory --to (created if missing), so that the file store can take over
+again. It refuses, writing nothing, a directory holding any record the
+database does not hold as it is (the old directory of a migrate, another
+server's): export into a new directory, or run it again on the one an
+interrupted export left. It skips workflows already equal, and compares
+the two sides by counts and a sha256 checksum at the end. Stop the servers
+on the database first.`,
+		Example: `  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-back`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
