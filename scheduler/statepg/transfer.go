@@ -12,6 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -440,12 +444,89 @@ func Migrate(ctx context.Context, src *statedb.DB, db *DB, progress io.Writer) (
 		return Summary{}, err
 	}
 	src.Preload(wfs, 8)
-	if p := src.Problems(); len(p) > 0 {
+	p, err := strays(src.Dir())
+	if err != nil {
+		return Summary{}, err
+	}
+	if p = append(p, src.Problems()...); len(p) > 0 {
 		return Summary{}, fmt.Errorf("nothing copied: %d files of the source cannot be read (repair or remove them, then run again):\n  %s", len(p), strings.Join(first(p, 10), "\n  "))
 	}
 	db.Preload(wfs, 0)
 	return copyAll(fileSide(src), pgSide(db), func(wf string, r Records) error { return db.replace(ctx, wf, r) },
 		db.PutRegister, progress)
+}
+
+// strays lists the entries of a file store's record directories that it
+// does not read as records and a copy would skip without a word: in
+// state/, rerun/ and intent/ anything but a directory (a symbolic link, a
+// file); in paused/ and owner/ anything but a regular file; in register/
+// anything but a directory of regular files. Names starting with a dot
+// (temporary files) are not records and are left out.
+func strays(root string) ([]string, error) {
+	var out []string
+	kinds := []struct {
+		area string
+		want fs.FileMode // fs.ModeDir or 0 (a regular file)
+	}{{"state", fs.ModeDir}, {"rerun", fs.ModeDir}, {"intent", fs.ModeDir}, {"paused", 0}, {"owner", 0}, {"register", fs.ModeDir}}
+	check := func(rel string, want fs.FileMode) ([]fs.DirEntry, error) {
+		ents, err := os.ReadDir(filepath.Join(root, rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the source's %s: %w", rel, err)
+		}
+		var dirs []fs.DirEntry
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if e.Type() != want {
+				out = append(out, fmt.Sprintf("%s/%s: %s", rel, e.Name(), kindOf(e.Type(), want)))
+			} else if want == fs.ModeDir {
+				dirs = append(dirs, e)
+			}
+		}
+		return dirs, nil
+	}
+	for _, k := range kinds {
+		if fi, err := os.Lstat(filepath.Join(root, k.area)); err == nil && !fi.IsDir() {
+			out = append(out, fmt.Sprintf("%s: %s", k.area, kindOf(fi.Mode().Type(), fs.ModeDir)))
+			continue
+		}
+		dirs, err := check(k.area, k.want)
+		if err != nil {
+			return nil, err
+		}
+		if k.area != "register" {
+			continue
+		}
+		for _, b := range dirs {
+			if _, err := check(path.Join("register", b.Name()), 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// kindOf says what an entry of type t is where want was expected.
+func kindOf(t, want fs.FileMode) string {
+	what := "a regular file"
+	switch {
+	case t&fs.ModeSymlink != 0:
+		what = "a symbolic link (not followed)"
+	case t.IsDir():
+		what = "a directory"
+	case t&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case t != 0:
+		what = "not a regular file (" + t.String() + ")"
+	}
+	if want == fs.ModeDir {
+		return what + ", not a directory: not copied"
+	}
+	return what + ", not a record file: not copied"
 }
 
 // Export copies db into the file store dst (celos db export), which

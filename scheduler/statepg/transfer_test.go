@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -265,4 +266,56 @@ func TestCopyRefusesADestinationThatDiffers(t *testing.T) {
 		t.Fatalf("resumed export: %v", err)
 	}
 	pdb.Close()
+}
+
+// TestMigrateRefusesWhatItWouldSkip: entries of the source's record
+// directories that are not records the file store reads (a symbolic link
+// to a workflow directory, a file where a workflow directory belongs, a
+// directory where a paused flag belongs, a FIFO as a register) were
+// skipped without a word and their records not copied; they are named
+// now, and nothing is copied.
+func TestMigrateRefusesWhatItWouldSkip(t *testing.T) {
+	ctx := context.Background()
+	elsewhere := t.TempDir()
+	fillFileStore(t, elsewhere)
+	for _, hostile := range []struct{ name, make string }{
+		{"state/linked", "symlink"},
+		{"rerun/afile", "file"},
+		{"paused/adir", "dir"},
+		{"register/bkt/fifo", "fifo"},
+		{"owner/linked", "symlink"},
+	} {
+		t.Run(strings.ReplaceAll(hostile.name, "/", "_"), func(t *testing.T) {
+			src := t.TempDir()
+			fillFileStore(t, src)
+			p := filepath.Join(src, hostile.name)
+			var err error
+			switch hostile.make {
+			case "symlink":
+				err = os.Symlink(filepath.Join(elsewhere, "state", "wc"), p)
+			case "file":
+				err = os.WriteFile(p, []byte("x"), 0o644)
+			case "dir":
+				err = os.Mkdir(p, 0o755)
+			case "fifo":
+				err = syscall.Mkfifo(p, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, _ := openTest(t)
+			fdb, err := statedb.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fdb.Close()
+			_, err = Migrate(ctx, fdb, db, nil)
+			if err == nil || !strings.Contains(err.Error(), "nothing copied") || !strings.Contains(err.Error(), hostile.name) {
+				t.Fatalf("want a refusal naming %s, got %v", hostile.name, err)
+			}
+			if wfs, _ := db.AllWorkflows(); len(wfs) != 0 {
+				t.Fatalf("copied: %v", wfs)
+			}
+		})
+	}
 }
