@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,6 +53,9 @@ password in PGPASSWORD or ~/.pgpass. See docs/postgres.md.`,
 			if fi, err := os.Stat(from); err != nil || !fi.IsDir() {
 				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s (--from): must exist and be a directory", from)}
 			}
+			if !holdsState(from) {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s (--from) holds no state (none of %s): nothing copied; give the server's --db directory", from, strings.Join(stateAreas, "/, ")+"/")}
+			}
 			return copyState(c.OutOrStdout(), from, to, true)
 		},
 	}
@@ -80,12 +86,45 @@ on the database first.`,
 			if !statepg.IsDSN(from) {
 				return usageError("--from %q: want a PostgreSQL URL (postgres://...) or connection string (host=... dbname=...)", from)
 			}
+			if other := notState(to); other != "" {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s (--to) is not empty and not a state directory (it holds %s): nothing written; export into a new directory", to, other)}
+			}
 			return copyState(c.OutOrStdout(), to, from, false)
 		},
 	}
 	c.Flags().StringVar(&from, "from", "", "the PostgreSQL database: a URL or a keyword/value connection string")
 	c.Flags().StringVar(&to, "to", "", "the state directory to write (as celos server --db)")
 	return c
+}
+
+// stateAreas are the directories of a file store's records.
+var stateAreas = []string{"state", "rerun", "intent", "paused", "owner", "register"}
+
+// holdsState reports whether dir has one of the record directories (a
+// state directory's, even if empty) rather than being a wrong path.
+func holdsState(dir string) bool {
+	for _, a := range stateAreas {
+		if _, err := os.Lstat(filepath.Join(dir, a)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// notState names an entry of dir that a state directory does not have
+// (its lock file, record directories and a mount point's lost+found),
+// "" if there is none or dir does not exist.
+func notState(dir string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range ents {
+		if n := e.Name(); n != ".lock" && n != "lost+found" && !slices.Contains(stateAreas, n) {
+			return fmt.Sprintf("%q", n)
+		}
+	}
+	return ""
 }
 
 // copyState opens both stores and copies dir into dsn (toPG) or dsn into

@@ -110,3 +110,56 @@ func files(t *testing.T, dir string) map[string]string {
 	})
 	return out
 }
+
+// TestDBCopyRefusesDirectoriesThatAreNotStates: celos db migrate --from a
+// directory holding no state (a wrong path: the parent of the state
+// directory, an empty one) said "copied ... 0 workflows" and left a lock
+// file in it; celos db export --to a directory holding other files wrote
+// a state database among them. Both are refused now, touching nothing.
+func TestDBCopyRefusesDirectoriesThatAreNotStates(t *testing.T) {
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	celos := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != ExitFailure {
+			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, ExitFailure, out.String(), errOut.String())
+		}
+		return errOut.String()
+	}
+	parent := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(parent, "db", "state", "wc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	for _, dir := range []string{parent, empty} {
+		before := files(t, dir)
+		errOut := celos("db", "migrate", "--from", dir, "--to", dsn)
+		if !strings.Contains(errOut, dir) || !strings.Contains(errOut, "holds no state") {
+			t.Errorf("migrate --from %s: %s", dir, errOut)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, ".lock")); err == nil {
+			t.Errorf("migrate --from %s left a lock file", dir)
+		}
+		if d := cmp.Diff(before, files(t, dir)); d != "" {
+			t.Errorf("migrate --from %s changed it:\n%s", dir, d)
+		}
+	}
+	before := files(t, parent)
+	errOut := celos("db", "export", "--from", dsn, "--to", parent)
+	if !strings.Contains(errOut, parent) || !strings.Contains(errOut, "(it holds \"db\")") || !strings.Contains(errOut, "not a state directory") {
+		t.Errorf("export --to %s: %s", parent, errOut)
+	}
+	if _, err := os.Lstat(filepath.Join(parent, ".lock")); err == nil {
+		t.Errorf("export --to %s left a lock file", parent)
+	}
+	if d := cmp.Diff(before, files(t, parent)); d != "" {
+		t.Errorf("export --to %s changed it:\n%s", parent, d)
+	}
+}
