@@ -439,6 +439,9 @@ func first(s []string, n int) []string {
 // not hold as they are (plan): a database that ran on after a first
 // migrate is never put back. The server must not be running on either.
 func Migrate(ctx context.Context, src *statedb.DB, db *DB, progress io.Writer) (Summary, error) {
+	if err := db.NotInUse(ctx); err != nil {
+		return Summary{}, err
+	}
 	wfs, err := src.AllWorkflows()
 	if err != nil {
 		return Summary{}, err
@@ -454,6 +457,43 @@ func Migrate(ctx context.Context, src *statedb.DB, db *DB, progress io.Writer) (
 	db.Preload(wfs, 0)
 	return copyAll(fileSide(src), pgSide(db), func(wf string, r Records) error { return db.replace(ctx, wf, r) },
 		db.PutRegister, progress)
+}
+
+// ErrInUse: a server instance runs on the database (Migrate, Export).
+var ErrInUse = errors.New("the database is in use")
+
+// NotInUse fails with ErrInUse, naming them, if server instances are live
+// on the database: their heartbeat is within their lease and they have
+// not left (cluster_instances, docs/ha.md). A copy under them would
+// replace their rows as they write (Migrate) or read a state that moves
+// (Export).
+func (db *DB) NotInUse(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT id, host, pid, extract(epoch FROM clock_timestamp() - heartbeat)::float8
+FROM cluster_instances
+WHERE NOT stopped AND heartbeat > clock_timestamp() - lease_ms * interval '1 millisecond'
+ORDER BY id COLLATE "C"`)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store %s: read the server instances: %w", db.target, pgError(err))
+	}
+	var live []string
+	for rows.Next() {
+		var id, host string
+		var pid int
+		var age float64
+		if err := rows.Scan(&id, &host, &pid, &age); err != nil {
+			return fmt.Errorf("PostgreSQL state store %s: read the server instances: %w", db.target, err)
+		}
+		live = append(live, fmt.Sprintf("instance %q on %s, pid %d, heartbeat %.0fs ago", id, host, pid, age))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("PostgreSQL state store %s: read the server instances: %w", db.target, pgError(err))
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("%w: nothing copied: celos servers run on %s (%s); stop them first", ErrInUse, db.target, strings.Join(first(live, 5), "; "))
+	}
+	return nil
 }
 
 // strays lists the entries of a file store's record directories that it
@@ -534,6 +574,9 @@ func kindOf(t, want fs.FileMode) string {
 // not hold as they are is refused before anything is written (plan); one
 // holding part of the source (an interrupted export) is completed.
 func Export(ctx context.Context, db *DB, dst *statedb.DB, progress io.Writer) (Summary, error) {
+	if err := db.NotInUse(ctx); err != nil {
+		return Summary{}, err
+	}
 	wfs, err := db.AllWorkflows()
 	if err != nil {
 		return Summary{}, err

@@ -39,7 +39,8 @@ names them) and a destination holding any record the source does not hold
 as it is (another server's state; a database that ran on after a first
 migrate is never put back): only an empty database, or one holding part
 of the source after an interruption, is copied into.
-Stop the server on the directory first (migrate takes its lock). Give the
+Stop the server on the directory first (migrate takes its lock) and the
+servers on the database (it refuses while one is live, naming it). Give the
 password in PGPASSWORD or ~/.pgpass. See docs/postgres.md.`,
 		Example: `  PGPASSWORD=... celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos`,
 		Args:    cobra.NoArgs,
@@ -76,7 +77,7 @@ database does not hold as it is (the old directory of a migrate, another
 server's): export into a new directory, or run it again on the one an
 interrupted export left. It skips workflows already equal, and compares
 the two sides by counts and a sha256 checksum at the end. Stop the servers
-on the database first.`,
+on the database first: it refuses while one is live, naming it.`,
 		Example: `  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-back`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -136,6 +137,11 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	defer pg.Close()
+	// Before the directory is opened (created, locked): nothing is left
+	// behind by a refusal.
+	if err := pg.NotInUse(ctx); err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
 	fdb, err := statedb.Open(dir)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s: %w", dir, err)}

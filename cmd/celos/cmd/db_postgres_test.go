@@ -11,10 +11,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/celos-go/celos/internal/testenv/pgtest"
+	"github.com/celos-go/celos/scheduler/cluster"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/scheduler/store"
 )
 
@@ -162,4 +166,87 @@ func TestDBCopyRefusesDirectoriesThatAreNotStates(t *testing.T) {
 	if d := cmp.Diff(before, files(t, parent)); d != "" {
 		t.Errorf("export --to %s changed it:\n%s", parent, d)
 	}
+}
+
+// TestDBCopyRefusesADatabaseInUse: a live server instance on the
+// database (its heartbeat within its lease) makes migrate and export
+// refuse, naming it, before anything is read or written: migrate replaced
+// workflows' rows under the running servers, and export copied a state
+// that moved while it was read. Once the instance has left, both run.
+func TestDBCopyRefusesADatabaseInUse(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	db, err := statepg.Open(ctx, dsn, statepg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	member, err := cluster.New(pool, cluster.Options{ID: "sched-1", Host: "h1", Lease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := member.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "db")
+	sdb, err := statedb.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sdb.Put(slot.State{ID: slot.ID{Workflow: "wc", Time: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, Status: slot.Waiting}); err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	celos := func(want int, args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != want {
+			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errOut.String())
+		}
+		return errOut.String()
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"db", "migrate", "--from", src, "--to", dsn},
+		{"db", "export", "--from", dsn, "--to", out},
+	} {
+		errOut := celos(ExitFailure, args...)
+		if !strings.Contains(errOut, "in use") || !strings.Contains(errOut, `"sched-1"`) || !strings.Contains(errOut, "nothing") {
+			t.Errorf("celos %v: want a refusal naming instance sched-1, got %s", args[:2], errOut)
+		}
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("the refused export created %s", out)
+	}
+	if wfs := countRows(t, srv, "celos_slots"); wfs != 0 {
+		t.Fatalf("migrate wrote %d slot rows into a database in use", wfs)
+	}
+	if err := member.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	celos(0, "db", "migrate", "--from", src, "--to", dsn)
+	celos(0, "db", "export", "--from", dsn, "--to", out)
+}
+
+func countRows(t *testing.T, srv *pgtest.Server, table string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), srv.DSN("celos"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
