@@ -74,7 +74,8 @@ file that does not load is refused too: its triggers are unknown.
 
 The database must not be in use: prune takes its lock, and fails naming
 the server's process if one holds it (stop the server, prune, start it:
-prune is quick). Run it from cron, e.g. weekly.
+prune is quick). Run it from cron, e.g. weekly. A --db directory that does
+not exist or holds no state (a typo) is refused, not created.
 
 --db may also be a PostgreSQL database (postgres://... or host=... dbname=...,
 as celos server --db): the same rules, counted in slot states; it may run
@@ -112,6 +113,9 @@ while servers use the database (one transaction per workflow).`,
 			before := now.Add(-keep)
 			if statepg.IsDSN(dir) {
 				return prunePostgres(c.OutOrStdout(), pruneArgs{dsn: dir, wfDir: wfDir, olderThan: olderThan, keep: keep, before: before, now: now, dryRun: dryRun})
+			}
+			if !holdsState(dir) {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s (--db) does not exist or holds no state (none of %s): nothing deleted", dir, strings.Join(stateAreas, "/, ")+"/")}
 			}
 			files0, bytes0 := dirUsage(dir)
 			db, err := statedb.Open(dir)
