@@ -145,12 +145,18 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 		return err
 	}
 	defer closeEnv()
+	// The commands' orphans become this process's children, killed when
+	// the run ends (sandbox.KillOrphans).
+	if err := sandbox.AdoptOrphans(); err != nil {
+		fmt.Fprintf(stderr, "celos test: %v (processes the commands leave running may outlive it)\n", err)
+	}
 	started := time.Now()
 	abs, _ := filepath.Abs(dir)
 	results, err := sandbox.Run(ctx, sandbox.Options{
 		Project: p, Dir: abs, HDFSDir: filepath.Join(abs, "hdfs"), HDFSRoot: f.hdfsRoot,
 		Env: env, Parallel: f.parallel, Keep: f.keep, PoolsFile: f.pools,
 	}, cases)
+	killOrphans(stderr)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
@@ -165,6 +171,18 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 		return silentExit(ExitFailure)
 	}
 	return nil
+}
+
+// killOrphans ends the processes the cases' commands left running and
+// says how many there were.
+func killOrphans(stderr io.Writer) {
+	n, err := sandbox.KillOrphans(30 * time.Second)
+	if n > 0 {
+		fmt.Fprintf(stderr, "celos test: killed %d processes the test cases' commands left running\n", n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "celos test: %v\n", err)
+	}
 }
 
 // check checks the flags that say where the sandboxes live.
