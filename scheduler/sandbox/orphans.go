@@ -5,8 +5,10 @@ package sandbox
 // own (setsid, a daemon), leaves processes that neither the command
 // service's kill (the job's process group) nor the end of the case reach.
 // celos test makes itself their reaper (Linux's child subreaper): every
-// such orphan becomes its child, and KillOrphans ends them all when the
-// run is over.
+// such orphan becomes its child, and Run ends those of its run — the
+// children whose environment names a case prefix of the run (PrefixEnv,
+// which every command job has) — once every case has cleaned up. Other
+// children of the process (a test's servers) are left alone.
 
 import (
 	"fmt"
@@ -18,6 +20,9 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// orphansTimeout bounds killing the orphans of a run.
+const orphansTimeout = 30 * time.Second
 
 // AdoptOrphans makes the calling process the reaper of the orphans of
 // its descendants (PR_SET_CHILD_SUBREAPER): a process whose parent ends
@@ -31,30 +36,24 @@ func AdoptOrphans() error {
 	return nil
 }
 
-// KillOrphans kills (SIGKILL) and reaps every child of this process that
-// still runs, and the children those leave (they are adopted in turn),
-// until none is left or timeout passes; it returns how many it killed.
-// Called once every case has cleaned up (its jobs ended and waited for),
-// so that what is left is what the commands left behind.
-func KillOrphans(timeout time.Duration) (int, error) {
+// killOrphans kills (SIGKILL) every child of this process that still
+// runs and whose environment has PrefixEnv at root or under it, and the
+// children those leave (adopted in turn), until none is left or timeout
+// passes, and returns how many it killed (their zombies are reaped by
+// init when celos exits).
+func killOrphans(root string, timeout time.Duration) (int, error) {
 	killed := map[int]bool{}
 	for deadline := time.Now().Add(timeout); ; {
-		kids, err := children(os.Getpid())
+		kids, err := children(os.Getpid(), root)
 		if err != nil {
 			return len(killed), err
 		}
-		live := 0
-		for _, k := range kids {
-			if k.zombie {
-				var ws syscall.WaitStatus
-				syscall.Wait4(k.pid, &ws, syscall.WNOHANG, nil)
-				continue
-			}
-			live++
-			if syscall.Kill(k.pid, syscall.SIGKILL) == nil {
-				killed[k.pid] = true
+		for _, pid := range kids {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed[pid] = true
 			}
 		}
+		live := len(kids)
 		if live == 0 {
 			return len(killed), nil
 		}
@@ -65,18 +64,14 @@ func KillOrphans(timeout time.Duration) (int, error) {
 	}
 }
 
-type child struct {
-	pid    int
-	zombie bool
-}
-
-// children lists the processes whose parent is ppid (/proc/PID/stat).
-func children(ppid int) ([]child, error) {
+// children lists the processes whose parent is ppid (/proc/PID/stat) and
+// whose environment has PrefixEnv at root or under it.
+func children(ppid int, root string) ([]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	var out []child
+	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -97,9 +92,29 @@ func children(ppid int) ([]child, error) {
 		if len(f) < 2 {
 			continue
 		}
-		if p, err := strconv.Atoi(f[1]); err == nil && p == ppid {
-			out = append(out, child{pid: pid, zombie: f[0] == "Z"})
+		if p, err := strconv.Atoi(f[1]); err != nil || p != ppid {
+			continue
+		}
+		// A zombie has ended (its environment is gone too): left to be
+		// reaped by whoever waits for it, or by init when celos exits.
+		if f[0] != "Z" && ofRun(pid, root) {
+			out = append(out, pid)
 		}
 	}
 	return out, nil
+}
+
+// ofRun reports whether process pid's environment has PrefixEnv at root
+// or under it.
+func ofRun(pid int, root string) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(data), "\x00") {
+		if v, ok := strings.CutPrefix(kv, PrefixEnv+"="); ok {
+			return v == root || strings.HasPrefix(v, root+"/")
+		}
+	}
+	return false
 }

@@ -146,7 +146,7 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 	}
 	defer closeEnv()
 	// The commands' orphans become this process's children, killed when
-	// the run ends (sandbox.KillOrphans).
+	// the run ends (sandbox.Options.Orphans).
 	if err := sandbox.AdoptOrphans(); err != nil {
 		fmt.Fprintf(stderr, "celos test: %v (processes the commands leave running may outlive it)\n", err)
 	}
@@ -155,8 +155,8 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 	results, err := sandbox.Run(ctx, sandbox.Options{
 		Project: p, Dir: abs, HDFSDir: filepath.Join(abs, "hdfs"), HDFSRoot: f.hdfsRoot,
 		Env: env, Parallel: f.parallel, Keep: f.keep, PoolsFile: f.pools,
+		Orphans: func(n int, err error) { reportOrphans(stderr, n, err) },
 	}, cases)
-	killOrphans(stderr)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
@@ -173,10 +173,9 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 	return nil
 }
 
-// killOrphans ends the processes the cases' commands left running and
-// says how many there were.
-func killOrphans(stderr io.Writer) {
-	n, err := sandbox.KillOrphans(30 * time.Second)
+// reportOrphans says how many processes the cases' commands left running
+// were killed at the end of the run.
+func reportOrphans(stderr io.Writer, n int, err error) {
 	if n > 0 {
 		fmt.Fprintf(stderr, "celos test: killed %d processes the test cases' commands left running\n", n)
 	}
