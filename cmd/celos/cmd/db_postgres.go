@@ -71,8 +71,11 @@ func newDBExportCmd() *cobra.Command {
 		Use:   "export --from postgres://... --to DIR",
 		Short: "Write a PostgreSQL state database out as a state directory (Celos layout)",
 		Long: `export writes every record of the PostgreSQL database --from into the state
-directory --to (created if missing), so that the file store can take over
-again. It refuses, writing nothing, a directory holding any record the
+directory --to, so that the file store can take over again. A --to that
+does not exist is written as --to.export-incomplete and renamed to --to
+once the copy is verified: an interrupted export never leaves a --to
+holding part of the state, and run again it completes the
+.export-incomplete directory. It refuses, writing nothing, a directory holding any record the
 database does not hold as it is (the old directory of a migrate, another
 server's): export into a new directory, or run it again on the one an
 interrupted export left. It skips workflows already equal, and compares
@@ -142,6 +145,10 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	if err := pg.NotInUse(ctx); err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
+	final, dir, err := exportDir(dir, toPG)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
 	fdb, err := statedb.Open(dir)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s: %w", dir, err)}
@@ -160,9 +167,53 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w", what, err)}
 	}
+	if final != dir {
+		fdb.Close()
+		if err := renameDir(dir, final); err != nil {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: the copy is complete and verified in %s, but: %w", what, dir, err)}
+		}
+		what = fmt.Sprintf("%s → %s", pg, final)
+	}
 	fmt.Fprintf(out, "copied %s in %v: %d workflows written, %d already there\n%v\nsha256 %s (the same on both sides)\n",
 		what, time.Since(start).Round(time.Millisecond), sum.Copied, sum.Skipped, sum.Counts, sum.Checksum)
 	return nil
+}
+
+// incompleteSuffix names the directory an export into a new directory
+// writes, renamed to the directory once the copy is verified.
+const incompleteSuffix = ".export-incomplete"
+
+// exportDir is where an export into dir writes: dir itself if it exists
+// (empty, or a state directory an earlier celos's export was interrupted
+// in), else dir + incompleteSuffix (resumed if an interrupted export left
+// it), renamed to dir at the end, so that dir never holds part of a
+// state. final is dir; a migrate (toPG) reads dir itself.
+func exportDir(dir string, toPG bool) (final, write string, err error) {
+	if toPG {
+		return dir, dir, nil
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return dir, dir, nil
+	}
+	staging := filepath.Clean(dir) + incompleteSuffix
+	if other := notState(staging); other != "" {
+		return "", "", fmt.Errorf("%s, where the export writes until it is verified, is not empty and not a state directory (it holds %s): nothing written; remove it", staging, other)
+	}
+	return dir, staging, nil
+}
+
+// renameDir renames the directory from to to (which must not exist) and
+// syncs their parent, so that the rename survives a crash.
+func renameDir(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(to))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // pruneArgs are celos db prune's, checked.

@@ -3,8 +3,10 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,4 +251,79 @@ func countRows(t *testing.T, srv *pgtest.Server, table string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestDBExportInterrupted: celos db export killed (SIGKILL) part way
+// leaves no directory at --to that looks like a state (a server started
+// on it would run the missing slots again), only --to.export-incomplete;
+// run again, it completes that and renames it to --to, the same tree as
+// the source.
+func TestDBExportInterrupted(t *testing.T) {
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	src := filepath.Join(t.TempDir(), "db")
+	db, err := statedb.OpenWith(src, statedb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := db.Batch()
+	for w := range 400 {
+		for i := range 10 {
+			if err := b.Put(slot.State{ID: slot.ID{Workflow: fmt.Sprintf("wf-%03d", w), Time: t0.Add(time.Duration(i) * time.Hour)}, Status: slot.Success, ExternalID: "j"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, err := range b.Commit() {
+		t.Fatalf("%s: %v", id, err)
+	}
+	db.Close()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"db", "migrate", "--from", src, "--to", dsn}, &out, &errOut); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	want := files(t, src)
+
+	dst := filepath.Join(t.TempDir(), "back")
+	staging := dst + ".export-incomplete"
+	cmd := exec.Command(os.Args[0], "db", "export", "--from", dsn, "--to", dst)
+	cmd.Args[0] = "celos" // testscript.Main runs it as celos
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once it has written some workflows (a bound, not a timing
+	// assertion: if it ended first, the checks below still hold).
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, d := range []string{dst, staging} {
+			ents, _ := os.ReadDir(filepath.Join(d, "state"))
+			n += len(ents)
+		}
+		if n >= 20 || cmd.ProcessState != nil {
+			break
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Stat(dst); err == nil {
+		if d := cmp.Diff(want, files(t, dst)); d != "" {
+			t.Fatalf("the killed export left %s, a state directory missing records (-source +left):\n%.2000s", dst, d)
+		}
+		t.Logf("the export ended before the kill")
+	}
+	out.Reset()
+	if code := run([]string{"db", "export", "--from", dsn, "--to", dst}, &out, &errOut); code != 0 {
+		t.Fatalf("export again: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if d := cmp.Diff(want, files(t, dst)); d != "" {
+		t.Fatalf("the resumed export differs (-source +export):\n%.2000s", d)
+	}
+	if _, err := os.Lstat(staging); err == nil {
+		t.Errorf("%s is left after the export", staging)
+	}
 }
