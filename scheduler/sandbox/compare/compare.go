@@ -118,6 +118,19 @@ func fileDiff(p string, want, got []byte) string {
 	return UnifiedDiff("expected/"+p, "actual/"+p, splitLines(string(want)), splitLines(string(got)))
 }
 
+// cutLine cuts a line of a report longer than MaxLineBytes on a rune
+// boundary and says its length.
+func cutLine(l string) string {
+	if len(l) <= MaxLineBytes {
+		return l
+	}
+	cut := MaxLineBytes
+	for cut > 0 && !utf8.RuneStart(l[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", l[:cut], len(l))
+}
+
 // splitLines splits text into lines, each with its newline, and marks a
 // last line without one.
 func splitLines(s string) []string {
@@ -153,15 +166,7 @@ func UnifiedDiff(from, to string, a, b []string) string {
 		if i > 0 {
 			sb.WriteByte('\n')
 		}
-		if len(l) > MaxLineBytes {
-			// Cut on a rune boundary: the rest of the line is not shown.
-			cut := MaxLineBytes
-			for cut > 0 && !utf8.RuneStart(l[cut]) {
-				cut--
-			}
-			l = fmt.Sprintf("%s… (%d bytes)", l[:cut], len(l)-1)
-		}
-		sb.WriteString("    " + l)
+		sb.WriteString("    " + cutLine(l))
 	}
 	if more > 0 {
 		fmt.Fprintf(&sb, "\n    … %d more lines", more)

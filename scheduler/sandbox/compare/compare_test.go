@@ -212,7 +212,28 @@ func TestPlainIsBounded(t *testing.T) {
 	if n := len(strings.Join(diffs, "\n")); len(diffs) != 1 || n > 4*MaxLineBytes {
 		t.Fatalf("a differing line of 1 MiB: %d differences, %d bytes", len(diffs), n)
 	}
-	if !strings.Contains(diffs[0], "… (1048567 bytes)") {
+	if !strings.Contains(diffs[0], "… (1048568 bytes)") {
 		t.Errorf("the cut line does not say its length:\n%.300s", diffs[0])
+	}
+}
+
+// TestRecordsAreCut: a record of a line-delimited JSON or TSV comparison
+// listed as missing or unexpected is cut at MaxLineBytes, as a diff line
+// is; a record of 1 MiB was listed whole.
+func TestRecordsAreCut(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	diffs, err := NDJSON(Files(map[string]string{"p": `{"a":"` + long + `"}`}), Files(map[string]string{"p": `{"a":"y"}`}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Join(diffs, "\n")); n > 4*MaxLineBytes {
+		t.Errorf("NDJSON: %d bytes reported:\n%.300s", n, strings.Join(diffs, "\n"))
+	}
+	diffs, err = TSV(Files(map[string]string{"p": "h\n" + long + "\n"}), Files(map[string]string{"p": "h\ny\n"}), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Join(diffs, "\n")); n > 4*MaxLineBytes {
+		t.Errorf("TSV: %d bytes reported:\n%.300s", n, strings.Join(diffs, "\n"))
 	}
 }
