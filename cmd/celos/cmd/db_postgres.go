@@ -218,10 +218,10 @@ func renameDir(from, to string) error {
 
 // pruneArgs are celos db prune's, checked.
 type pruneArgs struct {
-	dsn, wfDir, olderThan string
-	keep                  time.Duration
-	before, now           time.Time
-	dryRun                bool
+	db, wfDir, olderThan string // db: the --db, a directory or a PostgreSQL DSN
+	keep                 time.Duration
+	before, now          time.Time
+	dryRun               bool
 }
 
 // prunePostgres is celos db prune on a PostgreSQL database: the same
@@ -229,7 +229,7 @@ type pruneArgs struct {
 // beside servers: each workflow is pruned in a transaction of its own.
 func prunePostgres(out io.Writer, a pruneArgs) error {
 	ctx := context.Background()
-	db, err := statepg.Open(ctx, a.dsn, statepg.Options{})
+	db, err := statepg.Open(ctx, a.db, statepg.Options{})
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
