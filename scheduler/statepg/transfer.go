@@ -582,8 +582,34 @@ func Export(ctx context.Context, db *DB, dst *statedb.DB, progress io.Writer) (S
 		return Summary{}, err
 	}
 	db.Preload(wfs, 0)
-	return copyAll(pgSide(db), fileSide(dst), func(wf string, r Records) error { return writeFiles(dst, wf, r) },
+	sum, err := copyAll(pgSide(db), fileSide(dst), func(wf string, r Records) error { return writeFiles(dst, wf, r) },
 		dst.PutRegister, progress)
+	if err != nil {
+		return sum, err
+	}
+	return sum, verifyOnDisk(db, dst, wfs, sum)
+}
+
+// verifyOnDisk reads the exported directory back from disk (the index
+// copyAll compared was filled by the writes) and compares it with db
+// again: a record written but not readable (a slot file past the file
+// store's bound) fails the export, named.
+func verifyOnDisk(db *DB, dst *statedb.DB, wfs []string, sum Summary) error {
+	if err := dst.Reload(); err != nil {
+		return fmt.Errorf("verify: read the directory again: %w", err)
+	}
+	dst.Preload(wfs, 8)
+	if p := dst.Problems(); len(p) > 0 {
+		return fmt.Errorf("verify: %d files written cannot be read back (the database holds what the file store cannot):\n  %s", len(p), strings.Join(first(p, 10), "\n  "))
+	}
+	dc, dd, err := digest(fileSide(dst))
+	if err != nil {
+		return fmt.Errorf("verify: the directory read again: %w", err)
+	}
+	if dc != sum.Counts || dd != sum.Checksum {
+		return fmt.Errorf("verify: the directory read again differs from the source: source %v, checksum %s; directory %v, checksum %s", sum.Counts, short(sum.Checksum), dc, short(dd))
+	}
+	return nil
 }
 
 // writeFiles writes one workflow's records into the file store.

@@ -319,3 +319,27 @@ func TestMigrateRefusesWhatItWouldSkip(t *testing.T) {
 		})
 	}
 }
+
+// TestExportVerifiesWhatIsOnDisk: export's verification reads the
+// directory back from disk, not from the index it filled while writing: a
+// state the file store writes but cannot read (an external ID of 70 KiB
+// makes a slot file past its 64 KiB bound) passed the check, and a server
+// on the directory then found the slot unreadable.
+func TestExportVerifiesWhatIsOnDisk(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	big := slot.State{ID: sid("wc", 1), Status: slot.Success, ExternalID: strings.Repeat("j", 70<<10)}
+	if err := db.Put(big); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	edb, err := statedb.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer edb.Close()
+	_, err = Export(ctx, db, edb, nil)
+	if err == nil || !strings.Contains(err.Error(), "larger than") || !strings.Contains(err.Error(), "state/wc/") {
+		t.Fatalf("want the unreadable slot file named, got %v", err)
+	}
+}
