@@ -203,6 +203,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if _, err := migrate(pctx, pool); err != nil {
 		return fail("schema", err)
 	}
+	if !opts.IncompleteCopy {
+		if err := db.noIncompleteCopy(pctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("PostgreSQL state store %s: %w", target, err)
+		}
+	}
 	if err := db.startSince(pctx); err != nil {
 		return fail("read", err)
 	}

@@ -455,8 +455,72 @@ func Migrate(ctx context.Context, src *statedb.DB, db *DB, progress io.Writer) (
 		return Summary{}, fmt.Errorf("nothing copied: %d files of the source cannot be read (repair or remove them, then run again):\n  %s", len(p), strings.Join(first(p, 10), "\n  "))
 	}
 	db.Preload(wfs, 0)
-	return copyAll(fileSide(src), pgSide(db), func(wf string, r Records) error { return db.replace(ctx, wf, r) },
-		db.PutRegister, progress)
+	// The first write records the migrate (celos_incomplete_copy): a
+	// server refuses the database until a verified copy clears it.
+	marked := false
+	mark := func() error {
+		if !marked {
+			if err := db.markCopy(ctx, src.Dir(), true); err != nil {
+				return err
+			}
+			marked = true
+		}
+		return nil
+	}
+	sum, err := copyAll(fileSide(src), pgSide(db),
+		func(wf string, r Records) error {
+			if err := mark(); err != nil {
+				return err
+			}
+			return db.replace(ctx, wf, r)
+		},
+		func(b, k string, v json.RawMessage) error {
+			if err := mark(); err != nil {
+				return err
+			}
+			return db.PutRegister(b, k, v)
+		}, progress)
+	if err != nil {
+		return sum, err
+	}
+	return sum, db.markCopy(ctx, src.Dir(), false)
+}
+
+// ErrIncompleteCopy: the database holds part of a state, left by a
+// celos db migrate that did not finish (Open without IncompleteCopy).
+var ErrIncompleteCopy = errors.New("a celos db migrate into the database did not finish")
+
+// noIncompleteCopy fails with ErrIncompleteCopy, naming the migrate's
+// source, if an interrupted migrate left its row.
+func (db *DB) noIncompleteCopy(ctx context.Context) error {
+	var source string
+	var started time.Time
+	err := db.pool.QueryRow(ctx, "SELECT source, started FROM celos_incomplete_copy").Scan(&source, &started)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read celos_incomplete_copy: %w", pgError(err))
+	}
+	return fmt.Errorf("%w (from %s, started %s): it holds part of that state, and a server on it would run the missing workflows' slots again; run celos db migrate --from %s again to complete it",
+		ErrIncompleteCopy, source, slot.FormatTime(started.UTC()), source)
+}
+
+// markCopy records (begin) or clears the interrupted-migrate row.
+func (db *DB) markCopy(ctx context.Context, source string, begin bool) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	var err error
+	if begin {
+		_, err = db.pool.Exec(ctx, `INSERT INTO celos_incomplete_copy (source) VALUES ($1)
+ON CONFLICT (one) DO UPDATE SET source = EXCLUDED.source, started = clock_timestamp()`, source)
+	} else {
+		_, err = db.pool.Exec(ctx, "DELETE FROM celos_incomplete_copy")
+	}
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store %s: record the migrate in celos_incomplete_copy: %w", db.target, pgError(err))
+	}
+	return nil
 }
 
 // ErrInUse: a server instance runs on the database (Migrate, Export).

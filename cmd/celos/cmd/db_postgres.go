@@ -30,7 +30,8 @@ func newDBMigrateCmd() *cobra.Command {
 rerun markers, submit intents, paused flags, workflow owners, registers)
 into the PostgreSQL database --to, creating its schema if needed, one
 workflow per transaction. It is idempotent and resumable: run it again
-after an interruption and it copies only the workflows that differ. At the
+after an interruption and it copies only the workflows that differ; until
+then servers refuse the database, which holds part of the state. At the
 end it compares the two sides by counts and a sha256 checksum and fails
 if they differ.
 
@@ -135,7 +136,9 @@ func notState(dir string) string {
 // dir, printing the summary.
 func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	ctx := context.Background()
-	pg, err := statepg.Open(ctx, dsn, statepg.Options{})
+	// A migrate completes what an interrupted one left; an export of it
+	// is refused (it would write part of a state).
+	pg, err := statepg.Open(ctx, dsn, statepg.Options{IncompleteCopy: toPG})
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
