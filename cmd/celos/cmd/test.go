@@ -48,7 +48,8 @@ the project's hdfs/ directory and the case's inputs written there. Time
 is stepped from the case's sampleTimeStart to its sampleTimeEnd, jumping
 to the next slot time when nothing is READY or RUNNING, then the outputs
 are compared with what is expected, and the sandbox is removed (also on
-Ctrl-C; --keep leaves it for a post-mortem).
+Ctrl-C; --keep leaves it for a post-mortem). Processes the commands leave
+running (a background child, a daemon) are killed when the run ends.
 
 By default the sandbox is on the local disk and slots run on the command
 service (an Oozie workflow needs a stand-in in the case's services).
