@@ -109,6 +109,11 @@ type Options struct {
 	Poll time.Duration
 	// Logger receives the engines' logs (default: discarded).
 	Logger *slog.Logger
+	// Orphans, if set, is told how many processes the commands left
+	// running were killed when the run ended (and an error if some
+	// outlived the kill). Only a process that called AdoptOrphans gets
+	// them as children: elsewhere they are init's and outlive the run.
+	Orphans func(killed int, err error)
 	// PoolsFile is the installation's pools file (celos server --pools):
 	// its limits hold in every sandbox as on the server. Empty: every pool
 	// the workflows name is unlimited in the sandbox (a case checks what
@@ -197,6 +202,9 @@ func Run(ctx context.Context, opts Options, cases []testcase.Case) ([]Result, er
 		}(i)
 	}
 	wg.Wait()
+	if n, err := killOrphans(root, orphansTimeout); (n > 0 || err != nil) && opts.Orphans != nil {
+		opts.Orphans(n, err)
+	}
 	if !opts.Keep {
 		r.removeRun(results)
 	}

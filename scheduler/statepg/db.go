@@ -128,7 +128,30 @@ func Redact(dsn string) string {
 	return passwordPair.ReplaceAllString(dsn, "")
 }
 
-var passwordPair = regexp.MustCompile(`\s*password\s*=\s*('([^'\\]|\\.)*'|\S*)`)
+// passwordPair is a keyword string's password=… pair; an unterminated
+// quote runs to the end (it is all password to a reader of the string).
+var passwordPair = regexp.MustCompile(`\s*password\s*=\s*('([^'\\]|\\.)*('|$)|\S*)`)
+
+// parseReason is why pgx could not parse dsn, without the connection
+// string pgx quotes (its redaction misses a password with an unterminated
+// quote) and without any word of the password as Redact finds it.
+func parseReason(err error, dsn string) string {
+	msg := scrub(err, dsn)
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		if i := strings.LastIndex(msg, "`: "); i >= 0 {
+			msg = msg[i+3:]
+		}
+	}
+	for _, m := range passwordPair.FindAllStringSubmatch(dsn, -1) {
+		for _, w := range strings.Fields(strings.Trim(m[1], "'")) {
+			if len(w) >= 3 {
+				msg = strings.ReplaceAll(msg, w, "xxxxx")
+			}
+		}
+	}
+	return msg
+}
 
 // Open connects to the database named by dsn (a URL or a keyword/value
 // string; a password not in it comes from PGPASSWORD or ~/.pgpass, as libpq
@@ -141,7 +164,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	target := Redact(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("PostgreSQL state store: bad connection string %s: %s", target, scrub(err, dsn))
+		return nil, fmt.Errorf("PostgreSQL state store: bad connection string %s: %s", target, parseReason(err, dsn))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
@@ -179,6 +202,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	if _, err := migrate(pctx, pool); err != nil {
 		return fail("schema", err)
+	}
+	if !opts.IncompleteCopy {
+		if err := db.noIncompleteCopy(pctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("PostgreSQL state store %s: %w", target, err)
+		}
 	}
 	if err := db.startSince(pctx); err != nil {
 		return fail("read", err)

@@ -32,4 +32,8 @@ type Options struct {
 	// OpTimeout bounds each call of the store (a query or a write
 	// transaction); 0 means 30 seconds.
 	OpTimeout time.Duration
+	// IncompleteCopy opens a database an interrupted celos db migrate
+	// left (celos_incomplete_copy), for the migrate that completes it;
+	// without it Open fails with ErrIncompleteCopy.
+	IncompleteCopy bool
 }

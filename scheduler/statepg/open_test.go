@@ -39,8 +39,9 @@ func TestOpenBadDSN(t *testing.T) {
 		"postgres://celos:S3cretPw@127.0.0.1:notaport/db",
 		"host=127.0.0.1 port=99999999 password=S3cretPw dbname=x",
 		"postgres://celos:S3cretPw@127.0.0.1:5432/db?sslmode=bogus",
+		"host=127.0.0.1 password='S3cretPw Tail4 dbname=x",
 	} {
-		err := openErr(t, dsn, Options{}, "S3cretPw")
+		err := openErr(t, dsn, Options{}, "S3cretPw", "Tail4")
 		if !strings.Contains(err.Error(), "bad connection string") {
 			t.Errorf("%s: want a bad connection string error, got: %v", Redact(dsn), err)
 		}
@@ -242,6 +243,7 @@ func TestRedact(t *testing.T) {
 		"postgresql://u@h/db":                        "postgresql://u@h/db",
 		"host=h password=secret dbname=d":            "host=h dbname=d",
 		"host=h password='se cret\\' x' dbname=d":    "host=h dbname=d",
+		"host=h password='wrong pw dbname=d":         "host=h",
 		"postgres://h/db?password=secret&sslmode=no": "postgres://h/db?sslmode=no",
 	} {
 		if got := Redact(in); got != want {

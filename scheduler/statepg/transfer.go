@@ -4,12 +4,18 @@ package statepg
 // migrate and celos db export).
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -151,8 +157,9 @@ type writeRecords func(wf string, r Records) error
 // copyAll makes dst hold what src holds: every workflow whose records
 // differ is written (one transaction per workflow in PostgreSQL), the
 // registers are copied, and then both sides are listed again and their
-// counts and checksums compared. A destination holding a workflow or
-// register bucket the source lacks is refused before anything is written.
+// counts and checksums compared. A destination holding a workflow,
+// register bucket or any record the source lacks or holds otherwise is
+// refused before anything is written (plan).
 func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.RawMessage) error, progress io.Writer) (Summary, error) {
 	var sum Summary
 	wfs, dwfs, err := readBoth("list", "workflows", src.workflows, dst.workflows)
@@ -173,18 +180,18 @@ func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.
 	if err != nil {
 		return sum, err
 	}
+	todo, err := plan(src, dst, wfs, sown, down, dbs)
+	if err != nil {
+		return sum, err
+	}
 	for i, wf := range wfs {
+		if !todo[i] {
+			sum.Skipped++
+			continue
+		}
 		r, err := src.records(wf, sown)
 		if err != nil {
 			return sum, fmt.Errorf("read workflow %s from the source: %w", wf, err)
-		}
-		d, err := dst.records(wf, down)
-		if err != nil {
-			return sum, fmt.Errorf("read workflow %s from the destination: %w", wf, err)
-		}
-		if digestRecords(wf, r) == digestRecords(wf, d) {
-			sum.Skipped++
-			continue
 		}
 		if err := write(wf, r); err != nil {
 			return sum, fmt.Errorf("write workflow %s (%d of %d; run again to resume): %w", wf, i+1, len(wfs), err)
@@ -222,6 +229,93 @@ func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.
 		return sum, fmt.Errorf("verify: the copy differs from the source: source %v, checksum %s; destination %v, checksum %s", sc, short(sd), dc, short(dd))
 	}
 	return sum, nil
+}
+
+// plan reads every workflow on both sides and says which to write (those
+// whose records differ). Before anything is written it refuses a
+// destination holding a record the source does not hold as it is —
+// another server's state, an old directory, a database that ran on after
+// a first copy — since writing would overwrite or keep it: only an empty
+// destination, or one holding part of the source (an interrupted copy),
+// is copied into.
+func plan(src, dst side, wfs []string, sown, down map[string]store.Owner, dbuckets []string) ([]bool, error) {
+	todo := make([]bool, len(wfs))
+	for i, wf := range wfs {
+		r, err := src.records(wf, sown)
+		if err != nil {
+			return nil, fmt.Errorf("read workflow %s from the source: %w", wf, err)
+		}
+		d, err := dst.records(wf, down)
+		if err != nil {
+			return nil, fmt.Errorf("read workflow %s from the destination: %w", wf, err)
+		}
+		if digestRecords(wf, r) == digestRecords(wf, d) {
+			continue
+		}
+		if c := notIn(d, r); c != "" {
+			return nil, fmt.Errorf("nothing copied: the destination's workflow %s holds records the source does not (%s): copy into an empty database or directory", wf, c)
+		}
+		todo[i] = true
+	}
+	for _, b := range dbuckets {
+		keys, err := dst.regs.RegisterKeys(b, "")
+		if err != nil {
+			return nil, fmt.Errorf("list the destination's registers of %s: %w", b, err)
+		}
+		for _, k := range keys {
+			dv, err := dst.regs.GetRegister(b, k)
+			if err != nil {
+				return nil, fmt.Errorf("read the destination's register %s/%s: %w", b, k, err)
+			}
+			sv, err := src.regs.GetRegister(b, k)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("read the source's register %s/%s: %w", b, k, err)
+			}
+			if err != nil || !bytes.Equal(sv, dv) {
+				return nil, fmt.Errorf("nothing copied: the destination's register %s/%s is not the source's (%d bytes there, %d in the source): copy into an empty database or directory", b, k, len(dv), len(sv))
+			}
+		}
+	}
+	return todo, nil
+}
+
+// notIn describes the first record of d that r does not hold as it is,
+// by time and status only (never a file's content); "" if none.
+func notIn(d, r Records) string {
+	states := make(map[int64]slot.State, len(r.States))
+	for _, st := range r.States {
+		states[key(st.ID.Time)] = st
+	}
+	for _, st := range d.States {
+		s, ok := states[key(st.ID.Time)]
+		switch {
+		case !ok:
+			return fmt.Sprintf("slot %s, %s, is not in the source", slot.FormatTime(st.ID.Time), st.Status)
+		case s.Status != st.Status || s.ExternalID != st.ExternalID || s.RetryCount != st.RetryCount:
+			return fmt.Sprintf("slot %s is %s (retry %d) there, %s (retry %d) in the source", slot.FormatTime(st.ID.Time), st.Status, st.RetryCount, s.Status, s.RetryCount)
+		}
+	}
+	marks := make(map[[2]int64]bool, len(r.Marks))
+	for _, m := range r.Marks {
+		marks[[2]int64{key(m.Slot), key(m.At)}] = true
+	}
+	for _, m := range d.Marks {
+		if !marks[[2]int64{key(m.Slot), key(m.At)}] {
+			return fmt.Sprintf("a rerun mark of slot %s", slot.FormatTime(m.Slot))
+		}
+	}
+	for t, in := range d.Intents {
+		if s, ok := r.Intents[t]; !ok || s.Attempt != in.Attempt || key(s.Time) != key(in.Time) {
+			return fmt.Sprintf("a submit intent of slot %s", slot.FormatTime(t))
+		}
+	}
+	if d.Paused && !r.Paused {
+		return "paused"
+	}
+	if d.Owner != nil && (r.Owner == nil || *r.Owner != *d.Owner) {
+		return "another owner"
+	}
+	return ""
 }
 
 // readBoth reads the same thing from the source and then from the
@@ -341,33 +435,245 @@ func first(s []string, n int) []string {
 // are verified by counts and checksum. It is idempotent and resumable: a
 // run that stopped part way is run again, and skips the workflows already
 // copied. A source with files that do not parse is refused (Problems
-// lists them), and so is a destination holding workflows the source does
-// not. The server must not be running on either.
+// lists them), and so is a destination holding records the source does
+// not hold as they are (plan): a database that ran on after a first
+// migrate is never put back. The server must not be running on either.
 func Migrate(ctx context.Context, src *statedb.DB, db *DB, progress io.Writer) (Summary, error) {
+	if err := db.NotInUse(ctx); err != nil {
+		return Summary{}, err
+	}
 	wfs, err := src.AllWorkflows()
 	if err != nil {
 		return Summary{}, err
 	}
 	src.Preload(wfs, 8)
-	if p := src.Problems(); len(p) > 0 {
+	p, err := strays(src.Dir())
+	if err != nil {
+		return Summary{}, err
+	}
+	if p = append(p, src.Problems()...); len(p) > 0 {
 		return Summary{}, fmt.Errorf("nothing copied: %d files of the source cannot be read (repair or remove them, then run again):\n  %s", len(p), strings.Join(first(p, 10), "\n  "))
 	}
 	db.Preload(wfs, 0)
-	return copyAll(fileSide(src), pgSide(db), func(wf string, r Records) error { return db.replace(ctx, wf, r) },
-		db.PutRegister, progress)
+	// The first write records the migrate (celos_incomplete_copy): a
+	// server refuses the database until a verified copy clears it.
+	marked := false
+	mark := func() error {
+		if !marked {
+			if err := db.markCopy(ctx, src.Dir(), true); err != nil {
+				return err
+			}
+			marked = true
+		}
+		return nil
+	}
+	sum, err := copyAll(fileSide(src), pgSide(db),
+		func(wf string, r Records) error {
+			if err := mark(); err != nil {
+				return err
+			}
+			return db.replace(ctx, wf, r)
+		},
+		func(b, k string, v json.RawMessage) error {
+			if err := mark(); err != nil {
+				return err
+			}
+			return db.PutRegister(b, k, v)
+		}, progress)
+	if err != nil {
+		return sum, err
+	}
+	return sum, db.markCopy(ctx, src.Dir(), false)
+}
+
+// ErrIncompleteCopy: the database holds part of a state, left by a
+// celos db migrate that did not finish (Open without IncompleteCopy).
+var ErrIncompleteCopy = errors.New("a celos db migrate into the database did not finish")
+
+// noIncompleteCopy fails with ErrIncompleteCopy, naming the migrate's
+// source, if an interrupted migrate left its row.
+func (db *DB) noIncompleteCopy(ctx context.Context) error {
+	var source string
+	var started time.Time
+	err := db.pool.QueryRow(ctx, "SELECT source, started FROM celos_incomplete_copy").Scan(&source, &started)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read celos_incomplete_copy: %w", pgError(err))
+	}
+	return fmt.Errorf("%w (from %s, started %s): it holds part of that state, and a server on it would run the missing workflows' slots again; run celos db migrate --from %s again to complete it",
+		ErrIncompleteCopy, source, slot.FormatTime(started.UTC()), source)
+}
+
+// markCopy records (begin) or clears the interrupted-migrate row.
+func (db *DB) markCopy(ctx context.Context, source string, begin bool) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	var err error
+	if begin {
+		_, err = db.pool.Exec(ctx, `INSERT INTO celos_incomplete_copy (source) VALUES ($1)
+ON CONFLICT (one) DO UPDATE SET source = EXCLUDED.source, started = clock_timestamp()`, source)
+	} else {
+		_, err = db.pool.Exec(ctx, "DELETE FROM celos_incomplete_copy")
+	}
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store %s: record the migrate in celos_incomplete_copy: %w", db.target, pgError(err))
+	}
+	return nil
+}
+
+// ErrInUse: a server instance runs on the database (Migrate, Export).
+var ErrInUse = errors.New("the database is in use")
+
+// NotInUse fails with ErrInUse, naming them, if server instances are live
+// on the database: their heartbeat is within their lease and they have
+// not left (cluster_instances, docs/ha.md). A copy under them would
+// replace their rows as they write (Migrate) or read a state that moves
+// (Export).
+func (db *DB) NotInUse(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT id, host, pid, extract(epoch FROM clock_timestamp() - heartbeat)::float8
+FROM cluster_instances
+WHERE NOT stopped AND heartbeat > clock_timestamp() - lease_ms * interval '1 millisecond'
+ORDER BY id COLLATE "C"`)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store %s: read the server instances: %w", db.target, pgError(err))
+	}
+	var live []string
+	for rows.Next() {
+		var id, host string
+		var pid int
+		var age float64
+		if err := rows.Scan(&id, &host, &pid, &age); err != nil {
+			return fmt.Errorf("PostgreSQL state store %s: read the server instances: %w", db.target, err)
+		}
+		live = append(live, fmt.Sprintf("instance %q on %s, pid %d, heartbeat %.0fs ago", id, host, pid, age))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("PostgreSQL state store %s: read the server instances: %w", db.target, pgError(err))
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("%w: nothing copied: celos servers run on %s (%s); stop them first", ErrInUse, db.target, strings.Join(first(live, 5), "; "))
+	}
+	return nil
+}
+
+// strays lists the entries of a file store's record directories that it
+// does not read as records and a copy would skip without a word: in
+// state/, rerun/ and intent/ anything but a directory (a symbolic link, a
+// file); in paused/ and owner/ anything but a regular file; in register/
+// anything but a directory of regular files. Names starting with a dot
+// (temporary files) are not records and are left out.
+func strays(root string) ([]string, error) {
+	var out []string
+	kinds := []struct {
+		area string
+		want fs.FileMode // fs.ModeDir or 0 (a regular file)
+	}{{"state", fs.ModeDir}, {"rerun", fs.ModeDir}, {"intent", fs.ModeDir}, {"paused", 0}, {"owner", 0}, {"register", fs.ModeDir}}
+	check := func(rel string, want fs.FileMode) ([]fs.DirEntry, error) {
+		ents, err := os.ReadDir(filepath.Join(root, rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the source's %s: %w", rel, err)
+		}
+		var dirs []fs.DirEntry
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if e.Type() != want {
+				out = append(out, fmt.Sprintf("%s/%s: %s", rel, e.Name(), kindOf(e.Type(), want)))
+			} else if want == fs.ModeDir {
+				dirs = append(dirs, e)
+			}
+		}
+		return dirs, nil
+	}
+	for _, k := range kinds {
+		if fi, err := os.Lstat(filepath.Join(root, k.area)); err == nil && !fi.IsDir() {
+			out = append(out, fmt.Sprintf("%s: %s", k.area, kindOf(fi.Mode().Type(), fs.ModeDir)))
+			continue
+		}
+		dirs, err := check(k.area, k.want)
+		if err != nil {
+			return nil, err
+		}
+		if k.area != "register" {
+			continue
+		}
+		for _, b := range dirs {
+			if _, err := check(path.Join("register", b.Name()), 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// kindOf says what an entry of type t is where want was expected.
+func kindOf(t, want fs.FileMode) string {
+	what := "a regular file"
+	switch {
+	case t&fs.ModeSymlink != 0:
+		what = "a symbolic link (not followed)"
+	case t.IsDir():
+		what = "a directory"
+	case t&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case t != 0:
+		what = "not a regular file (" + t.String() + ")"
+	}
+	if want == fs.ModeDir {
+		return what + ", not a directory: not copied"
+	}
+	return what + ", not a record file: not copied"
 }
 
 // Export copies db into the file store dst (celos db export), which
-// should be a new directory: records are written over, never deleted, so
-// a destination holding other records fails the verification.
+// should be a new directory: a destination holding records the source does
+// not hold as they are is refused before anything is written (plan); one
+// holding part of the source (an interrupted export) is completed.
 func Export(ctx context.Context, db *DB, dst *statedb.DB, progress io.Writer) (Summary, error) {
+	if err := db.NotInUse(ctx); err != nil {
+		return Summary{}, err
+	}
 	wfs, err := db.AllWorkflows()
 	if err != nil {
 		return Summary{}, err
 	}
 	db.Preload(wfs, 0)
-	return copyAll(pgSide(db), fileSide(dst), func(wf string, r Records) error { return writeFiles(dst, wf, r) },
+	sum, err := copyAll(pgSide(db), fileSide(dst), func(wf string, r Records) error { return writeFiles(dst, wf, r) },
 		dst.PutRegister, progress)
+	if err != nil {
+		return sum, err
+	}
+	return sum, verifyOnDisk(db, dst, wfs, sum)
+}
+
+// verifyOnDisk reads the exported directory back from disk (the index
+// copyAll compared was filled by the writes) and compares it with db
+// again: a record written but not readable (a slot file past the file
+// store's bound) fails the export, named.
+func verifyOnDisk(db *DB, dst *statedb.DB, wfs []string, sum Summary) error {
+	if err := dst.Reload(); err != nil {
+		return fmt.Errorf("verify: read the directory again: %w", err)
+	}
+	dst.Preload(wfs, 8)
+	if p := dst.Problems(); len(p) > 0 {
+		return fmt.Errorf("verify: %d files written cannot be read back (the database holds what the file store cannot):\n  %s", len(p), strings.Join(first(p, 10), "\n  "))
+	}
+	dc, dd, err := digest(fileSide(dst))
+	if err != nil {
+		return fmt.Errorf("verify: the directory read again: %w", err)
+	}
+	if dc != sum.Counts || dd != sum.Checksum {
+		return fmt.Errorf("verify: the directory read again differs from the source: source %v, checksum %s; directory %v, checksum %s", sum.Counts, short(sum.Checksum), dc, short(dd))
+	}
+	return nil
 }
 
 // writeFiles writes one workflow's records into the file store.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,5 +166,180 @@ func TestMigrateRefusals(t *testing.T) {
 	_, err = Migrate(ctx, fdb, db, nil)
 	if err == nil || !strings.Contains(err.Error(), "stranger") {
 		t.Fatalf("want the stranger named, got %v", err)
+	}
+}
+
+// TestCopyRefusesADestinationThatDiffers: a destination holding a record
+// the source does not have, or has otherwise (another server's state, the
+// old directory of an export, a database that ran on after a first
+// migrate), is refused before anything is written: no record of it is
+// overwritten. A destination holding part of the source (an interrupted
+// copy) is completed.
+func TestCopyRefusesADestinationThatDiffers(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	fillFileStore(t, src)
+	db, dsn := openTest(t)
+	fdb, err := statedb.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Migrate(ctx, fdb, db, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// The database ran on: a second migrate of the old directory must not
+	// put the old states back.
+	moved := slot.State{ID: sid("wc", 1), Status: slot.Success, ExternalID: "newer"}
+	if err := db.Put(moved); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Migrate(ctx, fdb, db, nil)
+	if err == nil || !strings.Contains(err.Error(), "nothing copied") || !strings.Contains(err.Error(), "workflow wc") {
+		t.Fatalf("migrate over a database that ran on: want a refusal naming wc, got %v", err)
+	}
+	if got, _, err := openDSN(t, dsn).Get(moved.ID); err != nil || got.ExternalID != "newer" {
+		t.Fatalf("the database's newer state was overwritten: %+v %v", got, err)
+	}
+	if err := db.PutRegister("bkt", "k2", json.RawMessage(`"changed"`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put(slot.State{ID: sid("wc", 1), Status: slot.Success}); err != nil {
+		t.Fatal(err)
+	}
+	fdb.Close()
+
+	// Export into a directory holding other records of the same workflow.
+	out := filepath.Join(t.TempDir(), "old")
+	old, err := statedb.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := slot.State{ID: sid("wc", 0), Status: slot.Failure, ExternalID: "mine"}
+	if err := old.Put(mine); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, out)
+	_, err = Export(ctx, openDSN(t, dsn), old, nil)
+	old.Close()
+	if err == nil || !strings.Contains(err.Error(), "nothing copied") || !strings.Contains(err.Error(), "workflow wc") {
+		t.Fatalf("export over other records: want a refusal naming wc, got %v", err)
+	}
+	if d := cmp.Diff(before, tree(t, out)); d != "" {
+		t.Fatalf("the destination was changed (-before +after):\n%s", d)
+	}
+
+	// A register of the destination with another value.
+	out2 := filepath.Join(t.TempDir(), "regs")
+	rdb, err := statedb.Open(out2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.PutRegister("bkt", "k2", json.RawMessage(`"theirs"`)); err != nil {
+		t.Fatal(err)
+	}
+	before = tree(t, out2)
+	_, err = Export(ctx, openDSN(t, dsn), rdb, nil)
+	rdb.Close()
+	if err == nil || !strings.Contains(err.Error(), "nothing copied") || !strings.Contains(err.Error(), "register bkt/k2") {
+		t.Fatalf("export over another register: want a refusal naming bkt/k2, got %v", err)
+	}
+	if d := cmp.Diff(before, tree(t, out2)); d != "" {
+		t.Fatalf("the destination was changed (-before +after):\n%s", d)
+	}
+
+	// An interrupted export (part of wc's files written) is completed.
+	out3 := filepath.Join(t.TempDir(), "part")
+	pdb, err := statedb.Open(out3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src3 := openDSN(t, dsn)
+	part, _, err := src3.Get(sid("wc", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pdb.Put(part); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Export(ctx, src3, pdb, nil); err != nil {
+		t.Fatalf("resumed export: %v", err)
+	}
+	pdb.Close()
+}
+
+// TestMigrateRefusesWhatItWouldSkip: entries of the source's record
+// directories that are not records the file store reads (a symbolic link
+// to a workflow directory, a file where a workflow directory belongs, a
+// directory where a paused flag belongs, a FIFO as a register) were
+// skipped without a word and their records not copied; they are named
+// now, and nothing is copied.
+func TestMigrateRefusesWhatItWouldSkip(t *testing.T) {
+	ctx := context.Background()
+	elsewhere := t.TempDir()
+	fillFileStore(t, elsewhere)
+	for _, hostile := range []struct{ name, make string }{
+		{"state/linked", "symlink"},
+		{"rerun/afile", "file"},
+		{"paused/adir", "dir"},
+		{"register/bkt/fifo", "fifo"},
+		{"owner/linked", "symlink"},
+	} {
+		t.Run(strings.ReplaceAll(hostile.name, "/", "_"), func(t *testing.T) {
+			src := t.TempDir()
+			fillFileStore(t, src)
+			p := filepath.Join(src, hostile.name)
+			var err error
+			switch hostile.make {
+			case "symlink":
+				err = os.Symlink(filepath.Join(elsewhere, "state", "wc"), p)
+			case "file":
+				err = os.WriteFile(p, []byte("x"), 0o644)
+			case "dir":
+				err = os.Mkdir(p, 0o755)
+			case "fifo":
+				err = syscall.Mkfifo(p, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, _ := openTest(t)
+			fdb, err := statedb.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fdb.Close()
+			_, err = Migrate(ctx, fdb, db, nil)
+			if err == nil || !strings.Contains(err.Error(), "nothing copied") || !strings.Contains(err.Error(), hostile.name) {
+				t.Fatalf("want a refusal naming %s, got %v", hostile.name, err)
+			}
+			if wfs, _ := db.AllWorkflows(); len(wfs) != 0 {
+				t.Fatalf("copied: %v", wfs)
+			}
+		})
+	}
+}
+
+// TestExportVerifiesWhatIsOnDisk: export's verification reads the
+// directory back from disk, not from the index it filled while writing: a
+// state the file store writes but cannot read (an external ID of 70 KiB
+// makes a slot file past its 64 KiB bound) passed the check, and a server
+// on the directory then found the slot unreadable.
+func TestExportVerifiesWhatIsOnDisk(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	big := slot.State{ID: sid("wc", 1), Status: slot.Success, ExternalID: strings.Repeat("j", 70<<10)}
+	if err := db.Put(big); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	edb, err := statedb.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer edb.Close()
+	_, err = Export(ctx, db, edb, nil)
+	if err == nil || !strings.Contains(err.Error(), "larger than") || !strings.Contains(err.Error(), "state/wc/") {
+		t.Fatalf("want the unreadable slot file named, got %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -29,7 +30,7 @@ func newDBCmd() *cobra.Command {
 		Short: "Maintain the state database (prune old slot files; migrate to and export from PostgreSQL)",
 		Example: `  celos db prune --db /var/lib/celos/db --older-than 30d --workflows-dir /etc/celos/workflows
   celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos
-  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-copy`,
+  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-back`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return usageError("celos db needs a subcommand: prune, migrate or export")
@@ -74,7 +75,8 @@ file that does not load is refused too: its triggers are unknown.
 
 The database must not be in use: prune takes its lock, and fails naming
 the server's process if one holds it (stop the server, prune, start it:
-prune is quick). Run it from cron, e.g. weekly.
+prune is quick). Run it from cron, e.g. weekly. A --db directory that does
+not exist or holds no state (a typo) is refused, not created.
 
 --db may also be a PostgreSQL database (postgres://... or host=... dbname=...,
 as celos server --db): the same rules, counted in slot states; it may run
@@ -110,42 +112,11 @@ while servers use the database (one transaction per workflow).`,
 				}
 			}
 			before := now.Add(-keep)
+			a := pruneArgs{db: dir, wfDir: wfDir, olderThan: olderThan, keep: keep, before: before, now: now, dryRun: dryRun}
 			if statepg.IsDSN(dir) {
-				return prunePostgres(c.OutOrStdout(), pruneArgs{dsn: dir, wfDir: wfDir, olderThan: olderThan, keep: keep, before: before, now: now, dryRun: dryRun})
+				return prunePostgres(c.OutOrStdout(), a)
 			}
-			files0, bytes0 := dirUsage(dir)
-			db, err := statedb.Open(dir)
-			if err != nil {
-				if errors.Is(err, statedb.ErrLocked) {
-					err = fmt.Errorf("%w; stop the server first", err)
-				}
-				return &ExitError{Code: ExitFailure, Err: err}
-			}
-			defer db.Close()
-			if wfDir != "" {
-				if err := checkLookBacks(db, wfDir, olderThan, keep); err != nil {
-					return &ExitError{Code: ExitFailure, Err: err}
-				}
-			}
-			out := c.OutOrStdout()
-			if dryRun {
-				n, err := countPrunable(db, before)
-				if err != nil {
-					return &ExitError{Code: ExitFailure, Err: err}
-				}
-				fmt.Fprintf(out, "would delete %d slot files older than %s (of %d files, %s in %s)\n",
-					n, slot.FormatTime(before), files0, humanBytes(bytes0), dir)
-				return nil
-			}
-			start := time.Now()
-			n, err := db.Prune(before, now)
-			if err != nil {
-				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("prune %s: %w (deleted %d slot files before the error)", dir, err, n)}
-			}
-			files1, bytes1 := dirUsage(dir)
-			fmt.Fprintf(out, "deleted %d slot files older than %s in %v: %d files, %s → %d files, %s\n",
-				n, slot.FormatTime(before), time.Since(start).Round(time.Millisecond), files0, humanBytes(bytes0), files1, humanBytes(bytes1))
-			return nil
+			return pruneFiles(c.OutOrStdout(), a)
 		},
 	}
 	f := c.Flags()
@@ -156,6 +127,46 @@ while servers use the database (one transaction per workflow).`,
 	f.BoolVar(&ignoreTriggers, "ignore-triggers", false, "prune without --workflows-dir (no check of what triggers read)")
 	f.StringVar(&nowS, "now", "", "the current time (default: the clock), for tests and simulated time")
 	return c
+}
+
+// pruneFiles is celos db prune on a state directory (a.db): it must hold
+// state, and no server may hold its lock.
+func pruneFiles(out io.Writer, a pruneArgs) error {
+	if !holdsState(a.db) {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s (--db) does not exist or holds no state (none of %s): nothing deleted", a.db, strings.Join(stateAreas, "/, ")+"/")}
+	}
+	files0, bytes0 := dirUsage(a.db)
+	db, err := statedb.Open(a.db)
+	if err != nil {
+		if errors.Is(err, statedb.ErrLocked) {
+			err = fmt.Errorf("%w; stop the server first", err)
+		}
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	defer db.Close()
+	if a.wfDir != "" {
+		if err := checkLookBacks(db, a.wfDir, a.olderThan, a.keep); err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+	}
+	if a.dryRun {
+		n, err := countPrunable(db, a.before)
+		if err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		fmt.Fprintf(out, "would delete %d slot files older than %s (of %d files, %s in %s)\n",
+			n, slot.FormatTime(a.before), files0, humanBytes(bytes0), a.db)
+		return nil
+	}
+	start := time.Now()
+	n, err := db.Prune(a.before, a.now)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("prune %s: %w (deleted %d slot files before the error)", a.db, err, n)}
+	}
+	files1, bytes1 := dirUsage(a.db)
+	fmt.Fprintf(out, "deleted %d slot files older than %s in %v: %d files, %s → %d files, %s\n",
+		n, slot.FormatTime(a.before), time.Since(start).Round(time.Millisecond), files0, humanBytes(bytes0), files1, humanBytes(bytes1))
+	return nil
 }
 
 // parseRetention reads a positive duration as a person writes it: 30d,

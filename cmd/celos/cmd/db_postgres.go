@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,13 +30,18 @@ func newDBMigrateCmd() *cobra.Command {
 rerun markers, submit intents, paused flags, workflow owners, registers)
 into the PostgreSQL database --to, creating its schema if needed, one
 workflow per transaction. It is idempotent and resumable: run it again
-after an interruption and it copies only the workflows that differ. At the
+after an interruption and it copies only the workflows that differ; until
+then servers refuse the database, which holds part of the state. At the
 end it compares the two sides by counts and a sha256 checksum and fails
 if they differ.
 
 It refuses, copying nothing, a source with files that do not parse (it
-names them) and a destination that holds workflows the source does not.
-Stop the server on the directory first (migrate takes its lock). Give the
+names them) and a destination holding any record the source does not hold
+as it is (another server's state; a database that ran on after a first
+migrate is never put back): only an empty database, or one holding part
+of the source after an interruption, is copied into.
+Stop the server on the directory first (migrate takes its lock) and the
+servers on the database (it refuses while one is live, naming it). Give the
 password in PGPASSWORD or ~/.pgpass. See docs/postgres.md.`,
 		Example: `  PGPASSWORD=... celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos`,
 		Args:    cobra.NoArgs,
@@ -46,6 +54,9 @@ password in PGPASSWORD or ~/.pgpass. See docs/postgres.md.`,
 			}
 			if fi, err := os.Stat(from); err != nil || !fi.IsDir() {
 				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s (--from): must exist and be a directory", from)}
+			}
+			if !holdsState(from) {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s (--from) holds no state (none of %s): nothing copied; give the server's --db directory", from, strings.Join(stateAreas, "/, ")+"/")}
 			}
 			return copyState(c.OutOrStdout(), from, to, true)
 		},
@@ -61,11 +72,17 @@ func newDBExportCmd() *cobra.Command {
 		Use:   "export --from postgres://... --to DIR",
 		Short: "Write a PostgreSQL state database out as a state directory (Celos layout)",
 		Long: `export writes every record of the PostgreSQL database --from into the state
-directory --to (created if missing; it should be new or empty: records are
-written, never deleted), so that the file store can take over again. It
-skips workflows already equal, and compares the two sides by counts and a
-sha256 checksum at the end. Stop the servers on the database first.`,
-		Example: `  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db`,
+directory --to, so that the file store can take over again. A --to that
+does not exist is written as --to.export-incomplete and renamed to --to
+once the copy is verified: an interrupted export never leaves a --to
+holding part of the state, and run again it completes the
+.export-incomplete directory. It refuses, writing nothing, a directory holding any record the
+database does not hold as it is (the old directory of a migrate, another
+server's): export into a new directory, or run it again on the one an
+interrupted export left. It skips workflows already equal, and compares
+the two sides by counts and a sha256 checksum at the end. Stop the servers
+on the database first: it refuses while one is live, naming it.`,
+		Example: `  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-back`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
@@ -73,6 +90,9 @@ sha256 checksum at the end. Stop the servers on the database first.`,
 			}
 			if !statepg.IsDSN(from) {
 				return usageError("--from %q: want a PostgreSQL URL (postgres://...) or connection string (host=... dbname=...)", from)
+			}
+			if other := notState(to); other != "" {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s (--to) is not empty and not a state directory (it holds %s): nothing written; export into a new directory", to, other)}
 			}
 			return copyState(c.OutOrStdout(), to, from, false)
 		},
@@ -82,15 +102,56 @@ sha256 checksum at the end. Stop the servers on the database first.`,
 	return c
 }
 
+// stateAreas are the directories of a file store's records.
+var stateAreas = []string{"state", "rerun", "intent", "paused", "owner", "register"}
+
+// holdsState reports whether dir has one of the record directories (a
+// state directory's, even if empty) rather than being a wrong path.
+func holdsState(dir string) bool {
+	for _, a := range stateAreas {
+		if _, err := os.Lstat(filepath.Join(dir, a)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// notState names an entry of dir that a state directory does not have
+// (its lock file, record directories and a mount point's lost+found),
+// "" if there is none or dir does not exist.
+func notState(dir string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range ents {
+		if n := e.Name(); n != ".lock" && n != "lost+found" && !slices.Contains(stateAreas, n) {
+			return fmt.Sprintf("%q", n)
+		}
+	}
+	return ""
+}
+
 // copyState opens both stores and copies dir into dsn (toPG) or dsn into
 // dir, printing the summary.
 func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	ctx := context.Background()
-	pg, err := statepg.Open(ctx, dsn, statepg.Options{})
+	// A migrate completes what an interrupted one left; an export of it
+	// is refused (it would write part of a state).
+	pg, err := statepg.Open(ctx, dsn, statepg.Options{IncompleteCopy: toPG})
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	defer pg.Close()
+	// Before the directory is opened (created, locked): nothing is left
+	// behind by a refusal.
+	if err := pg.NotInUse(ctx); err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	final, dir, err := exportDir(dir, toPG)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
 	fdb, err := statedb.Open(dir)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s: %w", dir, err)}
@@ -109,17 +170,61 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w", what, err)}
 	}
+	if final != dir {
+		fdb.Close()
+		if err := renameDir(dir, final); err != nil {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: the copy is complete and verified in %s, but: %w", what, dir, err)}
+		}
+		what = fmt.Sprintf("%s → %s", pg, final)
+	}
 	fmt.Fprintf(out, "copied %s in %v: %d workflows written, %d already there\n%v\nsha256 %s (the same on both sides)\n",
 		what, time.Since(start).Round(time.Millisecond), sum.Copied, sum.Skipped, sum.Counts, sum.Checksum)
 	return nil
 }
 
+// incompleteSuffix names the directory an export into a new directory
+// writes, renamed to the directory once the copy is verified.
+const incompleteSuffix = ".export-incomplete"
+
+// exportDir is where an export into dir writes: dir itself if it exists
+// (empty, or a state directory an earlier celos's export was interrupted
+// in), else dir + incompleteSuffix (resumed if an interrupted export left
+// it), renamed to dir at the end, so that dir never holds part of a
+// state. final is dir; a migrate (toPG) reads dir itself.
+func exportDir(dir string, toPG bool) (final, write string, err error) {
+	if toPG {
+		return dir, dir, nil
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return dir, dir, nil
+	}
+	staging := filepath.Clean(dir) + incompleteSuffix
+	if other := notState(staging); other != "" {
+		return "", "", fmt.Errorf("%s, where the export writes until it is verified, is not empty and not a state directory (it holds %s): nothing written; remove it", staging, other)
+	}
+	return dir, staging, nil
+}
+
+// renameDir renames the directory from to to (which must not exist) and
+// syncs their parent, so that the rename survives a crash.
+func renameDir(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(to))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
 // pruneArgs are celos db prune's, checked.
 type pruneArgs struct {
-	dsn, wfDir, olderThan string
-	keep                  time.Duration
-	before, now           time.Time
-	dryRun                bool
+	db, wfDir, olderThan string // db: the --db, a directory or a PostgreSQL DSN
+	keep                 time.Duration
+	before, now          time.Time
+	dryRun               bool
 }
 
 // prunePostgres is celos db prune on a PostgreSQL database: the same
@@ -127,7 +232,7 @@ type pruneArgs struct {
 // beside servers: each workflow is pruned in a transaction of its own.
 func prunePostgres(out io.Writer, a pruneArgs) error {
 	ctx := context.Background()
-	db, err := statepg.Open(ctx, a.dsn, statepg.Options{})
+	db, err := statepg.Open(ctx, a.db, statepg.Options{})
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}

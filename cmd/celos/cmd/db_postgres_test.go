@@ -3,18 +3,25 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/celos-go/celos/internal/testenv/pgtest"
+	"github.com/celos-go/celos/scheduler/cluster"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/scheduler/store"
 )
 
@@ -109,4 +116,293 @@ func files(t *testing.T, dir string) map[string]string {
 		return nil
 	})
 	return out
+}
+
+// TestDBCopyRefusesDirectoriesThatAreNotStates: celos db migrate --from a
+// directory holding no state (a wrong path: the parent of the state
+// directory, an empty one) said "copied ... 0 workflows" and left a lock
+// file in it; celos db export --to a directory holding other files wrote
+// a state database among them. Both are refused now, touching nothing.
+func TestDBCopyRefusesDirectoriesThatAreNotStates(t *testing.T) {
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	celos := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != ExitFailure {
+			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, ExitFailure, out.String(), errOut.String())
+		}
+		return errOut.String()
+	}
+	parent := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(parent, "db", "state", "wc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	for _, dir := range []string{parent, empty} {
+		before := files(t, dir)
+		errOut := celos("db", "migrate", "--from", dir, "--to", dsn)
+		if !strings.Contains(errOut, dir) || !strings.Contains(errOut, "holds no state") {
+			t.Errorf("migrate --from %s: %s", dir, errOut)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, ".lock")); err == nil {
+			t.Errorf("migrate --from %s left a lock file", dir)
+		}
+		if d := cmp.Diff(before, files(t, dir)); d != "" {
+			t.Errorf("migrate --from %s changed it:\n%s", dir, d)
+		}
+	}
+	before := files(t, parent)
+	errOut := celos("db", "export", "--from", dsn, "--to", parent)
+	if !strings.Contains(errOut, parent) || !strings.Contains(errOut, "(it holds \"db\")") || !strings.Contains(errOut, "not a state directory") {
+		t.Errorf("export --to %s: %s", parent, errOut)
+	}
+	if _, err := os.Lstat(filepath.Join(parent, ".lock")); err == nil {
+		t.Errorf("export --to %s left a lock file", parent)
+	}
+	if d := cmp.Diff(before, files(t, parent)); d != "" {
+		t.Errorf("export --to %s changed it:\n%s", parent, d)
+	}
+}
+
+// TestDBCopyRefusesADatabaseInUse: a live server instance on the
+// database (its heartbeat within its lease) makes migrate and export
+// refuse, naming it, before anything is read or written: migrate replaced
+// workflows' rows under the running servers, and export copied a state
+// that moved while it was read. Once the instance has left, both run.
+func TestDBCopyRefusesADatabaseInUse(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	db, err := statepg.Open(ctx, dsn, statepg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	member, err := cluster.New(pool, cluster.Options{ID: "sched-1", Host: "h1", Lease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := member.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "db")
+	sdb, err := statedb.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sdb.Put(slot.State{ID: slot.ID{Workflow: "wc", Time: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, Status: slot.Waiting}); err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	celos := func(want int, args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != want {
+			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errOut.String())
+		}
+		return errOut.String()
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"db", "migrate", "--from", src, "--to", dsn},
+		{"db", "export", "--from", dsn, "--to", out},
+	} {
+		errOut := celos(ExitFailure, args...)
+		if !strings.Contains(errOut, "in use") || !strings.Contains(errOut, `"sched-1"`) || !strings.Contains(errOut, "nothing") {
+			t.Errorf("celos %v: want a refusal naming instance sched-1, got %s", args[:2], errOut)
+		}
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("the refused export created %s", out)
+	}
+	if wfs := countRows(t, srv, "celos_slots"); wfs != 0 {
+		t.Fatalf("migrate wrote %d slot rows into a database in use", wfs)
+	}
+	if err := member.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	celos(0, "db", "migrate", "--from", src, "--to", dsn)
+	celos(0, "db", "export", "--from", dsn, "--to", out)
+}
+
+func countRows(t *testing.T, srv *pgtest.Server, table string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), srv.DSN("celos"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestDBExportInterrupted: celos db export killed (SIGKILL) part way
+// leaves no directory at --to that looks like a state (a server started
+// on it would run the missing slots again), only --to.export-incomplete;
+// run again, it completes that and renames it to --to, the same tree as
+// the source.
+func TestDBExportInterrupted(t *testing.T) {
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	src := filepath.Join(t.TempDir(), "db")
+	db, err := statedb.OpenWith(src, statedb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := db.Batch()
+	for w := range 400 {
+		for i := range 10 {
+			if err := b.Put(slot.State{ID: slot.ID{Workflow: fmt.Sprintf("wf-%03d", w), Time: t0.Add(time.Duration(i) * time.Hour)}, Status: slot.Success, ExternalID: "j"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, err := range b.Commit() {
+		t.Fatalf("%s: %v", id, err)
+	}
+	db.Close()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"db", "migrate", "--from", src, "--to", dsn}, &out, &errOut); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	want := files(t, src)
+
+	dst := filepath.Join(t.TempDir(), "back")
+	staging := dst + ".export-incomplete"
+	cmd := exec.Command(os.Args[0], "db", "export", "--from", dsn, "--to", dst)
+	cmd.Args[0] = "celos" // testscript.Main runs it as celos
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once it has written some workflows (a bound, not a timing
+	// assertion: if it ended first, the checks below still hold).
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, d := range []string{dst, staging} {
+			ents, _ := os.ReadDir(filepath.Join(d, "state"))
+			n += len(ents)
+		}
+		if n >= 20 || cmd.ProcessState != nil {
+			break
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Stat(dst); err == nil {
+		if d := cmp.Diff(want, files(t, dst)); d != "" {
+			t.Fatalf("the killed export left %s, a state directory missing records (-source +left):\n%.2000s", dst, d)
+		}
+		t.Logf("the export ended before the kill")
+	}
+	out.Reset()
+	if code := run([]string{"db", "export", "--from", dsn, "--to", dst}, &out, &errOut); code != 0 {
+		t.Fatalf("export again: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if d := cmp.Diff(want, files(t, dst)); d != "" {
+		t.Fatalf("the resumed export differs (-source +export):\n%.2000s", d)
+	}
+	if _, err := os.Lstat(staging); err == nil {
+		t.Errorf("%s is left after the export", staging)
+	}
+}
+
+// TestDBMigrateInterrupted: celos db migrate killed (SIGKILL) part way
+// leaves a database holding some workflows and not others; a server must
+// not start on it (it would run the missing workflows' slots again), so
+// opening it as a server does fails naming the interrupted migrate. Run
+// again, the migrate completes it, and it opens.
+func TestDBMigrateInterrupted(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	src := filepath.Join(t.TempDir(), "db")
+	db, err := statedb.OpenWith(src, statedb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := db.Batch()
+	for w := range 400 {
+		for i := range 10 {
+			if err := b.Put(slot.State{ID: slot.ID{Workflow: fmt.Sprintf("wf-%03d", w), Time: t0.Add(time.Duration(i) * time.Hour)}, Status: slot.Success, ExternalID: "j"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, err := range b.Commit() {
+		t.Fatalf("%s: %v", id, err)
+	}
+	db.Close()
+
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(os.Args[0], "db", "migrate", "--from", src, "--to", dsn)
+	cmd.Args[0] = "celos" // testscript.Main runs it as celos
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once it has written some workflows (a bound, not a timing
+	// assertion: if it ended first, the checks below still hold).
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		n := 0
+		if conn, err := pgx.Connect(ctx, dsn); err == nil {
+			conn.QueryRow(ctx, "SELECT count(DISTINCT workflow) FROM celos_slots").Scan(&n)
+			conn.Close(ctx)
+		}
+		if n >= 20 || cmd.ProcessState != nil {
+			break
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	copied := countRows(t, srv, "celos_slots")
+	pg, err := statepg.Open(ctx, dsn, statepg.Options{})
+	if copied < 4000 {
+		if err == nil || !errors.Is(err, statepg.ErrIncompleteCopy) || !strings.Contains(err.Error(), src) {
+			t.Fatalf("a database holding %d of 4000 slot states opened as a server opens it: %v", copied, err)
+		}
+	} else {
+		t.Logf("the migrate ended before the kill")
+	}
+	if err == nil {
+		pg.Close()
+	}
+	out.Reset()
+	if code := run([]string{"db", "migrate", "--from", src, "--to", dsn}, &out, &errOut); code != 0 {
+		t.Fatalf("migrate again: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	pg, err = statepg.Open(ctx, dsn, statepg.Options{})
+	if err != nil {
+		t.Fatalf("after the migrate completed: %v", err)
+	}
+	pg.Close()
+	if n := countRows(t, srv, "celos_slots"); n != 4000 {
+		t.Fatalf("%d slot states after the migrate completed, want 4000", n)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,40 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"stepuntil":  cmdStepUntil,
 	"mkfifo":     cmdMkfifo,
 	"waitfile":   cmdWaitFile,
+	"gone":       cmdGone,
+}
+
+// gone PIDFILE: every process whose PID is a line of PIDFILE has ended
+// (waited for within a bound: an orphan killed by celos is reaped by init
+// after celos exits). Those still running are killed when the script ends.
+func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: gone PIDFILE")
+	}
+	var pids []int
+	for _, f := range strings.Fields(ts.ReadFile(args[0])) {
+		pid, err := strconv.Atoi(f)
+		ts.Check(err)
+		pids = append(pids, pid)
+		ts.Defer(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	}
+	if len(pids) == 0 {
+		ts.Fatalf("%s lists no process", args[0])
+	}
+	for deadline := time.Now().Add(serverWait); ; time.Sleep(20 * time.Millisecond) {
+		var alive []int
+		for _, pid := range pids {
+			if data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && !strings.Contains(string(data), ") Z ") {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("processes %v still run after %v", alive, serverWait)
+		}
+	}
 }
 
 // waitfile PATH: wait until PATH exists (a background job's sign that it

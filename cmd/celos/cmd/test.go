@@ -48,7 +48,8 @@ the project's hdfs/ directory and the case's inputs written there. Time
 is stepped from the case's sampleTimeStart to its sampleTimeEnd, jumping
 to the next slot time when nothing is READY or RUNNING, then the outputs
 are compared with what is expected, and the sandbox is removed (also on
-Ctrl-C; --keep leaves it for a post-mortem).
+Ctrl-C; --keep leaves it for a post-mortem). Processes the commands leave
+running (a background child, a daemon) are killed when the run ends.
 
 By default the sandbox is on the local disk and slots run on the command
 service (an Oozie workflow needs a stand-in in the case's services).
@@ -145,11 +146,17 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 		return err
 	}
 	defer closeEnv()
+	// The commands' orphans become this process's children, killed when
+	// the run ends (sandbox.Options.Orphans).
+	if err := sandbox.AdoptOrphans(); err != nil {
+		fmt.Fprintf(stderr, "celos test: %v (processes the commands leave running may outlive it)\n", err)
+	}
 	started := time.Now()
 	abs, _ := filepath.Abs(dir)
 	results, err := sandbox.Run(ctx, sandbox.Options{
 		Project: p, Dir: abs, HDFSDir: filepath.Join(abs, "hdfs"), HDFSRoot: f.hdfsRoot,
 		Env: env, Parallel: f.parallel, Keep: f.keep, PoolsFile: f.pools,
+		Orphans: func(n int, err error) { reportOrphans(stderr, n, err) },
 	}, cases)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
@@ -165,6 +172,17 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 		return silentExit(ExitFailure)
 	}
 	return nil
+}
+
+// reportOrphans says how many processes the cases' commands left running
+// were killed at the end of the run.
+func reportOrphans(stderr io.Writer, n int, err error) {
+	if n > 0 {
+		fmt.Fprintf(stderr, "celos test: killed %d processes the test cases' commands left running\n", n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "celos test: %v\n", err)
+	}
 }
 
 // check checks the flags that say where the sandboxes live.

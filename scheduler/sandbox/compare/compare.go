@@ -13,10 +13,17 @@ import (
 
 // Bounds on a report: a diff longer than MaxDiffLines lines is cut, and
 // files larger than MaxDiffBytes are compared by size and first
-// difference only.
+// difference only; Plain reports MaxListedPaths paths, a diff line is
+// cut after MaxLineBytes.
 const (
 	MaxDiffLines = 200
 	MaxDiffBytes = 1 << 20
+	// MaxListedPaths bounds how many differing paths Plain reports in
+	// full; the rest are counted.
+	MaxListedPaths = 20
+	// MaxLineBytes bounds one line of a diff; a longer one is cut and
+	// its length said.
+	MaxLineBytes = 400
 )
 
 // Compare compares expected with actual by c and returns the differences,
@@ -38,12 +45,20 @@ func Compare(c testcase.Comparer, expected, actual Tree) ([]string, error) {
 // Plain compares two trees file by file: paths only in one of them, a
 // file on one side and a directory on the other, and files whose bytes
 // differ (a unified diff for text files, sizes and the first differing
-// byte otherwise).
+// byte otherwise). The first MaxListedPaths differing paths are reported
+// in full, then how many more differ.
 func Plain(expected, actual Tree) []string {
 	var diffs []string
+	more := 0
 	for _, p := range union(expected, actual) {
 		e, inE := expected[p]
 		a, inA := actual[p]
+		if len(diffs) == MaxListedPaths {
+			if !inA || !inE || e.Dir != a.Dir || (!e.Dir && !bytes.Equal(e.Data, a.Data)) {
+				more++
+			}
+			continue
+		}
 		switch {
 		case !inA:
 			diffs = append(diffs, fmt.Sprintf("%s: expected %s, missing from the output", show(p), kind(e)))
@@ -54,6 +69,9 @@ func Plain(expected, actual Tree) []string {
 		case !e.Dir && !bytes.Equal(e.Data, a.Data):
 			diffs = append(diffs, fmt.Sprintf("%s: contents differ\n%s", show(p), fileDiff(p, e.Data, a.Data)))
 		}
+	}
+	if more > 0 {
+		diffs = append(diffs, fmt.Sprintf("… and %d more paths differ", more))
 	}
 	return diffs
 }
@@ -100,6 +118,19 @@ func fileDiff(p string, want, got []byte) string {
 	return UnifiedDiff("expected/"+p, "actual/"+p, splitLines(string(want)), splitLines(string(got)))
 }
 
+// cutLine cuts a line of a report longer than MaxLineBytes on a rune
+// boundary and says its length.
+func cutLine(l string) string {
+	if len(l) <= MaxLineBytes {
+		return l
+	}
+	cut := MaxLineBytes
+	for cut > 0 && !utf8.RuneStart(l[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", l[:cut], len(l))
+}
+
 // splitLines splits text into lines, each with its newline, and marks a
 // last line without one.
 func splitLines(s string) []string {
@@ -135,7 +166,7 @@ func UnifiedDiff(from, to string, a, b []string) string {
 		if i > 0 {
 			sb.WriteByte('\n')
 		}
-		sb.WriteString("    " + l)
+		sb.WriteString("    " + cutLine(l))
 	}
 	if more > 0 {
 		fmt.Fprintf(&sb, "\n    … %d more lines", more)

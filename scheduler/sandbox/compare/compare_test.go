@@ -2,6 +2,7 @@ package compare
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -186,5 +187,53 @@ func TestReadLocal(t *testing.T) {
 	must(syscallMkfifo(filepath.Join(dir, "d", "fifo")))
 	if _, err := ReadLocal(dir); err == nil {
 		t.Error("a FIFO was read")
+	}
+}
+
+// TestPlainIsBounded: an output that differs everywhere is reported in a
+// bounded, readable size: the first MaxListedPaths paths in full, then
+// how many more; a long line is cut. 5,000 differing files printed
+// 30,000 lines, and one line of 1 MiB was printed whole (twice).
+func TestPlainIsBounded(t *testing.T) {
+	want, got := map[string]string{}, map[string]string{}
+	for i := range 5000 {
+		name := fmt.Sprintf("d/part-%05d", i)
+		want[name], got[name] = fmt.Sprintf("a %d\n", i), fmt.Sprintf("b %d\n", i)
+	}
+	diffs := Plain(Files(want), Files(got))
+	if len(diffs) != MaxListedPaths+1 {
+		t.Fatalf("%d differences reported, want %d and a summary", len(diffs), MaxListedPaths)
+	}
+	if last := diffs[len(diffs)-1]; last != fmt.Sprintf("… and %d more paths differ", 5000-MaxListedPaths) {
+		t.Errorf("summary: %q", last)
+	}
+	long := strings.Repeat("x", 1<<20-10)
+	diffs = Plain(Files(map[string]string{"f": long + "\n"}), Files(map[string]string{"f": long + "y\n"}))
+	if n := len(strings.Join(diffs, "\n")); len(diffs) != 1 || n > 4*MaxLineBytes {
+		t.Fatalf("a differing line of 1 MiB: %d differences, %d bytes", len(diffs), n)
+	}
+	if !strings.Contains(diffs[0], "… (1048568 bytes)") {
+		t.Errorf("the cut line does not say its length:\n%.300s", diffs[0])
+	}
+}
+
+// TestRecordsAreCut: a record of a line-delimited JSON or TSV comparison
+// listed as missing or unexpected is cut at MaxLineBytes, as a diff line
+// is; a record of 1 MiB was listed whole.
+func TestRecordsAreCut(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	diffs, err := NDJSON(Files(map[string]string{"p": `{"a":"` + long + `"}`}), Files(map[string]string{"p": `{"a":"y"}`}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Join(diffs, "\n")); n > 4*MaxLineBytes {
+		t.Errorf("NDJSON: %d bytes reported:\n%.300s", n, strings.Join(diffs, "\n"))
+	}
+	diffs, err = TSV(Files(map[string]string{"p": "h\n" + long + "\n"}), Files(map[string]string{"p": "h\ny\n"}), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Join(diffs, "\n")); n > 4*MaxLineBytes {
+		t.Errorf("TSV: %d bytes reported:\n%.300s", n, strings.Join(diffs, "\n"))
 	}
 }

@@ -144,7 +144,7 @@ func listed(recs []string) string {
 		if i > 0 {
 			sb.WriteByte('\n')
 		}
-		sb.WriteString("    " + r)
+		sb.WriteString("    " + cutLine(r))
 	}
 	return sb.String()
 }
