@@ -207,13 +207,15 @@ func (s *sandboxCase) compare() ([]string, error) {
 	return diffs, nil
 }
 
-// slotsOf lists the slots of the workflows under test in the case's range.
-func (s *sandboxCase) slotsOf(ctx context.Context, ids []string) []slot.State {
+// slotsOf lists the slots of the workflows ids in the case's range. A
+// listing that fails (its state database cannot be read) is an error: a
+// slot left out would look finished.
+func (s *sandboxCase) slotsOf(ctx context.Context, ids []string) ([]slot.State, error) {
 	var all []slot.State
 	for _, id := range ids {
 		sts, err := s.eng.Slots(ctx, id, s.c.Start, s.c.End.Add(time.Second))
 		if err != nil {
-			continue
+			return nil, err
 		}
 		for _, s := range sts {
 			all = append(all, s.State) // an unreadable slot: no status, a difference
@@ -225,7 +227,7 @@ func (s *sandboxCase) slotsOf(ctx context.Context, ids []string) []slot.State {
 		}
 		return all[i].ID.Workflow < all[j].ID.Workflow
 	})
-	return all
+	return all, nil
 }
 
 // notSuccessful describes the slots of a failed case that did not
@@ -244,7 +246,11 @@ func (s *sandboxCase) notSuccessful() string {
 			problems[sid] = append(problems[sid], p.Op+": "+p.Error)
 		}
 	}
-	for _, st := range s.slotsOf(context.Background(), s.ids) {
+	sts, err := s.slotsOf(context.Background(), s.ids)
+	if err != nil {
+		return "the slots cannot be listed: " + err.Error()
+	}
+	for _, st := range sts {
 		if st.Status == slot.Success {
 			continue
 		}
@@ -271,8 +277,12 @@ func (s *sandboxCase) pending() string {
 	if s.eng == nil {
 		return ""
 	}
+	sts, err := s.slotsOf(context.Background(), s.ids)
+	if err != nil {
+		return " (the slots cannot be listed: " + err.Error() + ")"
+	}
 	var names []string
-	for _, st := range s.slotsOf(context.Background(), s.ids) {
+	for _, st := range sts {
 		if st.Status == slot.Ready || st.Status == slot.Running {
 			names = append(names, st.ID.String()+" "+string(st.Status))
 		}
@@ -297,7 +307,11 @@ func (s *sandboxCase) cleanup() {
 		for _, w := range s.r.opts.Project.Workflows {
 			all = append(all, w.ID)
 		}
-		for _, st := range s.slotsOf(ctx, all) {
+		sts, err := s.slotsOf(ctx, all)
+		if err != nil {
+			fail("list the slots to kill those that run: %v", err)
+		}
+		for _, st := range sts {
 			if st.Status == slot.Running || st.Status == slot.Ready {
 				if err := s.eng.Kill(ctx, st.ID); err != nil {
 					fail("kill %s: %v", st.ID, err)

@@ -32,7 +32,11 @@ func (s *sandboxCase) drive(ctx context.Context) error {
 			moved += n
 		}
 		active, commands := 0, 0
-		for _, st := range s.slotsOf(ctx, s.ids) {
+		sts, err := s.slotsOf(ctx, s.ids)
+		if err != nil {
+			return fmt.Errorf("after the step at %s: %w", slot.FormatTime(now), err)
+		}
+		for _, st := range sts {
 			if st.ID.Time.After(t) {
 				continue
 			}
