@@ -79,6 +79,13 @@ func (e *NotDueError) Error() string {
 // Is makes errors.Is(err, ErrNotDue) true.
 func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
 
+// ErrStoreUnavailable is wrapped by a state store's error when its
+// database cannot be reached (PostgreSQL down, restarting or across a
+// broken network): no fault of the request, nor a bug. The HTTP API
+// answers 503 with a reference to the logged error, whose text (the
+// database's host and user) it does not answer.
+var ErrStoreUnavailable = errors.New("state database unreachable")
+
 // ErrNoAttempts is wrapped when a workflow's external service keeps no
 // list of a slot's attempts (no AttemptLister); the HTTP API answers 501.
 var ErrNoAttempts = errors.New("this external service keeps no list of a slot's attempts")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -208,9 +209,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, body := errorAnswer(err)
 		if status >= 500 {
 			args := []any{"method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery, "status", status, "error", err}
-			if body.Code == codeInternal {
+			if body.fault {
 				ref := scheduler.FaultReference()
-				body = internalError(ref)
+				body = faultAnswer(status, ref)
 				args = append(args, "reference", ref)
 			}
 			h.log.Error("request failed", args...)
@@ -270,6 +271,7 @@ const (
 	codeMisdirected      = "misdirected"
 	codeInternal         = "internal"
 	codeStepStuck        = "step_stuck"
+	codeUnavailable      = "unavailable"
 )
 
 // ownCodes are the codes above: with errorKinds', every code an answer
@@ -303,11 +305,11 @@ var errorKinds = []struct {
 	{scheduler.ErrRerunRefused, http.StatusBadRequest, codeBadRequest},
 	{scheduler.ErrUnschedulable, http.StatusConflict, "unschedulable"},
 	{scheduler.ErrSlotUnreadable, http.StatusConflict, "slot_unreadable"},
-	{external.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{external.ErrUnavailable, http.StatusServiceUnavailable, codeUnavailable},
 	{errNotImplemented, http.StatusNotImplemented, "not_implemented"},
 	{scheduler.ErrNoAttempts, http.StatusNotImplemented, "not_implemented"},
-	{context.Canceled, http.StatusServiceUnavailable, "unavailable"},
-	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable"},
+	{context.Canceled, http.StatusServiceUnavailable, codeUnavailable},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, codeUnavailable},
 }
 
 // errorCodes is every code an error answer may carry, sorted (the enum
@@ -352,7 +354,39 @@ func errorAnswer(err error) (int, errorBody) {
 			return k.status, b
 		}
 	}
-	return http.StatusInternalServerError, internalError("")
+	if errors.Is(err, scheduler.ErrStoreUnavailable) || unreachable(err) {
+		return http.StatusServiceUnavailable, faultAnswer(http.StatusServiceUnavailable, "")
+	}
+	return http.StatusInternalServerError, faultAnswer(http.StatusInternalServerError, "")
+}
+
+// unreachable reports whether err comes from a network connection that
+// could not be made or broke (a *net.OpError or *net.DNSError in its
+// chain; not any net.Error, which a bare syscall.Errno such as EIO also
+// is): the state database (PostgreSQL) or another service the server
+// needs cannot be reached now, which is no fault of the request nor a bug
+// of the server.
+func unreachable(err error) bool {
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[*net.DNSError](err)
+	return ok
+}
+
+// faultAnswer is the answer of an error that is not the request's: a 500
+// (internalError), or a 503 when something the server needs cannot be
+// reached. Neither answers the error's own text (it may name the state
+// database's files or its host and user); the log has it under ref.
+func faultAnswer(status int, ref string) errorBody {
+	if status != http.StatusServiceUnavailable {
+		return internalError(ref)
+	}
+	msg := "unavailable: a service the server needs (its state database) cannot be reached; its log has the detail"
+	if ref != "" {
+		msg = "unavailable (reference " + ref + "): a service the server needs (its state database) cannot be reached; its log has the detail under this reference"
+	}
+	return errorBody{Error: msg, Code: codeUnavailable, fault: true}
 }
 
 // internalError is the answer of a 500. The error's own text is not
@@ -365,7 +399,7 @@ func internalError(ref string) errorBody {
 	if ref != "" {
 		msg = "internal error (reference " + ref + "): the server could not complete the request; its log has the detail under this reference"
 	}
-	return errorBody{Error: msg, Code: codeInternal}
+	return errorBody{Error: msg, Code: codeInternal, fault: true}
 }
 
 // errBodyTimeout is wrapped when a request's body did not arrive within
@@ -387,6 +421,10 @@ type errorBody struct {
 	Error      string `json:"error"`
 	Code       string `json:"code"`
 	ServerTime string `json:"serverTime,omitempty"`
+	// fault marks the answer of an error that is not the request's (a
+	// 500, or a 503 of an unreachable database): its text is generic and
+	// is given a reference to the logged error.
+	fault bool
 }
 
 // writeError writes an error answer. Its message is not HTML-escaped

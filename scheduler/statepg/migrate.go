@@ -18,7 +18,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -182,14 +181,4 @@ func short(sum string) string {
 		return sum[:12]
 	}
 	return sum
-}
-
-// pgError adds ErrPermission and a hint to a server's "permission denied"
-// (SQLSTATE 42501) and leaves other errors as they are.
-func pgError(err error) error {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42501" {
-		return fmt.Errorf("%w: %s (the role needs CREATE on the database's schema to create or migrate celos's tables, and SELECT, INSERT, UPDATE, DELETE on them; see docs/postgres.md)", ErrPermission, pe.Message)
-	}
-	return err
 }
