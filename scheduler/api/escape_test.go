@@ -26,7 +26,8 @@ func TestErrorsNotHTMLEscaped(t *testing.T) {
 
 // TestRegisterBodyErrors: a register body that is not JSON says where it
 // breaks (not what it holds); valid JSON nested deeper than encoding/json
-// reads is called too deep, not "not a JSON value".
+// reads is called too deep, not "not a JSON value"; a body that is not
+// UTF-8 says where.
 func TestRegisterBodyErrors(t *testing.T) {
 	ts := newTester(t, newFake("a"))
 	for _, tc := range []struct{ body, want string }{
@@ -34,6 +35,9 @@ func TestRegisterBodyErrors(t *testing.T) {
 		{strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000), "body is nested too deep: at most 10000 levels of arrays and objects"},
 		{`{"a": xsecret}`, "body is not a JSON value: syntax error at byte 7"},
 		{``, "body is not a JSON value: syntax error at byte 0"},
+		// JSON is UTF-8 (RFC 8259); Go's json.Valid takes any bytes in a
+		// string, and a stored register served them back to every client.
+		{"{\"a\": \"secret\xff\"}", "body is not UTF-8: invalid byte at 13"},
 	} {
 		rec := ts.do("PUT", "/register?bucket=b&key=k", tc.body)
 		if rec.Code != http.StatusBadRequest {

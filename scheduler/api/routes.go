@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/celos-go/celos/scheduler"
 
@@ -573,9 +574,21 @@ func (h *Handler) putRegister(w http.ResponseWriter, r *http.Request, q query) e
 const maxJSONDepth = 10000
 
 // checkJSONBody refuses a body that is not one JSON value, saying why
-// without quoting it: where the syntax breaks, or that it nests deeper
-// than encoding/json reads.
+// without quoting it: where it is not UTF-8, where the syntax breaks, or
+// that it nests deeper than encoding/json reads.
 func checkJSONBody(body []byte) error {
+	if !utf8.Valid(body) {
+		// JSON is UTF-8 (RFC 8259); json.Valid takes any bytes in a string.
+		n := 0
+		for n < len(body) {
+			r, size := utf8.DecodeRune(body[n:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			n += size
+		}
+		return badParamf("body is not UTF-8: invalid byte at %d", n)
+	}
 	if json.Valid(body) {
 		return nil
 	}
