@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,5 +205,72 @@ func TestRunRecoveredAfterACrashCountsFromItsRecovery(t *testing.T) {
 	rr.step("2026-11-24T09:00Z")
 	if got := submittedTimes(f); strings.Join(got, ",") != "24 00:00,24 01:00" {
 		t.Fatalf("submitted %v, want 01:00 at 09:00", got)
+	}
+}
+
+// TestRunsRecordNotWritten: when the store cannot write the record of
+// submissions (run/ is not a directory), the step that submitted says so
+// (ErrPersist, a "persist" error, the log); the slot is RUNNING all the
+// same and the submission counts in the engine's memory.
+func TestRunsRecordNotWritten(t *testing.T) {
+	w := fixture.Hourly("spaced")
+	w.StartTime = ts("2026-11-24T00:00Z")
+	w.SchedulingStrategy.Concurrency = 5
+	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	rr := newRestartRig(t, nil, w)
+	logs := &logCounter{}
+	rr.r.e.log = slog.New(slog.NewTextHandler(logs, nil))
+	if err := os.WriteFile(filepath.Join(rr.r.ddir, "run"), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rr.step("2026-11-24T03:00Z")
+	err := rr.r.e.Step(context.Background(), ts("2026-11-24T03:00:30Z"), nil)
+	if !errors.Is(err, ErrPersist) || rr.r.e.LastStep().Errors["persist"] != 1 {
+		t.Fatalf("step: %v, errors %v; want ErrPersist and one persist error", err, rr.r.e.LastStep().Errors)
+	}
+	if logs.count("submissions not recorded") != 1 {
+		t.Errorf("the log does not say the submissions were not recorded:\n%s", logs.String())
+	}
+	if st := rr.r.state("spaced", ts("2026-11-24T00:00Z")); st.Status != slot.Running {
+		t.Fatalf("00:00 is %s, want RUNNING", st.Status)
+	}
+	rr.step("2026-11-24T07:00:29Z")
+	if got := submittedTimes(rr.r.svc); len(got) != 1 {
+		t.Fatalf("submitted %v within 4h of 03:00:30", got)
+	}
+}
+
+// TestRunsRecordUnreadable: a record of submissions that does not parse
+// is logged when the engine reads it, and the slots that had a job count
+// at their slot times; the next submission writes the record anew.
+func TestRunsRecordUnreadable(t *testing.T) {
+	w := fixture.Hourly("spaced")
+	w.StartTime = ts("2026-11-24T00:00Z")
+	w.SchedulingStrategy.Concurrency = 5
+	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	rr := newRestartRig(t, nil, w)
+	rr.step("2026-11-24T03:00Z")
+	rr.step("2026-11-24T03:00:30Z") // 00:00 submitted
+	rr.r.svc.finishAll(true)
+	rr.step("2026-11-24T03:10Z")
+	if err := os.WriteFile(filepath.Join(rr.r.ddir, "run", "spaced"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rr.restart()
+	logs := &logCounter{}
+	rr.r.e.log = slog.New(slog.NewTextHandler(logs, nil))
+	rr.step("2026-11-24T04:00Z") // 00:00 counted at 00:00: 01:00 runs
+	if got := submittedTimes(rr.r.svc); strings.Join(got, ",") != "24 00:00,24 01:00" {
+		t.Fatalf("with an unreadable record: submitted %v, want 01:00 at 04:00", got)
+	}
+	if logs.count("record of submissions not read") != 1 || strings.Contains(logs.String(), "garbage") {
+		t.Errorf("the log of the unreadable record:\n%s", logs.String())
+	}
+	rr.r.svc.finishAll(true)
+	rr.step("2026-11-24T04:10Z")
+	rr.restart()
+	rr.step("2026-11-24T07:59Z")
+	if got := submittedTimes(rr.r.svc); len(got) != 2 {
+		t.Fatalf("after another restart: submitted %v within 4h of 04:00 (the record written anew)", got)
 	}
 }
