@@ -6,10 +6,12 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -90,13 +92,16 @@ func runLookback(c *workflow.Constraints) time.Duration {
 
 // runsOf returns the submission times of workflow ws that its constraints
 // count at now, oldest first. The engine notes every submission a step
-// makes (noteRun); what happened before the server started is read once,
-// from the slots of the schedule in the look-back period that have had a
-// job, each counted at its slot time (the earliest it can have been
-// submitted: after a restart a workflow may run sooner than minInterval
-// after its last run, never twice as often as maxRuns allows within the
-// schedule). The state store keeps no submission times, so this needs no
-// change of engine.Store.
+// makes (noteRun) and, when the store keeps them (runRecorder), records
+// them before the step writes the RUNNING states (recordRuns). What
+// happened before the engine stepped the workflow (a restart, a take-over
+// by another instance) is read once: the store's record, and for every
+// slot of the look-back period that had a job but is not in it (state an
+// older celos wrote, or a store without a record) the slot time, the
+// earliest it can have been submitted. A crash between a submission and
+// its record leaves the slot READY with a submit intent: the step that
+// recovers (or submits again) counts it at its own time, later than the
+// real one, never earlier.
 func (s *stepper) runsOf(ws *wfStep) []time.Time {
 	look := runLookback(ws.w.Constraints)
 	if look == 0 {
@@ -105,21 +110,57 @@ func (s *stepper) runsOf(ws *wfStep) []time.Time {
 	e := s.e
 	runs, seeded := e.runs[ws.id]
 	if !seeded {
-		for _, t := range ws.sched.AppendTimes(nil, s.now.Add(-look), s.now) {
-			st, found, err := e.db.Get(slot.ID{Workflow: ws.id, Time: t})
-			if err == nil && found && hadJob(st) {
-				runs = append(runs, t)
-			}
-		}
+		runs = s.seedRuns(ws, look)
 	}
 	// Forget what no longer counts.
 	k := 0
-	for k < len(runs) && s.now.Sub(runs[k]) >= look {
+	for k < len(runs) && s.now.Sub(runs[k].At) >= look {
 		k++
 	}
 	runs = runs[k:]
 	e.runs[ws.id] = runs
+	s.runTimes = s.runTimes[:0]
+	for _, r := range runs {
+		s.runTimes = append(s.runTimes, r.At)
+	}
+	return s.runTimes
+}
+
+// seedRuns reads the submissions of workflow ws in the look-back period
+// before now (see runsOf), oldest first.
+func (s *stepper) seedRuns(ws *wfStep, look time.Duration) []store.Run {
+	e := s.e
+	var runs []store.Run
+	recorded := make(map[int64]bool)
+	if rr, ok := e.db.(runRecorder); ok {
+		rec, err := rr.Runs(ws.id)
+		if err != nil {
+			e.log.Warn("record of submissions not read; the slots of the look-back that had a job count at their slot times",
+				"workflow", ws.id, "error", err)
+			rec = nil
+		}
+		for _, r := range rec {
+			recorded[r.Slot.UnixMilli()] = true
+			if s.now.Sub(r.At) < look {
+				runs = append(runs, r)
+			}
+		}
+	}
+	for _, t := range ws.sched.AppendTimes(nil, s.now.Add(-look), s.now) {
+		if recorded[t.UnixMilli()] {
+			continue
+		}
+		st, found, err := e.db.Get(slot.ID{Workflow: ws.id, Time: t})
+		if err == nil && found && hadJob(st) {
+			runs = append(runs, store.Run{Slot: t, Attempt: st.RetryCount, At: t})
+		}
+	}
+	sortRuns(runs)
 	return runs
+}
+
+func sortRuns(runs []store.Run) {
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].At.Before(runs[j].At) })
 }
 
 // hadJob reports whether a stored slot was submitted at least once.
@@ -131,12 +172,61 @@ func hadJob(st slot.State) bool {
 	return st.ExternalID != "" || st.RetryCount > 0
 }
 
-// noteRun records a submission of workflow id at now.
-func (s *stepper) noteRun(w *workflow.Workflow) {
+// noteRun records a submission (or a recovered one) of slot st of w at
+// the step's time, to be recorded in the store by recordRuns. A second
+// one of the same attempt (a job recovered after a crash between its
+// submission and the RUNNING write) replaces the first: it counts at the
+// later time.
+func (s *stepper) noteRun(w *workflow.Workflow, st slot.State) {
 	if runLookback(w.Constraints) == 0 {
 		return
 	}
-	s.e.runs[w.ID] = append(s.e.runs[w.ID], s.now)
+	runs := s.e.runs[w.ID]
+	for i, r := range runs {
+		if r.Slot.Equal(st.ID.Time) && r.Attempt == st.RetryCount {
+			runs = append(runs[:i:i], runs[i+1:]...)
+			break
+		}
+	}
+	runs = append(runs, store.Run{Slot: st.ID.Time, Attempt: st.RetryCount, At: s.now})
+	if n := len(runs); n > 1 && runs[n-1].At.Before(runs[n-2].At) {
+		sortRuns(runs) // a step at an earlier time than the last
+	}
+	s.e.runs[w.ID] = runs
+	if s.noted == nil {
+		s.noted = make(map[string]bool)
+	}
+	s.noted[w.ID] = true
+}
+
+// recordRuns writes the submissions of the workflows the step submitted
+// for (noteRun) to a store that keeps them (runRecorder), before apply
+// writes their RUNNING states: a crash before this write leaves the slots
+// READY with their submit intents (counted again, later, when the job is
+// recovered), one after it finds the submission recorded. A record that
+// cannot be written is a failed write of the step (ErrPersist); the
+// submission still counts in this engine's memory.
+func (s *stepper) recordRuns() {
+	noted := s.noted
+	s.noted = nil
+	rr, ok := s.e.db.(runRecorder)
+	if !ok || len(noted) == 0 {
+		return
+	}
+	set := make(map[string][]store.Run, len(noted))
+	for wf := range noted {
+		set[wf] = append([]store.Run(nil), s.e.runs[wf]...)
+	}
+	for wf, err := range rr.PutRuns(set) {
+		if !s.e.owns(wf) {
+			s.rep.Fenced++
+			s.e.log.Warn("dropped: another instance owns the workflow now", "workflow", wf, "what", "record of submissions", "error", err)
+			continue
+		}
+		s.rep.Errors["persist"]++
+		s.persistFailed(err)
+		s.e.log.Error("submissions not recorded: after a restart they count at their slot times", "workflow", wf, "error", err)
+	}
 }
 
 // MissedSLA says whether slot st, in its state when the step began, has

@@ -55,6 +55,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/pool"
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/scheduler/trigger"
 )
 
@@ -115,9 +116,9 @@ type Engine struct {
 	stateRead *config
 	wfBuf     []wfStep // the workflows of a step (gather); guarded by stepMu
 	pools     *pool.File
-	// runs are the recent submission times of workflows with minInterval
-	// or maxRuns (runsOf); guarded by stepMu.
-	runs map[string][]time.Time
+	// runs are the recent submissions of workflows with minInterval or
+	// maxRuns, oldest first (runsOf); guarded by stepMu.
+	runs map[string][]store.Run
 	// started is the engine's start (by Clock): SLA deadlines before it
 	// are noted, not sent again.
 	started time.Time
@@ -194,7 +195,7 @@ func New(opts Options) (*Engine, error) {
 		done:     make(map[string]doneMark),
 		problems: make(map[problemKey]scheduler.Problem),
 		sla:      make(map[slot.ID]scheduler.Problem),
-		runs:     make(map[string][]time.Time),
+		runs:     make(map[string][]store.Run),
 		pools:    pool.NewFile(opts.PoolsFile),
 	}
 	if e.regs == nil {

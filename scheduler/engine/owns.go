@@ -18,8 +18,9 @@ func (e *Engine) owns(wf string) bool { return e.opts.Owns == nil || e.opts.Owns
 // owned returns the workflows of todo this engine owns, and forgets the
 // done marks, problems and records of submissions (runsOf) of the others:
 // another instance steps them, and if one comes back here its state is
-// read afresh — its submissions too, from the stored slots, since this
-// engine's record lacks those the other instance made (stepMu is held).
+// read afresh — its submissions too, from the store's record (runsOf),
+// since this engine's memory lacks those the other instance made (stepMu
+// is held).
 func (e *Engine) owned(todo []string) []string {
 	if e.opts.Owns == nil {
 		return todo

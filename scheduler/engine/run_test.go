@@ -227,18 +227,19 @@ func TestMinIntervalSurvivesRestart(t *testing.T) {
 	if n := len(r.svc.submitted()); n != 1 {
 		t.Fatalf("%d submissions within minInterval, want 1", n)
 	}
-	// A new engine on the same state: the 00:00 run counts at its slot time.
+	// A new engine on the same state: the 00:00 run counts at the time it
+	// was submitted, 00:11 (see also runs_restart_test.go).
 	e2, err := New(Options{WorkflowsDir: r.wdir, Store: r.db, Services: map[string]external.Service{workflow.ServiceCommand: r.svc}, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e2.Step(context.Background(), ts("2026-11-24T02:59Z"), nil); err != nil {
+	if err := e2.Step(context.Background(), ts("2026-11-24T03:10Z"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(r.svc.submitted()); n != 1 {
 		t.Fatalf("after a restart: %d submissions within minInterval, want 1", n)
 	}
-	if err := e2.Step(context.Background(), ts("2026-11-24T03:00Z"), nil); err != nil {
+	if err := e2.Step(context.Background(), ts("2026-11-24T03:11Z"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(r.svc.submitted()); n != 2 {

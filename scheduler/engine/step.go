@@ -208,6 +208,10 @@ type stepper struct {
 	// poolLimits their limits, for the store's admission (claimPools).
 	poolMembers map[string][]string
 	poolLimits  map[string]int
+	// noted are the workflows whose submissions the step noted (noteRun),
+	// recorded by recordRuns; runTimes is runsOf's buffer.
+	noted    map[string]bool
+	runTimes []time.Time
 }
 
 // wfStep is one workflow in a step: what gather read, and the
@@ -530,11 +534,13 @@ func dedupe(ts []time.Time) []time.Time {
 	return out
 }
 
-// apply makes the step's transitions durable in one batched write. A slot
+// apply records the submissions the step made (recordRuns), then makes
+// the step's transitions durable in one batched write. A slot
 // whose write failed is back in its previous state: it is reported, and
 // the workflow's done mark is lowered to it so that the next step looks at
 // it again. Then the rerun markers and submit intents that are done go.
 func (s *stepper) apply() {
+	s.recordRuns() // before the RUNNING states: see recordRuns
 	var failed map[slot.ID]error
 	if len(s.writes) > 0 {
 		failed = s.e.db.PutStates(s.writes)

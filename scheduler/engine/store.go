@@ -130,6 +130,21 @@ type (
 	poolCounter interface {
 		PoolOccupied(wfs []string) ([]slot.ID, error)
 	}
+	// runRecorder keeps the recent submissions of the workflows with run
+	// constraints (minInterval, maxRuns): the engine writes a workflow's
+	// record after a step submitted for it, before the RUNNING states, and
+	// reads it once when it starts stepping the workflow (a restart, a
+	// take-over), so that those submissions count at their real times
+	// (runsOf). Without it, and for slots the record does not name (state
+	// an older celos wrote), a slot that had a job counts at its slot time.
+	runRecorder interface {
+		// Runs returns the submissions recorded for wf (none: nil).
+		Runs(wf string) ([]store.Run, error)
+		// PutRuns replaces the record of each workflow of set, durable
+		// when it returns (fenced like the store's other writes), and
+		// returns the workflows whose record it could not write.
+		PutRuns(set map[string][]store.Run) map[string]error
+	}
 	// reloader drops the store's cache (ClearCache).
 	reloader interface{ Reload() error }
 	// writeCounter counts the files the store wrote (StepReport.Writes).

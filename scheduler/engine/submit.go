@@ -270,7 +270,7 @@ func (s *stepper) running(p pendingSubmit, ext string) {
 	s.e.clearProblem(to.ID.Workflow, to.ID.Time)
 	s.transition(p.st, to)
 	s.submitted = append(s.submitted, to.ID)
-	s.noteRun(p.w)
+	s.noteRun(p.w, to)
 	if u, ok := s.rep.Pools[p.w.Pool]; ok {
 		u.Running++
 		s.rep.Pools[p.w.Pool] = u

@@ -45,6 +45,28 @@ type Intent struct {
 	Pool *PoolClaim `json:"-"`
 }
 
+// Run is one submission the engine made: the slot, its attempt (the
+// slot's retry count) and when. Run constraints (minInterval, maxRuns)
+// count them; a store that keeps them (the engine's optional runRecorder)
+// lets a restarted engine, or the instance that takes a workflow over,
+// count the real times rather than the slot times.
+type Run struct {
+	Slot    time.Time `json:"slot"`
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+}
+
+// CeilMilli is t in UTC rounded up to a whole millisecond, the precision
+// the stores keep times at: a submission time stored is never earlier
+// than the real one.
+func CeilMilli(t time.Time) time.Time {
+	r := t.UTC().Truncate(time.Millisecond)
+	if r.Before(t) {
+		r = r.Add(time.Millisecond)
+	}
+	return r
+}
+
 // PoolClaim is what a store needs to admit a submit intent of a pool's
 // workflow: the slots of the pool that count against its limit are those
 // of Workflows that are RUNNING or have an open submit intent.

@@ -1,0 +1,119 @@
+package statedb
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/celos-go/celos/internal/regfile"
+	"github.com/celos-go/celos/scheduler/store"
+)
+
+// The recent submissions of a workflow with run constraints (store.Run,
+// celos only; Celos ignores the directory) are one file per workflow,
+// replaced whole at each step that submits for it:
+//
+//	<dir>/run/<workflow>   [{"slot":"…","attempt":0,"at":"…"}, …]
+
+// maxRunsFile bounds a record of submissions (a minutely workflow with a
+// look-back of the whole 7-day window: about 10,000 runs of 80 bytes).
+const maxRunsFile = 4 << 20
+
+// Runs returns the submissions recorded for workflow wf, nil when there
+// is no record. A record that cannot be read or parsed is an error naming
+// the file (not its content), and is reported in Problems.
+func (db *DB) Runs(wf string) ([]store.Run, error) {
+	if err := validWorkflow(wf); err != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrBadName, err)
+	}
+	rel := filepath.Join("run", wf)
+	path := filepath.Join(db.dir, rel)
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, errClosed
+	}
+	data, err := regfile.ReadFileNoFollow(path, maxRunsFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		db.problems[rel] = trimPath(err, path)
+		return nil, fmt.Errorf("state database: read the record of submissions %s: %s", path, db.problems[rel])
+	}
+	db.reads.Add(1)
+	var runs []store.Run
+	if err := json.Unmarshal(data, &runs); err != nil || !validRuns(runs) {
+		db.problems[rel] = `not a record of submissions (want [{"slot":...,"attempt":...,"at":...}])`
+		return nil, fmt.Errorf("%w: %s: %s", store.ErrCorrupt, path, db.problems[rel])
+	}
+	delete(db.problems, rel)
+	return runs, nil
+}
+
+func validRuns(runs []store.Run) bool {
+	for _, r := range runs {
+		if r.Slot.IsZero() || r.At.IsZero() || r.Attempt < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// PutRuns replaces the record of submissions of each workflow of set,
+// together: every file is written to a temporary file, one syncfs makes
+// them durable, they are renamed into place and a second syncfs makes the
+// renames durable. It returns the workflows whose record could not be
+// written, with the reason.
+func (db *DB) PutRuns(set map[string][]store.Run) map[string]error {
+	failed := make(map[string]error)
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	const dir = "run" // relative to the root, as writeMany takes it
+	wfs := make([]string, 0, len(set))
+	ws := make([]fileWrite, 0, len(set))
+	for wf, runs := range set {
+		if closed {
+			failed[wf] = errClosed
+			continue
+		}
+		if err := validWorkflow(wf); err != nil {
+			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
+			continue
+		}
+		out := make([]store.Run, len(runs))
+		for i, r := range runs {
+			out[i] = store.Run{Slot: r.Slot.UTC(), Attempt: r.Attempt, At: store.CeilMilli(r.At)}
+		}
+		data, err := json.Marshal(out)
+		if err != nil {
+			failed[wf] = fmt.Errorf("state database: record of submissions of %s: %w", wf, err)
+			continue
+		}
+		wfs = append(wfs, wf)
+		ws = append(ws, fileWrite{dir: dir, name: wf, data: append(data, '\n')})
+	}
+	var syncErr error
+	if len(ws) > 0 {
+		syncErr = db.writeMany(ws)
+	}
+	db.mu.Lock()
+	for i, wf := range wfs {
+		switch {
+		case ws[i].err != nil:
+			failed[wf] = fmt.Errorf("record the submissions of %s: %w", wf, ws[i].err)
+		case syncErr != nil:
+			failed[wf] = fmt.Errorf("record the submissions of %s: %w", wf, syncErr)
+		default:
+			delete(db.problems, filepath.Join("run", wf))
+		}
+	}
+	db.mu.Unlock()
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
