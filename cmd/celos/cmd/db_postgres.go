@@ -103,7 +103,7 @@ on the database first: it refuses while one is live, naming it.`,
 }
 
 // stateAreas are the directories of a file store's records.
-var stateAreas = []string{"state", "rerun", "intent", "paused", "owner", "register"}
+var stateAreas = []string{"state", "rerun", "intent", "paused", "owner", "register", "run"}
 
 // holdsState reports whether dir has one of the record directories (a
 // state directory's, even if empty) rather than being a wrong path.

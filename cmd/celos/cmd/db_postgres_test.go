@@ -406,3 +406,28 @@ func TestDBMigrateInterrupted(t *testing.T) {
 		t.Fatalf("%d slot states after the migrate completed, want 4000", n)
 	}
 }
+
+// TestDBExportIntoAStateWithARunRecord: a file store's record of
+// submissions (run/, kept for run constraints) is one of its areas: an
+// export into a state directory that has one is not refused as a
+// directory of other files.
+func TestDBExportIntoAStateWithARunRecord(t *testing.T) {
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("celos")
+	dir := t.TempDir()
+	for _, d := range []string{"state", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run", "wc"), []byte(`[]`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"db", "export", "--from", dsn, "--to", dir}, &out, &errOut); code != 0 {
+		t.Fatalf("export --to a state directory with run/: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+}
