@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
@@ -159,5 +160,28 @@ func TestBrowserUnreadableSlotRerunAndKill(t *testing.T) {
 	g = checkGridAgainstAPI(t, ctx, srv.URL)
 	if c := rowOf(t, g, "busy").Cells[busyCol]; c != "k:" {
 		t.Errorf("after the kill the cell shows %q, want k:", c)
+	}
+}
+
+// TestBrowserStandaloneSlotPageActs: the buttons of a slot's details
+// opened as a page of its own (the panel's ↗ link, a shared URL), not in
+// the grid's side panel, act too: here the Rerun of an unreadable slot,
+// after which the page shows the slot WAITING. Real engine and state
+// database.
+func TestBrowserStandaloneSlotPageActs(t *testing.T) {
+	ctx := newBrowser(t)
+	f := newUnreadableFixture(t)
+	srv := uiServer(t, f.eng, func() time.Time { return f.now }, Options{Version: "test"})
+	rerun := `.detail[data-kind="slot"][data-id="wf"] button[data-act="rerun"]`
+	run(t, ctx, "open the slot's page", chromedp.Navigate(srv.URL+"/ui/slot?id=wf&time="+slot.FormatTime(f.fifoTime)), chromedp.WaitVisible(chromedp.CSS(rerun)))
+	run(t, ctx, "rerun it", chromedp.Click(chromedp.CSS(rerun)), chromedp.WaitVisible(chromedp.CSS(`#confirm[open]`)))
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(tctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(`#confirm-ok`)))); err != nil {
+		t.Fatalf("confirm and reload: %v", err)
+	}
+	waitJS(t, ctx, "the page after the rerun", `document.readyState === 'complete' && document.querySelector('.detail[data-status="WAITING"]')`)
+	if got := mustSlotState(t, f.eng, "wf", f.fifoTime).Status; got != slot.Waiting {
+		t.Errorf("after the rerun the engine says %q, want WAITING", got)
 	}
 }
