@@ -180,7 +180,7 @@ func (h *handler) serveSlot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(slots) == 1 && slots[0].Unreadable != nil {
-		h.serviceError(w, r, slots[0].Unreadable) // 409, naming the record
+		h.unreadableSlot(w, r, slots[0], paused)
 		return
 	}
 	if len(slots) == 1 {
@@ -232,6 +232,47 @@ func (h *handler) serveSlot(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.render(w, r, "range.html", v)
+}
+
+// unreadableView is the details of one slot whose record cannot be read:
+// why (the 409 of /slot-state, naming the record), and the actions that
+// rewrite the record.
+type unreadableView struct {
+	pageCommon
+	Workflow string
+	Time     time.Time
+	TimeISO  string
+	Style    *statusStyle
+	Paused   bool
+	CanRerun bool
+	CanKill  bool
+	Code     int
+	Status   string
+	Message  string
+}
+
+// unreadableSlot answers the details of a slot whose record cannot be
+// read: 409 with the error, as /slot-state does, and the buttons of a
+// slot's details. Both actions are offered: the state that would choose
+// between them is what cannot be read, and the server refuses the one
+// that does not apply (a rerun while the slot's job runs; either while a
+// directory holding files is in the record's place), saying why.
+func (h *handler) unreadableSlot(w http.ResponseWriter, r *http.Request, s scheduler.ListedSlot, paused bool) {
+	v := &unreadableView{
+		pageCommon: h.common(s.ID.String()),
+		Workflow:   s.ID.Workflow,
+		Time:       s.ID.Time,
+		TimeISO:    slot.FormatTime(s.ID.Time),
+		Style:      &unreadableStyle,
+		Paused:     paused,
+		CanRerun:   true,
+		CanKill:    true,
+		Code:       http.StatusConflict,
+		Status:     http.StatusText(http.StatusConflict),
+		Message:    s.Unreadable.Error(),
+	}
+	v.Fragment = h.fragment(r)
+	h.renderStatus(w, r, http.StatusConflict, "unreadable.html", v)
 }
 
 func (h *handler) slotView(ctx context.Context, wf *workflow.Workflow, st slot.State, now time.Time, paused bool) *slotView {
@@ -481,6 +522,11 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // render executes a template into a buffer (so a template error is a clean
 // 500, not half a page) and sends it.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, data any) {
+	h.renderStatus(w, r, http.StatusOK, name, data)
+}
+
+// renderStatus is render with another status code than 200.
+func (h *handler) renderStatus(w http.ResponseWriter, r *http.Request, code int, name string, data any) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer func() {
@@ -494,7 +540,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, da
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	h.write(w, r, buf.Bytes())
+	h.write(w, r, code, buf.Bytes())
 }
 
 func (h *handler) funcs() template.FuncMap {

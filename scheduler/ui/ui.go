@@ -249,21 +249,24 @@ func (h *handler) serveStatic(w http.ResponseWriter, r *http.Request, name strin
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.write(w, r, f.data)
+	h.write(w, r, http.StatusOK, f.data)
 }
 
-// write sends a body, gzipped when the client accepts it and it is worth it.
-func (h *handler) write(w http.ResponseWriter, r *http.Request, body []byte) {
+// write sends a body with status code, gzipped when the client accepts it
+// and it is worth it.
+func (h *handler) write(w http.ResponseWriter, r *http.Request, code int, body []byte) {
 	hd := w.Header()
 	hd.Add("Vary", "Accept-Encoding")
 	if len(body) < 4096 || !acceptsGzip(r) {
 		hd.Set("Content-Length", fmt.Sprint(len(body)))
+		w.WriteHeader(code)
 		if r.Method != http.MethodHead {
 			w.Write(body)
 		}
 		return
 	}
 	hd.Set("Content-Encoding", "gzip")
+	w.WriteHeader(code)
 	if r.Method == http.MethodHead {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
@@ -21,46 +22,58 @@ import (
 	"github.com/celos-go/celos/schema/workflow"
 )
 
-// unreadableFixture is a real engine and state database whose hourly
-// workflow wf (command `true`, from 6 hours before now) has a FIFO as the
-// state file of the slot 2 hours before now.
+// unreadableFixture is a real engine, state database and command service
+// whose hourly workflow wf (command `true`, from 6 hours before now) has
+// a FIFO as the state file of the slot 2 hours before now; the project
+// holds the extra workflows given too (nothing steps them).
 type unreadableFixture struct {
 	eng      *engine.Engine
+	db       *statedb.DB
+	dbDir    string
+	cmd      *command.Service
 	now      time.Time
 	fifoTime time.Time
 	fifo     string // its path
 }
 
-func newUnreadableFixture(t *testing.T) *unreadableFixture {
+func newUnreadableFixture(t *testing.T, extra ...workflow.Workflow) *unreadableFixture {
 	t.Helper()
 	dir := t.TempDir()
-	wfDir, dbDir := filepath.Join(dir, "workflows"), filepath.Join(dir, "db")
+	wfDir := filepath.Join(dir, "workflows")
 	if err := os.MkdirAll(wfDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := &unreadableFixture{now: time.Date(2026, 11, 24, 13, 20, 0, 0, time.UTC)}
+	f := &unreadableFixture{now: time.Date(2026, 11, 24, 13, 20, 0, 0, time.UTC), dbDir: filepath.Join(dir, "db")}
 	w := fixture.Hourly("wf")
 	w.ExternalService = fixture.Command("true")
 	w.StartTime = f.now.Add(-6 * time.Hour).Truncate(time.Hour)
-	fixture.Write(t, wfDir, fixture.Project("p", w))
+	fixture.Write(t, wfDir, fixture.Project("p", append([]workflow.Workflow{w}, extra...)...))
 	f.fifoTime = f.now.Add(-2 * time.Hour).Truncate(time.Hour)
-	f.fifo = filepath.Join(dbDir, "state", "wf", f.fifoTime.Format("2006-01-02"), f.fifoTime.Format("15:04:05.000Z"))
+	f.fifo = f.stateFile("wf", f.fifoTime)
 	if err := os.MkdirAll(filepath.Dir(f.fifo), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Mkfifo(f.fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	db, err := statedb.OpenWith(dbDir, statedb.Options{NoSync: true})
-	if err != nil {
+	var err error
+	if f.db, err = statedb.OpenWith(f.dbDir, statedb.Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	f.eng, err = engine.New(engine.Options{WorkflowsDir: wfDir, Store: db, Services: map[string]external.Service{}, FS: trigger.NewMux("")})
+	t.Cleanup(func() { f.db.Close() })
+	if f.cmd, err = command.New(filepath.Join(dir, "jobs"), command.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eng, err = engine.New(engine.Options{WorkflowsDir: wfDir, Store: f.db, Services: map[string]external.Service{workflow.ServiceCommand: f.cmd}, FS: trigger.NewMux("")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// stateFile is the path of the state file of slot id@at.
+func (f *unreadableFixture) stateFile(id string, at time.Time) string {
+	return filepath.Join(f.dbDir, "state", id, at.Format("2006-01-02"), at.Format("15:04:05.000Z"))
 }
 
 // TestUnreadableSlotDetails: the details of a slot whose state file
@@ -89,6 +102,38 @@ func TestUnreadableSlotDetails(t *testing.T) {
 	rec := get(t, h, "/ui/slot?id=wf&time="+slot.FormatTime(fifoTime.Add(time.Minute)))
 	if rec.Code != 404 {
 		t.Errorf("a time that is no slot: %d, want 404", rec.Code)
+	}
+}
+
+// TestUnreadableSlotDetailsOfferRerunAndKill: the details of a single
+// slot whose state file cannot be read, opened by its time or as the only
+// slot of a bucket (a click on its cell), page or side-panel fragment,
+// still say why (409, naming the file) and offer the Rerun and Kill
+// buttons of a slot's details, which the API accepts for such a slot (a
+// rerun rewrites its record; a kill kills the job the service has for it,
+// then writes KILLED). Real engine and state database.
+func TestUnreadableSlotDetailsOfferRerunAndKill(t *testing.T) {
+	f := newUnreadableFixture(t)
+	h, err := New(f.eng, Options{Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := slot.FormatTime(f.fifoTime)
+	bucket := "/ui/slot?id=wf&start=" + ft + "&end=" + slot.FormatTime(f.fifoTime.Add(time.Hour))
+	for _, target := range []string{"/ui/slot?id=wf&time=" + ft, bucket, bucket + "&f=1"} {
+		rec := get(t, h, target)
+		body := rec.Body.String()
+		if rec.Code != 409 || !strings.Contains(body, f.fifo) || !strings.Contains(body, "named pipe") {
+			t.Errorf("GET %s: %d, want 409 naming %s as a named pipe; body:\n%s", target, rec.Code, f.fifo, body)
+		}
+		for _, act := range []string{"rerun", "kill"} {
+			if want := `data-act="` + act + `" data-id="wf" data-times="` + ft + `"`; !strings.Contains(body, want) {
+				t.Errorf("GET %s: no %s button (%s) in the details of the unreadable slot:\n%s", target, act, want, body)
+			}
+		}
+		if !strings.Contains(body, `data-kind="slot" data-id="wf" data-time="`+ft+`"`) {
+			t.Errorf("GET %s: the details are not those of slot wf@%s:\n%s", target, ft, body)
+		}
 	}
 }
 

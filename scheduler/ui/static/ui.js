@@ -271,12 +271,11 @@
       if (prev) { current = null; openDrawer(prev, false); }
     });
   } else {
-    // A standalone detail page: its buttons act too.
+    // A standalone detail page (no panel, so nothing loads in place): its
+    // buttons act too.
     document.addEventListener("click", function (ev) {
       var b = ev.target.closest("button[data-act]");
-      // While other details load, the panel still shows the previous ones:
-      // their buttons must not act.
-      if (b && !dbody.classList.contains("loading")) { act(b); }
+      if (b) { act(b); }
     });
   }
 
