@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/scheduler/store"
 )
 
@@ -36,7 +35,10 @@ func (db *DB) Runs(wf string) ([]store.Run, error) {
 	if db.closed {
 		return nil, errClosed
 	}
-	data, err := regfile.ReadFileNoFollow(path, maxRunsFile)
+	// Through the directories opened one by one, no link followed (a
+	// run directory swapped for a link is refused, named), as the other
+	// records are read.
+	data, err := db.readFileMax(rel, maxRunsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
