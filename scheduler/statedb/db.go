@@ -59,6 +59,11 @@ type DB struct {
 	// dirSyncs counts directory fsyncs (for the tests of Prune).
 	dirSyncs atomic.Int64
 
+	// runsMu orders the replacements of run/<workflow> (PutRuns, a
+	// prune's): a prune does not put back a record a step replaced
+	// between its read and its write. Taken before mu.
+	runsMu sync.Mutex
+
 	mu       sync.Mutex
 	closed   bool
 	wfs      map[string]*wfIndex

@@ -14,11 +14,11 @@ import (
 )
 
 // AllWorkflows lists, sorted, every workflow that has a record of any
-// kind: slot states, rerun markers, submit intents, a paused flag or an
-// owner record.
+// kind: slot states, rerun markers, submit intents, a paused flag, an
+// owner record or a record of submissions that is not empty.
 func (db *DB) AllWorkflows() ([]string, error) {
 	seen := make(map[string]bool)
-	for _, area := range []string{"state", "rerun", "intent", "owner", "paused"} {
+	for _, area := range []string{"state", "rerun", "intent", "owner", "paused", "run"} {
 		entries, err := db.readDir(area)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -27,10 +27,19 @@ func (db *DB) AllWorkflows() ([]string, error) {
 			return nil, fmt.Errorf("state database: %w", err)
 		}
 		for _, e := range entries {
-			isDir := area != "owner" && area != "paused"
-			if e.IsDir() == isDir && validWorkflow(e.Name()) == nil {
-				seen[e.Name()] = true
+			isDir := area != "owner" && area != "paused" && area != "run"
+			if e.IsDir() != isDir || validWorkflow(e.Name()) != nil || seen[e.Name()] {
+				continue
 			}
+			if area == "run" {
+				// An empty record ([]) holds nothing, as none in
+				// PostgreSQL; an unreadable one is listed (its error
+				// is the copy's).
+				if runs, err := db.Runs(e.Name()); err == nil && len(runs) == 0 {
+					continue
+				}
+			}
+			seen[e.Name()] = true
 		}
 	}
 	out := make([]string, 0, len(seen))

@@ -43,6 +43,8 @@ const MinRetention = scheduler.Window + 24*time.Hour
 // KILLED) older than before, the submit intents of such slots (or of slots
 // without a record) older than before and expired
 // rerun markers of final slots, in every workflow, and removes day directories left empty.
+// It drops the submissions made before before from every record of
+// submissions (run/), removing a record left empty.
 // before must be at least MinRetention before now. Slots that are not final are
 // kept whatever their age. It returns the number of slot files deleted.
 func (db *DB) Prune(before, now time.Time) (int, error) {
@@ -61,9 +63,10 @@ func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int,
 	if err != nil {
 		return 0, err
 	}
-	return store.PruneEach(wfs, now, MinRetention, before, func(wf string, b time.Time) (int, error) {
+	n, err := store.PruneEach(wfs, now, MinRetention, before, func(wf string, b time.Time) (int, error) {
 		return db.pruneWorkflow(wf, b, now)
 	})
+	return n, errors.Join(err, db.pruneRuns(now, before))
 }
 
 // pruneChunk is how many files pruneWorkflow removes per hold of db.mu:

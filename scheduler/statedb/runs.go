@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"time"
 
-	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/scheduler/store"
 )
 
@@ -35,7 +35,10 @@ func (db *DB) Runs(wf string) ([]store.Run, error) {
 	if db.closed {
 		return nil, errClosed
 	}
-	data, err := regfile.ReadFileNoFollow(path, maxRunsFile)
+	// Through the directories opened one by one, no link followed (a
+	// run directory swapped for a link is refused, named), as the other
+	// records are read.
+	data, err := db.readFileMax(rel, maxRunsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -68,6 +71,13 @@ func validRuns(runs []store.Run) bool {
 // renames durable. It returns the workflows whose record could not be
 // written, with the reason.
 func (db *DB) PutRuns(set map[string][]store.Run) map[string]error {
+	db.runsMu.Lock()
+	defer db.runsMu.Unlock()
+	return db.putRuns(set)
+}
+
+// putRuns is PutRuns under runsMu.
+func (db *DB) putRuns(set map[string][]store.Run) map[string]error {
 	failed := make(map[string]error)
 	db.mu.Lock()
 	closed := db.closed
@@ -116,4 +126,73 @@ func (db *DB) PutRuns(set map[string][]store.Run) map[string]error {
 		return nil
 	}
 	return failed
+}
+
+// runWorkflows lists the workflows that have a record of submissions.
+func (db *DB) runWorkflows() ([]string, error) {
+	entries, err := db.readDir("run")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state database: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && validWorkflow(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// pruneRuns drops the submissions older than before(wf) from every record
+// of submissions, and removes a record left empty; a workflow whose limit
+// is inside minRetention (reported by the prune of its slots) is left
+// alone. A record with nothing to drop is not rewritten. The engine never
+// needs them: its look-back is at most the window, shorter than
+// MinRetention.
+func (db *DB) pruneRuns(now time.Time, before func(wf string) time.Time) error {
+	wfs, err := db.runWorkflows()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, wf := range wfs {
+		b := before(wf)
+		if b.After(now.Add(-MinRetention)) {
+			continue
+		}
+		if err := db.pruneRunsOf(wf, b); err != nil {
+			errs = append(errs, fmt.Errorf("prune the record of submissions of %s: %w", wf, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (db *DB) pruneRunsOf(wf string, before time.Time) error {
+	db.runsMu.Lock()
+	defer db.runsMu.Unlock()
+	runs, err := db.Runs(wf)
+	if err != nil {
+		return err
+	}
+	kept := make([]store.Run, 0, len(runs))
+	for _, r := range runs {
+		if !r.At.Before(before) {
+			kept = append(kept, r)
+		}
+	}
+	switch {
+	case len(kept) == len(runs) && len(runs) > 0:
+		return nil
+	case len(kept) == 0:
+		ds := db.dirSet()
+		defer ds.close()
+		return db.removeIn(ds, "run", wf, true)
+	}
+	for _, err := range db.putRuns(map[string][]store.Run{wf: kept}) {
+		return err
+	}
+	return nil
 }

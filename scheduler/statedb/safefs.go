@@ -103,6 +103,11 @@ func (db *DB) readDir(rel string) ([]os.DirEntry, error) {
 // (errNotRegular): the open does not block (O_NONBLOCK) and fstat decides.
 // path names the file in errors.
 func readRegularAt(dirfd int, name, path string) ([]byte, error) {
+	return readRegularAtMax(dirfd, name, path, maxStateFile)
+}
+
+// readRegularAtMax is readRegularAt with a bound of limit bytes.
+func readRegularAtMax(dirfd int, name, path string, limit int64) ([]byte, error) {
 	fd, err := openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY)
 	if err != nil {
 		if err = classify(dirfd, name, err, errNotRegular); errors.Is(err, errSymlink) {
@@ -118,8 +123,8 @@ func readRegularAt(dirfd int, name, path string) ([]byte, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%w (%s)", errNotRegular, regfile.KindOfStat(st.Mode))
 	}
-	if st.Size > maxStateFile {
-		return nil, fmt.Errorf("larger than %d bytes", maxStateFile)
+	if st.Size > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	buf := make([]byte, max(512, st.Size+1))
 	n := 0
@@ -136,8 +141,8 @@ func readRegularAt(dirfd int, name, path string) ([]byte, error) {
 		}
 		n += m
 		if n == len(buf) {
-			if len(buf) > maxStateFile {
-				return nil, fmt.Errorf("larger than %d bytes", maxStateFile)
+			if int64(len(buf)) > limit {
+				return nil, fmt.Errorf("larger than %d bytes", limit)
 			}
 			buf = append(buf, make([]byte, len(buf))...)
 		}
@@ -147,10 +152,15 @@ func readRegularAt(dirfd int, name, path string) ([]byte, error) {
 // readFile reads the regular file rel (relative to the root) as
 // readRegularAt does, its directories opened as openDir does.
 func (db *DB) readFile(rel string) ([]byte, error) {
+	return db.readFileMax(rel, maxStateFile)
+}
+
+// readFileMax is readFile with a bound of limit bytes.
+func (db *DB) readFileMax(rel string, limit int64) ([]byte, error) {
 	d, err := db.openDir(filepath.Dir(rel))
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	return readRegularAt(int(d.Fd()), filepath.Base(rel), filepath.Join(db.dir, rel))
+	return readRegularAtMax(int(d.Fd()), filepath.Base(rel), filepath.Join(db.dir, rel), limit)
 }

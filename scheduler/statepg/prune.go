@@ -4,6 +4,7 @@ package statepg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,7 +36,8 @@ func (db *DB) Workflows() ([]string, error) {
 // Prune deletes the final slots older than before, the submit intents of
 // final slots (or slots without a state) older than before and the expired
 // rerun markers of final slots, in
-// every workflow; before must be at least MinRetention before now. It
+// every workflow, and the submissions recorded (celos_runs) made before
+// before; before must be at least MinRetention before now. It
 // returns the number of slot states deleted.
 func (db *DB) Prune(before, now time.Time) (int, error) {
 	if err := store.CheckRetention(before, now, MinRetention); err != nil {
@@ -51,9 +53,44 @@ func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int,
 	if err != nil {
 		return 0, err
 	}
-	return store.PruneEach(wfs, now, MinRetention, before, func(wf string, b time.Time) (int, error) {
+	n, err := store.PruneEach(wfs, now, MinRetention, before, func(wf string, b time.Time) (int, error) {
 		return db.pruneWorkflow(wf, b, now)
 	})
+	return n, errors.Join(err, db.pruneRuns(now, before))
+}
+
+// pruneRuns deletes the submissions made before before(wf) from
+// celos_runs, of every workflow that has some (a workflow whose limit is
+// inside MinRetention, reported by the prune of its slots, is left
+// alone). The owner's engine never needs them (its look-back is at most
+// the window) and replaces its record whole, so no fence is needed.
+func (db *DB) pruneRuns(now time.Time, before func(wf string) time.Time) error {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT DISTINCT workflow COLLATE "C" FROM celos_runs ORDER BY 1`)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store: list the records of submissions: %w", pgError(err))
+	}
+	wfs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("PostgreSQL state store: list the records of submissions: %w", pgError(err))
+	}
+	var errs []error
+	for _, wf := range wfs {
+		b := before(wf)
+		if b.After(now.Add(-MinRetention)) {
+			continue
+		}
+		ctx, cancel := db.ctx()
+		tag, err := db.pool.Exec(ctx, "DELETE FROM celos_runs WHERE workflow = $1 AND submitted_at < $2", wf, b)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("PostgreSQL state store: prune the submissions of %s: %w", wf, pgError(err)))
+			continue
+		}
+		db.writes.Add(tag.RowsAffected())
+	}
+	return errors.Join(errs...)
 }
 
 func (db *DB) pruneWorkflow(wf string, before, now time.Time) (int, error) {

@@ -34,16 +34,18 @@ type Records struct {
 	Intents map[time.Time]store.Intent
 	Paused  bool
 	Owner   *store.Owner
+	Runs    []store.Run // the record of submissions (run constraints)
 }
 
 // Counts says how many records of each kind a copy holds.
 type Counts struct {
 	Workflows, States, Marks, Intents, Paused, Owners, Registers int
+	Runs                                                         int // submissions recorded (store.Run)
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d workflows: %d slot states, %d rerun marks, %d submit intents, %d paused, %d owners; %d registers",
-		c.Workflows, c.States, c.Marks, c.Intents, c.Paused, c.Owners, c.Registers)
+	return fmt.Sprintf("%d workflows: %d slot states, %d rerun marks, %d submit intents, %d paused, %d owners, %d submissions recorded; %d registers",
+		c.Workflows, c.States, c.Marks, c.Intents, c.Paused, c.Owners, c.Runs, c.Registers)
 }
 
 // Summary is what Migrate and Export report: the counts and the checksum
@@ -88,6 +90,9 @@ func fileSide(db *statedb.DB) side {
 			if r.Intents, err = db.Intents(wf); err != nil {
 				return r, err
 			}
+			if r.Runs, err = db.Runs(wf); err != nil {
+				return r, err
+			}
 			r.Paused = db.Paused(wf)
 			if o, ok := owners[wf]; ok {
 				r.Owner = &o
@@ -109,6 +114,9 @@ func pgSide(db *DB) side {
 				return r, err
 			}
 			if r.Marks, err = db.RerunMarks(wf); err != nil {
+				return r, err
+			}
+			if r.Runs, err = db.Runs(wf); err != nil {
 				return r, err
 			}
 			err = db.read(wf, func(ix *wfIndex) {
@@ -133,7 +141,7 @@ func (db *DB) AllWorkflows() ([]string, error) {
 	ctx, cancel := db.ctx()
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT w FROM (SELECT workflow FROM celos_workflows UNION SELECT workflow FROM celos_paused
-UNION SELECT workflow FROM celos_owners) AS u(w) ORDER BY w COLLATE "C"`)
+UNION SELECT workflow FROM celos_owners UNION SELECT workflow FROM celos_runs) AS u(w) ORDER BY w COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL state store: list workflows: %w", pgError(err))
 	}
@@ -315,7 +323,7 @@ func notIn(d, r Records) string {
 	if d.Owner != nil && (r.Owner == nil || *r.Owner != *d.Owner) {
 		return "another owner"
 	}
-	return ""
+	return runsNotIn(d.Runs, r.Runs)
 }
 
 // readBoth reads the same thing from the source and then from the
@@ -360,6 +368,7 @@ func digest(s side) (Counts, string, error) {
 		if r.Owner != nil {
 			c.Owners++
 		}
+		c.Runs += len(r.Runs)
 	}
 	bs, err := s.buckets()
 	if err != nil {
@@ -405,6 +414,7 @@ func digestRecords(wf string, r Records) string {
 	if r.Owner != nil {
 		fmt.Fprintf(&b, "O %q %q %q\n", wf, r.Owner.Project, r.Owner.File)
 	}
+	digestRuns(&b, wf, r.Runs)
 	return b.String()
 }
 
@@ -563,7 +573,7 @@ ORDER BY id COLLATE "C"`)
 // strays lists the entries of a file store's record directories that it
 // does not read as records and a copy would skip without a word: in
 // state/, rerun/ and intent/ anything but a directory (a symbolic link, a
-// file); in paused/ and owner/ anything but a regular file; in register/
+// file); in paused/, owner/ and run/ anything but a regular file; in register/
 // anything but a directory of regular files. Names starting with a dot
 // (temporary files) are not records and are left out.
 func strays(root string) ([]string, error) {
@@ -571,7 +581,7 @@ func strays(root string) ([]string, error) {
 	kinds := []struct {
 		area string
 		want fs.FileMode // fs.ModeDir or 0 (a regular file)
-	}{{"state", fs.ModeDir}, {"rerun", fs.ModeDir}, {"intent", fs.ModeDir}, {"paused", 0}, {"owner", 0}, {"register", fs.ModeDir}}
+	}{{"state", fs.ModeDir}, {"rerun", fs.ModeDir}, {"intent", fs.ModeDir}, {"paused", 0}, {"owner", 0}, {"register", fs.ModeDir}, {"run", 0}}
 	check := func(rel string, want fs.FileMode) ([]fs.DirEntry, error) {
 		ents, err := os.ReadDir(filepath.Join(root, rel))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -703,7 +713,14 @@ func writeFiles(dst *statedb.DB, wf string, r Records) error {
 		}
 	}
 	if r.Owner != nil {
-		return dst.SetOwner(wf, *r.Owner)
+		if err := dst.SetOwner(wf, *r.Owner); err != nil {
+			return err
+		}
+	}
+	if len(r.Runs) > 0 {
+		for _, err := range dst.PutRuns(map[string][]store.Run{wf: r.Runs}) {
+			return err
+		}
 	}
 	return nil
 }
@@ -718,7 +735,7 @@ func (db *DB) replace(ctx context.Context, wf string, r Records) error {
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
 	_, err := db.writeTx("copy workflow "+wf, []string{wf}, func(ctx context.Context, tx pgx.Tx) (int64, error) {
-		for _, t := range []string{"celos_slots", "celos_rerun_marks", "celos_intents", "celos_paused", "celos_owners"} {
+		for _, t := range []string{"celos_slots", "celos_rerun_marks", "celos_intents", "celos_paused", "celos_owners", "celos_runs"} {
 			if _, err := tx.Exec(ctx, "DELETE FROM "+t+" WHERE workflow = $1", wf); err != nil {
 				return 0, err
 			}
@@ -743,6 +760,9 @@ func (db *DB) replace(ctx context.Context, wf string, r Records) error {
 		}
 		if r.Owner != nil {
 			b.Queue("INSERT INTO celos_owners (workflow, project, file) VALUES ($1, $2, $3)", wf, r.Owner.Project, r.Owner.File)
+		}
+		for _, run := range r.Runs {
+			b.Queue("INSERT INTO celos_runs (workflow, slot_time, attempt, submitted_at) VALUES ($1, $2, $3, $4)", wf, run.Slot, int32(run.Attempt), run.At)
 		}
 		if b.Len() > 0 {
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {

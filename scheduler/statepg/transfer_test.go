@@ -53,6 +53,9 @@ func fillFileStore(t *testing.T, dir string) {
 	must(db.SetPaused("etl.daily", true))
 	must(db.SetPaused("only-paused", true))
 	must(db.SetOwner("wc", store.Owner{Project: "p", File: "p.json"}))
+	if failed := db.PutRuns(map[string][]store.Run{"wc": {{Slot: sid("wc", 2).Time, Attempt: 1, At: at}}}); failed != nil {
+		t.Fatal(failed)
+	}
 	must(db.PutRegister("bkt", "k", json.RawMessage(`{ "a": [1, 2.50, "ü"] }`)))
 	must(db.PutRegister("bkt", "k2", json.RawMessage(`"x"`)))
 	must(db.PutRegister("other", "k", json.RawMessage(`null`)))
@@ -96,7 +99,7 @@ func TestMigrateAndExportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCounts := Counts{Workflows: 5, States: 150, Marks: 2, Intents: 1, Paused: 2, Owners: 1, Registers: 3}
+	wantCounts := Counts{Workflows: 5, States: 150, Marks: 2, Intents: 1, Paused: 2, Owners: 1, Runs: 1, Registers: 3}
 	if d := cmp.Diff(wantCounts, sum.Counts); d != "" || sum.Copied != 5 || len(sum.Checksum) != 64 {
 		t.Fatalf("migrate: %+v %s", sum, d)
 	}
@@ -284,6 +287,7 @@ func TestMigrateRefusesWhatItWouldSkip(t *testing.T) {
 		{"paused/adir", "dir"},
 		{"register/bkt/fifo", "fifo"},
 		{"owner/linked", "symlink"},
+		{"run/linked", "symlink"},
 	} {
 		t.Run(strings.ReplaceAll(hostile.name, "/", "_"), func(t *testing.T) {
 			src := t.TempDir()

@@ -27,8 +27,8 @@ func newDBMigrateCmd() *cobra.Command {
 		Use:   "migrate --from DIR --to postgres://...",
 		Short: "Copy a state directory (Celos layout) into a PostgreSQL database",
 		Long: `migrate copies every record of the state directory --from (slot states,
-rerun markers, submit intents, paused flags, workflow owners, registers)
-into the PostgreSQL database --to, creating its schema if needed, one
+rerun markers, submit intents, paused flags, workflow owners, records of
+submissions, registers) into the PostgreSQL database --to, creating its schema if needed, one
 workflow per transaction. It is idempotent and resumable: run it again
 after an interruption and it copies only the workflows that differ; until
 then servers refuse the database, which holds part of the state. At the

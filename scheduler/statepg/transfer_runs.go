@@ -1,0 +1,61 @@
+package statepg
+
+// The records of submissions (store.Run) in a copy: listed in the
+// checksum and compared with the destination's like the other records.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
+)
+
+type runKey struct{ slot, attempt, at int64 }
+
+func runKeyOf(r store.Run) runKey {
+	return runKey{key(r.Slot), int64(r.Attempt), key(r.At)}
+}
+
+// sortedRuns is runs by slot, attempt and time (the stores keep their own
+// orders: the file store the engine's, PostgreSQL by time).
+func sortedRuns(runs []store.Run) []runKey {
+	out := make([]runKey, len(runs))
+	for i, r := range runs {
+		out[i] = runKeyOf(r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.slot != b.slot {
+			return a.slot < b.slot
+		}
+		if a.attempt != b.attempt {
+			return a.attempt < b.attempt
+		}
+		return a.at < b.at
+	})
+	return out
+}
+
+// digestRuns lists a workflow's record of submissions canonically.
+func digestRuns(b *strings.Builder, wf string, runs []store.Run) {
+	for _, k := range sortedRuns(runs) {
+		fmt.Fprintf(b, "N %q %d %d %d\n", wf, k.slot, k.attempt, k.at)
+	}
+}
+
+// runsNotIn describes the first submission of d that r does not hold as
+// it is (same slot, attempt and time); "" if none.
+func runsNotIn(d, r []store.Run) string {
+	have := make(map[runKey]bool, len(r))
+	for _, x := range r {
+		have[runKeyOf(x)] = true
+	}
+	for _, x := range d {
+		if !have[runKeyOf(x)] {
+			return fmt.Sprintf("a recorded submission of slot %s, attempt %d, at %s", slot.FormatTime(x.Slot), x.Attempt, slot.FormatTime(x.At))
+		}
+	}
+	return ""
+}
