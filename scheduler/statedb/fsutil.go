@@ -1,6 +1,7 @@
 package statedb
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/celos-go/celos/internal/atomicfile"
+	"github.com/celos-go/celos/scheduler/store"
 )
 
 // tmpPrefix starts the name of every temporary file; no slot, marker or
@@ -116,4 +118,43 @@ func validWorkflow(id string) error {
 		}
 	}
 	return nil
+}
+
+// writeRecords writes the JSON of each workflow's value of set as the
+// file dir/<workflow> (dir is owner or run; what names the record in
+// errors), all together (writeMany: written and synced, then renamed into
+// place and synced again), and clears the problem of each file written.
+// A workflow whose file could not be written is added to failed.
+func writeRecords[T any](db *DB, dir, what string, set map[string]T, failed map[string]error) {
+	wfs := make([]string, 0, len(set))
+	ws := make([]fileWrite, 0, len(set))
+	for wf, v := range set {
+		if err := validWorkflow(wf); err != nil {
+			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
+			continue
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			failed[wf] = fmt.Errorf("state database: %s of %s: %w", what, wf, err)
+			continue
+		}
+		wfs = append(wfs, wf)
+		ws = append(ws, fileWrite{dir: dir, name: wf, data: append(data, '\n')})
+	}
+	var syncErr error
+	if len(ws) > 0 {
+		syncErr = db.writeMany(ws)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for i, wf := range wfs {
+		switch {
+		case ws[i].err != nil:
+			failed[wf] = fmt.Errorf("record %s of %s: %w", what, wf, ws[i].err)
+		case syncErr != nil:
+			failed[wf] = fmt.Errorf("record %s of %s: %w", what, wf, syncErr)
+		default:
+			delete(db.problems, filepath.Join(dir, wf))
+		}
+	}
 }

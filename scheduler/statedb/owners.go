@@ -122,37 +122,7 @@ func (db *DB) WriteOwners(set map[string]store.Owner, remove []string) map[strin
 		return failed
 	}
 	const dir = "owner"
-	wfs := make([]string, 0, len(set))
-	ws := make([]fileWrite, 0, len(set))
-	for wf, o := range set {
-		if err := validWorkflow(wf); err != nil {
-			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
-			continue
-		}
-		data, err := json.Marshal(o)
-		if err != nil {
-			failed[wf] = fmt.Errorf("state database: owner of %s: %w", wf, err)
-			continue
-		}
-		wfs = append(wfs, wf)
-		ws = append(ws, fileWrite{dir: dir, name: wf, data: append(data, '\n')})
-	}
-	var syncErr error
-	if len(ws) > 0 {
-		syncErr = db.writeMany(ws)
-	}
-	db.mu.Lock()
-	for i, wf := range wfs {
-		switch {
-		case ws[i].err != nil:
-			failed[wf] = fmt.Errorf("record owner of %s: %w", wf, ws[i].err)
-		case syncErr != nil:
-			failed[wf] = fmt.Errorf("record owner of %s: %w", wf, syncErr)
-		default:
-			delete(db.problems, filepath.Join("owner", wf))
-		}
-	}
-	db.mu.Unlock()
+	writeRecords(db, dir, "owner", set, failed)
 	var removed []string
 	s := db.dirSet()
 	defer s.close()

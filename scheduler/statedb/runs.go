@@ -82,46 +82,21 @@ func (db *DB) putRuns(set map[string][]store.Run) map[string]error {
 	db.mu.Lock()
 	closed := db.closed
 	db.mu.Unlock()
-	const dir = "run" // relative to the root, as writeMany takes it
-	wfs := make([]string, 0, len(set))
-	ws := make([]fileWrite, 0, len(set))
-	for wf, runs := range set {
-		if closed {
+	if closed {
+		for wf := range set {
 			failed[wf] = errClosed
-			continue
 		}
-		if err := validWorkflow(wf); err != nil {
-			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
-			continue
-		}
-		out := make([]store.Run, len(runs))
+		return failed
+	}
+	out := make(map[string][]store.Run, len(set))
+	for wf, runs := range set {
+		rs := make([]store.Run, len(runs))
 		for i, r := range runs {
-			out[i] = store.Run{Slot: r.Slot.UTC(), Attempt: r.Attempt, At: store.CeilMilli(r.At)}
+			rs[i] = store.Run{Slot: r.Slot.UTC(), Attempt: r.Attempt, At: store.CeilMilli(r.At)}
 		}
-		data, err := json.Marshal(out)
-		if err != nil {
-			failed[wf] = fmt.Errorf("state database: record of submissions of %s: %w", wf, err)
-			continue
-		}
-		wfs = append(wfs, wf)
-		ws = append(ws, fileWrite{dir: dir, name: wf, data: append(data, '\n')})
+		out[wf] = rs
 	}
-	var syncErr error
-	if len(ws) > 0 {
-		syncErr = db.writeMany(ws)
-	}
-	db.mu.Lock()
-	for i, wf := range wfs {
-		switch {
-		case ws[i].err != nil:
-			failed[wf] = fmt.Errorf("record the submissions of %s: %w", wf, ws[i].err)
-		case syncErr != nil:
-			failed[wf] = fmt.Errorf("record the submissions of %s: %w", wf, syncErr)
-		default:
-			delete(db.problems, filepath.Join("run", wf))
-		}
-	}
-	db.mu.Unlock()
+	writeRecords(db, "run", "the submissions", out, failed)
 	if len(failed) == 0 {
 		return nil
 	}
