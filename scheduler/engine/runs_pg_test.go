@@ -8,7 +8,6 @@ import (
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/pgtest"
-	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestMinIntervalAcrossATakeOver: two instances on one PostgreSQL
@@ -26,7 +25,7 @@ func TestMinIntervalAcrossATakeOver(t *testing.T) {
 	w := fixture.Hourly("spaced")
 	w.StartTime = ts("2026-11-24T00:00Z")
 	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	w.Constraints = minInterval4h()
 	fixture.WriteProject(t, wdir, "p", w)
 	var owner atomic.Value
 	owner.Store("A")

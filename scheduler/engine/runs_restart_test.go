@@ -60,6 +60,22 @@ func (rr *restartRig) step(at string) {
 	rr.r.step(ts(at))
 }
 
+// minInterval4h is the run constraint of most tests here: minInterval
+// 4h, no timeout.
+func minInterval4h() *workflow.Constraints {
+	return &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+}
+
+// wantSubmitted fails the test unless the service was asked to run
+// exactly the slots want ("DD HH:MM" of submittedTimes, comma-separated),
+// in that order; format has a %v for what it was asked.
+func (rr *restartRig) wantSubmitted(want, format string) {
+	rr.t.Helper()
+	if got := submittedTimes(rr.r.svc); strings.Join(got, ",") != want {
+		rr.t.Fatalf(format, got)
+	}
+}
+
 // submittedTimes are the slot times the service was asked to run, as
 // "HH:MM" of their day.
 func submittedTimes(svc *fakeService) []string {
@@ -79,15 +95,13 @@ func TestMinIntervalCountsTheRealSubmissionAfterRestart(t *testing.T) {
 	w := fixture.Hourly("spaced")
 	w.StartTime = ts("2026-11-24T00:00Z")
 	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	w.Constraints = minInterval4h()
 	rr := newRestartRig(t, nil, w)
 	rr.step("2026-11-24T03:00Z")    // 00:00, 01:00, 02:00 READY (the data came late)
 	rr.step("2026-11-24T03:00:30Z") // 00:00 submitted
 	rr.r.svc.finishAll(true)
 	rr.step("2026-11-24T03:10Z") // 00:00 SUCCESS
-	if got := submittedTimes(rr.r.svc); strings.Join(got, ",") != "24 00:00" {
-		t.Fatalf("submitted %v before the restart, want 00:00 only", got)
-	}
+	rr.wantSubmitted("24 00:00", "submitted %v before the restart, want 00:00 only")
 	rr.restart()
 	rr.step("2026-11-24T03:30Z")
 	rr.step("2026-11-24T04:30Z")
@@ -100,9 +114,7 @@ func TestMinIntervalCountsTheRealSubmissionAfterRestart(t *testing.T) {
 		t.Errorf("holds %+v, want minInterval's from the real submission", held)
 	}
 	rr.step("2026-11-24T07:00:30Z")
-	if got := submittedTimes(rr.r.svc); strings.Join(got, ",") != "24 00:00,24 01:00" {
-		t.Fatalf("submitted %v once minInterval passed, want 00:00 then 01:00", got)
-	}
+	rr.wantSubmitted("24 00:00,24 01:00", "submitted %v once minInterval passed, want 00:00 then 01:00")
 }
 
 // TestMaxRunsCountsTheRealSubmissionsAfterRestart: maxRuns 2 per 24h;
@@ -122,9 +134,7 @@ func TestMaxRunsCountsTheRealSubmissionsAfterRestart(t *testing.T) {
 	rr.step("2026-11-24T11:00:30Z") // 01:00 submitted
 	rr.r.svc.finishAll(true)
 	rr.step("2026-11-24T12:00Z") // 01:00 SUCCESS; the others held
-	if got := submittedTimes(rr.r.svc); strings.Join(got, ",") != "24 00:00,24 01:00" {
-		t.Fatalf("submitted %v before the restart, want 00:00 and 01:00", got)
-	}
+	rr.wantSubmitted("24 00:00,24 01:00", "submitted %v before the restart, want 00:00 and 01:00")
 	rr.restart()
 	rr.step("2026-11-25T01:30Z")
 	rr.step("2026-11-25T10:00:29Z")
@@ -136,9 +146,7 @@ func TestMaxRunsCountsTheRealSubmissionsAfterRestart(t *testing.T) {
 		t.Errorf("holds %+v, want maxRuns' from the real submissions", held)
 	}
 	rr.step("2026-11-25T10:00:30Z")
-	if got := submittedTimes(rr.r.svc); strings.Join(got, ",") != "24 00:00,24 01:00,24 02:00" {
-		t.Fatalf("submitted %v once the first submission aged out, want 02:00 next", got)
-	}
+	rr.wantSubmitted("24 00:00,24 01:00,24 02:00", "submitted %v once the first submission aged out, want 02:00 next")
 }
 
 // TestRunsOfOlderStateCountAtSlotTime: state without a record of
@@ -149,7 +157,7 @@ func TestRunsOfOlderStateCountAtSlotTime(t *testing.T) {
 	w := fixture.Hourly("old")
 	w.StartTime = ts("2026-11-24T00:00Z")
 	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	w.Constraints = minInterval4h()
 	rr := newRestartRig(t, nil, w)
 	rr.step("2026-11-24T03:00Z")
 	rr.step("2026-11-24T03:00:30Z") // 00:00 submitted
@@ -164,9 +172,7 @@ func TestRunsOfOlderStateCountAtSlotTime(t *testing.T) {
 		t.Fatalf("submitted %v within 4h of the 00:00 slot", got)
 	}
 	rr.step("2026-11-24T04:00Z")
-	if got := submittedTimes(rr.r.svc); strings.Join(got, ",") != "24 00:00,24 01:00" {
-		t.Fatalf("without a record: submitted %v, want 01:00 at 04:00 (00:00 counted at its slot time)", got)
-	}
+	rr.wantSubmitted("24 00:00,24 01:00", "without a record: submitted %v, want 01:00 at 04:00 (00:00 counted at its slot time)")
 }
 
 // TestRunRecoveredAfterACrashCountsFromItsRecovery: the process died after
@@ -179,7 +185,7 @@ func TestRunRecoveredAfterACrashCountsFromItsRecovery(t *testing.T) {
 	w := fixture.Hourly("crashed")
 	w.StartTime = ts("2026-11-24T00:00Z")
 	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	w.Constraints = minInterval4h()
 	f := newFake()
 	rr := newRestartRig(t, recoverer{f}, w)
 	rr.step("2026-11-24T03:00Z") // 00:00, 01:00, 02:00 READY
@@ -216,7 +222,7 @@ func TestRunsRecordNotWritten(t *testing.T) {
 	w := fixture.Hourly("spaced")
 	w.StartTime = ts("2026-11-24T00:00Z")
 	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	w.Constraints = minInterval4h()
 	rr := newRestartRig(t, nil, w)
 	logs := &logCounter{}
 	rr.r.e.log = slog.New(slog.NewTextHandler(logs, nil))
@@ -247,7 +253,7 @@ func TestRunsRecordUnreadable(t *testing.T) {
 	w := fixture.Hourly("spaced")
 	w.StartTime = ts("2026-11-24T00:00Z")
 	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	w.Constraints = minInterval4h()
 	rr := newRestartRig(t, nil, w)
 	rr.step("2026-11-24T03:00Z")
 	rr.step("2026-11-24T03:00:30Z") // 00:00 submitted
@@ -260,9 +266,7 @@ func TestRunsRecordUnreadable(t *testing.T) {
 	logs := &logCounter{}
 	rr.r.e.log = slog.New(slog.NewTextHandler(logs, nil))
 	rr.step("2026-11-24T04:00Z") // 00:00 counted at 00:00: 01:00 runs
-	if got := submittedTimes(rr.r.svc); strings.Join(got, ",") != "24 00:00,24 01:00" {
-		t.Fatalf("with an unreadable record: submitted %v, want 01:00 at 04:00", got)
-	}
+	rr.wantSubmitted("24 00:00,24 01:00", "with an unreadable record: submitted %v, want 01:00 at 04:00")
 	if logs.count("record of submissions not read") != 1 || strings.Contains(logs.String(), "garbage") {
 		t.Errorf("the log of the unreadable record:\n%s", logs.String())
 	}
