@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/faultstore"
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/engine"
@@ -84,20 +84,6 @@ func TestWorkflowSlotsListsUnreadableSlots(t *testing.T) {
 	}
 }
 
-// eioStore is the state database with the read of one slot failing as a
-// disk does (EIO): not a record that does not parse.
-type eioStore struct {
-	*statedb.DB
-	bad slot.ID
-}
-
-func (s eioStore) Get(id slot.ID) (slot.State, bool, error) {
-	if id.Workflow == s.bad.Workflow && id.Time.Equal(s.bad.Time) {
-		return slot.State{}, false, fmt.Errorf("state database: read %s: %w", id, syscall.EIO)
-	}
-	return s.DB.Get(id)
-}
-
 // TestWorkflowSlotsFailsOnAReadError: a read of a slot of the range that
 // fails (an I/O error, the database server gone) fails GET
 // /workflow-slots with a 500 and its code, not a 200 with the slot left out
@@ -113,7 +99,7 @@ func TestWorkflowSlotsFailsOnAReadError(t *testing.T) {
 	w := newWorkflow("wc", fixture.HourlyCron, time.Date(2015, 9, 13, 13, 0, 0, 0, time.UTC), workflow.Trigger{Type: workflow.TriggerAlways}, 0)
 	fixture.Write(t, wfDir, fixture.Project("p", w))
 	bad := slot.ID{Workflow: "wc", Time: time.Date(2015, 9, 13, 14, 0, 0, 0, time.UTC)}
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: eioStore{db, bad},
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: faultstore.EIO{DB: db, Bad: bad},
 		Services: map[string]external.Service{workflow.ServiceCommand: &jobs{}}, Logger: slogDiscard()})
 	if err != nil {
 		t.Fatal(err)

@@ -6,29 +6,16 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/faultstore"
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/schema/workflow/testcase"
 )
-
-// failingGets is a state database whose reads of one slot fail with EIO.
-type failingGets struct {
-	*statedb.DB
-	bad slot.ID
-}
-
-func (f failingGets) Get(id slot.ID) (slot.State, bool, error) {
-	if id == f.bad {
-		return slot.State{}, false, syscall.EIO
-	}
-	return f.DB.Get(id)
-}
 
 // TestCaseFailsWhenItsSlotsCannotBeListed: a case whose slots cannot be
 // listed (its state database fails a read) fails naming the error; the
@@ -45,7 +32,7 @@ func TestCaseFailsWhenItsSlotsCannotBeListed(t *testing.T) {
 	}
 	defer db.Close()
 	bad := slot.ID{Workflow: "wf", Time: w.StartTime.Add(time.Hour)}
-	eng, err := engine.New(engine.Options{WorkflowsDir: wdir, Store: failingGets{db, bad}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	eng, err := engine.New(engine.Options{WorkflowsDir: wdir, Store: faultstore.EIO{DB: db, Bad: bad}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/faultstore"
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/command"
 	"github.com/celos-go/celos/scheduler/engine"
@@ -166,20 +166,6 @@ func TestGridShowsUnreadableSlots(t *testing.T) {
 	}
 }
 
-// eioStore is the state database with the read of one slot failing as a
-// disk does (EIO): not a record that does not parse.
-type eioStore struct {
-	*statedb.DB
-	bad slot.ID
-}
-
-func (s eioStore) Get(id slot.ID) (slot.State, bool, error) {
-	if id.Workflow == s.bad.Workflow && id.Time.Equal(s.bad.Time) {
-		return slot.State{}, false, fmt.Errorf("read %s: %w", id, syscall.EIO)
-	}
-	return s.DB.Get(id)
-}
-
 // TestGridFailsOnAReadError: when a slot of the window cannot be read for
 // another reason than a record that does not parse (an I/O error, the
 // database server gone), the grid's row says it cannot list the slots,
@@ -200,7 +186,7 @@ func TestGridFailsOnAReadError(t *testing.T) {
 	wfDir := filepath.Join(dir, "workflows")
 	fixture.Write(t, wfDir, fixture.Project("p", w))
 	bad := slot.ID{Workflow: "wf", Time: now.Add(-2 * time.Hour).Truncate(time.Hour)}
-	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: eioStore{db, bad}, Services: map[string]external.Service{}, FS: trigger.NewMux("")})
+	eng, err := engine.New(engine.Options{WorkflowsDir: wfDir, Store: faultstore.EIO{DB: db, Bad: bad}, Services: map[string]external.Service{}, FS: trigger.NewMux("")})
 	if err != nil {
 		t.Fatal(err)
 	}
