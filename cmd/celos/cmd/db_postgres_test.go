@@ -30,10 +30,7 @@ import (
 // writes it back as the same tree, and errors name no password.
 func TestDBMigrateExport(t *testing.T) {
 	srv := pgtest.StartT(t, pgtest.Options{})
-	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := srv.DSN("celos")
+	dsn := srv.CreateDB(t)
 	src := filepath.Join(t.TempDir(), "db")
 	db, err := statedb.Open(src)
 	if err != nil {
@@ -125,10 +122,7 @@ func files(t *testing.T, dir string) map[string]string {
 // a state database among them. Both are refused now, touching nothing.
 func TestDBCopyRefusesDirectoriesThatAreNotStates(t *testing.T) {
 	srv := pgtest.StartT(t, pgtest.Options{})
-	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := srv.DSN("celos")
+	dsn := srv.CreateDB(t)
 	celos := func(args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
@@ -179,10 +173,7 @@ func TestDBCopyRefusesDirectoriesThatAreNotStates(t *testing.T) {
 func TestDBCopyRefusesADatabaseInUse(t *testing.T) {
 	ctx := context.Background()
 	srv := pgtest.StartT(t, pgtest.Options{})
-	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := srv.DSN("celos")
+	dsn := srv.CreateDB(t)
 	db, err := statepg.Open(ctx, dsn, statepg.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +221,7 @@ func TestDBCopyRefusesADatabaseInUse(t *testing.T) {
 	if _, err := os.Lstat(out); err == nil {
 		t.Errorf("the refused export created %s", out)
 	}
-	if wfs := countRows(t, srv, "celos_slots"); wfs != 0 {
+	if wfs := countRows(t, dsn, "celos_slots"); wfs != 0 {
 		t.Fatalf("migrate wrote %d slot rows into a database in use", wfs)
 	}
 	if err := member.Leave(ctx); err != nil {
@@ -240,9 +231,10 @@ func TestDBCopyRefusesADatabaseInUse(t *testing.T) {
 	celos(0, "db", "export", "--from", dsn, "--to", out)
 }
 
-func countRows(t *testing.T, srv *pgtest.Server, table string) int {
+// countRows counts the rows of table in the database at dsn.
+func countRows(t *testing.T, dsn, table string) int {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), srv.DSN("celos"))
+	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,28 +253,8 @@ func countRows(t *testing.T, srv *pgtest.Server, table string) int {
 // the source.
 func TestDBExportInterrupted(t *testing.T) {
 	srv := pgtest.StartT(t, pgtest.Options{})
-	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := srv.DSN("celos")
-	src := filepath.Join(t.TempDir(), "db")
-	db, err := statedb.OpenWith(src, statedb.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := db.Batch()
-	for w := range 400 {
-		for i := range 10 {
-			if err := b.Put(slot.State{ID: slot.ID{Workflow: fmt.Sprintf("wf-%03d", w), Time: t0.Add(time.Duration(i) * time.Hour)}, Status: slot.Success, ExternalID: "j"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for id, err := range b.Commit() {
-		t.Fatalf("%s: %v", id, err)
-	}
-	db.Close()
+	dsn := srv.CreateDB(t)
+	src := writeSuccessState(t, 400, 10)
 	var out, errOut bytes.Buffer
 	if code := run([]string{"db", "migrate", "--from", src, "--to", dsn}, &out, &errOut); code != 0 {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out.String(), errOut.String())
@@ -337,28 +309,8 @@ func TestDBExportInterrupted(t *testing.T) {
 func TestDBMigrateInterrupted(t *testing.T) {
 	ctx := context.Background()
 	srv := pgtest.StartT(t, pgtest.Options{})
-	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := srv.DSN("celos")
-	src := filepath.Join(t.TempDir(), "db")
-	db, err := statedb.OpenWith(src, statedb.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := db.Batch()
-	for w := range 400 {
-		for i := range 10 {
-			if err := b.Put(slot.State{ID: slot.ID{Workflow: fmt.Sprintf("wf-%03d", w), Time: t0.Add(time.Duration(i) * time.Hour)}, Status: slot.Success, ExternalID: "j"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for id, err := range b.Commit() {
-		t.Fatalf("%s: %v", id, err)
-	}
-	db.Close()
+	dsn := srv.CreateDB(t)
+	src := writeSuccessState(t, 400, 10)
 
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(os.Args[0], "db", "migrate", "--from", src, "--to", dsn)
@@ -381,7 +333,7 @@ func TestDBMigrateInterrupted(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	copied := countRows(t, srv, "celos_slots")
+	copied := countRows(t, dsn, "celos_slots")
 	pg, err := statepg.Open(ctx, dsn, statepg.Options{})
 	if copied < 4000 {
 		if err == nil || !errors.Is(err, statepg.ErrIncompleteCopy) || !strings.Contains(err.Error(), src) {
@@ -402,7 +354,7 @@ func TestDBMigrateInterrupted(t *testing.T) {
 		t.Fatalf("after the migrate completed: %v", err)
 	}
 	pg.Close()
-	if n := countRows(t, srv, "celos_slots"); n != 4000 {
+	if n := countRows(t, dsn, "celos_slots"); n != 4000 {
 		t.Fatalf("%d slot states after the migrate completed, want 4000", n)
 	}
 }
@@ -413,10 +365,7 @@ func TestDBMigrateInterrupted(t *testing.T) {
 // directory of other files.
 func TestDBExportIntoAStateWithARunRecord(t *testing.T) {
 	srv := pgtest.StartT(t, pgtest.Options{})
-	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := srv.DSN("celos")
+	dsn := srv.CreateDB(t)
 	dir := t.TempDir()
 	for _, d := range []string{"state", "run"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -430,4 +379,29 @@ func TestDBExportIntoAStateWithARunRecord(t *testing.T) {
 	if code := run([]string{"db", "export", "--from", dsn, "--to", dir}, &out, &errOut); code != 0 {
 		t.Fatalf("export --to a state directory with run/: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
+}
+
+// writeSuccessState writes a file state of workflows wf-000… with hours
+// SUCCESS slots each from 2024-01-01 and returns its directory.
+func writeSuccessState(t *testing.T, workflows, hours int) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "db")
+	db, err := statedb.OpenWith(src, statedb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := db.Batch()
+	for w := range workflows {
+		for i := range hours {
+			if err := b.Put(slot.State{ID: slot.ID{Workflow: fmt.Sprintf("wf-%03d", w), Time: t0.Add(time.Duration(i) * time.Hour)}, Status: slot.Success, ExternalID: "j"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, err := range b.Commit() {
+		t.Fatalf("%s: %v", id, err)
+	}
+	return src
 }
