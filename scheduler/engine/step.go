@@ -54,6 +54,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 		env: trigger.NewStepEnv(e.db, e.fs, e.regs)}
 	defer st.apply() // also when ctx ends the step early
 	wfs := st.gather(c, todo)
+	st.preloadRuns(wfs)
 	for i := range wfs {
 		ws := &wfs[i]
 		if err := ctx.Err(); err != nil {
@@ -212,6 +213,9 @@ type stepper struct {
 	// recorded by recordRuns; runTimes is runsOf's buffer.
 	noted    map[string]bool
 	runTimes []time.Time
+	// preRuns holds the records of submissions preloadRuns read for the
+	// workflows the step starts counting (nil: none read in one batch).
+	preRuns map[string][]store.Run
 }
 
 // wfStep is one workflow in a step: what gather read, and the

@@ -145,6 +145,15 @@ type (
 		// returns the workflows whose record it could not write.
 		PutRuns(set map[string][]store.Run) map[string]error
 	}
+	// runBatchReader reads the records of many workflows in one round
+	// trip (a store on a server): the first step after a restart or a
+	// take-over reads the records of every constrained workflow it starts
+	// stepping with one call (preloadRuns) instead of one per workflow.
+	runBatchReader interface {
+		// RunsOf returns the record of each workflow of wfs that has
+		// one.
+		RunsOf(wfs []string) (map[string][]store.Run, error)
+	}
 	// reloader drops the store's cache (ClearCache).
 	reloader interface{ Reload() error }
 	// writeCounter counts the files the store wrote (StepReport.Writes).

@@ -57,6 +57,18 @@ func TestRuns(t *testing.T) {
 	if got, _ := b.Runs("other"); len(got) != 1 {
 		t.Fatalf("another workflow's record changed: %v", got)
 	}
+	// Many workflows' records in one read: only those that have one.
+	many, err := b.RunsOf([]string{"wf", "other", "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMany := map[string][]store.Run{"wf": want[1:], "other": want[:1]}
+	if d := cmp.Diff(wantMany, many); d != "" {
+		t.Fatalf("RunsOf (-want +got):\n%s", d)
+	}
+	if _, err := b.RunsOf([]string{"wf", "bad/name"}); !errors.Is(err, store.ErrBadName) {
+		t.Fatalf("RunsOf with a bad workflow name: %v", err)
+	}
 
 	fenced, err := Open(context.Background(), dsn, Options{Fence: &fakeFence{refuse: map[string]bool{"lost": true}}})
 	if err != nil {
