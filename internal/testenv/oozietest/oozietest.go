@@ -17,6 +17,8 @@
 //	}
 //
 // Tests that stop or kill Oozie start one of their own with StartT.
+// SharedKerberos is a second shared Oozie, with Oozie's own Kerberos
+// authentication (Options.Kerberos) and a KDC of its own.
 //
 // When java or the jars are missing, Start returns an error wrapping
 // ErrUnavailable whose text says what to install; Shared fails the test
