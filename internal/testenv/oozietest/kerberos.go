@@ -30,7 +30,9 @@ type Kerberos struct {
 	// server's URL uses <host>, which must resolve to 127.0.0.1
 	// (localhost).
 	Principal string
-	// Keytab holds Principal's keys.
+	// Keytab holds Principal's keys. One that does not is not found at
+	// start (Java reads an acceptor's keytab only for a token): Oozie
+	// starts and refuses every token with a 403 GSSException.
 	Keytab string
 }
 
