@@ -419,7 +419,8 @@ func (c *Client) do(ctx context.Context, k call) error {
 }
 
 // send makes the request of k to u, authenticated; an Authenticator that
-// is a Reauthenticator may answer a 401 with one more try.
+// is a Reauthenticator may answer a 401 with one more try, or explain a 401
+// or 403.
 func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, error) {
 	newReq := func() (*http.Request, error) {
 		var body io.Reader
@@ -456,7 +457,7 @@ func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, er
 		return nil, transportError(err)
 	}
 	ra, ok := c.auth.(Reauthenticator)
-	if resp.StatusCode != http.StatusUnauthorized || !ok {
+	if !ok || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return resp, nil
 	}
 	req, err = newReq()
@@ -468,7 +469,7 @@ func (c *Client) send(ctx context.Context, k call, u string) (*http.Response, er
 	if err != nil || !retry {
 		if err != nil {
 			resp.Body.Close()
-			return nil, &Error{Status: resp.StatusCode, Message: err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable), NoEffect: true} // a 401: refused before acting
+			return nil, &Error{Status: resp.StatusCode, Message: err.Error(), Err: err, Unavailable: errors.Is(err, external.ErrUnavailable), NoEffect: true} // refused by authentication, before acting
 		}
 		return resp, nil
 	}

@@ -72,6 +72,7 @@ func TestRealOozieCelosBinary(t *testing.T) {
 	t.Run("kill9 mid-submit", testRealOozieKill9MidSubmit)
 	t.Run("kerberos", testSPNEGOCelosServer) // the Oozie fake: no JVM
 	t.Run("kerberos keytab", testSPNEGOCelosServerKeytab)
+	t.Run("kerberos real oozie", testRealOozieCelosServerKerberos)
 }
 
 // testRealOozieMission is the whole mission path once, end to end, with

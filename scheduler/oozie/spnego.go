@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,8 +32,8 @@ const AuthCookie = "hadoop.auth"
 // is read afresh.
 type KerberosLogin func() (*krbclient.Client, error)
 
-// Reauthenticator is an Authenticator that may answer a 401 once: the
-// Client asks it with a fresh copy of the request and the 401 response.
+// Reauthenticator is an Authenticator that may answer a 401 or 403 once:
+// the Client asks it with a fresh copy of the request and the response.
 // retry says whether to send req again; err, when not nil, explains the
 // refusal better than the status.
 type Reauthenticator interface {
@@ -99,20 +100,55 @@ func (a *SPNEGO) Authenticate(req *http.Request) error {
 
 // Reauthenticate answers Oozie's 401 to a request that carried only the
 // cookie (it expired, or Oozie restarted with a new secret) with a SPNEGO
-// token, once. A 401 to a token is not retried: Oozie refused the ticket,
-// and the error says for which principal.
+// token, once. A refused token is not retried, and the error says for
+// which principal: a 401 Negotiate to a token, or the 403 with which
+// hadoop-auth's filter (Oozie's own) answers a token it cannot accept,
+// its status text the GSSException ("Checksum failed" for a ticket of
+// another principal). A 403 with an oozie-error-code is Oozie's own
+// answer, not the filter's.
 func (a *SPNEGO) Reauthenticate(req *http.Request, resp *http.Response) (bool, error) {
-	if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Negotiate") {
-		return false, nil
-	}
-	if resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
-		spn, _ := a.spnFor(req.Context(), req.URL.Hostname())
-		return false, &KerberosError{
-			SPN: spn, Principal: a.principal(),
-			Err: fmt.Errorf("Oozie refused the SPNEGO token: is %s the principal of Oozie's HTTP keytab (oozie.authentication.kerberos.principal)? Set the SPN if it is another", spn),
+	sentToken := resp.Request != nil && resp.Request.Header.Get("Authorization") != ""
+	switch {
+	case resp.StatusCode == http.StatusForbidden:
+		if !sentToken || resp.Header.Get("oozie-error-code") != "" {
+			return false, nil
 		}
+		return false, a.refused(req, statusText(resp))
+	case !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Negotiate"):
+		return false, nil
+	case sentToken:
+		return false, a.refused(req, "")
 	}
 	return true, a.negotiate(req)
+}
+
+// refused is the error of a SPNEGO token Oozie refused; why, when not
+// empty, is the reason of hadoop-auth's filter, which also takes tickets
+// only for HTTP/<the request's host> (unless its principal is *): a URL
+// naming Oozie by another name (an IP address, an alias) has its tickets
+// refused even for the right SPN.
+func (a *SPNEGO) refused(req *http.Request, why string) error {
+	spn, _ := a.spnFor(req.Context(), req.URL.Hostname())
+	err := fmt.Errorf("Oozie refused the SPNEGO token: is %s the principal of Oozie's HTTP keytab (oozie.authentication.kerberos.principal)? Set the SPN if it is another", spn)
+	if why != "" {
+		err = fmt.Errorf("Oozie refused the SPNEGO token (%s): is %s the principal of Oozie's HTTP keytab (oozie.authentication.kerberos.principal)? Set the SPN if it is another; Oozie's filter takes tickets only for HTTP/<the Oozie URL's host>, here HTTP/%s, unless its principal is *", why, spn, strings.ToLower(req.URL.Hostname()))
+	}
+	return &KerberosError{SPN: spn, Principal: a.principal(), Err: err}
+}
+
+// statusText is the response's status line after the code (Jetty's
+// carries the filter's reason: the GSSException), on one line and
+// bounded.
+func statusText(resp *http.Response) string {
+	s := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+	if s == "" {
+		s = http.StatusText(resp.StatusCode)
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
 }
 
 // KerberosError is a SPNEGO authentication that failed: no login, no

@@ -17,6 +17,8 @@
 //	}
 //
 // Tests that stop or kill Oozie start one of their own with StartT.
+// SharedKerberos is a second shared Oozie, with Oozie's own Kerberos
+// authentication (Options.Kerberos) and a KDC of its own.
 //
 // When java or the jars are missing, Start returns an error wrapping
 // ErrUnavailable whose text says what to install; Shared fails the test
@@ -72,6 +74,9 @@ type Options struct {
 	Conf map[string]string
 	// StartTimeout bounds a start or restart (default 2m).
 	StartTimeout time.Duration
+	// Kerberos, when set, makes Oozie's own authentication filter ask
+	// every REST request for SPNEGO (oozie.authentication.type=kerberos).
+	Kerberos *Kerberos
 }
 
 // Server is a running (or stopped, restartable) Oozie. Its methods are safe
@@ -157,8 +162,15 @@ func (s *Server) Restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	conf := s.opts.Conf
+	if k := s.opts.Kerberos; k != nil {
+		if args, err = k.jvmArgs(args); err != nil {
+			return err
+		}
+		conf = k.site(conf)
+	}
 	args = append(args, "-dir", s.dir, "-hadoop-conf", s.opts.HDFS.ConfDir(), "-port", fmt.Sprint(s.port))
-	for k, v := range s.opts.Conf {
+	for k, v := range conf {
 		args = append(args, "-D", k+"="+v)
 	}
 	log, err := os.OpenFile(s.console, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -189,7 +201,11 @@ func (s *Server) Restart(ctx context.Context) error {
 		return fail(err)
 	}
 	s.url, s.port = info.URL, info.Port
-	if err := waitAnswers(sctx, s.url); err != nil {
+	answers := waitAnswers
+	if k := s.opts.Kerberos; k != nil {
+		s.url, answers = k.url(s.port), waitNegotiate
+	}
+	if err := answers(sctx, s.url); err != nil {
 		return fail(err)
 	}
 	fmt.Fprintf(log, "oozietest: Oozie at %s answers after %v\n", s.url, time.Since(began).Round(time.Millisecond))
@@ -220,8 +236,9 @@ func waitAnswers(ctx context.Context, base string) error {
 	}
 }
 
-// URL is Oozie's base URL, http://127.0.0.1:PORT/oozie. It stays the same
-// across restarts.
+// URL is Oozie's base URL, http://127.0.0.1:PORT/oozie (under Kerberos,
+// http://<host of the HTTP principal>:PORT/oozie). It stays the same across
+// restarts.
 func (s *Server) URL() string { return s.url }
 
 // Dir is the server's working directory.

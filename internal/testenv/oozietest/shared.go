@@ -60,11 +60,13 @@ func startEnv(ctx context.Context, hdfsDir, oozieDir string) (Env, error) {
 }
 
 // Main runs the tests, then stops the shared Oozie and its mini cluster,
-// and hdfstest's shared cluster, if they were started:
+// SharedKerberos's Oozie and KDC, and hdfstest's shared cluster, if they
+// were started:
 //
 //	func TestMain(m *testing.M) { oozietest.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
+	stopKerberos()
 	if shared.env.Oozie != nil {
 		shared.env.Oozie.Stop()
 		shared.env.HDFS.Stop()
