@@ -67,7 +67,9 @@ const MaxSecretSize = 64 << 10
 // Options configure a Sender.
 type Options struct {
 	// Client posts the deliveries; default: an http.Client with a
-	// 10-second timeout (a slow target is an attempt that failed).
+	// 10-second timeout (a slow target is an attempt that failed). Its
+	// redirects are never followed (a copy is used, whose CheckRedirect
+	// refuses them): a redirect is an answer that is not a delivery.
 	Client *http.Client
 	// Logger receives failures (and drops); default slog.Default().
 	Logger *slog.Logger
@@ -111,6 +113,13 @@ func New(opts Options) *Sender {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// Following a redirect would turn the POST into a GET without the
+	// event (301, 302, 303), or send the signed body and its signature to
+	// wherever the target points, an address inside the network included
+	// (307, 308). A copy: the caller's client is left as it is.
+	c := *opts.Client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	opts.Client = &c
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -241,7 +250,12 @@ func (s *Sender) attempt(d *delivery) {
 type errStatus struct{ code int }
 
 func (e errStatus) Error() string {
-	return "the target answered " + strconv.Itoa(e.code) + " " + http.StatusText(e.code)
+	msg := "the target answered " + strconv.Itoa(e.code) + " " + http.StatusText(e.code)
+	if e.code >= 300 && e.code < 400 {
+		// (Where it points is not quoted: it may hold a token.)
+		msg += " (a redirect, not followed: give the URL the target redirects to)"
+	}
+	return msg
 }
 
 // post makes one attempt; retry says whether another may succeed.
