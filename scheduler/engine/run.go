@@ -226,15 +226,18 @@ func (s *stepper) freshRunning(use map[string]pool.Use) map[string]int {
 
 // noteSLA notes the slots of ws that missed their SLA at this step: not
 // SUCCESS when the step began, and now past slot time + successWithin.
-// Each is noted once per server run (kept while it is in the window), a
-// problem of op "sla", counted in StepReport.SLAMissed and sent to the
-// workflow's targets; a deadline that passed before the engine started
-// is noted without being counted or sent again.
+// Each is noted once (kept while it is in the window), a problem of op
+// "sla", and, unless the store records it as sent already (slaSent:
+// across restarts and take-overs), counted in StepReport.SLAMissed, sent
+// to the workflow's targets and recorded as sent (recordSLA).
 func (s *stepper) noteSLA(ws *wfStep, after []slot.State) {
 	sla := ws.w.SLA
 	if sla == nil {
 		return
 	}
+	// The records of misses sent begin with the first step of an SLA (an
+	// error is met again below, at a miss).
+	_, _ = s.e.slaRecordsSince()
 	for i, st := range ws.slots {
 		deadline, missed := MissedSLA(sla, st, s.now)
 		if !missed || s.e.slaNoted(st.ID) {
@@ -245,9 +248,17 @@ func (s *stepper) noteSLA(ws *wfStep, after []slot.State) {
 		s.e.mu.Lock()
 		s.e.sla[st.ID] = scheduler.Problem{Workflow: ws.id, Slot: st.ID.Time, Op: opSLA, Error: detail, At: s.e.clock().UTC()}
 		s.e.mu.Unlock()
-		if deadline.Before(s.e.started) {
+		sent, err := s.slaSent(st.ID, deadline)
+		if err != nil {
+			if !errors.Is(err, errNoRegisters) {
+				s.e.log.Warn("SLA misses sent not known: a deadline before the server's start is taken as sent", "slot", st.ID.String(), "error", err)
+			}
+			sent = deadline.Before(s.e.started)
+		}
+		if sent {
 			continue
 		}
+		s.slaMisses = append(s.slaMisses, slaMiss{id: st.ID, deadline: deadline})
 		if s.rep.SLAMissed == nil {
 			s.rep.SLAMissed = make(map[string]int)
 		}

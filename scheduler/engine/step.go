@@ -216,6 +216,8 @@ type stepper struct {
 	// preRuns holds the records of submissions preloadRuns read for the
 	// workflows the step starts counting (nil: none read in one batch).
 	preRuns map[string][]store.Run
+	// slaMisses are the SLA misses the step sent, recorded by recordSLA.
+	slaMisses []slaMiss
 }
 
 // wfStep is one workflow in a step: what gather read, and the
@@ -589,6 +591,9 @@ func (s *stepper) apply() {
 	clear(s.to)
 	if len(s.pendingEvents) > 0 {
 		s.emit(failed)
+	}
+	if len(s.slaMisses) > 0 {
+		s.recordSLA()
 	}
 }
 

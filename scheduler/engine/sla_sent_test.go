@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/internal/testenv/pgtest"
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statepg"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// slaRig starts engines on one store, each with its own clock (set to
+// the time of its steps) and the events they emit.
+type slaRig struct {
+	t    *testing.T
+	wdir string
+	svc  *fakeService
+	mu   sync.Mutex
+	sent []string // "engine kind@slot"
+}
+
+// slaEngine is one server run.
+type slaEngine struct {
+	r    *slaRig
+	name string
+	db   Store
+	e    *Engine
+	mu   sync.Mutex
+	now  time.Time
+}
+
+// start starts an engine on db whose clock reads at until its first step.
+func (r *slaRig) start(name, at string, db Store, owns func(string) bool) *slaEngine {
+	r.t.Helper()
+	se := &slaEngine{r: r, name: name, db: db, now: ts(at)}
+	clock := func() time.Time { se.mu.Lock(); defer se.mu.Unlock(); return se.now }
+	e, err := New(Options{WorkflowsDir: r.wdir, Store: db, Clock: clock, Logger: discard, Owns: owns,
+		Services: map[string]external.Service{workflow.ServiceCommand: r.svc},
+		OnEvent: func(ev scheduler.Event) {
+			r.mu.Lock()
+			r.sent = append(r.sent, name+" "+ev.Kind+"@"+ev.Slot.Format("15:04"))
+			r.mu.Unlock()
+		}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	se.e = e
+	return se
+}
+
+func (se *slaEngine) step(at string) {
+	se.r.t.Helper()
+	se.mu.Lock()
+	se.now = ts(at)
+	se.mu.Unlock()
+	if rf, ok := se.db.(interface {
+		Refresh(context.Context) (bool, error)
+	}); ok {
+		if _, err := rf.Refresh(context.Background()); err != nil {
+			se.r.t.Fatal(err)
+		}
+	}
+	if err := se.e.Step(context.Background(), ts(at), nil); err != nil {
+		se.r.t.Fatal(err)
+	}
+}
+
+// slaMisses returns and forgets the SLA misses sent so far.
+func (r *slaRig) slaMisses() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var misses []string
+	for _, s := range r.sent {
+		if strings.Contains(s, workflow.EventSLAMissed) {
+			misses = append(misses, s)
+		}
+	}
+	r.sent = nil
+	return misses
+}
+
+// slaWorkflow: hourly from 08:00, a 3-hour SLA, a target for every
+// event; its 08:00 slot fails at once.
+func slaWorkflow() workflow.Workflow {
+	w := fixture.Hourly("feed")
+	w.StartTime = ts("2026-11-24T08:00Z")
+	w.SLA = &workflow.SLA{SuccessWithinSeconds: 3 * 3600}
+	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: workflow.Events}}
+	return w
+}
+
+// TestSLAMissWhileTheServerWasDownIsSent: the server stopped at 10:30 and
+// started again at 12:00; the 08:00 slot's deadline (11:00) passed
+// while it was down. The miss was noted but never sent ("its deadline
+// passed before the engine started": taken as sent by the run before,
+// which never saw it). It is sent now, once: a second restart does not
+// send it again. On a database of an older celos (no record of the misses
+// sent) a deadline before the start is still not sent.
+func TestSLAMissWhileTheServerWasDownIsSent(t *testing.T) {
+	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
+	fixture.WriteProject(t, r.wdir, "p", slaWorkflow())
+	db := openDB(t, t.TempDir())
+	a := r.start("first", "2026-11-24T08:00Z", db, nil)
+	a.step("2026-11-24T08:10Z") // READY
+	a.step("2026-11-24T08:11Z") // RUNNING
+	r.svc.finishAll(false)
+	a.step("2026-11-24T08:20Z") // FAILURE
+	a.step("2026-11-24T10:30Z") // the last step before the stop
+	if got := r.slaMisses(); len(got) != 0 {
+		t.Fatalf("misses sent before the deadline: %v", got)
+	}
+	b := r.start("second", "2026-11-24T12:00Z", db, nil)
+	b.step("2026-11-24T12:00Z")
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "second slaMissed@08:00" {
+		t.Fatalf("after the restart: sent %v, want the miss of 08:00 (deadline 11:00, the server was down) once", got)
+	}
+	c := r.start("third", "2026-11-24T12:30Z", db, nil)
+	c.step("2026-11-24T12:30Z")
+	for _, m := range r.slaMisses() {
+		if strings.Contains(m, "@08:00") {
+			t.Fatalf("the miss of 08:00 was sent again after a second restart: %s", m)
+		}
+	}
+	v, err := db.GetRegister(slaBucket, slaKey(slot.ID{Workflow: "feed", Time: ts("2026-11-24T08:00Z")}))
+	if err != nil || !strings.Contains(string(v), `"deadline":"2026-11-24T11:00:00.000Z"`) {
+		t.Errorf("the record of the miss sent: %s, %v", v, err)
+	}
+
+	// A database of an older celos: no record of the misses sent. A
+	// deadline before the start may have been sent by it: not sent.
+	ddir := t.TempDir()
+	old := openDB(t, ddir)
+	d := r.start("older", "2026-11-24T08:00Z", old, nil)
+	d.step("2026-11-24T08:10Z")
+	d.step("2026-11-24T08:11Z")
+	r.svc.finishAll(false)
+	d.step("2026-11-24T08:20Z")
+	d.step("2026-11-24T10:30Z")
+	if err := os.RemoveAll(filepath.Join(ddir, "register", slaBucket)); err != nil {
+		t.Fatal(err)
+	}
+	upgraded := r.start("upgraded", "2026-11-24T12:00Z", old, nil)
+	upgraded.step("2026-11-24T12:00Z")
+	if got := r.slaMisses(); len(got) != 0 {
+		t.Fatalf("on a database without records, sent %v: a deadline before the start may have been sent before", got)
+	}
+}
+
+// TestSLAMissNotSentAgainAfterATakeOver: two instances on one PostgreSQL
+// database. A sends the miss of 08:00 at 11:00:30; B, running since
+// 08:00, takes the workflow over at 11:30. B sent the miss again (its
+// engine started before the deadline and had noted nothing), under
+// another delivery id, so a receiver that deduplicates could not tell.
+func TestSLAMissNotSentAgainAfterATakeOver(t *testing.T) {
+	srv := pgtest.Shared(t)
+	dsn := srv.CreateDB(t)
+	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
+	fixture.WriteProject(t, r.wdir, "p", slaWorkflow())
+	var owner atomic.Value
+	owner.Store("A")
+	open := func(id string) Store {
+		db, err := statepg.Open(context.Background(), dsn, statepg.Options{Fence: ownerFence{id, &owner}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a := r.start("A", "2026-11-24T08:00Z", open("A"), func(string) bool { return owner.Load() == "A" })
+	b := r.start("B", "2026-11-24T08:00Z", open("B"), func(string) bool { return owner.Load() == "B" })
+	a.step("2026-11-24T08:10Z")
+	a.step("2026-11-24T08:11Z")
+	r.svc.finishAll(false)
+	a.step("2026-11-24T08:20Z") // FAILURE
+	b.step("2026-11-24T08:20Z") // B steps too, owning nothing
+	a.step("2026-11-24T11:00:30Z")
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "A slaMissed@08:00" {
+		t.Fatalf("A sent %v, want the miss of 08:00", got)
+	}
+	owner.Store("B")
+	b.step("2026-11-24T11:30Z")
+	b.step("2026-11-24T11:31Z")
+	for _, m := range r.slaMisses() {
+		if strings.Contains(m, "@08:00") {
+			t.Fatalf("the miss of 08:00 was sent again by the instance that took the workflow over: %s", m)
+		}
+	}
+	if st := b.e.Problems("feed"); !hasOp(st, opSLA) {
+		t.Errorf("B does not show the miss of 08:00: %+v", st)
+	}
+}
+
+func hasOp(ps []scheduler.Problem, op string) bool {
+	for _, p := range ps {
+		if p.Op == op {
+			return true
+		}
+	}
+	return false
+}
