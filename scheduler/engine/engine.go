@@ -128,6 +128,9 @@ type Engine struct {
 	// read (slaSent). Guarded by stepMu.
 	slaSince    time.Time
 	slaRecorded map[string]map[int64]bool
+	// slaChecked is, per workflow with an SLA longer than the window,
+	// the slot time before which noteSLABeyond looked. Guarded by stepMu.
+	slaChecked map[string]time.Time
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
@@ -203,6 +206,7 @@ func New(opts Options) (*Engine, error) {
 		sla:         make(map[slot.ID]scheduler.Problem),
 		runs:        make(map[string][]store.Run),
 		slaRecorded: make(map[string]map[int64]bool),
+		slaChecked:  make(map[string]time.Time),
 		pools:       pool.NewFile(opts.PoolsFile),
 	}
 	if e.regs == nil {
@@ -271,6 +275,11 @@ func (e *Engine) reload() *config {
 	for id := range e.slaRecorded {
 		if c.workflows[id] == nil {
 			delete(e.slaRecorded, id)
+		}
+	}
+	for id := range e.slaChecked {
+		if c.workflows[id] == nil {
+			delete(e.slaChecked, id)
 		}
 	}
 	e.mu.Unlock()

@@ -45,6 +45,11 @@ func (e *Engine) owned(todo []string) []string {
 				delete(e.slaRecorded, wf)
 			}
 		}
+		for wf := range e.slaChecked {
+			if !e.opts.Owns(wf) {
+				delete(e.slaChecked, wf)
+			}
+		}
 		e.mu.Lock()
 		for _, wf := range gone {
 			delete(e.done, wf)

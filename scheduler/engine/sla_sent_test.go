@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,4 +208,52 @@ func hasOp(ps []scheduler.Problem, op string) bool {
 		}
 	}
 	return false
+}
+
+// TestSLALongerThanTheWindow: a daily workflow whose slots must succeed
+// within 8 days (vet accepts up to 100 years). Its 1 November slot failed
+// at once and left the 7-day window before its deadline: the miss was
+// never noted nor sent, whatever the steps. It is now, at the first step
+// after the deadline, once, also when that step comes after a restart.
+func TestSLALongerThanTheWindow(t *testing.T) {
+	w := slaWorkflow()
+	w.Schedule.Cron = "0 0 0 * * ?"
+	w.StartTime = ts("2026-11-01T00:00Z")
+	w.SLA.SuccessWithinSeconds = 8 * 86400
+	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
+	fixture.WriteProject(t, r.wdir, "p", w)
+	db := openDB(t, t.TempDir())
+	a := r.start("a", "2026-11-01T00:00Z", db, nil)
+	a.step("2026-11-01T00:10Z") // READY
+	a.step("2026-11-01T00:11Z") // RUNNING
+	r.svc.finishAll(false)
+	a.step("2026-11-01T00:20Z") // FAILURE
+	for d := 2; d <= 8; d++ {   // every slot fails
+		a.step(fmt.Sprintf("2026-11-%02dT12:00Z", d))
+		r.svc.finishAll(false)
+	}
+	a.step("2026-11-09T00:00Z")
+	if got := r.slaMisses(); len(got) != 0 {
+		t.Fatalf("sent %v before the deadline of 1 November (9 November 00:00)", got)
+	}
+	a.step("2026-11-09T00:00:01Z")
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "a slaMissed@00:00" {
+		t.Fatalf("sent %v after the deadline of the slot of 1 November, want its miss once", got)
+	}
+	if !hasOp(a.e.Problems("feed"), opSLA) {
+		t.Errorf("the miss is not shown: %+v", a.e.Problems("feed"))
+	}
+	a.step("2026-11-09T01:00Z")
+	// The slot of 2 November failed too; the server is down when its
+	// deadline passes, and sends its miss at its first step after.
+	if st, _, _ := db.Get(slot.ID{Workflow: "feed", Time: ts("2026-11-02T00:00Z")}); st.Status != slot.Failure {
+		t.Fatalf("the slot of 2 November is %s, want FAILURE", st.Status)
+	}
+	b := r.start("b", "2026-11-10T06:00Z", db, nil)
+	b.step("2026-11-10T06:00Z")
+	b.step("2026-11-10T07:00Z")
+	got := r.slaMisses()
+	if len(got) != 1 || got[0] != "b slaMissed@00:00" {
+		t.Fatalf("after a restart: sent %v, want the miss of 2 November only", got)
+	}
 }
