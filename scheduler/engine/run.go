@@ -251,6 +251,8 @@ func (s *stepper) noteSLA(ws *wfStep, after []slot.State) {
 // with 10 days to succeed), which the step does not look at otherwise:
 // the slots whose deadline passed since the last such check (after a
 // restart, within the window's length before now), read from the store.
+// A slot without a record older than a prune keeps (pruneSafe) is left
+// out: it may have succeeded and been pruned.
 // Called after the step forgot the slots that left the window.
 func (s *stepper) noteSLABeyond(ws *wfStep) {
 	sla := ws.w.SLA
@@ -282,8 +284,10 @@ func (s *stepper) noteSLABeyond(ws *wfStep) {
 		case err != nil:
 			e.log.Warn("SLA of a slot outside the window not checked: its state cannot be read", "slot", id.String(), "error", err)
 			return // (checked again at the next step)
+		case !found && t.Before(s.now.Add(-pruneSafe)):
+			continue // perhaps pruned after it succeeded: unknown
 		case !found:
-			st = slot.NewWaiting(id)
+			st = slot.NewWaiting(id) // it waited: never written
 		}
 		if deadline, missed := MissedSLA(sla, st, s.now); missed {
 			s.noteMiss(ws, id, st, deadline)
@@ -291,6 +295,10 @@ func (s *stepper) noteSLABeyond(ws *wfStep) {
 	}
 	e.slaChecked[ws.id] = hi
 }
+
+// pruneSafe is how long a final slot's record is kept at least (a prune
+// keeps the window and a day: statedb.MinRetention).
+const pruneSafe = scheduler.Window + 24*time.Hour
 
 func maxTime(a, b time.Time) time.Time {
 	if a.Before(b) {

@@ -257,3 +257,66 @@ func TestSLALongerThanTheWindow(t *testing.T) {
 		t.Fatalf("after a restart: sent %v, want the miss of 2 November only", got)
 	}
 }
+
+// TestSLALongerThanTheWindowAfterAPrune: a slot of a workflow with an SLA
+// longer than the window that has no record when its deadline passes may
+// have been pruned after it succeeded (a prune keeps 8 days): no miss is
+// noted for it. One that never had a record (it waited) and is within 8
+// days of its slot time cannot have been pruned: its miss is sent.
+func TestSLALongerThanTheWindowAfterAPrune(t *testing.T) {
+	w := slaWorkflow()
+	w.Schedule.Cron = "0 0 0 * * ?"
+	w.StartTime = ts("2026-11-01T00:00Z")
+	w.SLA.SuccessWithinSeconds = 10 * 86400
+	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
+	fixture.WriteProject(t, r.wdir, "p", w)
+	ddir := t.TempDir()
+	db := openDB(t, ddir)
+	a := r.start("a", "2026-11-01T00:00Z", db, nil)
+	a.step("2026-11-01T00:10Z")
+	a.step("2026-11-01T00:11Z")
+	r.svc.finishAll(true)
+	a.step("2026-11-01T00:20Z") // SUCCESS
+	if st, _, _ := db.Get(slot.ID{Workflow: "feed", Time: ts("2026-11-01T00:00Z")}); st.Status != slot.Success {
+		t.Fatalf("1 November is %s, want SUCCESS", st.Status)
+	}
+	// Pruned (what a prune of final slots older than 8 days deletes).
+	if err := os.Remove(filepath.Join(ddir, "state", "feed", "2026-11-01", "00:00:00.000Z")); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // (a restart: the store reads the directory again)
+	db = openDB(t, ddir)
+	b := r.start("b", "2026-11-11T00:00:01Z", db, nil)
+	b.step("2026-11-11T00:00:01Z")
+	b.step("2026-11-11T01:00Z")
+	for _, m := range r.slaMisses() {
+		if strings.Contains(m, "@00:00") {
+			t.Fatalf("a miss was sent for the pruned slot of 1 November, which succeeded: %s", m)
+		}
+	}
+}
+
+// TestSLALongerThanTheWindowOfASlotThatWaited: a slot whose trigger was
+// never ready has no record; with an SLA of 7.5 days its deadline comes
+// before any prune may remove a record (8 days): its miss is sent.
+func TestSLALongerThanTheWindowOfASlotThatWaited(t *testing.T) {
+	w := slaWorkflow()
+	w.Schedule.Cron = "0 0 0 * * ?"
+	w.StartTime = ts("2026-11-01T00:00Z")
+	w.SLA.SuccessWithinSeconds = 7*86400 + 12*3600
+	w.Trigger = workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}
+	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
+	fixture.WriteProject(t, r.wdir, "p", w)
+	db := openDB(t, t.TempDir())
+	a := r.start("a", "2026-11-01T00:00Z", db, nil)
+	for d := 1; d <= 8; d++ {
+		a.step(fmt.Sprintf("2026-11-%02dT06:00Z", d))
+	}
+	if got := r.slaMisses(); len(got) != 0 {
+		t.Fatalf("sent %v before the deadline of 1 November (8 November 12:00)", got)
+	}
+	a.step("2026-11-08T12:00:01Z")
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "a slaMissed@00:00" {
+		t.Fatalf("sent %v, want the miss of the slot of 1 November, which waited", got)
+	}
+}
