@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 // TestDataVolumeSpecialEntries: what a dataVolume trigger counts on the
@@ -61,6 +63,44 @@ func TestDataVolumeSpecialEntries(t *testing.T) {
 					f.Close() // (unblocks the open, so that the test ends)
 				}
 				t.Fatal("the dataVolume trigger hangs on a FIFO")
+			}
+		})
+	}
+}
+
+// TestHdfsCheckSpecialPaths (pre-release sweep, held): an hdfsCheck on
+// file: only asks stat: a FIFO exists (never opened, no hang), a link to
+// a file or a directory exists, a dangling link does not, a loop of links
+// is an error of the slot.
+func TestHdfsCheckSpecialPaths(t *testing.T) {
+	root := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "file"), 1)
+	for name, target := range map[string]string{"tofile": "file", "todir": ".", "dangling": "none", "loop1": "loop2", "loop2": "loop1"} {
+		if err := os.Symlink(filepath.Join(root, target), filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name         string
+		ready, error bool
+	}{
+		{"fifo", true, false}, {"tofile", true, false}, {"todir", true, false},
+		{"dangling", false, false}, {"loop1", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trig := workflow.Trigger{Type: workflow.TriggerHDFSCheck, Path: filepath.ToSlash(filepath.Join(root, tc.name)), FS: "file:///"}
+			done := make(chan Status, 1)
+			go func() { done <- Evaluate(context.Background(), Env{FS: NewMux("")}, &trig, slotTime, slotTime) }()
+			select {
+			case st := <-done:
+				if st.Ready != tc.ready || (st.Error != "") != tc.error {
+					t.Fatalf("status %+v, want ready=%v error=%v", st, tc.ready, tc.error)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("hdfsCheck hangs")
 			}
 		})
 	}
