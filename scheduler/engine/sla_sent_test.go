@@ -49,7 +49,7 @@ func (r *slaRig) start(name, at string, db Store, owns func(string) bool) *slaEn
 		Services: map[string]external.Service{workflow.ServiceCommand: r.svc},
 		OnEvent: func(ev scheduler.Event) {
 			r.mu.Lock()
-			r.sent = append(r.sent, name+" "+ev.Kind+"@"+ev.Slot.Format("15:04"))
+			r.sent = append(r.sent, name+" "+ev.Kind+"@"+ev.Slot.Format("02 15:04"))
 			r.mu.Unlock()
 		}})
 	if err != nil {
@@ -122,13 +122,13 @@ func TestSLAMissWhileTheServerWasDownIsSent(t *testing.T) {
 	}
 	b := r.start("second", "2026-11-24T12:00Z", db, nil)
 	b.step("2026-11-24T12:00Z")
-	if got := r.slaMisses(); len(got) != 1 || got[0] != "second slaMissed@08:00" {
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "second slaMissed@24 08:00" {
 		t.Fatalf("after the restart: sent %v, want the miss of 08:00 (deadline 11:00, the server was down) once", got)
 	}
 	c := r.start("third", "2026-11-24T12:30Z", db, nil)
 	c.step("2026-11-24T12:30Z")
 	for _, m := range r.slaMisses() {
-		if strings.Contains(m, "@08:00") {
+		if strings.Contains(m, "@24 08:00") {
 			t.Fatalf("the miss of 08:00 was sent again after a second restart: %s", m)
 		}
 	}
@@ -185,14 +185,14 @@ func TestSLAMissNotSentAgainAfterATakeOver(t *testing.T) {
 	a.step("2026-11-24T08:20Z") // FAILURE
 	b.step("2026-11-24T08:20Z") // B steps too, owning nothing
 	a.step("2026-11-24T11:00:30Z")
-	if got := r.slaMisses(); len(got) != 1 || got[0] != "A slaMissed@08:00" {
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "A slaMissed@24 08:00" {
 		t.Fatalf("A sent %v, want the miss of 08:00", got)
 	}
 	owner.Store("B")
 	b.step("2026-11-24T11:30Z")
 	b.step("2026-11-24T11:31Z")
 	for _, m := range r.slaMisses() {
-		if strings.Contains(m, "@08:00") {
+		if strings.Contains(m, "@24 08:00") {
 			t.Fatalf("the miss of 08:00 was sent again by the instance that took the workflow over: %s", m)
 		}
 	}
@@ -237,7 +237,7 @@ func TestSLALongerThanTheWindow(t *testing.T) {
 		t.Fatalf("sent %v before the deadline of 1 November (9 November 00:00)", got)
 	}
 	a.step("2026-11-09T00:00:01Z")
-	if got := r.slaMisses(); len(got) != 1 || got[0] != "a slaMissed@00:00" {
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "a slaMissed@01 00:00" {
 		t.Fatalf("sent %v after the deadline of the slot of 1 November, want its miss once", got)
 	}
 	if !hasOp(a.e.Problems("feed"), opSLA) {
@@ -253,7 +253,7 @@ func TestSLALongerThanTheWindow(t *testing.T) {
 	b.step("2026-11-10T06:00Z")
 	b.step("2026-11-10T07:00Z")
 	got := r.slaMisses()
-	if len(got) != 1 || got[0] != "b slaMissed@00:00" {
+	if len(got) != 1 || got[0] != "b slaMissed@02 00:00" {
 		t.Fatalf("after a restart: sent %v, want the miss of 2 November only", got)
 	}
 }
@@ -290,7 +290,7 @@ func TestSLALongerThanTheWindowAfterAPrune(t *testing.T) {
 	b.step("2026-11-11T00:00:01Z")
 	b.step("2026-11-11T01:00Z")
 	for _, m := range r.slaMisses() {
-		if strings.Contains(m, "@00:00") {
+		if strings.Contains(m, "@01 00:00") {
 			t.Fatalf("a miss was sent for the pruned slot of 1 November, which succeeded: %s", m)
 		}
 	}
@@ -316,7 +316,37 @@ func TestSLALongerThanTheWindowOfASlotThatWaited(t *testing.T) {
 		t.Fatalf("sent %v before the deadline of 1 November (8 November 12:00)", got)
 	}
 	a.step("2026-11-08T12:00:01Z")
-	if got := r.slaMisses(); len(got) != 1 || got[0] != "a slaMissed@00:00" {
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "a slaMissed@01 00:00" {
 		t.Fatalf("sent %v, want the miss of the slot of 1 November, which waited", got)
+	}
+}
+
+// TestSLALongerThanTheWindowSentOnceAcrossRestarts: a miss of an SLA of
+// 10 days sent, then a restart 5 days later: the record of the miss is
+// kept (its slot is 15 days old, beyond the 14 days the records of
+// shorter SLAs are kept) and the miss is not sent again.
+func TestSLALongerThanTheWindowSentOnceAcrossRestarts(t *testing.T) {
+	w := slaWorkflow()
+	w.Schedule.Cron = "0 0 0 * * ?"
+	w.StartTime = ts("2026-11-01T00:00Z")
+	w.SLA.SuccessWithinSeconds = 10 * 86400
+	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
+	fixture.WriteProject(t, r.wdir, "p", w)
+	db := openDB(t, t.TempDir())
+	a := r.start("a", "2026-11-01T00:00Z", db, nil)
+	a.step("2026-11-01T00:10Z")
+	a.step("2026-11-01T00:11Z")
+	r.svc.finishAll(false)
+	a.step("2026-11-01T00:20Z") // FAILURE
+	a.step("2026-11-11T00:00:01Z")
+	if got := r.slaMisses(); len(got) != 1 || got[0] != "a slaMissed@01 00:00" {
+		t.Fatalf("sent %v, want the miss of 1 November", got)
+	}
+	b := r.start("b", "2026-11-16T00:00Z", db, nil)
+	b.step("2026-11-16T00:00Z")
+	for _, m := range r.slaMisses() {
+		if strings.Contains(m, "@01 00:00") {
+			t.Fatalf("the miss of 1 November was sent again after a restart: %s", m)
+		}
 	}
 }

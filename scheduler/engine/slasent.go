@@ -31,8 +31,10 @@ const (
 	slaBucket = "celos-sla-missed"
 	// slaSinceKey holds {"since": time}: records are kept from then on.
 	slaSinceKey = "since"
-	// slaKeep is how long a record is kept after its slot time: beyond
-	// it the slot is out of the window (only a rerun steps it again).
+	// slaKeep is how long a record is kept after its deadline: beyond it
+	// the engine looks at the slot no more (a step looks at the deadlines
+	// of a window's length before now, noteSLABeyond; only a rerun steps
+	// the slot again).
 	slaKeep = 2 * scheduler.Window
 )
 
@@ -76,7 +78,9 @@ func (s *stepper) slaSent(id slot.ID, deadline time.Time) (bool, error) {
 			return false, fmt.Errorf("read the SLA misses sent of %s: %w", id.Workflow, err)
 		}
 		sent = make(map[int64]bool, len(keys))
-		old := s.now.Add(-slaKeep).UnixMilli()
+		// (deadline − slot time is the SLA: records go slaKeep after
+		// their deadline.)
+		old := s.now.Add(-slaKeep - deadline.Sub(id.Time)).UnixMilli()
 		for _, k := range keys {
 			ms, err := strconv.ParseInt(strings.TrimPrefix(k, slaPrefix(id.Workflow)), 10, 64)
 			switch {
