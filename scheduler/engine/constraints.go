@@ -78,7 +78,9 @@ func seconds(s int64) string {
 }
 
 // runLookback is how far back the submissions of a workflow with
-// constraints c matter (0: they do not).
+// constraints c matter (0: they do not): the longer of minInterval and
+// maxRuns' period, however long (up to 100 years: a submission counts
+// for the whole period, not only while its slot is in the window).
 func runLookback(c *workflow.Constraints) time.Duration {
 	if c == nil {
 		return 0
@@ -87,7 +89,15 @@ func runLookback(c *workflow.Constraints) time.Duration {
 	if c.MaxRuns != nil {
 		d = max(d, time.Duration(c.MaxRuns.PeriodSeconds)*time.Second)
 	}
-	return min(d, scheduler.Window)
+	return d
+}
+
+// runsKept is how many of the latest submissions constraints c need.
+func runsKept(c *workflow.Constraints) int {
+	if c.MaxRuns != nil {
+		return max(1, c.MaxRuns.Count)
+	}
+	return 1
 }
 
 // runsOf returns the submission times of workflow ws that its constraints
@@ -118,6 +128,13 @@ func (s *stepper) runsOf(ws *wfStep) []time.Time {
 		k++
 	}
 	runs = runs[k:]
+	// Only the latest runs matter: minInterval's last, maxRuns' count
+	// (the next place frees when the count-th latest ages out); a record
+	// of a long period is bounded by them (onTimeout "run" submits past
+	// the constraints).
+	if keep := runsKept(ws.w.Constraints); len(runs) > keep {
+		runs = runs[len(runs)-keep:]
+	}
 	e.runs[ws.id] = runs
 	s.runTimes = s.runTimes[:0]
 	for _, r := range runs {
@@ -150,7 +167,10 @@ func (s *stepper) seedRuns(ws *wfStep, look time.Duration) []store.Run {
 			}
 		}
 	}
-	for _, t := range ws.sched.AppendTimes(nil, s.now.Add(-look), s.now) {
+	// The slots without a record are looked for in the window only: what
+	// is older may be pruned, and a long look-back (a month of minutely
+	// slots) would read each of its slots.
+	for _, t := range ws.sched.AppendTimes(nil, s.now.Add(-min(look, scheduler.Window)), s.now) {
 		if recorded[t.UnixMilli()] {
 			continue
 		}

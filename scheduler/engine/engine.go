@@ -119,9 +119,18 @@ type Engine struct {
 	// runs are the recent submissions of workflows with minInterval or
 	// maxRuns, oldest first (runsOf); guarded by stepMu.
 	runs map[string][]store.Run
-	// started is the engine's start (by Clock): SLA deadlines before it
-	// are noted, not sent again.
+	// started is the engine's start (by Clock): where the store keeps no
+	// record of the SLA misses sent, deadlines before it are noted, not
+	// sent again.
 	started time.Time
+	// slaSince is when the store's records of SLA misses sent begin
+	// (zero: not read yet); slaRecorded the slots recorded, per workflow
+	// read (slaSent). Guarded by stepMu.
+	slaSince    time.Time
+	slaRecorded map[string]map[int64]bool
+	// slaChecked is, per workflow with an SLA longer than the window,
+	// the slot time before which noteSLABeyond looked. Guarded by stepMu.
+	slaChecked map[string]time.Time
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
@@ -185,18 +194,20 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("engine: no workflows directory")
 	}
 	e := &Engine{
-		opts:     opts,
-		db:       opts.Store,
-		regs:     opts.Registers,
-		fs:       opts.FS,
-		clock:    opts.Clock,
-		log:      opts.Logger,
-		loader:   &loader{dir: opts.WorkflowsDir, db: opts.Store, owns: opts.Owns, files: make(map[string]*fileEntry)},
-		done:     make(map[string]doneMark),
-		problems: make(map[problemKey]scheduler.Problem),
-		sla:      make(map[slot.ID]scheduler.Problem),
-		runs:     make(map[string][]store.Run),
-		pools:    pool.NewFile(opts.PoolsFile),
+		opts:        opts,
+		db:          opts.Store,
+		regs:        opts.Registers,
+		fs:          opts.FS,
+		clock:       opts.Clock,
+		log:         opts.Logger,
+		loader:      &loader{dir: opts.WorkflowsDir, db: opts.Store, owns: opts.Owns, files: make(map[string]*fileEntry)},
+		done:        make(map[string]doneMark),
+		problems:    make(map[problemKey]scheduler.Problem),
+		sla:         make(map[slot.ID]scheduler.Problem),
+		runs:        make(map[string][]store.Run),
+		slaRecorded: make(map[string]map[int64]bool),
+		slaChecked:  make(map[string]time.Time),
+		pools:       pool.NewFile(opts.PoolsFile),
 	}
 	if e.regs == nil {
 		if r, ok := opts.Store.(Registers); ok {
@@ -259,6 +270,16 @@ func (e *Engine) reload() *config {
 	for id := range e.runs { // (stepMu is held)
 		if c.workflows[id] == nil {
 			delete(e.runs, id)
+		}
+	}
+	for id := range e.slaRecorded {
+		if c.workflows[id] == nil {
+			delete(e.slaRecorded, id)
+		}
+	}
+	for id := range e.slaChecked {
+		if c.workflows[id] == nil {
+			delete(e.slaChecked, id)
 		}
 	}
 	e.mu.Unlock()

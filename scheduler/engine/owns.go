@@ -40,6 +40,16 @@ func (e *Engine) owned(todo []string) []string {
 				delete(e.runs, wf)
 			}
 		}
+		for wf := range e.slaRecorded { // read again from the store: the owner records its misses
+			if !e.opts.Owns(wf) {
+				delete(e.slaRecorded, wf)
+			}
+		}
+		for wf := range e.slaChecked {
+			if !e.opts.Owns(wf) {
+				delete(e.slaChecked, wf)
+			}
+		}
 		e.mu.Lock()
 		for _, wf := range gone {
 			delete(e.done, wf)
@@ -47,6 +57,11 @@ func (e *Engine) owned(todo []string) []string {
 		for k := range e.problems {
 			if !e.opts.Owns(k.wf) {
 				delete(e.problems, k)
+			}
+		}
+		for id := range e.sla { // (noted again from the store's records if it comes back)
+			if !e.opts.Owns(id.Workflow) {
+				delete(e.sla, id)
 			}
 		}
 		e.mu.Unlock()

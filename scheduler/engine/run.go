@@ -226,35 +226,114 @@ func (s *stepper) freshRunning(use map[string]pool.Use) map[string]int {
 
 // noteSLA notes the slots of ws that missed their SLA at this step: not
 // SUCCESS when the step began, and now past slot time + successWithin.
-// Each is noted once per server run (kept while it is in the window), a
-// problem of op "sla", counted in StepReport.SLAMissed and sent to the
-// workflow's targets; a deadline that passed before the engine started
-// is noted without being counted or sent again.
+// Each is noted once (kept while it is in the window), a problem of op
+// "sla", and, unless the store records it as sent already (slaSent:
+// across restarts and take-overs), counted in StepReport.SLAMissed, sent
+// to the workflow's targets and recorded as sent (recordSLA).
 func (s *stepper) noteSLA(ws *wfStep, after []slot.State) {
 	sla := ws.w.SLA
 	if sla == nil {
 		return
 	}
+	// The records of misses sent begin with the first step of an SLA (an
+	// error is met again below, at a miss).
+	_, _ = s.e.slaRecordsSince()
 	for i, st := range ws.slots {
 		deadline, missed := MissedSLA(sla, st, s.now)
-		if !missed || s.e.slaNoted(st.ID) {
-			continue
+		if missed && !s.e.slaNoted(st.ID) {
+			s.noteMiss(ws, st.ID, after[i], deadline)
 		}
-		detail := fmt.Sprintf("SLA missed: not SUCCESS %s after the slot time (deadline %s); %s at the step of %s",
-			seconds(sla.SuccessWithinSeconds), slot.FormatTime(deadline), after[i].Status, slot.FormatTime(s.now))
-		s.e.mu.Lock()
-		s.e.sla[st.ID] = scheduler.Problem{Workflow: ws.id, Slot: st.ID.Time, Op: opSLA, Error: detail, At: s.e.clock().UTC()}
-		s.e.mu.Unlock()
-		if deadline.Before(s.e.started) {
-			continue
-		}
-		if s.rep.SLAMissed == nil {
-			s.rep.SLAMissed = make(map[string]int)
-		}
-		s.rep.SLAMissed[ws.id]++
-		s.e.log.Warn("slot missed its SLA", "slot", st.ID.String(), "status", string(after[i].Status), "deadline", slot.FormatTime(deadline))
-		s.event(ws.w, workflow.EventSLAMissed, after[i], detail, slot.ID{})
 	}
+}
+
+// noteSLABeyond notes the misses of the slots of ws that left the window
+// before their deadline (an SLA longer than the window: a weekly slot
+// with 10 days to succeed), which the step does not look at otherwise:
+// the slots whose deadline passed since the last such check (after a
+// restart, within the window's length before now), read from the store.
+// A slot without a record older than a prune keeps (pruneSafe) is left
+// out: it may have succeeded and been pruned.
+// Called after the step forgot the slots that left the window.
+func (s *stepper) noteSLABeyond(ws *wfStep) {
+	sla := ws.w.SLA
+	if sla == nil || time.Duration(sla.SuccessWithinSeconds)*time.Second <= scheduler.Window {
+		return
+	}
+	e := s.e
+	// Missed at now: slot time + successWithin < now, i.e. slot time <
+	// hi; the slots from ws.start on are the step's own.
+	hi := s.now.Add(-time.Duration(sla.SuccessWithinSeconds) * time.Second)
+	if hi.After(ws.start) {
+		hi = ws.start
+	}
+	lo, ok := e.slaChecked[ws.id]
+	if !ok || lo.Before(hi.Add(-scheduler.Window)) {
+		lo = hi.Add(-scheduler.Window)
+	}
+	lo = maxTime(lo, ws.w.StartTime)
+	if !lo.Before(hi) {
+		return
+	}
+	for _, t := range ws.sched.AppendTimes(nil, lo, hi) {
+		id := slot.ID{Workflow: ws.id, Time: t}
+		if e.slaNoted(id) {
+			continue
+		}
+		st, found, err := e.db.Get(id)
+		switch {
+		case err != nil:
+			e.log.Warn("SLA of a slot outside the window not checked: its state cannot be read", "slot", id.String(), "error", err)
+			return // (checked again at the next step)
+		case !found && t.Before(s.now.Add(-pruneSafe)):
+			continue // perhaps pruned after it succeeded: unknown
+		case !found:
+			st = slot.NewWaiting(id) // it waited: never written
+		}
+		if deadline, missed := MissedSLA(sla, st, s.now); missed {
+			s.noteMiss(ws, id, st, deadline)
+		}
+	}
+	e.slaChecked[ws.id] = hi
+}
+
+// pruneSafe is how long a final slot's record is kept at least (a prune
+// keeps the window and a day: statedb.MinRetention).
+const pruneSafe = scheduler.Window + 24*time.Hour
+
+func maxTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+// noteMiss notes the SLA miss of slot id of ws (its state now: st) at
+// the step: a problem of op "sla" and, unless the store records it as
+// sent (slaSent), counted, logged, sent to the workflow's targets and
+// recorded (recordSLA).
+func (s *stepper) noteMiss(ws *wfStep, id slot.ID, st slot.State, deadline time.Time) {
+	detail := fmt.Sprintf("SLA missed: not SUCCESS %s after the slot time (deadline %s); %s at the step of %s",
+		seconds(ws.w.SLA.SuccessWithinSeconds), slot.FormatTime(deadline), st.Status, slot.FormatTime(s.now))
+	s.e.mu.Lock()
+	s.e.sla[id] = scheduler.Problem{Workflow: ws.id, Slot: id.Time, Op: opSLA, Error: detail, At: s.e.clock().UTC()}
+	s.e.mu.Unlock()
+	sent, err := s.slaSent(id, deadline)
+	if err != nil {
+		if !errors.Is(err, errNoRegisters) {
+			s.e.log.Warn("SLA misses sent not known: a deadline before the server's start is taken as sent", "slot", id.String(), "error", err)
+		}
+		sent = deadline.Before(s.e.started)
+	}
+	if sent {
+		return
+	}
+	s.slaMisses = append(s.slaMisses, slaMiss{id: id, deadline: deadline})
+	if s.rep.SLAMissed == nil {
+		s.rep.SLAMissed = make(map[string]int)
+	}
+	s.rep.SLAMissed[ws.id]++
+	s.e.log.Warn("slot missed its SLA", "slot", id.String(), "status", string(st.Status), "deadline", slot.FormatTime(deadline))
+	s.event(ws.w, workflow.EventSLAMissed, st, detail, slot.ID{})
 }
 
 // slaNoted reports whether a slot's SLA miss is noted.

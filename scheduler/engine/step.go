@@ -216,6 +216,8 @@ type stepper struct {
 	// preRuns holds the records of submissions preloadRuns read for the
 	// workflows the step starts counting (nil: none read in one batch).
 	preRuns map[string][]store.Run
+	// slaMisses are the SLA misses the step sent, recorded by recordSLA.
+	slaMisses []slaMiss
 }
 
 // wfStep is one workflow in a step: what gather read, and the
@@ -502,13 +504,20 @@ func (s *stepper) record(ws *wfStep, d Decision, obs []Observation) {
 		}
 	}
 	if ws.w.SLA != nil || len(e.sla) > 0 {
+		// A miss is shown until its deadline leaves the window too (an
+		// SLA longer than the window: noteSLABeyond).
+		limit := ws.start
+		if sla := ws.w.SLA; sla != nil && time.Duration(sla.SuccessWithinSeconds)*time.Second > scheduler.Window {
+			limit = limit.Add(-time.Duration(sla.SuccessWithinSeconds) * time.Second)
+		}
 		for id := range e.sla {
-			if id.Workflow == ws.id && id.Time.Before(ws.start) && !stepped[id.Time.UnixMilli()] {
+			if id.Workflow == ws.id && id.Time.Before(limit) && !stepped[id.Time.UnixMilli()] {
 				delete(e.sla, id)
 			}
 		}
 	}
 	e.mu.Unlock()
+	s.noteSLABeyond(ws)
 
 	// Move the done mark to the first enumerated schedule time whose slot
 	// is not final (or was skipped), else to now.
@@ -589,6 +598,9 @@ func (s *stepper) apply() {
 	clear(s.to)
 	if len(s.pendingEvents) > 0 {
 		s.emit(failed)
+	}
+	if len(s.slaMisses) > 0 {
+		s.recordSLA()
 	}
 }
 

@@ -67,7 +67,9 @@ const MaxSecretSize = 64 << 10
 // Options configure a Sender.
 type Options struct {
 	// Client posts the deliveries; default: an http.Client with a
-	// 10-second timeout (a slow target is an attempt that failed).
+	// 10-second timeout (a slow target is an attempt that failed). Its
+	// redirects are never followed (a copy is used, whose CheckRedirect
+	// refuses them): a redirect is an answer that is not a delivery.
 	Client *http.Client
 	// Logger receives failures (and drops); default slog.Default().
 	Logger *slog.Logger
@@ -95,6 +97,9 @@ type Sender struct {
 	// closed: Send and retries drop; timers are the pending retries.
 	closed bool
 	timers map[*time.Timer]bool
+	// down are the targets (by URL) whose last attempt timed out or could
+	// not connect, and until when they are not tried (coolDown).
+	down map[string]time.Time
 }
 
 // delivery is one event for one target.
@@ -111,6 +116,13 @@ func New(opts Options) *Sender {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// Following a redirect would turn the POST into a GET without the
+	// event (301, 302, 303), or send the signed body and its signature to
+	// wherever the target points, an address inside the network included
+	// (307, 308). A copy: the caller's client is left as it is.
+	c := *opts.Client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	opts.Client = &c
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -130,7 +142,7 @@ func New(opts Options) *Sender {
 		opts.MaxBackoff = 5 * time.Minute
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Sender{opts: opts, queue: make(chan *delivery, opts.QueueSize), ctx: ctx, stop: stop, timers: make(map[*time.Timer]bool)}
+	s := &Sender{opts: opts, queue: make(chan *delivery, opts.QueueSize), ctx: ctx, stop: stop, timers: make(map[*time.Timer]bool), down: make(map[string]time.Time)}
 	for range opts.Workers {
 		s.wg.Add(1)
 		go s.work()
@@ -200,11 +212,32 @@ func (s *Sender) work() {
 	}
 }
 
-// attempt posts d once and decides what follows.
+// errCoolingDown is the outcome of an attempt not made: the target's last
+// attempt (another delivery's) timed out or could not connect, and its
+// retry time has not come.
+type errCoolingDown struct{ until time.Time }
+
+func (e errCoolingDown) Error() string {
+	return "not attempted: an earlier delivery to the target timed out or could not connect; next try after " + e.until.UTC().Format(time.RFC3339)
+}
+
+// attempt posts d once and decides what follows. A target that hangs or
+// cannot be reached costs a worker once per retry time, not once per
+// delivery: while it cools down (coolDown), its deliveries count an
+// attempt without being posted and wait for the end of it, so that the
+// other targets' deliveries are not held back behind its timeouts.
 func (s *Sender) attempt(d *delivery) {
 	d.attempt++
-	retry, err := s.post(d)
+	var retry bool
+	var err error
+	var wait time.Duration
+	if until, cooling := s.coolingUntil(d.target.URL); cooling {
+		retry, err, wait = true, errCoolingDown{until}, time.Until(until)
+	} else {
+		retry, err = s.post(d)
+	}
 	if err == nil {
+		s.coolDown(d.target.URL, 0)
 		s.result(d.event, Delivered)
 		return
 	}
@@ -214,10 +247,15 @@ func (s *Sender) attempt(d *delivery) {
 		s.result(d.event, Failed)
 		return
 	}
-	wait := s.opts.Backoff << (d.attempt - 1)
-	if wait > s.opts.MaxBackoff || wait <= 0 {
-		wait = s.opts.MaxBackoff
+	backoff := s.opts.Backoff << (d.attempt - 1)
+	if backoff > s.opts.MaxBackoff || backoff <= 0 {
+		backoff = s.opts.MaxBackoff
 	}
+	var status errStatus
+	if _, cooling := err.(errCoolingDown); !cooling && !errors.As(err, &status) {
+		s.coolDown(d.target.URL, backoff) // timed out or could not connect
+	}
+	wait = max(wait, backoff)
 	s.opts.Logger.Info("notification attempt failed; retrying", "event", d.event, "url", redact(d.target.URL), "delivery", d.id,
 		"attempt", d.attempt, "retryIn", wait.String(), "error", err)
 	s.result(d.event, Retried)
@@ -237,11 +275,41 @@ func (s *Sender) attempt(d *delivery) {
 	s.timers[t] = true
 }
 
+// coolingUntil reports whether target url cools down, and until when.
+func (s *Sender) coolingUntil(url string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until, ok := s.down[url]
+	if ok && !time.Now().Before(until) {
+		delete(s.down, url)
+		return time.Time{}, false
+	}
+	return until, ok
+}
+
+// coolDown makes target url cool down for d (0: no more).
+func (s *Sender) coolDown(url string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.down, url)
+		return
+	}
+	if s.down != nil {
+		s.down[url] = time.Now().Add(d)
+	}
+}
+
 // errStatus is an answer that is not 2xx.
 type errStatus struct{ code int }
 
 func (e errStatus) Error() string {
-	return "the target answered " + strconv.Itoa(e.code) + " " + http.StatusText(e.code)
+	msg := "the target answered " + strconv.Itoa(e.code) + " " + http.StatusText(e.code)
+	if e.code >= 300 && e.code < 400 {
+		// (Where it points is not quoted: it may hold a token.)
+		msg += " (a redirect, not followed: give the URL the target redirects to)"
+	}
+	return msg
 }
 
 // post makes one attempt; retry says whether another may succeed.

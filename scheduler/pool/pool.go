@@ -14,6 +14,7 @@ import (
 	"io"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,9 @@ func Parse(data []byte) (Pools, error) {
 	if doc.Pools == nil {
 		return nil, fmt.Errorf("%w: no \"pools\" object", ErrInvalid)
 	}
+	if err := noDuplicateKeys(data); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	p := make(Pools, len(doc.Pools))
 	var errs []error
 	names := make([]string, 0, len(doc.Pools))
@@ -87,6 +91,83 @@ func Parse(data []byte) (Pools, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// noDuplicateKeys refuses a name given twice in one object of the
+// (valid) pools document: encoding/json keeps the last silently, so a
+// pool named twice (two edits merged) would get one of its limits
+// without a word. Names are quoted only when they are identifiers.
+func noDuplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type object struct {
+		seen map[string]bool
+		name string // the key this object is the value of
+	}
+	var stack []*object
+	expectKey := false
+	var lastKey string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return nil // (the decode reported it)
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, &object{seen: make(map[string]bool), name: lastKey})
+				expectKey = true
+				continue
+			case '}':
+				stack = stack[:len(stack)-1]
+			case '[':
+				stack = append(stack, nil) // arrays hold no keys
+			case ']':
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if o := top(stack); expectKey && o != nil {
+				if o.seen[v] {
+					line, _ := position(data, dec.InputOffset())
+					return duplicateKey(len(stack), o.name, v, line)
+				}
+				o.seen[v] = true
+				lastKey = v
+				expectKey = false
+				continue
+			}
+		}
+		// A value ended: the next string of an object is a key.
+		expectKey = top(stack) != nil
+	}
+}
+
+func top[T any](stack []*T) *T {
+	if len(stack) == 0 {
+		return nil
+	}
+	return stack[len(stack)-1]
+}
+
+// duplicateKey says which name is given twice, at depth (1: the
+// document, 2: the pools, 3: a pool) of the object named parent.
+func duplicateKey(depth int, parent, key string, line int) error {
+	name := func(s string) string {
+		if fieldName.MatchString(`"`+s+`"`) || (workflow.IDPattern.MatchString(s) && len(s) <= 64) {
+			return strconv.Quote(s)
+		}
+		return "a name"
+	}
+	switch depth {
+	case 2:
+		return fmt.Errorf("pool %s is defined twice (again at line %d)", name(key), line)
+	case 3:
+		return fmt.Errorf("pool %s: %s is given twice (again at line %d)", name(parent), name(key), line)
+	}
+	return fmt.Errorf("%s is given twice (again at line %d)", name(key), line)
 }
 
 var fieldName = regexp.MustCompile(`^"[A-Za-z][A-Za-z0-9_]{0,63}"$`)

@@ -33,6 +33,11 @@ func TestParse(t *testing.T) {
 		{"syntax", "{\"pools\": {\n\"etl\": {\"limit\": 1,}}}", nil, "JSON syntax error at line 2"},
 		{"string limit", `{"pools": {"etl": {"limit": "4"}}}`, nil, "wrong type"},
 		{"trailing", `{"pools": {}} {}`, nil, "trailing data"},
+		// A pool named twice (two edits merged) took the last limit
+		// silently: 100 here, where one of them meant 1.
+		{"pool twice", "{\"pools\": {\"etl\": {\"limit\": 1},\n \"etl\": {\"limit\": 100}}}", nil, `pool "etl" is defined twice (again at line 2)`},
+		{"pools twice", `{"pools": {"etl": {"limit": 1}}, "pools": {"etl": {"limit": 100}}}`, nil, `"pools" is given twice`},
+		{"limit twice", `{"pools": {"etl": {"limit": 1, "limit": 100}}}`, nil, `pool "etl": "limit" is given twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,14 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/schema/workflow"
-	"github.com/celos-go/celos/targets"
 )
 
 // Entry is one entry of a listed directory.
@@ -44,14 +45,46 @@ func (Local) List(ctx context.Context, fsURI, dir string) ([]Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	infos, err := targets.Local{}.ReadDir(dir)
+	// (os.ReadDir opens with O_DIRECTORY: a FIFO in the directory's place
+	// is ENOTDIR at once, never opened for reading.)
+	des, err := os.ReadDir(filepath.FromSlash(dir))
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return nil, nil
 	case err != nil:
 		return nil, err
 	}
-	return entries(infos), nil
+	out := make([]Entry, 0, len(des))
+	for _, de := range des {
+		if e, ok := localEntry(dir, de); ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// localEntry is the entry of de in dir as Hadoop's local file system sees
+// it: a symbolic link is followed (its target's size and kind; a link to
+// nothing is left out), and of what is not a directory only regular files
+// are listed (a FIFO, socket or device holds no data to count). Nothing is
+// opened.
+func localEntry(dir string, de fs.DirEntry) (Entry, bool) {
+	var fi fs.FileInfo
+	var err error
+	if de.Type()&fs.ModeSymlink != 0 {
+		fi, err = os.Stat(filepath.Join(filepath.FromSlash(dir), de.Name()))
+	} else {
+		fi, err = de.Info()
+	}
+	switch {
+	case err != nil: // gone since the listing, a dangling link
+		return Entry{}, false
+	case fi.IsDir():
+		return Entry{Name: de.Name(), Dir: true}, true
+	case !fi.Mode().IsRegular():
+		return Entry{}, false
+	}
+	return Entry{Name: de.Name(), Size: fi.Size()}, true
 }
 
 // entries converts a listing of targets.
