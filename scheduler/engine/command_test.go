@@ -218,6 +218,15 @@ func TestKillInterruptedBeforeItsStateIsNotRetried(t *testing.T) {
 		return st
 	}
 	st := get()
+	// RUNNING says the command was started, not that the shell has run
+	// its first line yet: kill it once it ran.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(runs); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the command did not start within 60 s: %v", err)
+		}
+	}
 	if err := svc.Kill(ctx, &s.w, st.ExternalID); err != nil {
 		t.Fatal(err)
 	}
