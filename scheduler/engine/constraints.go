@@ -81,16 +81,7 @@ func seconds(s int64) string {
 // constraints c matter (0: they do not): the longer of minInterval and
 // maxRuns' period, however long (up to 100 years: a submission counts
 // for the whole period, not only while its slot is in the window).
-func runLookback(c *workflow.Constraints) time.Duration {
-	if c == nil {
-		return 0
-	}
-	d := time.Duration(c.MinIntervalSeconds) * time.Second
-	if c.MaxRuns != nil {
-		d = max(d, time.Duration(c.MaxRuns.PeriodSeconds)*time.Second)
-	}
-	return d
-}
+func runLookback(c *workflow.Constraints) time.Duration { return c.RunLookBack() }
 
 // runsKept is how many of the latest submissions constraints c need.
 func runsKept(c *workflow.Constraints) int {

@@ -41,8 +41,10 @@ type pruner interface {
 // or earlier for a workflow whose slot states a trigger of a loaded
 // workflow reads further back than keep allows (its look-back plus
 // statedb.MinRetention, trigger.LookBacks), so that pruning never breaks a
-// look-back trigger. Each such extension is logged, naming the workflow
-// read and the one reading it.
+// look-back trigger, or whose run constraints count submissions further
+// back (minInterval, maxRuns: Constraints.RunLookBack), so that pruning
+// never lets a workflow run early. Each such extension is logged, naming
+// the workflow read and the one reading it, or the period counted.
 func pruneLimits(now time.Time, keep time.Duration, ws []*workflow.Workflow, log *slog.Logger) func(wf string) time.Time {
 	longer := make(map[string]time.Time)
 	for _, lb := range trigger.LookBacks(ws) {
@@ -53,6 +55,20 @@ func pruneLimits(now time.Time, keep time.Duration, ws []*workflow.Workflow, log
 		longer[lb.Workflow] = now.Add(-need)
 		log.Info("keeping a workflow's final slots longer than --prune-older-than: a trigger reads them",
 			"workflow", lb.Workflow, "readBy", lb.By, "lookBack", humandur.Format(lb.Back), "olderThan", humandur.Format(keep), "keptFor", humandur.Format(need))
+	}
+	// minInterval and maxRuns count the submissions (the record, and the
+	// slots a record of an older celos lacks) of their whole period.
+	for _, w := range ws {
+		need := w.Constraints.RunLookBack()
+		if need <= keep {
+			continue
+		}
+		limit := now.Add(-need) // (at most 292 years back: no overflow)
+		if b, ok := longer[w.ID]; !ok || limit.Before(b) {
+			longer[w.ID] = limit
+		}
+		log.Info("keeping a workflow's final slots and record of submissions longer than --prune-older-than: its run constraints count them",
+			"workflow", w.ID, "countsBack", humandur.Format(need), "olderThan", humandur.Format(keep), "keptFor", humandur.Format(need))
 	}
 	return func(wf string) time.Time {
 		if b, ok := longer[wf]; ok {

@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -158,5 +162,71 @@ func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
 	}
 	if !ready() {
 		t.Errorf("b's slot is not ready after the prune: a's state %s was pruned", aSlot)
+	}
+}
+
+// TestRunPruneKeepsWhatRunConstraintsCount: --prune-older-than 8d keeps
+// what a minInterval of 30 days counts, 20 days after the submission: the
+// record of submissions and the slot (which a record of an older celos
+// would lack), logged; an unconstrained workflow's equally old slot goes.
+// Before, the prune dropped the submission, and the next slot ran 10 days
+// early.
+func TestRunPruneKeepsWhatRunConstraintsCount(t *testing.T) {
+	dir := t.TempDir()
+	wfDir := filepath.Join(dir, "wf")
+	os.Mkdir(wfDir, 0o755)
+	m := fixture.Hourly("monthly")
+	m.Constraints = &workflow.Constraints{MinIntervalSeconds: 30 * 86400, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
+	fixture.WriteProject(t, wfDir, "p", m, fixture.Hourly("c"))
+	dbDir := filepath.Join(dir, "db")
+	old := time.Now().UTC().Truncate(time.Hour).Add(-20 * 24 * time.Hour)
+	run := store.Run{Slot: old, At: old.Add(time.Minute)}
+	func() {
+		db, err := statedb.Open(dbDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for _, id := range []string{"monthly", "c"} {
+			if err := db.Put(slot.State{ID: slot.ID{Workflow: id, Time: old}, Status: slot.Success, ExternalID: "x"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if failed := db.PutRuns(map[string][]store.Run{"monthly": {run}}); failed != nil {
+			t.Fatal(failed)
+		}
+	}()
+
+	var stderr servertest.LockedBuffer
+	cfg := Config{Workflows: wfDir, DB: dbDir, URLFile: filepath.Join(dir, "url"), Stderr: &stderr, PruneOlderThan: 8 * 24 * time.Hour}
+	_, stop := startRun(t, cfg, openEngine)
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "pruned state database") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	log := stderr.String()
+	if !strings.Contains(log, "deleted=1") {
+		t.Errorf("c's old slot not pruned:\n%s", log)
+	}
+	if !strings.Contains(log, "workflow=monthly countsBack=30d olderThan=8d keptFor=30d") {
+		t.Errorf("the longer retention of monthly is not logged:\n%s", log)
+	}
+	db, err := statedb.Open(dbDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got, err := db.Runs("monthly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]store.Run{run}, got, cmpopts.EquateApproxTime(time.Millisecond)); d != "" {
+		t.Errorf("monthly's record of submissions after the prune (-want +got):\n%s", d)
+	}
+	if _, found, err := db.Get(slot.ID{Workflow: "monthly", Time: old}); err != nil || !found {
+		t.Errorf("monthly's slot of 20 days ago after the prune: found %v, %v", found, err)
 	}
 }

@@ -124,9 +124,9 @@ func (db *DB) runWorkflows() ([]string, error) {
 // pruneRuns drops the submissions older than before(wf) from every record
 // of submissions, and removes a record left empty; a workflow whose limit
 // is inside minRetention (reported by the prune of its slots) is left
-// alone. A record with nothing to drop is not rewritten. The engine never
-// needs them: its look-back is at most the window, shorter than
-// MinRetention.
+// alone. A record with nothing to drop is not rewritten. The callers'
+// limits keep what run constraints count (the server's pruneLimits, celos
+// db prune's check).
 func (db *DB) pruneRuns(now time.Time, before func(wf string) time.Time) error {
 	wfs, err := db.runWorkflows()
 	if err != nil {

@@ -7,6 +7,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -31,6 +32,27 @@ type Constraints struct {
 	TimeoutSeconds int64 `json:"timeoutSeconds"`
 	// OnTimeout is OnTimeoutGiveUp or OnTimeoutRun.
 	OnTimeout string `json:"onTimeout"`
+}
+
+// RunLookBack is how far back the submissions of a workflow with
+// constraints c count: the longer of MinIntervalSeconds and MaxRuns'
+// period, saturating at the longest Duration (0: they do not count; a nil
+// c has none). What is submitted earlier can be forgotten (and pruned).
+func (c *Constraints) RunLookBack() time.Duration {
+	if c == nil {
+		return 0
+	}
+	s := c.MinIntervalSeconds
+	if c.MaxRuns != nil {
+		s = max(s, c.MaxRuns.PeriodSeconds)
+	}
+	if s <= 0 {
+		return 0
+	}
+	if s > int64(math.MaxInt64/time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(s) * time.Second
 }
 
 // What a slot whose constraints still do not hold after TimeoutSeconds

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,26 @@ func TestTimeWindowComplementCoversEveryMinute(t *testing.T) {
 		at := start.Add(time.Duration(m) * time.Minute)
 		if w.Contains(at) == c.Contains(at) {
 			t.Fatalf("at %s window %v complement %v", at, w.Contains(at), c.Contains(at))
+		}
+	}
+}
+
+func TestRunLookBack(t *testing.T) {
+	day := int64(86400)
+	for _, tc := range []struct {
+		name string
+		c    *Constraints
+		want time.Duration
+	}{
+		{"none", nil, 0},
+		{"time window only", &Constraints{TimeWindow: &TimeWindow{From: "01:00", To: "02:00"}}, 0},
+		{"minInterval", &Constraints{MinIntervalSeconds: 4 * 3600}, 4 * time.Hour},
+		{"maxRuns longer", &Constraints{MinIntervalSeconds: 3600, MaxRuns: &MaxRuns{Count: 2, PeriodSeconds: 30 * day}}, 30 * 24 * time.Hour},
+		{"minInterval longer", &Constraints{MinIntervalSeconds: 40 * day, MaxRuns: &MaxRuns{Count: 2, PeriodSeconds: day}}, 40 * 24 * time.Hour},
+		{"saturates", &Constraints{MinIntervalSeconds: math.MaxInt64}, math.MaxInt64},
+	} {
+		if got := tc.c.RunLookBack(); got != tc.want {
+			t.Errorf("%s: RunLookBack = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
