@@ -2,15 +2,19 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
@@ -73,10 +77,12 @@ func newDBExportCmd() *cobra.Command {
 		Short: "Write a PostgreSQL state database out as a state directory (Celos layout)",
 		Long: `export writes every record of the PostgreSQL database --from into the state
 directory --to, so that the file store can take over again. A --to that
-does not exist is written as --to.export-incomplete and renamed to --to
-once the copy is verified: an interrupted export never leaves a --to
-holding part of the state, and run again it completes the
-.export-incomplete directory. It refuses, writing nothing, a directory holding any record the
+does not exist or is an empty directory is written as
+--to.export-incomplete and renamed to --to once the copy is verified
+(keeping the empty directory's mode): an interrupted export never leaves
+a --to holding part of the state, and run again it completes the
+.export-incomplete directory. An empty mount point is refused (nothing
+can be renamed over it): export into a new directory inside it. It refuses, writing nothing, a directory holding any record the
 database does not hold as it is (the old directory of a migrate, another
 server's): export into a new directory, or run it again on the one an
 interrupted export left. It skips workflows already equal, and compares
@@ -172,7 +178,7 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	}
 	if final != dir {
 		fdb.Close()
-		if err := renameDir(dir, final); err != nil {
+		if err := swapIn(dir, final); err != nil {
 			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: the copy is complete and verified in %s, but: %w", what, dir, err)}
 		}
 		what = fmt.Sprintf("%s → %s", pg, final)
@@ -186,30 +192,117 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 // writes, renamed to the directory once the copy is verified.
 const incompleteSuffix = ".export-incomplete"
 
-// exportDir is where an export into dir writes: dir itself if it exists
-// (empty, or a state directory an earlier celos's export was interrupted
-// in), else dir + incompleteSuffix (resumed if an interrupted export left
-// it), renamed to dir at the end, so that dir never holds part of a
-// state. final is dir; a migrate (toPG) reads dir itself.
+// exportDir is where an export into dir writes: dir + incompleteSuffix
+// (resumed if an interrupted export left it), renamed to dir at the end,
+// when dir does not exist or is an empty directory (one holding at most a
+// lock file no process holds, which is removed), so that dir never holds
+// part of a state; dir itself if it is a state directory (one an earlier
+// celos's export was interrupted in, or an equal state). An empty mount
+// point is refused: nothing can be renamed over it. final is dir; a
+// migrate (toPG) reads dir itself.
 func exportDir(dir string, toPG bool) (final, write string, err error) {
-	if toPG {
-		return dir, dir, nil
-	}
-	if _, err := os.Lstat(dir); err == nil {
+	if toPG || holdsState(dir) {
 		return dir, dir, nil
 	}
 	staging := filepath.Clean(dir) + incompleteSuffix
 	if other := notState(staging); other != "" {
 		return "", "", fmt.Errorf("%s, where the export writes until it is verified, is not empty and not a state directory (it holds %s): nothing written; remove it", staging, other)
 	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return dir, staging, nil
+	}
+	if err := emptyForSwap(dir); err != nil {
+		return "", "", err
+	}
 	return dir, staging, nil
 }
 
-// renameDir renames the directory from to to (which must not exist) and
-// syncs their parent, so that the rename survives a crash.
-func renameDir(from, to string) error {
-	if err := os.Rename(from, to); err != nil {
-		return err
+// emptyForSwap checks that the existing directory dir can be replaced by
+// a rename at the end of an export: it is a directory, not a mount point,
+// and empty; a lock file no process holds (left by a server that never
+// wrote a record) is removed.
+func emptyForSwap(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("%s (--to): %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s (--to) is not a directory: nothing written", dir)
+	}
+	if mountPoint(dir) {
+		return fmt.Errorf("%s (--to) is a mount point: an export is written aside and renamed into place once verified, and nothing can be renamed over a mount point; nothing written: export into a new directory inside it (--to %s) and give that to the server",
+			dir, filepath.Join(dir, "db"))
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%s (--to): %w", dir, err)
+	}
+	for _, e := range ents {
+		if e.Name() != ".lock" || !e.Type().IsRegular() {
+			return fmt.Errorf("%s (--to) is not empty (it holds %q): nothing written; export into a new directory", dir, e.Name())
+		}
+		if err := removeStaleLock(filepath.Join(dir, ".lock")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeStaleLock removes the lock file of an empty state directory,
+// refusing one a process holds (a server running on it).
+func removeStaleLock(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("lock file %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("%w: %s is in use (lock file %s): nothing written; stop the server first", statedb.ErrLocked, filepath.Dir(path), path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove the stale lock file %s: %w", path, err)
+	}
+	return nil
+}
+
+// mountPoint reports whether dir is the root of a mount (a bind mount
+// too: statx's STATX_ATTR_MOUNT_ROOT), or on another device than its
+// parent (kernels before 5.8).
+func mountPoint(dir string) bool {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &st); err == nil &&
+		st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		return st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+	}
+	var a, b unix.Stat_t
+	return unix.Lstat(dir, &a) == nil && unix.Stat(filepath.Dir(filepath.Clean(dir)), &b) == nil && a.Dev != b.Dev
+}
+
+// swapIn renames the verified export from to to, which may be an empty
+// directory (rename(2) replaces it atomically): the result keeps its mode
+// and, where the process may set it, its owner. It syncs their parent, so
+// that the rename survives a crash.
+func swapIn(from, to string) error {
+	if fi, err := os.Lstat(to); err == nil && fi.IsDir() {
+		if err := os.Chmod(from, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			// Only root may give the directory away; others keep their own.
+			if err := os.Lchown(from, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
+				return err
+			}
+		}
+	}
+	// rename(2) itself: os.Rename refuses any existing directory.
+	if err := syscall.Rename(from, to); err != nil {
+		if errors.Is(err, syscall.EBUSY) {
+			return fmt.Errorf("%s is a mount point (nothing can be renamed over it); export into a new directory inside it", to)
+		}
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("%s is no longer empty (something wrote it during the export); move it away and run the export again", to)
+		}
+		return fmt.Errorf("rename %s to %s: %w", from, to, err)
 	}
 	d, err := os.Open(filepath.Dir(to))
 	if err != nil {

@@ -250,7 +250,9 @@ func countRows(t *testing.T, dsn, table string) int {
 // leaves no directory at --to that looks like a state (a server started
 // on it would run the missing slots again), only --to.export-incomplete;
 // run again, it completes that and renames it to --to, the same tree as
-// the source.
+// the source. An existing empty --to (made ready by an administrator,
+// mode 0750) is staged the same way and keeps its mode: it was written in
+// place, and a kill left a state directory missing workflows.
 func TestDBExportInterrupted(t *testing.T) {
 	srv := pgtest.StartT(t, pgtest.Options{})
 	dsn := srv.CreateDB(t)
@@ -260,20 +262,57 @@ func TestDBExportInterrupted(t *testing.T) {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	want := files(t, src)
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "back")
+			if existing {
+				if err := os.Mkdir(dst, 0o750); err != nil {
+					t.Fatal(err)
+				}
+			}
+			killExportPartWay(t, dsn, dst)
+			if _, err := os.Stat(dst); err == nil && !(existing && len(files(t, dst)) == 0) {
+				if d := cmp.Diff(want, files(t, dst)); d != "" {
+					t.Fatalf("the killed export left %s, a state directory missing records (-source +left):\n%.2000s", dst, d)
+				}
+				t.Logf("the export ended before the kill")
+			}
+			var out, errOut bytes.Buffer
+			if code := run([]string{"db", "export", "--from", dsn, "--to", dst}, &out, &errOut); code != 0 {
+				t.Fatalf("export again: exit %d\n%s%s", code, out.String(), errOut.String())
+			}
+			if d := cmp.Diff(want, files(t, dst)); d != "" {
+				t.Fatalf("the resumed export differs (-source +export):\n%.2000s", d)
+			}
+			if _, err := os.Lstat(dst + ".export-incomplete"); err == nil {
+				t.Errorf("%s.export-incomplete is left after the export", dst)
+			}
+			if existing {
+				if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o750 {
+					t.Errorf("%s after the export: %v, %v; want the mode it had, 0750", dst, fi.Mode(), err)
+				}
+			}
+		})
+	}
+}
 
-	dst := filepath.Join(t.TempDir(), "back")
-	staging := dst + ".export-incomplete"
+// killExportPartWay starts celos db export --from dsn --to dst as a
+// process of its own and kills it (SIGKILL) once it has written some
+// workflows (into dst or dst.export-incomplete), or once it ended.
+func killExportPartWay(t *testing.T, dsn, dst string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
 	cmd := exec.Command(os.Args[0], "db", "export", "--from", dsn, "--to", dst)
 	cmd.Args[0] = "celos" // testscript.Main runs it as celos
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill it once it has written some workflows (a bound, not a timing
-	// assertion: if it ended first, the checks below still hold).
+	// A bound, not a timing assertion: if it ended first, the checks of
+	// the callers still hold.
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		n := 0
-		for _, d := range []string{dst, staging} {
+		for _, d := range []string{dst, dst + ".export-incomplete"} {
 			ents, _ := os.ReadDir(filepath.Join(d, "state"))
 			n += len(ents)
 		}
@@ -283,22 +322,6 @@ func TestDBExportInterrupted(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if _, err := os.Stat(dst); err == nil {
-		if d := cmp.Diff(want, files(t, dst)); d != "" {
-			t.Fatalf("the killed export left %s, a state directory missing records (-source +left):\n%.2000s", dst, d)
-		}
-		t.Logf("the export ended before the kill")
-	}
-	out.Reset()
-	if code := run([]string{"db", "export", "--from", dsn, "--to", dst}, &out, &errOut); code != 0 {
-		t.Fatalf("export again: exit %d\n%s%s", code, out.String(), errOut.String())
-	}
-	if d := cmp.Diff(want, files(t, dst)); d != "" {
-		t.Fatalf("the resumed export differs (-source +export):\n%.2000s", d)
-	}
-	if _, err := os.Lstat(staging); err == nil {
-		t.Errorf("%s is left after the export", staging)
-	}
 }
 
 // TestDBMigrateInterrupted: celos db migrate killed (SIGKILL) part way
