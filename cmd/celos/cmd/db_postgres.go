@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/statepg"
 )
@@ -324,30 +323,10 @@ type pruneArgs struct {
 // rules as on a directory (statepg.Prune), counted in rows. It may run
 // beside servers: each workflow is pruned in a transaction of its own.
 func prunePostgres(out io.Writer, a pruneArgs) error {
-	ctx := context.Background()
-	db, err := statepg.Open(ctx, a.db, statepg.Options{})
+	db, err := statepg.Open(context.Background(), a.db, statepg.Options{})
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	defer db.Close()
-	if a.wfDir != "" {
-		if err := checkLookBacks(db, a.wfDir, a.olderThan, a.keep); err != nil {
-			return &ExitError{Code: ExitFailure, Err: err}
-		}
-	}
-	if a.dryRun {
-		n, err := countPrunable(db, a.before)
-		if err != nil {
-			return &ExitError{Code: ExitFailure, Err: err}
-		}
-		fmt.Fprintf(out, "would delete %d slot states older than %s from %s\n", n, slot.FormatTime(a.before), db)
-		return nil
-	}
-	start := time.Now()
-	n, err := db.Prune(a.before, a.now)
-	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("prune %s: %w (deleted %d slot states before the error)", db, err, n)}
-	}
-	fmt.Fprintf(out, "deleted %d slot states older than %s from %s in %v\n", n, slot.FormatTime(a.before), db, time.Since(start).Round(time.Millisecond))
-	return nil
+	return prune(out, a, pruneTarget{db: db, unit: "slot states", where: fmt.Sprintf("from %s", db)})
 }

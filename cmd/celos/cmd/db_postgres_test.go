@@ -45,6 +45,14 @@ func TestDBMigrateExport(t *testing.T) {
 	db.SetPaused("wc", true)
 	db.PutIntent(slot.ID{Workflow: "wc", Time: t0}, store.Intent{Attempt: 0, Time: t0})
 	db.PutRegister("b", "k", []byte(`{"x": 1}`))
+	// Two submissions before the prune's limit below, one after it.
+	if failed := db.PutRuns(map[string][]store.Run{"wc": {
+		{Slot: t0, At: t0.Add(time.Minute)},
+		{Slot: t0.Add(time.Hour), At: t0.Add(time.Hour + time.Minute)},
+		{Slot: t0, Attempt: 1, At: time.Date(2024, 2, 25, 0, 0, 0, 0, time.UTC)},
+	}}); failed != nil {
+		t.Fatal(failed)
+	}
 	db.Close()
 
 	celos := func(want int, args ...string) (string, string) {
@@ -61,7 +69,7 @@ func TestDBMigrateExport(t *testing.T) {
 		return out.String(), errOut.String()
 	}
 	out, _ := celos(0, "db", "migrate", "--from", src, "--to", dsn)
-	if !strings.Contains(out, "1 workflows written, 0 already there") || !strings.Contains(out, "1 workflows: 24 slot states, 0 rerun marks, 1 submit intents, 1 paused, 0 owners, 0 submissions recorded; 1 registers") {
+	if !strings.Contains(out, "1 workflows written, 0 already there") || !strings.Contains(out, "1 workflows: 24 slot states, 0 rerun marks, 1 submit intents, 1 paused, 0 owners, 3 submissions recorded; 1 registers") {
 		t.Fatalf("migrate printed:\n%s", out)
 	}
 	out, _ = celos(0, "db", "migrate", "--from", src, "--to", dsn)
@@ -75,15 +83,21 @@ func TestDBMigrateExport(t *testing.T) {
 	}
 
 	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z", "--dry-run")
-	if !strings.Contains(out, "would delete 24 slot states older than 2024-02-22T00:00:00.000Z from postgres://celos@") {
+	if !strings.HasPrefix(out, "would delete 24 slot states older than 2024-02-22T00:00:00.000Z and 2 of 3 recorded submissions made before it from postgres://celos@") {
 		t.Fatalf("prune --dry-run printed:\n%s", out)
 	}
+	if n := countRows(t, dsn, "celos_runs"); n != 3 {
+		t.Fatalf("the dry run left %d submissions recorded, want 3", n)
+	}
 	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z")
-	if !strings.Contains(out, "deleted 24 slot states older than 2024-02-22T00:00:00.000Z") {
+	if !strings.HasPrefix(out, "deleted 24 slot states older than 2024-02-22T00:00:00.000Z and 2 recorded submissions made before it from postgres://celos@") {
 		t.Fatalf("prune printed:\n%s", out)
 	}
+	if n := countRows(t, dsn, "celos_runs"); n != 1 {
+		t.Fatalf("%d submissions recorded after the prune, want 1", n)
+	}
 	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z", "--dry-run")
-	if !strings.Contains(out, "would delete 0 slot states") {
+	if !strings.HasPrefix(out, "would delete 0 slot states older than 2024-02-22T00:00:00.000Z and 0 of 1 recorded submissions") {
 		t.Fatalf("prune --dry-run after prune printed:\n%s", out)
 	}
 
