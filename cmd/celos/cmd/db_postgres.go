@@ -44,7 +44,10 @@ as it is (another server's state; a database that ran on after a first
 migrate is never put back): only an empty database, or one holding part
 of the source after an interruption, is copied into.
 Stop the server on the directory first (migrate takes its lock) and the
-servers on the database (it refuses while one is live, naming it). Give the
+servers on the database (it refuses while one is live, naming it). A
+directory migrate cannot write (a snapshot mounted read-only) is read
+without writing anything, not even its lock file, and it says so; a
+server holding its lock is still refused. Give the
 password in PGPASSWORD or ~/.pgpass. See docs/postgres.md.`,
 		Example: `  PGPASSWORD=... celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos`,
 		Args:    cobra.NoArgs,
@@ -157,7 +160,7 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
-	fdb, err := statedb.Open(dir)
+	fdb, err := openState(out, dir, toPG)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s: %w", dir, err)}
 	}
@@ -185,6 +188,32 @@ func copyState(out io.Writer, dir, dsn string, toPG bool) error {
 	fmt.Fprintf(out, "copied %s in %v: %d workflows written, %d already there\n%v\nsha256 %s (the same on both sides)\n",
 		what, time.Since(start).Round(time.Millisecond), sum.Copied, sum.Skipped, sum.Counts, sum.Checksum)
 	return nil
+}
+
+// openState opens the state directory of a copy. A migrate's source that
+// cannot be written (a snapshot mounted read-only, a directory of another
+// user) is read without writing anything, not even its lock file
+// (statedb.Options.ReadOnly), and it says so on out: a process holding
+// its lock (a server) is still refused.
+func openState(out io.Writer, dir string, toPG bool) (*statedb.DB, error) {
+	fdb, err := statedb.Open(dir)
+	if err == nil || !toPG || !(errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+		return fdb, err
+	}
+	why := err.Error()
+	if errno := syscall.Errno(0); errors.As(err, &errno) {
+		why = errno.Error()
+	}
+	fdb, err = statedb.OpenWith(dir, statedb.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	held := "its lock file is held shared while it is read, so a server holding it is refused and none can start on it"
+	if _, locked := fdb.ReadOnly(); !locked {
+		held = "it has no lock file, so no server holds it"
+	}
+	fmt.Fprintf(out, "note: %s is not writable (%s): reading it read-only, writing nothing to it; %s\n", dir, why, held)
+	return fdb, nil
 }
 
 // incompleteSuffix names the directory an export into a new directory
