@@ -18,7 +18,8 @@ import (
 // --to is written aside and renamed over it; a lock file no process holds
 // (left by a server that never wrote a record) goes with it, one a
 // server holds is refused, and so is a mount point (nothing can be
-// renamed over it) — all without writing anything.
+// renamed over it) and a symbolic link to an empty directory (the rename
+// would replace the link) — all without writing anything.
 func TestDBExportIntoAnExistingDirectory(t *testing.T) {
 	srv := pgtest.StartT(t, pgtest.Options{})
 	dsn := srv.CreateDB(t)
@@ -61,6 +62,24 @@ func TestDBExportIntoAnExistingDirectory(t *testing.T) {
 		errOut := celos(ExitFailure, "db", "export", "--from", dsn, "--to", dst)
 		if !strings.Contains(errOut, "in use") || !strings.Contains(errOut, "nothing written") {
 			t.Errorf("export into a directory a process holds: %s", errOut)
+		}
+		if _, err := os.Lstat(dst + ".export-incomplete"); err == nil {
+			t.Errorf("the refused export wrote %s.export-incomplete", dst)
+		}
+	})
+
+	t.Run("symbolic link", func(t *testing.T) {
+		target := t.TempDir()
+		dst := filepath.Join(t.TempDir(), "back")
+		if err := os.Symlink(target, dst); err != nil {
+			t.Fatal(err)
+		}
+		errOut := celos(ExitFailure, "db", "export", "--from", dsn, "--to", dst)
+		if !strings.Contains(errOut, "is a symbolic link") || !strings.Contains(errOut, "nothing written") {
+			t.Errorf("export into a symbolic link to an empty directory: %s", errOut)
+		}
+		if ents, _ := os.ReadDir(target); len(ents) != 0 {
+			t.Errorf("the refused export wrote into %s: %v", target, ents)
 		}
 		if _, err := os.Lstat(dst + ".export-incomplete"); err == nil {
 			t.Errorf("the refused export wrote %s.export-incomplete", dst)

@@ -254,6 +254,9 @@ func emptyForSwap(dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s (--to): %w", dir, err)
 	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s (--to) is a symbolic link (not followed: the export is renamed into place at the end): nothing written; give the directory it points to", dir)
+	}
 	if !fi.IsDir() {
 		return fmt.Errorf("%s (--to) is not a directory: nothing written", dir)
 	}
