@@ -199,6 +199,14 @@ func prune(out io.Writer, a pruneArgs, t pruneTarget) error {
 		}
 		fmt.Fprintf(out, "would delete %d %s older than %s and %d of %d recorded submissions made before it %s%s\n",
 			n, t.unit, limit, runs.old, runs.all, t.where, size)
+		if u := runs.unreadable; len(u) > 0 {
+			more := ""
+			if len(u) > 5 {
+				u, more = u[:5], fmt.Sprintf(" and %d more", len(u)-5)
+			}
+			fmt.Fprintf(out, "the records of submissions of %s%s cannot be read: not counted (the prune reports them)\n",
+				strings.Join(u, ", "), more)
+		}
 		return nil
 	}
 	start := time.Now()
@@ -222,13 +230,26 @@ func prune(out io.Writer, a pruneArgs, t pruneTarget) error {
 }
 
 // runCount is how many submissions are recorded (all) and how many of
-// them were made before a prune's limit (old).
-type runCount struct{ old, all int }
+// them were made before a prune's limit (old); unreadable names the
+// records of submissions that could not be read (file store), which the
+// prune reports itself.
+type runCount struct {
+	old, all   int
+	unreadable []string
+}
 
 // countRuns counts the submissions recorded in db, and those made before
-// before (which a prune deletes).
+// before (which a prune deletes): in one query if the store can
+// (statepg), else record by record.
 func countRuns(db prunable, before time.Time) (runCount, error) {
 	var c runCount
+	if rc, ok := db.(interface {
+		CountRuns(before time.Time) (old, all int, err error)
+	}); ok {
+		var err error
+		c.old, c.all, err = rc.CountRuns(before)
+		return c, err
+	}
 	wfs, err := db.AllWorkflows()
 	if err != nil {
 		return c, err
@@ -236,7 +257,8 @@ func countRuns(db prunable, before time.Time) (runCount, error) {
 	for _, wf := range wfs {
 		runs, err := db.Runs(wf)
 		if err != nil {
-			return c, err
+			c.unreadable = append(c.unreadable, wf)
+			continue
 		}
 		c.all += len(runs)
 		for _, r := range runs {
