@@ -24,15 +24,15 @@ func TestDBExportIntoAnExistingDirectory(t *testing.T) {
 	srv := pgtest.StartT(t, pgtest.Options{})
 	dsn := srv.CreateDB(t)
 	src := writeSuccessState(t, 3, 2)
-	celos := func(want int, args ...string) string {
+	celos := func(t *testing.T, want int, args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != want {
-			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errOut.String())
+			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args[:2], code, want, out.String(), errOut.String())
 		}
 		return errOut.String()
 	}
-	celos(0, "db", "migrate", "--from", src, "--to", dsn)
+	celos(t, 0, "db", "migrate", "--from", src, "--to", dsn)
 	want := files(t, src)
 
 	t.Run("stale lock", func(t *testing.T) {
@@ -43,7 +43,7 @@ func TestDBExportIntoAnExistingDirectory(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dst, ".lock"), []byte("12345\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		celos(0, "db", "export", "--from", dsn, "--to", dst)
+		celos(t, 0, "db", "export", "--from", dsn, "--to", dst)
 		if d := cmp.Diff(want, files(t, dst)); d != "" {
 			t.Fatalf("export differs (-source +export):\n%s", d)
 		}
@@ -59,12 +59,28 @@ func TestDBExportIntoAnExistingDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer held.Close()
-		errOut := celos(ExitFailure, "db", "export", "--from", dsn, "--to", dst)
+		errOut := celos(t, ExitFailure, "db", "export", "--from", dsn, "--to", dst)
 		if !strings.Contains(errOut, "in use") || !strings.Contains(errOut, "nothing written") {
 			t.Errorf("export into a directory a process holds: %s", errOut)
 		}
 		if _, err := os.Lstat(dst + ".export-incomplete"); err == nil {
 			t.Errorf("the refused export wrote %s.export-incomplete", dst)
+		}
+	})
+
+	t.Run("current directory", func(t *testing.T) {
+		parent := t.TempDir()
+		dst := filepath.Join(parent, "back")
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(dst)
+		celos(t, 0, "db", "export", "--from", dsn, "--to", ".")
+		if d := cmp.Diff(want, files(t, dst)); d != "" {
+			t.Fatalf("export --to . differs (-source +export):\n%s", d)
+		}
+		if ents, _ := os.ReadDir(parent); len(ents) != 1 {
+			t.Errorf("export --to . left beside it: %v", ents)
 		}
 	})
 
@@ -74,7 +90,7 @@ func TestDBExportIntoAnExistingDirectory(t *testing.T) {
 		if err := os.Symlink(target, dst); err != nil {
 			t.Fatal(err)
 		}
-		errOut := celos(ExitFailure, "db", "export", "--from", dsn, "--to", dst)
+		errOut := celos(t, ExitFailure, "db", "export", "--from", dsn, "--to", dst)
 		if !strings.Contains(errOut, "is a symbolic link") || !strings.Contains(errOut, "nothing written") {
 			t.Errorf("export into a symbolic link to an empty directory: %s", errOut)
 		}
@@ -98,7 +114,7 @@ func TestDBExportIntoAnExistingDirectory(t *testing.T) {
 			t.Fatalf("mount a tmpfs on %s: %v", dst, err)
 		}
 		t.Cleanup(func() { syscall.Unmount(dst, 0) })
-		errOut := celos(ExitFailure, "db", "export", "--from", dsn, "--to", dst)
+		errOut := celos(t, ExitFailure, "db", "export", "--from", dsn, "--to", dst)
 		if !strings.Contains(errOut, "is a mount point") || !strings.Contains(errOut, filepath.Join(dst, "db")) {
 			t.Errorf("export into a mount point: %s", errOut)
 		}
@@ -108,6 +124,6 @@ func TestDBExportIntoAnExistingDirectory(t *testing.T) {
 		if _, err := os.Lstat(dst + ".export-incomplete"); err == nil {
 			t.Errorf("the refused export wrote %s.export-incomplete", dst)
 		}
-		celos(0, "db", "export", "--from", dsn, "--to", filepath.Join(dst, "db"))
+		celos(t, 0, "db", "export", "--from", dsn, "--to", filepath.Join(dst, "db"))
 	})
 }

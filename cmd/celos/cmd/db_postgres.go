@@ -226,23 +226,32 @@ const incompleteSuffix = ".export-incomplete"
 // lock file no process holds, which is removed), so that dir never holds
 // part of a state; dir itself if it is a state directory (one an earlier
 // celos's export was interrupted in, or an equal state). An empty mount
-// point is refused: nothing can be renamed over it. final is dir; a
-// migrate (toPG) reads dir itself.
+// point is refused: nothing can be renamed over it. final is dir
+// (absolute when staged); a migrate (toPG) reads dir itself.
 func exportDir(dir string, toPG bool) (final, write string, err error) {
 	if toPG || holdsState(dir) {
 		return dir, dir, nil
 	}
-	staging := filepath.Clean(dir) + incompleteSuffix
+	// Absolute, so that "." or "sub/.." stages beside the directory, not
+	// in it.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("%s (--to): %w", dir, err)
+	}
+	if filepath.Dir(abs) == abs {
+		return "", "", fmt.Errorf("%s (--to) is the root directory: nothing written; export into a new directory", dir)
+	}
+	staging := abs + incompleteSuffix
 	if other := notState(staging); other != "" {
 		return "", "", fmt.Errorf("%s, where the export writes until it is verified, is not empty and not a state directory (it holds %s): nothing written; remove it", staging, other)
 	}
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return dir, staging, nil
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		return abs, staging, nil
 	}
-	if err := emptyForSwap(dir); err != nil {
+	if err := emptyForSwap(abs); err != nil {
 		return "", "", err
 	}
-	return dir, staging, nil
+	return abs, staging, nil
 }
 
 // emptyForSwap checks that the existing directory dir can be replaced by

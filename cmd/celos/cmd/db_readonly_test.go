@@ -25,7 +25,7 @@ func TestDBMigrateFromAReadOnlyDirectory(t *testing.T) {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != want {
-			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errOut.String())
+			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args[:2], code, want, out.String(), errOut.String())
 		}
 		return out.String(), errOut.String()
 	}
