@@ -15,7 +15,9 @@
 // Every write, rename, removal and mkdir is relative to a directory
 // descriptor opened from the root without following links (dirfd.go).
 // Nothing else may write the directory while it is open: Open takes an
-// exclusive flock on .lock and a second Open fails naming the holder.
+// exclusive flock on .lock and a second Open fails naming the holder
+// (Options.ReadOnly, for a directory that cannot be written, holds a
+// shared one and writes nothing: readonly.go).
 // A corrupt or unreadable slot file is reported (Problems, and an error
 // from Get for that slot) and never stops other slots or workflows.
 // Nothing is read, written or removed through a symbolic link below the
