@@ -343,6 +343,9 @@ func (db *DB) syncfs() error {
 	if db.noSync {
 		return nil
 	}
+	if db.readOnly {
+		return fmt.Errorf("%w: %s", ErrReadOnly, db.dir)
+	}
 	err := syncFS(int(db.lock.Fd()))
 	if err != nil {
 		return fmt.Errorf("state database: syncfs %s: %w", db.dir, err)

@@ -15,7 +15,9 @@
 // Every write, rename, removal and mkdir is relative to a directory
 // descriptor opened from the root without following links (dirfd.go).
 // Nothing else may write the directory while it is open: Open takes an
-// exclusive flock on .lock and a second Open fails naming the holder.
+// exclusive flock on .lock and a second Open fails naming the holder
+// (Options.ReadOnly, for a directory that cannot be written, holds a
+// shared one and writes nothing: readonly.go).
 // A corrupt or unreadable slot file is reported (Problems, and an error
 // from Get for that slot) and never stops other slots or workflows.
 // Nothing is read, written or removed through a symbolic link below the
@@ -50,6 +52,8 @@ var ErrLocked = errors.New("state database is locked")
 // DB is an open state database. Its methods are safe for concurrent use.
 type DB struct {
 	noSync bool
+	// readOnly is Options.ReadOnly: lock may be nil (no lock file).
+	readOnly bool
 	// beforeInstall is Options.BeforeInstall.
 	beforeInstall func(wf string)
 	dir           string
@@ -119,6 +123,11 @@ type Options struct {
 	// LoadInBackground) between reading a workflow's files and installing
 	// them: tests of other packages hold a start-up read back with it.
 	BeforeInstall func(wf string)
+	// ReadOnly opens a directory that cannot be written (a snapshot
+	// mounted read-only): nothing is created or written, not even the
+	// lock file; a server holding the lock is still refused (readonly.go).
+	// Every write fails with ErrReadOnly.
+	ReadOnly bool
 }
 
 // OpenWith is Open with options.
@@ -126,6 +135,9 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", dir, err)
+	}
+	if opts.ReadOnly {
+		return openReadOnly(abs, opts)
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("state database: %w", err)
@@ -139,18 +151,9 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder := "another process"
-		b := make([]byte, 32)
-		if n, _ := f.ReadAt(b, 0); n > 0 {
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil {
-				holder = fmt.Sprintf("process %d", pid)
-			}
-		}
+		err = lockError(f, abs, lockPath, err)
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is in use by %s (lock file %s)", ErrLocked, abs, holder, lockPath)
-		}
-		return nil, fmt.Errorf("state database %s: lock %s: %w", abs, lockPath, err)
+		return nil, err
 	}
 	// Only now, with the lock held, is the file truncated and written.
 	if err := f.Truncate(0); err == nil {

@@ -82,6 +82,9 @@ func (s *dirSet) closeDirs() {
 // directory in any component below the root is an error naming that
 // component, and nothing is made below it.
 func (s *dirSet) open(rel string, mk mkMode) (int, error) {
+	if s.db.readOnly { // every write goes through a dirSet
+		return -1, fmt.Errorf("%w: %s", ErrReadOnly, s.db.dir)
+	}
 	if s.root < 0 {
 		fd, err := openat(unix.AT_FDCWD, s.db.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 		if err != nil {

@@ -60,5 +60,8 @@ func (db *DB) Close() error {
 	}
 	db.closed = true
 	db.stop.Store(true) // a background load reads no further workflow
+	if db.lock == nil { // read-only, no lock file
+		return nil
+	}
 	return db.lock.Close()
 }

@@ -1,12 +1,14 @@
 package statepg
 
 // The records of submissions (store.Run) in a copy: listed in the
-// checksum and compared with the destination's like the other records.
+// checksum and compared with the destination's like the other records;
+// and counted for celos db prune.
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/store"
@@ -58,4 +60,17 @@ func runsNotIn(d, r []store.Run) string {
 		}
 	}
 	return ""
+}
+
+// CountRuns counts the submissions recorded (celos_runs), all and those
+// made before before (what a prune to before deletes), in one query: for
+// celos db prune, which reports both.
+func (db *DB) CountRuns(before time.Time) (old, all int, err error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	err = db.pool.QueryRow(ctx, "SELECT count(*) FILTER (WHERE submitted_at < $1), count(*) FROM celos_runs", before).Scan(&old, &all)
+	if err != nil {
+		return 0, 0, fmt.Errorf("PostgreSQL state store: count the submissions recorded: %w", pgError(err))
+	}
+	return old, all, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/statepg"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -51,8 +52,10 @@ func newDBPruneCmd() *cobra.Command {
 		Long: `prune deletes, from the state database in --db, the files of final slots
 (SUCCESS, FAILURE, WAIT_TIMEOUT, KILLED) whose slot time is more than
 --older-than before now, the submit intents that old, and rerun markers
-that expired (14 days) on final slots; day directories left empty are
-removed. Slots that are not final (WAITING, READY, RUNNING) are kept
+that expired (14 days) on final slots, and the submissions recorded for
+run constraints (run/<workflow>) made that long ago; day directories and
+records of submissions left empty are removed. --dry-run counts the slot
+files and the recorded submissions it would delete, deleting nothing. Slots that are not final (WAITING, READY, RUNNING) are kept
 whatever their age, and so are paused flags and registers.
 
 --older-than is a duration: 30d, 2w, 720h (d is 24 hours, w 7 days); it
@@ -122,7 +125,7 @@ while servers use the database (one transaction per workflow).`,
 	f := c.Flags()
 	f.StringVar(&dir, "db", "", "state database directory, or PostgreSQL URL or connection string (as celos server --db)")
 	f.StringVar(&olderThan, "older-than", "", "retention: delete final slots older than this (30d, 2w, 720h; at least 8d)")
-	f.BoolVar(&dryRun, "dry-run", false, "only count the slot files that would be deleted")
+	f.BoolVar(&dryRun, "dry-run", false, "only count the slot files and the recorded submissions that would be deleted")
 	f.StringVar(&wfDir, "workflows-dir", "", "the server's workflows directory: refuse a retention that would delete what a trigger still reads")
 	f.BoolVar(&ignoreTriggers, "ignore-triggers", false, "prune without --workflows-dir (no check of what triggers read)")
 	f.StringVar(&nowS, "now", "", "the current time (default: the clock), for tests and simulated time")
@@ -135,7 +138,11 @@ func pruneFiles(out io.Writer, a pruneArgs) error {
 	if !holdsState(a.db) {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("state directory %s (--db) does not exist or holds no state (none of %s): nothing deleted", a.db, strings.Join(stateAreas, "/, ")+"/")}
 	}
-	files0, bytes0 := dirUsage(a.db)
+	usage := func() string {
+		files, bytes := dirUsage(a.db)
+		return fmt.Sprintf("%d files, %s", files, humanBytes(bytes))
+	}
+	size0 := usage()
 	db, err := statedb.Open(a.db)
 	if err != nil {
 		if errors.Is(err, statedb.ErrLocked) {
@@ -144,29 +151,123 @@ func pruneFiles(out io.Writer, a pruneArgs) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	defer db.Close()
+	return prune(out, a, pruneTarget{db: db, unit: "slot files", where: "in " + a.db, size0: size0, size: usage})
+}
+
+// prunable is a store celos db prune works on (statedb.DB, statepg.DB).
+type prunable interface {
+	engine.Store
+	Workflows() ([]string, error)
+	AllWorkflows() ([]string, error)
+	Range(wf string, start, end time.Time) ([]slot.State, error)
+	Runs(wf string) ([]store.Run, error)
+	Prune(before, now time.Time) (int, error)
+}
+
+// pruneTarget is an open store to prune and how the output names it.
+type pruneTarget struct {
+	db    prunable
+	unit  string        // what Prune counts: "slot files", "slot states"
+	where string        // "in DIR", "from postgres://…"
+	size0 string        // the store's size before, "" if not measured
+	size  func() string // the store's size now; nil if not measured
+}
+
+// prune is celos db prune on an open store: it checks the retention
+// against what the triggers of a.wfDir read, then counts (--dry-run) or
+// deletes the final slots older than a.before and the submissions
+// recorded before it.
+func prune(out io.Writer, a pruneArgs, t pruneTarget) error {
 	if a.wfDir != "" {
-		if err := checkLookBacks(db, a.wfDir, a.olderThan, a.keep); err != nil {
+		if err := checkLookBacks(t.db, a.wfDir, a.olderThan, a.keep); err != nil {
 			return &ExitError{Code: ExitFailure, Err: err}
 		}
 	}
+	runs, err := countRuns(t.db, a.before)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	limit := slot.FormatTime(a.before)
 	if a.dryRun {
-		n, err := countPrunable(db, a.before)
+		n, err := countPrunable(t.db, a.before)
 		if err != nil {
 			return &ExitError{Code: ExitFailure, Err: err}
 		}
-		fmt.Fprintf(out, "would delete %d slot files older than %s (of %d files, %s in %s)\n",
-			n, slot.FormatTime(a.before), files0, humanBytes(bytes0), a.db)
+		size := ""
+		if t.size0 != "" {
+			size = " (of " + t.size0 + ")"
+		}
+		fmt.Fprintf(out, "would delete %d %s older than %s and %d of %d recorded submissions made before it %s%s\n",
+			n, t.unit, limit, runs.old, runs.all, t.where, size)
+		if u := runs.unreadable; len(u) > 0 {
+			more := ""
+			if len(u) > 5 {
+				u, more = u[:5], fmt.Sprintf(" and %d more", len(u)-5)
+			}
+			fmt.Fprintf(out, "the records of submissions of %s%s cannot be read: not counted (the prune reports them)\n",
+				strings.Join(u, ", "), more)
+		}
 		return nil
 	}
 	start := time.Now()
-	n, err := db.Prune(a.before, a.now)
+	n, err := t.db.Prune(a.before, a.now)
 	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("prune %s: %w (deleted %d slot files before the error)", a.db, err, n)}
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("prune %s: %w (deleted %d %s before the error)", a.db, err, n, t.unit)}
 	}
-	files1, bytes1 := dirUsage(a.db)
-	fmt.Fprintf(out, "deleted %d slot files older than %s in %v: %d files, %s → %d files, %s\n",
-		n, slot.FormatTime(a.before), time.Since(start).Round(time.Millisecond), files0, humanBytes(bytes0), files1, humanBytes(bytes1))
+	took := time.Since(start).Round(time.Millisecond).String()
+	// Servers (PostgreSQL) only add submissions newer than the limit:
+	// the difference is what the prune deleted.
+	left, err := countRuns(t.db, a.before)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("prune %s: deleted %d %s, then: %w", a.db, n, t.unit, err)}
+	}
+	if t.size != nil {
+		took = t.size0 + " → " + t.size() + "; " + took
+	}
+	fmt.Fprintf(out, "deleted %d %s older than %s and %d recorded submissions made before it %s (%s)\n",
+		n, t.unit, limit, runs.old-left.old, t.where, took)
 	return nil
+}
+
+// runCount is how many submissions are recorded (all) and how many of
+// them were made before a prune's limit (old); unreadable names the
+// records of submissions that could not be read (file store), which the
+// prune reports itself.
+type runCount struct {
+	old, all   int
+	unreadable []string
+}
+
+// countRuns counts the submissions recorded in db, and those made before
+// before (which a prune deletes): in one query if the store can
+// (statepg), else record by record.
+func countRuns(db prunable, before time.Time) (runCount, error) {
+	var c runCount
+	if rc, ok := db.(interface {
+		CountRuns(before time.Time) (old, all int, err error)
+	}); ok {
+		var err error
+		c.old, c.all, err = rc.CountRuns(before)
+		return c, err
+	}
+	wfs, err := db.AllWorkflows()
+	if err != nil {
+		return c, err
+	}
+	for _, wf := range wfs {
+		runs, err := db.Runs(wf)
+		if err != nil {
+			c.unreadable = append(c.unreadable, wf)
+			continue
+		}
+		c.all += len(runs)
+		for _, r := range runs {
+			if r.At.Before(before) {
+				c.old++
+			}
+		}
+	}
+	return c, nil
 }
 
 // parseRetention reads a positive duration as a person writes it: 30d,
@@ -226,14 +327,8 @@ func checkLookBacks(db engine.Store, wfDir, olderThan string, keep time.Duration
 		olderThan, strings.Join(short, "\n  "), humandur.Format(longest))
 }
 
-// rangeLister is what countPrunable reads (statedb.DB, statepg.DB).
-type rangeLister interface {
-	Workflows() ([]string, error)
-	Range(wf string, start, end time.Time) ([]slot.State, error)
-}
-
 // countPrunable counts the final slots older than before.
-func countPrunable(db rangeLister, before time.Time) (int, error) {
+func countPrunable(db prunable, before time.Time) (int, error) {
 	wfs, err := db.Workflows()
 	if err != nil {
 		return 0, err

@@ -45,6 +45,14 @@ func TestDBMigrateExport(t *testing.T) {
 	db.SetPaused("wc", true)
 	db.PutIntent(slot.ID{Workflow: "wc", Time: t0}, store.Intent{Attempt: 0, Time: t0})
 	db.PutRegister("b", "k", []byte(`{"x": 1}`))
+	// Two submissions before the prune's limit below, one after it.
+	if failed := db.PutRuns(map[string][]store.Run{"wc": {
+		{Slot: t0, At: t0.Add(time.Minute)},
+		{Slot: t0.Add(time.Hour), At: t0.Add(time.Hour + time.Minute)},
+		{Slot: t0, Attempt: 1, At: time.Date(2024, 2, 25, 0, 0, 0, 0, time.UTC)},
+	}}); failed != nil {
+		t.Fatal(failed)
+	}
 	db.Close()
 
 	celos := func(want int, args ...string) (string, string) {
@@ -61,7 +69,7 @@ func TestDBMigrateExport(t *testing.T) {
 		return out.String(), errOut.String()
 	}
 	out, _ := celos(0, "db", "migrate", "--from", src, "--to", dsn)
-	if !strings.Contains(out, "1 workflows written, 0 already there") || !strings.Contains(out, "1 workflows: 24 slot states, 0 rerun marks, 1 submit intents, 1 paused, 0 owners, 0 submissions recorded; 1 registers") {
+	if !strings.Contains(out, "1 workflows written, 0 already there") || !strings.Contains(out, "1 workflows: 24 slot states, 0 rerun marks, 1 submit intents, 1 paused, 0 owners, 3 submissions recorded; 1 registers") {
 		t.Fatalf("migrate printed:\n%s", out)
 	}
 	out, _ = celos(0, "db", "migrate", "--from", src, "--to", dsn)
@@ -75,15 +83,21 @@ func TestDBMigrateExport(t *testing.T) {
 	}
 
 	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z", "--dry-run")
-	if !strings.Contains(out, "would delete 24 slot states older than 2024-02-22T00:00:00.000Z from postgres://celos@") {
+	if !strings.HasPrefix(out, "would delete 24 slot states older than 2024-02-22T00:00:00.000Z and 2 of 3 recorded submissions made before it from postgres://celos@") {
 		t.Fatalf("prune --dry-run printed:\n%s", out)
 	}
+	if n := countRows(t, dsn, "celos_runs"); n != 3 {
+		t.Fatalf("the dry run left %d submissions recorded, want 3", n)
+	}
 	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z")
-	if !strings.Contains(out, "deleted 24 slot states older than 2024-02-22T00:00:00.000Z") {
+	if !strings.HasPrefix(out, "deleted 24 slot states older than 2024-02-22T00:00:00.000Z and 2 recorded submissions made before it from postgres://celos@") {
 		t.Fatalf("prune printed:\n%s", out)
 	}
+	if n := countRows(t, dsn, "celos_runs"); n != 1 {
+		t.Fatalf("%d submissions recorded after the prune, want 1", n)
+	}
 	out, _ = celos(0, "db", "prune", "--db", dsn, "--older-than", "8d", "--ignore-triggers", "--now", "2024-03-01T00:00Z", "--dry-run")
-	if !strings.Contains(out, "would delete 0 slot states") {
+	if !strings.HasPrefix(out, "would delete 0 slot states older than 2024-02-22T00:00:00.000Z and 0 of 1 recorded submissions") {
 		t.Fatalf("prune --dry-run after prune printed:\n%s", out)
 	}
 
@@ -250,7 +264,9 @@ func countRows(t *testing.T, dsn, table string) int {
 // leaves no directory at --to that looks like a state (a server started
 // on it would run the missing slots again), only --to.export-incomplete;
 // run again, it completes that and renames it to --to, the same tree as
-// the source.
+// the source. An existing empty --to (made ready by an administrator,
+// mode 0750) is staged the same way and keeps its mode: it was written in
+// place, and a kill left a state directory missing workflows.
 func TestDBExportInterrupted(t *testing.T) {
 	srv := pgtest.StartT(t, pgtest.Options{})
 	dsn := srv.CreateDB(t)
@@ -260,20 +276,57 @@ func TestDBExportInterrupted(t *testing.T) {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	want := files(t, src)
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "back")
+			if existing {
+				if err := os.Mkdir(dst, 0o750); err != nil {
+					t.Fatal(err)
+				}
+			}
+			killExportPartWay(t, dsn, dst)
+			if _, err := os.Stat(dst); err == nil && !(existing && len(files(t, dst)) == 0) {
+				if d := cmp.Diff(want, files(t, dst)); d != "" {
+					t.Fatalf("the killed export left %s, a state directory missing records (-source +left):\n%.2000s", dst, d)
+				}
+				t.Logf("the export ended before the kill")
+			}
+			var out, errOut bytes.Buffer
+			if code := run([]string{"db", "export", "--from", dsn, "--to", dst}, &out, &errOut); code != 0 {
+				t.Fatalf("export again: exit %d\n%s%s", code, out.String(), errOut.String())
+			}
+			if d := cmp.Diff(want, files(t, dst)); d != "" {
+				t.Fatalf("the resumed export differs (-source +export):\n%.2000s", d)
+			}
+			if _, err := os.Lstat(dst + ".export-incomplete"); err == nil {
+				t.Errorf("%s.export-incomplete is left after the export", dst)
+			}
+			if existing {
+				if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o750 {
+					t.Errorf("%s after the export: %v, %v; want the mode it had, 0750", dst, fi.Mode(), err)
+				}
+			}
+		})
+	}
+}
 
-	dst := filepath.Join(t.TempDir(), "back")
-	staging := dst + ".export-incomplete"
+// killExportPartWay starts celos db export --from dsn --to dst as a
+// process of its own and kills it (SIGKILL) once it has written some
+// workflows (into dst or dst.export-incomplete), or once it ended.
+func killExportPartWay(t *testing.T, dsn, dst string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
 	cmd := exec.Command(os.Args[0], "db", "export", "--from", dsn, "--to", dst)
 	cmd.Args[0] = "celos" // testscript.Main runs it as celos
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill it once it has written some workflows (a bound, not a timing
-	// assertion: if it ended first, the checks below still hold).
+	// A bound, not a timing assertion: if it ended first, the checks of
+	// the callers still hold.
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		n := 0
-		for _, d := range []string{dst, staging} {
+		for _, d := range []string{dst, dst + ".export-incomplete"} {
 			ents, _ := os.ReadDir(filepath.Join(d, "state"))
 			n += len(ents)
 		}
@@ -283,22 +336,6 @@ func TestDBExportInterrupted(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if _, err := os.Stat(dst); err == nil {
-		if d := cmp.Diff(want, files(t, dst)); d != "" {
-			t.Fatalf("the killed export left %s, a state directory missing records (-source +left):\n%.2000s", dst, d)
-		}
-		t.Logf("the export ended before the kill")
-	}
-	out.Reset()
-	if code := run([]string{"db", "export", "--from", dsn, "--to", dst}, &out, &errOut); code != 0 {
-		t.Fatalf("export again: exit %d\n%s%s", code, out.String(), errOut.String())
-	}
-	if d := cmp.Diff(want, files(t, dst)); d != "" {
-		t.Fatalf("the resumed export differs (-source +export):\n%.2000s", d)
-	}
-	if _, err := os.Lstat(staging); err == nil {
-		t.Errorf("%s is left after the export", staging)
-	}
 }
 
 // TestDBMigrateInterrupted: celos db migrate killed (SIGKILL) part way
