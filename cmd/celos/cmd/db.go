@@ -71,7 +71,10 @@ own, so a's must be kept 8 + 10 = 18 days.
 workflows, computes how far back each trigger reads which workflow's
 slots, and refuses (deleting nothing) a retention that would delete a
 slot state a trigger still reads, naming the workflows and the retention
-needed. Without --workflows-dir it cannot know and refuses; pass
+needed. It refuses the same way a retention shorter than the period a
+workflow's run constraints count (minInterval, maxRuns' periodSeconds):
+the submissions recorded in that period must stay, or the workflow would
+run early. Without --workflows-dir it cannot know and refuses; pass
 --ignore-triggers instead to prune without the check (only when no
 trigger looks back further than --older-than minus 8 days). A workflows
 file that does not load is refused too: its triggers are unknown.
@@ -285,9 +288,11 @@ func parseRetention(s string) (time.Duration, error) {
 
 // checkLookBacks loads the workflows in wfDir as the server does and
 // refuses a retention keep (given as olderThan) that would delete a slot
-// state a trigger reads before its slot (trigger.LookBacks): every
-// workflow read needs statedb.MinRetention plus its look-back. A
-// workflows file that does not load is refused: its triggers are unknown.
+// state a trigger reads before its slot (trigger.LookBacks: every
+// workflow read needs statedb.MinRetention plus its look-back), or a
+// submission a workflow's run constraints still count (minInterval,
+// maxRuns: Constraints.RunLookBack). A workflows file that does not load
+// is refused: its triggers are unknown.
 func checkLookBacks(db engine.Store, wfDir, olderThan string, keep time.Duration) error {
 	if fi, err := os.Stat(wfDir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("workflows directory %s (--workflows-dir): must exist and be a directory", wfDir)
@@ -320,11 +325,28 @@ func checkLookBacks(db engine.Store, wfDir, olderThan string, keep time.Duration
 		short = append(short, fmt.Sprintf("workflow %s: read %s before their slots by workflow %s: keep at least %s",
 			lb.Workflow, humandur.Format(lb.Back), lb.By, humandur.Format(need)))
 	}
-	if len(short) == 0 {
+	var counted []string
+	for _, w := range ws {
+		need := w.Constraints.RunLookBack()
+		if need <= keep {
+			continue
+		}
+		longest = max(longest, need)
+		counted = append(counted, fmt.Sprintf("workflow %s: its run constraints (minInterval, maxRuns) count its submissions of the last %s: keep at least %s",
+			w.ID, humandur.Format(need), humandur.Format(need)))
+	}
+	if len(short) == 0 && len(counted) == 0 {
 		return nil
 	}
-	return fmt.Errorf("--older-than %s is too short: it would delete slot states that triggers still read (the 7-day window and a day, plus how far back they read):\n  %s\nnothing deleted; use --older-than %s or more",
-		olderThan, strings.Join(short, "\n  "), humandur.Format(longest))
+	var why []string
+	if len(short) > 0 {
+		why = append(why, "it would delete slot states that triggers still read (the 7-day window and a day, plus how far back they read):\n  "+strings.Join(short, "\n  "))
+	}
+	if len(counted) > 0 {
+		why = append(why, "it would delete submissions that run constraints still count (the workflow would run early):\n  "+strings.Join(counted, "\n  "))
+	}
+	return fmt.Errorf("--older-than %s is too short: %s\nnothing deleted; use --older-than %s or more",
+		olderThan, strings.Join(why, "\n"), humandur.Format(longest))
 }
 
 // countPrunable counts the final slots older than before.
