@@ -150,7 +150,7 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flock(f, syscall.LOCK_EX); err != nil {
 		err = lockError(f, abs, lockPath, err)
 		f.Close()
 		return nil, err

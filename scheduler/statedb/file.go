@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
 	"io"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/store"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )

@@ -3,11 +3,15 @@ package statedb
 // The lock against a second process, and Close, which releases it.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/celos-go/celos/internal/regfile"
 )
@@ -49,6 +53,59 @@ func badLock(path string, mode fs.FileMode) error {
 		return fmt.Errorf("%w: %s is a symbolic link (not followed; remove it)", ErrBadLock, path)
 	}
 	return fmt.Errorf("%w: %s is a %s (remove it)", ErrBadLock, path, regfile.Kind(mode))
+}
+
+// deadHolderWait is how long flock waits for a lock held although the
+// process the lock file names is gone (a var for tests).
+var deadHolderWait = 10 * time.Second
+
+// flock takes the lock on f (how: LOCK_EX or LOCK_SH) without blocking.
+// When another process holds it and the process the lock file names has
+// exited, the holder can only be a process that one forked and that has
+// not exec'd yet: the lock file is opened O_CLOEXEC, so exec drops it, but
+// a fork copies it. A server killed while starting a command job's
+// supervisor leaves such a holder for a moment, and a restart at once
+// would fail. flock waits for it, up to deadHolderWait, as long as the
+// process the file names (read again each time) is not alive.
+func flock(f *os.File, how int) error {
+	deadline := time.Now().Add(deadHolderWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		pid := lockPID(f)
+		if pid <= 0 || alive(pid) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockPID is the process the lock file f names (0: none).
+func lockPID(f *os.File) int {
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
+// alive reports whether process pid exists and is not a zombie (which
+// holds no file).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	// pid (comm) state ...: comm may hold ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // Close releases the lock. The DB must not be used afterwards.

@@ -1,13 +1,14 @@
 package statedb
 
 import (
-	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/store"
 
 	"github.com/google/go-cmp/cmp"
 )

@@ -2,10 +2,11 @@ package statedb
 
 import (
 	"fmt"
-	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/store"
 
 	"github.com/celos-go/celos/scheduler/slot"
 	"pgregory.net/rapid"

@@ -1,12 +1,13 @@
 package statedb
 
 import (
-	"github.com/celos-go/celos/scheduler/store"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/store"
 
 	"github.com/celos-go/celos/scheduler/slot"
 )

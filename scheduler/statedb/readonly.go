@@ -9,8 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -38,7 +36,7 @@ func openReadOnly(abs string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("state database %s: cannot check that no process holds it: %w", abs, err)
 	}
 	if f != nil {
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if err := flock(f, syscall.LOCK_SH); err != nil {
 			err = lockError(f, abs, lockPath, err)
 			f.Close()
 			return nil, err
@@ -96,11 +94,11 @@ func lockError(f *os.File, abs, lockPath string, err error) error {
 		return fmt.Errorf("state database %s: lock %s: %w", abs, lockPath, err)
 	}
 	holder := "another process"
-	b := make([]byte, 32)
-	if n, _ := f.ReadAt(b, 0); n > 0 {
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil {
-			holder = fmt.Sprintf("process %d", pid)
-		}
+	switch pid := lockPID(f); {
+	case pid > 0 && alive(pid):
+		holder = fmt.Sprintf("process %d", pid)
+	case pid > 0:
+		holder = fmt.Sprintf("a process that process %d (which has exited) started and that still has the lock file open: find it with `fuser %s`", pid, lockPath)
 	}
 	return fmt.Errorf("%w: %s is in use by %s (lock file %s)", ErrLocked, abs, holder, lockPath)
 }
