@@ -6,8 +6,6 @@ package statepg
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +14,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -248,6 +245,7 @@ func copyAll(src, dst side, write writeRecords, putReg func(b, k string, v json.
 // is copied into.
 func plan(src, dst side, wfs []string, sown, down map[string]store.Owner, dbuckets []string) ([]bool, error) {
 	todo := make([]bool, len(wfs))
+	var l lister
 	for i, wf := range wfs {
 		r, err := src.records(wf, sown)
 		if err != nil {
@@ -257,7 +255,7 @@ func plan(src, dst side, wfs []string, sown, down map[string]store.Owner, dbucke
 		if err != nil {
 			return nil, fmt.Errorf("read workflow %s from the destination: %w", wf, err)
 		}
-		if digestRecords(wf, r) == digestRecords(wf, d) {
+		if l.same(wf, r, d) {
 			continue
 		}
 		if c := notIn(d, r); c != "" {
@@ -337,85 +335,6 @@ func readBoth[T any](verb, what string, src, dst func() (T, error)) (s, d T, err
 		return s, d, fmt.Errorf("%s the destination's %s: %w", verb, what, err)
 	}
 	return s, d, nil
-}
-
-// digest lists a side in a canonical order and returns its counts and the
-// sha256 of the listing.
-func digest(s side) (Counts, string, error) {
-	var c Counts
-	h := sha256.New()
-	wfs, err := s.workflows()
-	if err != nil {
-		return c, "", err
-	}
-	owners, err := s.owners()
-	if err != nil {
-		return c, "", err
-	}
-	for _, wf := range wfs {
-		r, err := s.records(wf, owners)
-		if err != nil {
-			return c, "", fmt.Errorf("workflow %s: %w", wf, err)
-		}
-		io.WriteString(h, digestRecords(wf, r))
-		c.Workflows++
-		c.States += len(r.States)
-		c.Marks += len(r.Marks)
-		c.Intents += len(r.Intents)
-		if r.Paused {
-			c.Paused++
-		}
-		if r.Owner != nil {
-			c.Owners++
-		}
-		c.Runs += len(r.Runs)
-	}
-	bs, err := s.buckets()
-	if err != nil {
-		return c, "", err
-	}
-	for _, b := range bs {
-		keys, err := s.regs.RegisterKeys(b, "")
-		if err != nil {
-			return c, "", err
-		}
-		for _, k := range keys {
-			v, err := s.regs.GetRegister(b, k)
-			if err != nil {
-				return c, "", err
-			}
-			fmt.Fprintf(h, "G %q %q %d %s\n", b, k, len(v), v)
-			c.Registers++
-		}
-	}
-	return c, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// digestRecords is the canonical listing of one workflow's records.
-func digestRecords(wf string, r Records) string {
-	var b strings.Builder
-	for _, st := range r.States {
-		fmt.Fprintf(&b, "S %q %d %s %q %d\n", wf, key(st.ID.Time), st.Status, st.ExternalID, st.RetryCount)
-	}
-	for _, m := range r.Marks {
-		fmt.Fprintf(&b, "R %q %d %d\n", wf, key(m.Slot), key(m.At))
-	}
-	ts := make([]time.Time, 0, len(r.Intents))
-	for t := range r.Intents {
-		ts = append(ts, t)
-	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	for _, t := range ts {
-		fmt.Fprintf(&b, "I %q %d %d %d\n", wf, key(t), r.Intents[t].Attempt, key(r.Intents[t].Time))
-	}
-	if r.Paused {
-		fmt.Fprintf(&b, "P %q\n", wf)
-	}
-	if r.Owner != nil {
-		fmt.Fprintf(&b, "O %q %q %q\n", wf, r.Owner.Project, r.Owner.File)
-	}
-	digestRuns(&b, wf, r.Runs)
-	return b.String()
 }
 
 func missingFrom(have, want []string) []string {

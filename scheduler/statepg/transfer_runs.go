@@ -7,7 +7,6 @@ package statepg
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/slot"
@@ -38,13 +37,6 @@ func sortedRuns(runs []store.Run) []runKey {
 		return a.at < b.at
 	})
 	return out
-}
-
-// digestRuns lists a workflow's record of submissions canonically.
-func digestRuns(b *strings.Builder, wf string, runs []store.Run) {
-	for _, k := range sortedRuns(runs) {
-		fmt.Fprintf(b, "N %q %d %d %d\n", wf, k.slot, k.attempt, k.at)
-	}
 }
 
 // runsNotIn describes the first submission of d that r does not hold as
