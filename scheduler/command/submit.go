@@ -95,7 +95,20 @@ func (s *Service) SubmitAt(ctx context.Context, w *workflow.Workflow, id slot.ID
 			cmd.Path = exe
 		}
 	}
+	s.mu.Lock()
+	if s.lifeline != nil {
+		if s.released {
+			s.mu.Unlock()
+			pw.Close()
+			s.abandon(extID, dir, ErrReleased.Error())
+			return "", fmt.Errorf("command service: job %s: %w", extID, ErrReleased)
+		}
+		cmd.Args = append(cmd.Args, tiedArg)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.lifeline)
+		s.tiedDirs = append(s.tiedDirs, dir)
+	}
 	err = cmd.Start()
+	s.mu.Unlock()
 	pw.Close()
 	if err != nil {
 		return "", s.abandon(extID, dir, fmt.Sprintf("celos could not start its supervisor: %v", err))

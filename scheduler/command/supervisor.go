@@ -34,12 +34,12 @@ const supervisorArg0 = "celos-command-supervisor"
 const killSignal = syscall.SIGUSR1
 
 func init() {
-	if len(os.Args) == 2 && os.Args[0] == supervisorArg0 {
+	if os.Args[0] == supervisorArg0 && (len(os.Args) == 2 || len(os.Args) == 3 && os.Args[2] == tiedArg) {
 		// Named "celos-job" in ps -e and top (not "exe"); init runs on
 		// the main thread, whose name is the process's.
 		name := []byte("celos-job\x00")
 		syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0)
-		os.Exit(supervise(os.Args[1]))
+		os.Exit(supervise(os.Args[1], len(os.Args) == 3))
 	}
 }
 
@@ -121,22 +121,42 @@ func readClaim(dir string) (claimRecord, bool, error) {
 // in a process group of its own, report to the server on fd 3, enforce the
 // timeout, kill the command's group on killSignal, wait for it and record
 // how it ended in exit.json. Its stdout and stderr are the job's
-// output.log (its own messages start with "celos:").
-func supervise(dir string) int {
+// output.log (its own messages start with "celos:"). A tied job's
+// supervisor (tied.go) also kills the command and everything it started
+// when its lifeline is cut, and stays until nothing the command started
+// runs.
+func supervise(dir string, tied bool) int {
 	syscall.CloseOnExec(3) // the command must not hold the report pipe
 	report := os.NewFile(3, "report")
 	sigs := make(chan os.Signal, 4)
 	// Before the claim, which publishes this PID: a kill request that
 	// arrives early is not fatal.
 	signal.Notify(sigs, killSignal, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	return runJob(dir, report, sigs)
+	var cut <-chan struct{}
+	if tied {
+		var err error
+		if cut, err = tie(); err != nil {
+			fmt.Fprintf(os.Stderr, "celos: job supervisor: %v\n", err)
+			fmt.Fprintf(report, "error %v\n", err)
+			return 2
+		}
+	}
+	code := runJob(dir, report, sigs, cut)
+	if tied {
+		afterCommand(dir, cut, func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "celos: "+format+"\n", args...)
+		})
+	}
+	return code
 }
 
 // afterWait, if set, runs in runJob between the command's Wait returning
 // and the timeout being disarmed (tests use it to widen that window).
 var afterWait func()
 
-func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal) int {
+// runJob runs the job; a cut lifeline (cut closed; nil: never) kills it
+// as killSignal does.
+func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal, cut <-chan struct{}) int {
 	defer report.Close()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "celos: "+format+"\n", args...)
@@ -213,6 +233,9 @@ wait:
 			if sig == killSignal {
 				killIf(&killed)
 			}
+		case <-cut:
+			cut = nil
+			killIf(&killed)
 		}
 	}
 	if timer != nil {
