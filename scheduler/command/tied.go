@@ -83,8 +83,10 @@ func tie() (<-chan struct{}, error) {
 // many in left.json. It returns once nothing is left.
 func afterCommand(dir string, cut <-chan struct{}, logf func(string, ...any)) {
 	for {
-		reapAll()
-		if len(descendants(os.Getpid())) == 0 {
+		// The command has been reaped: what it left running was made
+		// this process's children (it is their reaper) as it exited, so
+		// none left means no descendant left, without reading /proc.
+		if !reapAll() {
 			return
 		}
 		select {
@@ -110,13 +112,17 @@ func afterCommand(dir string, cut <-chan struct{}, logf func(string, ...any)) {
 }
 
 // reapAll reaps the ended children of this process (orphans it adopted),
-// without blocking.
-func reapAll() {
+// without blocking, and reports whether it has children left.
+func reapAll() bool {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		if pid <= 0 || err != nil {
-			return
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case errors.Is(err, syscall.ECHILD):
+			return false
+		case err != nil || pid == 0:
+			return true // children that still run
 		}
 	}
 }
