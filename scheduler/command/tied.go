@@ -18,6 +18,10 @@ package command
 // fires when the thread that started the child ends (Go's threads come
 // and go), and is cleared in the children of a fork.
 //
+// While the command runs, the supervisor reaps nothing but it (a wait for
+// any child could take the command's status): what ends of what it
+// adopted meanwhile stays a zombie until the command ends.
+//
 // The limit: a process that leaves the tree altogether — started by
 // another service (ssh to another host, systemd-run, at, a daemon asked
 // over a socket) — is not a descendant, and a supervisor killed with

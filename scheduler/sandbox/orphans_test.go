@@ -20,8 +20,9 @@ func alive(pid int) bool {
 
 // TestRunKillsOnlyItsOrphans: in a process that adopted the orphans, a
 // run kills the processes its commands left running (a background child,
-// one in a session of its own) and reports them, and leaves the process's
-// other children alone (a test's servers when celos test runs in-process).
+// one in a session of its own; their tied supervisors kill them when the
+// case ends) and reports them, and leaves the process's other children
+// alone (a test's servers when celos test runs in-process).
 func TestRunKillsOnlyItsOrphans(t *testing.T) {
 	if err := AdoptOrphans(); err != nil {
 		t.Fatal(err)
