@@ -141,9 +141,9 @@ func supervise(dir string, tied bool) int {
 			return 2
 		}
 	}
-	code := runJob(dir, report, sigs, cut)
+	code, killedGroup := runJob(dir, report, sigs, cut)
 	if tied {
-		afterCommand(dir, cut, func(format string, args ...any) {
+		afterCommand(dir, cut, killedGroup, func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "celos: "+format+"\n", args...)
 		})
 	}
@@ -155,8 +155,9 @@ func supervise(dir string, tied bool) int {
 var afterWait func()
 
 // runJob runs the job; a cut lifeline (cut closed; nil: never) kills it
-// as killSignal does.
-func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal, cut <-chan struct{}) int {
+// as killSignal does. It returns the supervisor's exit code and, if it
+// killed the command's process group, the group's ID.
+func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal, cut <-chan struct{}) (code, killedGroup int) {
 	defer report.Close()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "celos: "+format+"\n", args...)
@@ -165,19 +166,19 @@ func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal, cut <-chan
 	if err != nil {
 		logf("job supervisor: %v", err)
 		fmt.Fprintf(report, "error %v\n", err)
-		return 2
+		return 2, 0
 	}
 	self := os.Getpid()
 	c, _, err := claim(dir, claimRecord{Run: true, PID: self, Boot: procStartTime(self), Time: time.Now().UTC()})
 	if err != nil {
 		logf("job supervisor: %v", err)
 		fmt.Fprintf(report, "error %v\n", err)
-		return 2
+		return 2, 0
 	}
 	if !c.Run {
 		logf("not started: the job was abandoned before its supervisor claimed it (%s)", c.Reason)
 		fmt.Fprintln(report, "abandoned")
-		return 0
+		return 0, 0
 	}
 	if len(job.Argv) == 0 {
 		job.Argv = []string{""}
@@ -190,7 +191,7 @@ func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal, cut <-chan
 		logf("cannot start %q: %v", job.Argv[0], err)
 		recordExit(dir, ExitRecord{ExitCode: -1, Error: "cannot start: " + err.Error(), Finished: time.Now().UTC()}, logf)
 		fmt.Fprintln(report, "ended")
-		return 0
+		return 0, 0
 	}
 	pid := cmd.Process.Pid
 	fmt.Fprintf(report, "started %d\n", pid)
@@ -243,6 +244,9 @@ wait:
 	}
 	mu.Lock()
 	rec := ExitRecord{ExitCode: cmd.ProcessState.ExitCode(), TimedOut: timedOut, Killed: killed, Finished: time.Now().UTC()}
+	if killed || timedOut {
+		killedGroup = pid
+	}
 	mu.Unlock()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		rec.Signal = ws.Signal().String()
@@ -255,7 +259,7 @@ wait:
 		rec.Error = werr.Error()
 	}
 	recordExit(dir, rec, logf)
-	return 0
+	return 0, killedGroup
 }
 
 // recordExit writes exit.json, retrying (the job is reported running

@@ -84,8 +84,10 @@ func tie() (<-chan struct{}, error) {
 // afterCommand is a tied supervisor's life after its command ended and
 // its end was recorded: it reaps what the command left running as it
 // ends, and when the lifeline is cut kills what is left, recording how
-// many in left.json. It returns once nothing is left.
-func afterCommand(dir string, cut <-chan struct{}, logf func(string, ...any)) {
+// many in left.json — not those of the command's process group if it
+// was killed (killedGroup): they died with the job. It returns once
+// nothing is left.
+func afterCommand(dir string, cut <-chan struct{}, killedGroup int, logf func(string, ...any)) {
 	for {
 		// The command has been reaped: what it left running was made
 		// this process's children (it is their reaper) as it exited, so
@@ -95,7 +97,7 @@ func afterCommand(dir string, cut <-chan struct{}, logf func(string, ...any)) {
 		}
 		select {
 		case <-cut:
-			n, err := killDescendants(leftTimeout)
+			n, err := killDescendants(leftTimeout, killedGroup)
 			rec := leftRecord{Killed: n}
 			if err != nil {
 				rec.Error = err.Error()
@@ -133,13 +135,15 @@ func reapAll() bool {
 
 // killDescendants kills (SIGKILL) every descendant of this process, and
 // those they start meanwhile, until none is left or timeout passes; it
-// returns how many it killed.
-func killDescendants(timeout time.Duration) (int, error) {
+// returns how many it killed, not counting those of process group
+// notCounted (already killed, still dying; 0: none).
+func killDescendants(timeout time.Duration, notCounted int) (int, error) {
 	killed := map[int]bool{}
 	for deadline := time.Now().Add(timeout); ; {
 		left := descendants(os.Getpid())
 		for _, pid := range left {
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			pg, _ := syscall.Getpgid(pid)
+			if syscall.Kill(pid, syscall.SIGKILL) == nil && (notCounted == 0 || pg != notCounted) {
 				killed[pid] = true
 			}
 		}

@@ -31,10 +31,12 @@ func newTied(t *testing.T) *Service {
 	return s
 }
 
-// detachingJob is a job that starts a background child, one in a session
-// of its own, one with its environment cleared and one that did all that
-// and was double-forked, writes their PIDs to pids (then "done") and runs
-// for ever (forever) or exits.
+// detachingJob is a job that starts a background child, one with its
+// environment cleared (both stay in its process group), one in a session
+// of its own and one that also cleared its environment and was
+// double-forked (those two write their PIDs themselves once detached),
+// writes their PIDs to pids, then "done", and runs for ever (forever) or
+// exits.
 func detachingJob(pids string, forever bool) []string {
 	end := "exit 0"
 	if forever {
@@ -42,10 +44,11 @@ func detachingJob(pids string, forever bool) []string {
 	}
 	return []string{"sh", "-c", `
 		sleep 4301 & echo $! >> ` + pids + `
-		setsid sleep 4302 & echo $! >> ` + pids + `
 		env -i sleep 4303 & echo $! >> ` + pids + `
-		(setsid env -i sh -c "sleep 4304 & echo \$! >> ` + pids + `; echo done >> ` + pids + `" &)
-		while ! grep -q done ` + pids + `; do sleep 0.01; done
+		setsid sh -c 'echo $$ >> ` + pids + `; exec sleep 4302' &
+		(setsid env -i sh -c "echo \$\$ >> ` + pids + `; exec sleep 4304" &)
+		while [ $(wc -l < ` + pids + `) -lt 4 ]; do sleep 0.01; done
+		echo done >> ` + pids + `
 		` + end}
 }
 
@@ -115,10 +118,12 @@ func TestTiedReleaseKillsWhatJobsLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The running job's group (its command, sleep 4301) is killed as the
-	// job; the rest of both jobs are counted.
+	// The running job's group (its command, sleep 4301 and 4303) is
+	// killed as the job; the rest of both jobs are counted.
 	if n != 4+2 {
-		t.Errorf("Release killed %d processes the jobs left, want 6", n)
+		l1, _ := s.ReadLog(ext, 0)
+		l2, _ := s.ReadLog(ext2, 0)
+		t.Errorf("Release killed %d processes the jobs left, want 6; logs:\n%s\n%s", n, l1, l2)
 	}
 	if got := running(append(leftPIDs, busyPIDs...)); len(got) > 0 {
 		t.Errorf("processes %v still run after Release", got)
