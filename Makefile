@@ -1,12 +1,20 @@
 # celos — the two commands that matter: `make run` and `make test`.
+#
+# What a user may set, from the environment or on the command line
+# (`PORT=9090 make run`, `make run PORT=9090`): GO, PKGS, VERSION, PORT,
+# VAR, FUZZTIME. BIN and LDFLAGS only on the command line (`make build
+# BIN=/tmp/celos`): an environment often has a BIN directory or a C
+# toolchain's LDFLAGS that are not ours.
 GO       ?= go
 BIN      := bin/celos
-PKGS     := ./...
+# The packages test-go, bench and lint run (`PKGS=./scheduler/... make test-go`).
+PKGS     ?= ./...
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS  := -X github.com/celos-go/celos/cmd/celos/cmd.Version=$(VERSION)
-# The demo's server port and state directory.
+# The demo's server port and state directory (a directory named var:
+# the demo's paths are var/...).
 PORT     ?= 8080
-VAR      := var
+VAR      ?= var
 
 .PHONY: all build run test test-go deps bench bench-scale lint fuzz soak clean
 
@@ -56,5 +64,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
 
+# Removes VAR only if it is named var (it may come from the environment).
 clean:
-	rm -rf bin $(VAR)
+	rm -rf bin
+	@case "$(notdir $(VAR))" in var) rm -rf "$(VAR)";; *) echo "make clean: VAR=$(VAR) is not the demo's state directory (named var): left alone";; esac

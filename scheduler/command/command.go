@@ -73,6 +73,12 @@ type Service struct {
 	// logged: jobs whose end this process has logged (see ended); a
 	// process sees each job end once, so this stays small.
 	logged map[string]bool
+
+	// Tied (tied.go): the lifeline's reading end, passed to every
+	// supervisor, and its writing end, which only this process holds.
+	lifeline, holder *os.File
+	released         bool
+	tiedDirs         []string // the directories of the jobs started
 }
 
 // proc is a supervisor this process started (its child until it exits).
@@ -85,6 +91,13 @@ type proc struct {
 type Options struct {
 	// Logger receives job starts and ends; nil means slog.Default().
 	Logger *slog.Logger
+	// Tied ties the jobs to this process (celos test's sandboxes; a
+	// server's jobs outlive it): each job's supervisor becomes the reaper
+	// of everything its command starts, however it detaches (setsid,
+	// env -i, a double fork), stays while any of it runs, and kills it
+	// all when Release is called or this process ends in any way, even
+	// by SIGKILL (tied.go).
+	Tied bool
 }
 
 // New returns a service keeping its jobs under dir (created if missing).
@@ -99,6 +112,11 @@ func New(dir string, opts Options) (*Service, error) {
 	s := &Service{dir: abs, log: opts.Logger, now: time.Now, procs: make(map[string]*proc)}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if opts.Tied {
+		if s.lifeline, s.holder, err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("command service: the jobs' lifeline: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -138,7 +156,8 @@ func Env(w *workflow.Workflow, id slot.ID) []string {
 
 // Wait blocks until the supervisor of every job this Service started has
 // exited (after recording how the job ended), or ctx is done (for tests;
-// a server's shutdown does not wait: its jobs outlive it).
+// a server's shutdown does not wait: its jobs outlive it). A tied job's
+// supervisor exits once nothing its command started runs, or at Release.
 func (s *Service) Wait(ctx context.Context) error {
 	for {
 		s.mu.Lock()

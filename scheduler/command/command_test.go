@@ -277,7 +277,7 @@ func TestTimerFiringAfterExitIsNoTimeout(t *testing.T) {
 	t.Cleanup(func() { afterWait = nil })
 	_, jobDir := plantJob(t, t.TempDir(), 1, "true")
 	var report bytes.Buffer
-	if code := runJob(jobDir, nopCloser{&report}, nil); code != 0 {
+	if code, _ := runJob(jobDir, nopCloser{&report}, nil, nil); code != 0 {
 		t.Fatalf("runJob = %d", code)
 	}
 	rec, ok, err := readExit(jobDir)

@@ -4,6 +4,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -95,15 +96,16 @@ func (s *Service) SubmitAt(ctx context.Context, w *workflow.Workflow, id slot.ID
 			cmd.Path = exe
 		}
 	}
-	err = cmd.Start()
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	err = s.start(extID, dir, p)
 	pw.Close()
+	if errors.Is(err, ErrReleased) {
+		s.abandon(extID, dir, err.Error())
+		return "", fmt.Errorf("command service: job %s: %w", extID, err)
+	}
 	if err != nil {
 		return "", s.abandon(extID, dir, fmt.Sprintf("celos could not start its supervisor: %v", err))
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	s.mu.Lock()
-	s.procs[extID] = p
-	s.mu.Unlock()
 	go func() {
 		cmd.Wait() // reap it; a restarted server's supervisors are reaped by init
 		s.mu.Lock()
@@ -130,6 +132,35 @@ func (s *Service) SubmitAt(ctx context.Context, w *workflow.Workflow, id slot.ID
 		why += " in time: " + ctx.Err().Error()
 	}
 	return "", s.abandon(extID, dir, why)
+}
+
+// start starts a job's supervisor (p.cmd) and records it among s.procs.
+// A tied one gets the lifeline, under the lock throughout: Release, which
+// refuses new jobs, waits for s.procs and then closes the lifeline, sees
+// every supervisor that has it.
+func (s *Service) start(extID, dir string, p *proc) error {
+	if s.lifeline == nil {
+		if err := p.cmd.Start(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.procs[extID] = p
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return ErrReleased
+	}
+	p.cmd.Args = append(p.cmd.Args, tiedArg)
+	p.cmd.ExtraFiles = append(p.cmd.ExtraFiles, s.lifeline)
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	s.tiedDirs = append(s.tiedDirs, dir)
+	s.procs[extID] = p
+	return nil
 }
 
 // abandon makes sure a job Submit could not see start never runs

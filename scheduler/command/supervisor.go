@@ -34,12 +34,12 @@ const supervisorArg0 = "celos-command-supervisor"
 const killSignal = syscall.SIGUSR1
 
 func init() {
-	if len(os.Args) == 2 && os.Args[0] == supervisorArg0 {
+	if os.Args[0] == supervisorArg0 && (len(os.Args) == 2 || len(os.Args) == 3 && os.Args[2] == tiedArg) {
 		// Named "celos-job" in ps -e and top (not "exe"); init runs on
 		// the main thread, whose name is the process's.
 		name := []byte("celos-job\x00")
 		syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0)
-		os.Exit(supervise(os.Args[1]))
+		os.Exit(supervise(os.Args[1], len(os.Args) == 3))
 	}
 }
 
@@ -121,22 +121,43 @@ func readClaim(dir string) (claimRecord, bool, error) {
 // in a process group of its own, report to the server on fd 3, enforce the
 // timeout, kill the command's group on killSignal, wait for it and record
 // how it ended in exit.json. Its stdout and stderr are the job's
-// output.log (its own messages start with "celos:").
-func supervise(dir string) int {
+// output.log (its own messages start with "celos:"). A tied job's
+// supervisor (tied.go) also kills the command and everything it started
+// when its lifeline is cut, and stays until nothing the command started
+// runs.
+func supervise(dir string, tied bool) int {
 	syscall.CloseOnExec(3) // the command must not hold the report pipe
 	report := os.NewFile(3, "report")
 	sigs := make(chan os.Signal, 4)
 	// Before the claim, which publishes this PID: a kill request that
 	// arrives early is not fatal.
 	signal.Notify(sigs, killSignal, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	return runJob(dir, report, sigs)
+	var cut <-chan struct{}
+	if tied {
+		var err error
+		if cut, err = tie(); err != nil {
+			fmt.Fprintf(os.Stderr, "celos: job supervisor: %v\n", err)
+			fmt.Fprintf(report, "error %v\n", err)
+			return 2
+		}
+	}
+	code, killedGroup := runJob(dir, report, sigs, cut)
+	if tied {
+		afterCommand(dir, cut, killedGroup, func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "celos: "+format+"\n", args...)
+		})
+	}
+	return code
 }
 
 // afterWait, if set, runs in runJob between the command's Wait returning
 // and the timeout being disarmed (tests use it to widen that window).
 var afterWait func()
 
-func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal) int {
+// runJob runs the job; a cut lifeline (cut closed; nil: never) kills it
+// as killSignal does. It returns the supervisor's exit code and, if it
+// killed the command's process group, the group's ID.
+func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal, cut <-chan struct{}) (code, killedGroup int) {
 	defer report.Close()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "celos: "+format+"\n", args...)
@@ -145,19 +166,19 @@ func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal) int {
 	if err != nil {
 		logf("job supervisor: %v", err)
 		fmt.Fprintf(report, "error %v\n", err)
-		return 2
+		return 2, 0
 	}
 	self := os.Getpid()
 	c, _, err := claim(dir, claimRecord{Run: true, PID: self, Boot: procStartTime(self), Time: time.Now().UTC()})
 	if err != nil {
 		logf("job supervisor: %v", err)
 		fmt.Fprintf(report, "error %v\n", err)
-		return 2
+		return 2, 0
 	}
 	if !c.Run {
 		logf("not started: the job was abandoned before its supervisor claimed it (%s)", c.Reason)
 		fmt.Fprintln(report, "abandoned")
-		return 0
+		return 0, 0
 	}
 	if len(job.Argv) == 0 {
 		job.Argv = []string{""}
@@ -170,7 +191,7 @@ func runJob(dir string, report io.WriteCloser, sigs <-chan os.Signal) int {
 		logf("cannot start %q: %v", job.Argv[0], err)
 		recordExit(dir, ExitRecord{ExitCode: -1, Error: "cannot start: " + err.Error(), Finished: time.Now().UTC()}, logf)
 		fmt.Fprintln(report, "ended")
-		return 0
+		return 0, 0
 	}
 	pid := cmd.Process.Pid
 	fmt.Fprintf(report, "started %d\n", pid)
@@ -213,6 +234,9 @@ wait:
 			if sig == killSignal {
 				killIf(&killed)
 			}
+		case <-cut:
+			cut = nil
+			killIf(&killed)
 		}
 	}
 	if timer != nil {
@@ -220,6 +244,9 @@ wait:
 	}
 	mu.Lock()
 	rec := ExitRecord{ExitCode: cmd.ProcessState.ExitCode(), TimedOut: timedOut, Killed: killed, Finished: time.Now().UTC()}
+	if killed || timedOut {
+		killedGroup = pid
+	}
 	mu.Unlock()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		rec.Signal = ws.Signal().String()
@@ -232,7 +259,7 @@ wait:
 		rec.Error = werr.Error()
 	}
 	recordExit(dir, rec, logf)
-	return 0
+	return 0, killedGroup
 }
 
 // recordExit writes exit.json, retrying (the job is reported running

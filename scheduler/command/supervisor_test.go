@@ -148,7 +148,7 @@ func TestRecoverAbandonsAJobThatNeverStarted(t *testing.T) {
 		t.Fatalf("no log line names the abandoned job %s:\n%s", ext, log.String())
 	}
 	var report bytes.Buffer
-	if code := runJob(jobDir, nopCloser{&report}, nil); code != 0 || report.String() != "abandoned\n" {
+	if code, _ := runJob(jobDir, nopCloser{&report}, nil, nil); code != 0 || report.String() != "abandoned\n" {
 		t.Fatalf("late supervisor: %d %q", code, report.String())
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -168,7 +168,7 @@ func TestRecoverAbandonsAJobThatNeverStarted(t *testing.T) {
 	if err := s.Kill(context.Background(), w, ext3); err != nil {
 		t.Fatal(err)
 	}
-	if code := runJob(jobDir3, nopCloser{&report}, nil); code != 0 {
+	if code, _ := runJob(jobDir3, nopCloser{&report}, nil, nil); code != 0 {
 		t.Fatalf("late supervisor of a killed job: %d", code)
 	}
 	if st, err := s.Status(context.Background(), w, ext3); err != nil || st.Running || st.Success || st.NeverStarted || st.Detail != "never started: killed before it started" {
@@ -181,7 +181,7 @@ func TestRecoverAbandonsAJobThatNeverStarted(t *testing.T) {
 	// The supervisor claimed it first: it ran, Recover finds it.
 	ext2, jobDir2 := plantJob(t, dir, 0, "touch", marker)
 	report.Reset()
-	if code := runJob(jobDir2, nopCloser{&report}, nil); code != 0 || !strings.HasPrefix(report.String(), "started ") {
+	if code, _ := runJob(jobDir2, nopCloser{&report}, nil, nil); code != 0 || !strings.HasPrefix(report.String(), "started ") {
 		t.Fatalf("supervisor: %d %q", code, report.String())
 	}
 	got, found, err = s.Recover(context.Background(), w, sid, since)

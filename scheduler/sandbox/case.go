@@ -148,7 +148,7 @@ func (s *sandboxCase) prepare(ctx context.Context) error {
 	if s.db, err = statedb.OpenWith(filepath.Join(s.local, "db"), statedb.Options{NoSync: true}); err != nil {
 		return err
 	}
-	if s.cmd, err = command.New(filepath.Join(s.local, "jobs"), command.Options{Logger: o.Logger}); err != nil {
+	if s.cmd, err = command.New(filepath.Join(s.local, "jobs"), command.Options{Logger: o.Logger, Tied: true}); err != nil {
 		return err
 	}
 	services := map[string]external.Service{workflow.ServiceCommand: s.cmd}
@@ -320,7 +320,11 @@ func (s *sandboxCase) cleanup() {
 		}
 	}
 	if s.cmd != nil {
-		if err := s.cmd.Wait(ctx); err != nil {
+		// Every process the jobs left running is killed, however it
+		// detached (tied jobs: command.Options.Tied).
+		n, err := s.cmd.Release(ctx)
+		s.r.left.Add(int64(n))
+		if err != nil {
 			fail("wait for the jobs to end: %v", err)
 		}
 	}

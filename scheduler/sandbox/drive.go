@@ -100,7 +100,8 @@ const minPause = 5 * time.Millisecond
 // pause waits before the next step while something runs: at most poll,
 // and no longer than until the case's command jobs have all ended when
 // one of them runs (their supervisors are this process's children, so
-// the end of a job is seen at once, not at the next poll).
+// the end of a job is seen at once, not at the next poll; unless a job
+// left processes running, whose supervisor stays until the case ends).
 func (s *sandboxCase) pause(ctx context.Context, commands bool, poll time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, poll)
 	defer cancel()

@@ -1,14 +1,19 @@
 package sandbox
 
 // The processes a case's commands leave running: a command that starts a
-// background child and exits, or one whose child starts a session of its
-// own (setsid, a daemon), leaves processes that neither the command
-// service's kill (the job's process group) nor the end of the case reach.
-// celos test makes itself their reaper (Linux's child subreaper): every
-// such orphan becomes its child, and Run ends those of its run — the
-// children whose environment names a case prefix of the run (PrefixEnv,
-// which every command job has) — once every case has cleaned up. Other
-// children of the process (a test's servers) are left alone.
+// background child and exits, or one whose child leaves its session
+// (setsid, a daemon), clears its environment (env -i) or is double-forked,
+// leaves processes that the command service's kill (the job's process
+// group) does not reach. Each case's command service is tied
+// (command.Options.Tied): a job's supervisor is the reaper of everything
+// its command starts and kills all of it when the case ends (Release) or
+// when celos test ends in any way, SIGKILL included. What is here is the
+// net under that: celos test makes itself the reaper (Linux's child
+// subreaper) of the processes of a supervisor that was itself killed,
+// and Run ends those of its run — the children whose environment names a
+// case prefix of the run (PrefixEnv, which every command job has) — once
+// every case has cleaned up. Other children of the process (a test's
+// servers) are left alone.
 
 import (
 	"fmt"

@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/external"
@@ -110,9 +111,8 @@ type Options struct {
 	// Logger receives the engines' logs (default: discarded).
 	Logger *slog.Logger
 	// Orphans, if set, is told how many processes the commands left
-	// running were killed when the run ended (and an error if some
-	// outlived the kill). Only a process that called AdoptOrphans gets
-	// them as children: elsewhere they are init's and outlive the run.
+	// running were killed when their cases ended (and an error if some
+	// outlived the kill).
 	Orphans func(killed int, err error)
 	// PoolsFile is the installation's pools file (celos server --pools):
 	// its limits hold in every sandbox as on the server. Empty: every pool
@@ -202,7 +202,8 @@ func Run(ctx context.Context, opts Options, cases []testcase.Case) ([]Result, er
 		}(i)
 	}
 	wg.Wait()
-	if n, err := killOrphans(root, orphansTimeout); (n > 0 || err != nil) && opts.Orphans != nil {
+	n, err := killOrphans(root, orphansTimeout)
+	if n += int(r.left.Load()); (n > 0 || err != nil) && opts.Orphans != nil {
 		opts.Orphans(n, err)
 	}
 	if !opts.Keep {
@@ -234,6 +235,9 @@ type runner struct {
 	opts Options
 	root string // the run's directory on Env.FS
 	tmp  string // the run's local directory
+	// left counts the processes the cases' jobs left running, killed
+	// when their cases ended.
+	left atomic.Int64
 }
 
 // Check finds, before anything runs, the cases that cannot run with opts:

@@ -398,11 +398,16 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(slots) == 0 {
-		h.noSlot(w, r, slot.ID{Workflow: id, Time: t})
+		sid := slot.ID{Workflow: id, Time: t}
+		if _, err := h.svc.SlotState(r.Context(), sid); errors.Is(err, scheduler.ErrSlotUnreadable) {
+			h.unreadableLog(w, r, sid, err)
+			return
+		}
+		h.noSlot(w, r, sid)
 		return
 	}
 	if err := slots[0].Unreadable; err != nil {
-		h.serviceError(w, r, err) // 409, naming the record
+		h.unreadableLog(w, r, slots[0].ID, err)
 		return
 	}
 	st := slots[0].State
@@ -432,6 +437,33 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	io.Copy(w, io.LimitReader(rc, maxLog))
+}
+
+// unreadableLogView is the log page of a slot whose record cannot be
+// read.
+type unreadableLogView struct {
+	pageCommon
+	Slot, Workflow, TimeISO string
+	Code                    int
+	Status, Message         string
+}
+
+// unreadableLog answers the log page of slot id, whose record cannot be
+// read (err): which job's log to show is what cannot be read. A page of
+// the UI's layout, 409 as the API's /slot-state, naming the slot and why
+// (the record), and linking to the slot's details, whose Rerun and Kill
+// rewrite the record.
+func (h *handler) unreadableLog(w http.ResponseWriter, r *http.Request, id slot.ID, err error) {
+	v := &unreadableLogView{
+		pageCommon: h.common("Log of " + id.String()),
+		Slot:       id.String(),
+		Workflow:   id.Workflow,
+		TimeISO:    slot.FormatTime(id.Time),
+		Code:       http.StatusConflict,
+		Status:     http.StatusText(http.StatusConflict),
+		Message:    err.Error(),
+	}
+	h.renderStatus(w, r, http.StatusConflict, "unreadablelog.html", v)
 }
 
 // workflowView is the details of a workflow (its row header).

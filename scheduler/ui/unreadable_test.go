@@ -2,10 +2,12 @@ package ui
 
 import (
 	"context"
+	"html"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,5 +203,56 @@ func TestGridFailsOnAReadError(t *testing.T) {
 	target := "/ui/slot?id=wf&start=" + slot.FormatTime(bad.Time.Add(-time.Hour)) + "&end=" + slot.FormatTime(bad.Time.Add(2*time.Hour))
 	if rec := get(t, h, target); rec.Code != 500 {
 		t.Errorf("GET %s: %d, want 500:\n%s", target, rec.Code, rec.Body)
+	}
+}
+
+// TestUnreadableSlotLogPage: the log page (/ui/log, opened in a tab of
+// its own from a slot's details) of a slot whose state file cannot be
+// read is a page of the UI's layout, 409 as the API's, naming the slot
+// and why (the file, a named pipe), saying what rewrites the record, and
+// linking to the slot's details (where Rerun and Kill are) and back to
+// the grid; not the UI's generic "Conflict" page. Real engine and state
+// database.
+func TestUnreadableSlotLogPage(t *testing.T) {
+	f := newUnreadableFixture(t)
+	noLog := func(context.Context, *workflow.Workflow, slot.State) (io.ReadCloser, error) {
+		return nil, fs.ErrNotExist
+	}
+	h, err := New(f.eng, Options{Now: func() time.Time { return f.now }, SlotLog: noLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := slot.FormatTime(f.fifoTime)
+	sid := "wf@" + ft
+	rec := get(t, h, "/ui/log?id=wf&time="+ft)
+	body := rec.Body.String()
+	if rec.Code != 409 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("%d %s, want a 409 HTML page:\n%s", rec.Code, rec.Header().Get("Content-Type"), body)
+	}
+	for _, want := range []string{
+		`<title>Log of ` + sid + ` · `,                  // the layout's head, titled by the slot
+		`<span class="crumb">Log of ` + sid + `</span>`, // the layout's bar
+		`<div class="errorpage"><h1>409 Conflict</h1>`,  // the UI's error pages' box
+		`The log of <code>` + sid + `</code> cannot be shown: its stored record cannot be read, so which job ran it is not known.`,
+		f.fifo, "named pipe",
+		`A rerun or a kill of the slot rewrites the record: both are in <a href="`,
+		`<a href="/ui">Back to the slot grid</a>`,
+		`<footer class="foot">`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the log page of the unreadable slot lacks %q:\n%s", want, body)
+		}
+	}
+	// The link to the slot's details leads to them, with Rerun and Kill.
+	m := regexp.MustCompile(`<a href="([^"]*)">the slot's details</a>`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no link to the slot's details:\n%s", body)
+	}
+	rec = get(t, h, html.UnescapeString(m[1]))
+	details := rec.Body.String()
+	for _, want := range []string{`data-kind="slot" data-id="wf" data-time="` + ft + `"`, `data-act="rerun" data-id="wf" data-times="` + ft + `"`, `data-act="kill"`} {
+		if !strings.Contains(details, want) {
+			t.Errorf("GET %s (the link): %d, lacks %q:\n%s", m[1], rec.Code, want, details)
+		}
 	}
 }

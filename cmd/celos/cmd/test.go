@@ -146,8 +146,11 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 		return err
 	}
 	defer closeEnv()
-	// The commands' orphans become this process's children, killed when
-	// the run ends (sandbox.Options.Orphans).
+	// Each case's jobs are tied to this process: what they start is
+	// killed when the case ends or this process dies, however it detached
+	// (command.Options.Tied). Processes of a job whose supervisor was
+	// itself killed become this process's children, killed when the run
+	// ends (sandbox.Options.Orphans).
 	if err := sandbox.AdoptOrphans(); err != nil {
 		fmt.Fprintf(stderr, "celos test: %v (processes the commands leave running may outlive it)\n", err)
 	}
