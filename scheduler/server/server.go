@@ -373,7 +373,7 @@ func serve(ln net.Listener, handler http.Handler, urlFile string, log *slog.Logg
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "url", url)
 	if urlFile != "" {
-		if err := atomicfile.Write(urlFile, []byte(url+"\n"), 0o644, true); err != nil {
+		if err := atomicfile.WriteOutput(urlFile, []byte(url+"\n"), 0o644); err != nil {
 			log.Error("write URL file", "file", urlFile, "error", err)
 		}
 	}

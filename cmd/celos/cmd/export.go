@@ -42,13 +42,13 @@ celos's cache, as celos vet's (--no-cache: compile from scratch).`,
 				_, err = c.OutOrStdout().Write(data)
 				return err
 			}
-			if err := writeFileAtomic(out, data); err != nil {
+			if err := atomicfile.WriteOutput(out, data, 0o644); err != nil {
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "", "write the document to `FILE` (atomically) instead of stdout")
+	c.Flags().StringVarP(&out, "output", "o", "", "write the document to `FILE` instead of stdout (a file is replaced atomically; a FIFO or device is written to)")
 	c.Flags().BoolVar(&noCache, "no-cache", false, "compile from scratch: neither read nor write celos's cache")
 	return c
 }
