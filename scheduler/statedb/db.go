@@ -166,9 +166,16 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		f.Close()
 		return nil, fmt.Errorf("state database %s is not writable: %w", abs, err)
 	}
+	return newDB(abs, opts, f, false)
+}
+
+// newDB is the DB of directory abs whose lock file f (nil: none) is
+// locked, with its paused workflows read; on an error it closes f.
+func newDB(abs string, opts Options, f *os.File, readOnly bool) (*DB, error) {
 	db := &DB{
 		noSync:        opts.NoSync,
 		beforeInstall: opts.BeforeInstall,
+		readOnly:      readOnly,
 		dir:           abs,
 		lock:          f,
 		wfs:           make(map[string]*wfIndex),
@@ -176,7 +183,7 @@ func OpenWith(dir string, opts Options) (*DB, error) {
 		problems:      make(map[string]string),
 	}
 	if err := db.loadPaused(); err != nil {
-		f.Close()
+		db.Close()
 		return nil, err
 	}
 	return db, nil

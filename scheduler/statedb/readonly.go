@@ -42,21 +42,7 @@ func openReadOnly(abs string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	db := &DB{
-		noSync:        opts.NoSync,
-		beforeInstall: opts.BeforeInstall,
-		readOnly:      true,
-		dir:           abs,
-		lock:          f,
-		wfs:           make(map[string]*wfIndex),
-		paused:        make(map[string]bool),
-		problems:      make(map[string]string),
-	}
-	if err := db.loadPaused(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return newDB(abs, opts, f, true)
 }
 
 // openLockReadOnly opens the lock file at path for reading, as openLock

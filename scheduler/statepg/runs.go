@@ -20,37 +20,8 @@ import (
 // instance that takes a workflow over reads what the previous owner
 // recorded last.
 func (db *DB) Runs(wf string) ([]store.Run, error) {
-	if err := validWorkflow(wf); err != nil {
-		return nil, err
-	}
-	db.mu.Lock()
-	closed := db.closed
-	db.mu.Unlock()
-	if closed {
-		return nil, errClosed
-	}
-	ctx, cancel := db.ctx()
-	defer cancel()
-	rows, err := db.pool.Query(ctx, `SELECT slot_time, attempt, submitted_at FROM celos_runs WHERE workflow = $1
-ORDER BY submitted_at, slot_time, attempt`, wf)
-	if err != nil {
-		return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %s: %w", wf, pgError(err))
-	}
-	var out []store.Run
-	for rows.Next() {
-		var r store.Run
-		if err := rows.Scan(&r.Slot, &r.Attempt, &r.At); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %s: %w", wf, pgError(err))
-		}
-		r.Slot, r.At = r.Slot.UTC(), r.At.UTC()
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %s: %w", wf, pgError(err))
-	}
-	db.reads.Add(int64(len(out)))
-	return out, nil
+	runs, err := db.RunsOf([]string{wf})
+	return runs[wf], err
 }
 
 // RunsOf returns the submissions recorded for each workflow of wfs that
@@ -69,12 +40,16 @@ func (db *DB) RunsOf(wfs []string) (map[string][]store.Run, error) {
 	if closed {
 		return nil, errClosed
 	}
+	what := fmt.Sprintf("%d workflows", len(wfs))
+	if len(wfs) == 1 {
+		what = wfs[0]
+	}
 	ctx, cancel := db.ctx()
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT workflow, slot_time, attempt, submitted_at FROM celos_runs WHERE workflow = ANY($1)
 ORDER BY workflow, submitted_at, slot_time, attempt`, wfs)
 	if err != nil {
-		return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %d workflows: %w", len(wfs), pgError(err))
+		return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %s: %w", what, pgError(err))
 	}
 	defer rows.Close()
 	out := make(map[string][]store.Run)
@@ -83,14 +58,14 @@ ORDER BY workflow, submitted_at, slot_time, attempt`, wfs)
 		var wf string
 		var r store.Run
 		if err := rows.Scan(&wf, &r.Slot, &r.Attempt, &r.At); err != nil {
-			return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %d workflows: %w", len(wfs), pgError(err))
+			return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %s: %w", what, pgError(err))
 		}
 		r.Slot, r.At = r.Slot.UTC(), r.At.UTC()
 		out[wf] = append(out[wf], r)
 		n++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %d workflows: %w", len(wfs), pgError(err))
+		return nil, fmt.Errorf("PostgreSQL state store: read the submissions of %s: %w", what, pgError(err))
 	}
 	db.reads.Add(int64(n))
 	return out, nil
