@@ -140,17 +140,7 @@ func TestRunPruneKeepsWhatLookBackTriggersRead(t *testing.T) {
 		t.Fatal("b's slot is not ready before the prune")
 	}
 
-	var stderr servertest.LockedBuffer
-	cfg := Config{Workflows: wfDir, DB: dbDir, URLFile: filepath.Join(dir, "url"), Stderr: &stderr, PruneOlderThan: 8 * 24 * time.Hour}
-	_, stop := startRun(t, cfg, openEngine)
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(stderr.String(), "pruned state database") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	log := stderr.String()
+	log := pruneOnce(t, Config{Workflows: wfDir, DB: dbDir, URLFile: filepath.Join(dir, "url"), PruneOlderThan: 8 * 24 * time.Hour})
 	if !strings.Contains(log, "deleted=1") {
 		t.Errorf("c's old slot not pruned:\n%s", log)
 	}
@@ -197,17 +187,7 @@ func TestRunPruneKeepsWhatRunConstraintsCount(t *testing.T) {
 		}
 	}()
 
-	var stderr servertest.LockedBuffer
-	cfg := Config{Workflows: wfDir, DB: dbDir, URLFile: filepath.Join(dir, "url"), Stderr: &stderr, PruneOlderThan: 8 * 24 * time.Hour}
-	_, stop := startRun(t, cfg, openEngine)
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(stderr.String(), "pruned state database") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	log := stderr.String()
+	log := pruneOnce(t, Config{Workflows: wfDir, DB: dbDir, URLFile: filepath.Join(dir, "url"), PruneOlderThan: 8 * 24 * time.Hour})
 	if !strings.Contains(log, "deleted=1") {
 		t.Errorf("c's old slot not pruned:\n%s", log)
 	}
@@ -229,4 +209,22 @@ func TestRunPruneKeepsWhatRunConstraintsCount(t *testing.T) {
 	if _, found, err := db.Get(slot.ID{Workflow: "monthly", Time: old}); err != nil || !found {
 		t.Errorf("monthly's slot of 20 days ago after the prune: found %v, %v", found, err)
 	}
+}
+
+// pruneOnce runs a server with cfg (its --prune-older-than set) until its
+// first prune of the state database is logged, stops it, and returns its
+// log.
+func pruneOnce(t *testing.T, cfg Config) string {
+	t.Helper()
+	var stderr servertest.LockedBuffer
+	cfg.Stderr = &stderr
+	_, stop := startRun(t, cfg, openEngine)
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "pruned state database") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	return stderr.String()
 }
