@@ -216,12 +216,7 @@ func hasOp(ps []scheduler.Problem, op string) bool {
 // never noted nor sent, whatever the steps. It is now, at the first step
 // after the deadline, once, also when that step comes after a restart.
 func TestSLALongerThanTheWindow(t *testing.T) {
-	w := slaWorkflow()
-	w.Schedule.Cron = "0 0 0 * * ?"
-	w.StartTime = ts("2026-11-01T00:00Z")
-	w.SLA.SuccessWithinSeconds = 8 * 86400
-	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
-	fixture.WriteProject(t, r.wdir, "p", w)
+	r := dailySLARig(t, 8 * 86400)
 	db := openDB(t, t.TempDir())
 	a := r.start("a", "2026-11-01T00:00Z", db, nil)
 	a.step("2026-11-01T00:10Z") // READY
@@ -264,12 +259,7 @@ func TestSLALongerThanTheWindow(t *testing.T) {
 // noted for it. One that never had a record (it waited) and is within 8
 // days of its slot time cannot have been pruned: its miss is sent.
 func TestSLALongerThanTheWindowAfterAPrune(t *testing.T) {
-	w := slaWorkflow()
-	w.Schedule.Cron = "0 0 0 * * ?"
-	w.StartTime = ts("2026-11-01T00:00Z")
-	w.SLA.SuccessWithinSeconds = 10 * 86400
-	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
-	fixture.WriteProject(t, r.wdir, "p", w)
+	r := dailySLARig(t, 10 * 86400)
 	ddir := t.TempDir()
 	db := openDB(t, ddir)
 	a := r.start("a", "2026-11-01T00:00Z", db, nil)
@@ -300,13 +290,9 @@ func TestSLALongerThanTheWindowAfterAPrune(t *testing.T) {
 // never ready has no record; with an SLA of 7.5 days its deadline comes
 // before any prune may remove a record (8 days): its miss is sent.
 func TestSLALongerThanTheWindowOfASlotThatWaited(t *testing.T) {
-	w := slaWorkflow()
-	w.Schedule.Cron = "0 0 0 * * ?"
-	w.StartTime = ts("2026-11-01T00:00Z")
-	w.SLA.SuccessWithinSeconds = 7*86400 + 12*3600
-	w.Trigger = workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}
-	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
-	fixture.WriteProject(t, r.wdir, "p", w)
+	r := dailySLARig(t, 7*86400 + 12*3600, func(w *workflow.Workflow) {
+		w.Trigger = workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}
+	})
 	db := openDB(t, t.TempDir())
 	a := r.start("a", "2026-11-01T00:00Z", db, nil)
 	for d := 1; d <= 8; d++ {
@@ -326,12 +312,7 @@ func TestSLALongerThanTheWindowOfASlotThatWaited(t *testing.T) {
 // kept (its slot is 15 days old, beyond the 14 days the records of
 // shorter SLAs are kept) and the miss is not sent again.
 func TestSLALongerThanTheWindowSentOnceAcrossRestarts(t *testing.T) {
-	w := slaWorkflow()
-	w.Schedule.Cron = "0 0 0 * * ?"
-	w.StartTime = ts("2026-11-01T00:00Z")
-	w.SLA.SuccessWithinSeconds = 10 * 86400
-	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
-	fixture.WriteProject(t, r.wdir, "p", w)
+	r := dailySLARig(t, 10 * 86400)
 	db := openDB(t, t.TempDir())
 	a := r.start("a", "2026-11-01T00:00Z", db, nil)
 	a.step("2026-11-01T00:10Z")
@@ -349,4 +330,19 @@ func TestSLALongerThanTheWindowSentOnceAcrossRestarts(t *testing.T) {
 			t.Fatalf("the miss of 1 November was sent again after a restart: %s", m)
 		}
 	}
+}
+
+// dailySLARig is a rig of slaWorkflow made daily from 1 November 2026,
+// with an SLA of success within seconds, edited by edit.
+func dailySLARig(t *testing.T, within int64, edit ...func(*workflow.Workflow)) *slaRig {
+	w := slaWorkflow()
+	w.Schedule.Cron = "0 0 0 * * ?"
+	w.StartTime = ts("2026-11-01T00:00Z")
+	w.SLA.SuccessWithinSeconds = within
+	for _, e := range edit {
+		e(&w)
+	}
+	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
+	fixture.WriteProject(t, r.wdir, "p", w)
+	return r
 }
