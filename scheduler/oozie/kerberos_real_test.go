@@ -271,17 +271,7 @@ func testRealOozieCelosServerKerberos(t *testing.T) {
 	}
 	s := startCelosServer(t, dir, wfDir, "--keytab", env.User.Keytab, "--principal", env.User.Name)
 	now := url.Values{"time": {slot.FormatTime(t20.Add(30 * time.Minute))}}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		s.step(t, now)
-		if st, _ := slotState(t, s.url, "krbsrv", t20); st == "SUCCESS" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot not SUCCESS 90 s into a server with --keytab\n%s", s.log.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	s.stepUntilSuccess(t, now, "krbsrv", t20, 90*time.Second, "into a server with --keytab")
 	if _, err := env.HDFS.Client().Stat("/krbsrv/out/_SUCCESS"); err != nil {
 		t.Errorf("the slot's job wrote no _SUCCESS: %v", err)
 	}

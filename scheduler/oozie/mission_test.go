@@ -390,6 +390,24 @@ func (s *celosServer) step(t *testing.T, now url.Values) {
 	}
 }
 
+// stepUntilSuccess steps the server at now until slot wf@at is SUCCESS,
+// and fails the test (naming what, with the server's log) if it is not
+// within limit.
+func (s *celosServer) stepUntilSuccess(t *testing.T, now url.Values, wf string, at time.Time, limit time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		s.step(t, now)
+		if st, _ := slotState(t, s.url, wf, at); st == "SUCCESS" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot not SUCCESS %v %s\n%s", limit, what, s.log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (s *celosServer) kill9() {
 	s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.done

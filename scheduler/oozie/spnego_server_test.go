@@ -40,17 +40,7 @@ func testSPNEGOCelosServer(t *testing.T) {
 	if err := os.WriteFile(cache, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s.step(t, now)
-		if st, _ := slotState(t, s.url, "krb", t20); st == "SUCCESS" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot not SUCCESS 60 s after kinit\n%s", s.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	s.stepUntilSuccess(t, now, "krb", t20, 60*time.Second, "after kinit")
 	got := o.counts()
 	if got.Negotiations != 1 || got.Principals[0] != r.alice.Name || got.CookieHits == 0 {
 		t.Fatalf("authentication %+v: want one negotiation as %s, then the cookie", got, r.alice.Name)
@@ -65,17 +55,7 @@ func testSPNEGOCelosServerKeytab(t *testing.T) {
 	k := newKerberizedServerDir(t) // KRB5CCNAME names no cache
 	r, o, now := k.realm, k.oozie, k.now
 	s := startCelosServer(t, k.dir, k.wfDir, "--keytab", r.alice.Keytab, "--principal", r.alice.Name)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s.step(t, now)
-		if st, _ := slotState(t, s.url, "krb", t20); st == "SUCCESS" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot not SUCCESS 60 s into a server with --keytab\n%s", s.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	s.stepUntilSuccess(t, now, "krb", t20, 60*time.Second, "into a server with --keytab")
 	if got := o.counts(); got.Negotiations == 0 || got.Principals[0] != r.alice.Name {
 		t.Fatalf("authentication %+v: want negotiations as %s", got, r.alice.Name)
 	}
