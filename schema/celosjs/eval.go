@@ -15,6 +15,7 @@ import (
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -223,9 +224,9 @@ type service struct {
 
 func evalFile(path string, opt Options) (f *File) {
 	f = &File{Path: path}
-	src, err := os.ReadFile(path)
+	src, err := readSource(path)
 	if err != nil {
-		f.Err = &Error{Pos{File: path}, fmt.Sprintf("read workflow file: %v", unwrapPath(err))}
+		f.Err = &Error{Pos{File: path}, "read workflow file: " + strings.TrimPrefix(err.Error(), path+": ")}
 		return f
 	}
 	vm := goja.New()
@@ -492,9 +493,9 @@ func (e *evaluator) importDefaults(c goja.FunctionCall) goja.Value {
 	}
 	e.importing = append(e.importing, path)
 	defer func() { e.importing = e.importing[:len(e.importing)-1] }()
-	src, err := os.ReadFile(path)
+	src, err := readSource(path)
 	if err != nil {
-		e.throw("celos.importDefaults(%q): %v", name, unwrapPath(err))
+		e.throw("celos.importDefaults(%q): %v", name, err)
 	}
 	prg, err := compileJS(path, string(src))
 	if err != nil {
@@ -729,6 +730,18 @@ func (e *evaluator) properties(user goja.Value, what string) (map[string]string,
 	return out, nil
 }
 
+// readSource reads a workflow or defaults file: a regular file (or a
+// symbolic link to one) of at most MaxFileSize bytes. A named pipe or
+// device is refused before it is opened, never waited on or read without
+// end. Errors name the path.
+func readSource(path string) ([]byte, error) {
+	src, err := regfile.ReadFile(path, MaxFileSize)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	return src, nil
+}
+
 func unwrapPath(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
@@ -746,3 +759,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// MaxFileSize bounds a workflow or defaults file (Celos's largest are a
+// few hundred kilobytes).
+const MaxFileSize = 16 << 20
