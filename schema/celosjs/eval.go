@@ -38,6 +38,15 @@ type Options struct {
 	// MemoryLimit stops an evaluation when the process's heap grows past
 	// it (bytes); 0 means DefaultMemoryLimit.
 	MemoryLimit uint64
+	// Abandon is called (from another goroutine) with the file's error
+	// when an evaluation past its time or memory limit does not stop
+	// within StopGrace of being interrupted: it is in a built-in function
+	// that cannot be interrupted (Array.prototype.fill over 500 million
+	// elements, String.prototype.repeat, a generic indexOf over an object
+	// of length 1e15), which would run on, and grow, without end.
+	// Evaluate cannot return then; Abandon should end the process. Nil:
+	// Evaluate waits for the built-in function to return.
+	Abandon func(err error)
 }
 
 // DefaultMemoryLimit is the heap size at which an evaluation is stopped.
@@ -313,35 +322,69 @@ func (e *evaluator) run(name, src string) error {
 	})
 }
 
-// guard runs fn with the time limit, turning JavaScript errors into *Error.
+// guard runs fn with the time and memory limits, turning JavaScript
+// errors into *Error. goja sees an interrupt between JavaScript
+// instructions only: when fn has not returned StopGrace after it, it is in
+// a built-in function that will not stop, and opt.Abandon is told.
 func (e *evaluator) guard(name string, fn func() error) error {
-	timer := time.AfterFunc(e.opt.Timeout, func() { e.vm.Interrupt(errTimeout) })
 	done := make(chan struct{})
-	go func() {
-		// The heap is watched too: a loop that fills an array would
-		// otherwise take the machine's memory before the time limit.
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				metrics.Read(sample)
-				if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > e.opt.MemoryLimit {
-					e.vm.Interrupt(errMemory)
-					return
-				}
-			}
-		}
-	}()
+	go e.watch(name, done)
 	defer func() {
 		close(done)
-		timer.Stop()
 		e.vm.ClearInterrupt()
 	}()
 	return jsError(name, fn(), e.opt)
+}
+
+// StopGrace is how long an interrupted evaluation may take to stop before
+// Options.Abandon is called.
+const StopGrace = 500 * time.Millisecond
+
+// watch interrupts the evaluation of the file name when it runs past the
+// time limit or the heap grows past the memory limit (a loop that fills
+// an array would otherwise take the machine's memory before the time
+// limit), until done is closed.
+func (e *evaluator) watch(name string, done <-chan struct{}) {
+	deadline := time.NewTimer(e.opt.Timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var reason error
+	var grace <-chan time.Time
+	stop := func(why error) {
+		if reason == nil {
+			reason = why
+			e.vm.Interrupt(why)
+			grace = time.After(StopGrace)
+		}
+	}
+	for {
+		select {
+		case <-done:
+			return
+		case <-deadline.C:
+			stop(errTimeout)
+		case <-tick.C:
+			metrics.Read(sample)
+			if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > e.opt.MemoryLimit {
+				stop(errMemory)
+			}
+		case <-grace:
+			if e.opt.Abandon != nil {
+				e.opt.Abandon(&Error{Pos{File: name}, limitMessage(reason, e.opt) + " and did not stop: it is in a built-in function that cannot be interrupted"})
+			}
+			return
+		}
+	}
+}
+
+// limitMessage says which limit an evaluation ran past.
+func limitMessage(reason error, opt Options) string {
+	if reason == errMemory {
+		return fmt.Sprintf("evaluation used more than %d MiB of memory", opt.MemoryLimit>>20)
+	}
+	return fmt.Sprintf("evaluation did not finish within %s", opt.Timeout)
 }
 
 // maxCallDepth bounds how deeply JavaScript calls nest.
@@ -393,10 +436,8 @@ func jsError(name string, err error, opt Options) error {
 	}
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
-		if ie.Value() == errMemory {
-			return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation used more than %d MiB of memory (an endless loop?)", opt.MemoryLimit>>20)}
-		}
-		return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation did not finish within %s (an endless loop?)", opt.Timeout)}
+		reason, _ := ie.Value().(error)
+		return &Error{userPos(ie.Stack(), name), limitMessage(reason, opt) + " (an endless loop?)"}
 	}
 	var so *goja.StackOverflowError
 	if errors.As(err, &so) {

@@ -58,6 +58,9 @@ A file that fails (syntax error, thrown error, a call of an unknown celos.*
 function, an endless loop stopped by --timeout or by the heap growing past
 1 GiB) is reported as
 "file:line:col: message" on stderr and not converted; the others are.
+A built-in function that runs past those limits and cannot be interrupted
+(new Array(5e8).fill(0)) stops the whole command half a second later,
+naming its file, with nothing written.
 
 Exit status: 0 everything converted (or, with --check, equal); 1 something
 was not converted, left as TODO, or differs; 2 usage error.`,
@@ -103,7 +106,13 @@ func runImportJS(c *cobra.Command, args []string, f *importJSFlags) error {
 		}
 	}
 	stderr := c.ErrOrStderr()
-	res := celosjs.Evaluate(files, celosjs.Options{DefaultsDir: f.defaults, Timeout: f.timeout})
+	res := celosjs.Evaluate(files, celosjs.Options{DefaultsDir: f.defaults, Timeout: f.timeout, Abandon: func(err error) {
+		// A built-in function past the limits that does not stop would
+		// run, and allocate, without end: the command ends here, before
+		// anything is written.
+		fmt.Fprintf(stderr, "%v\ncelos: import-js stopped there; nothing was written\n", err)
+		os.Exit(ExitFailure)
+	}})
 	failed := false
 	for _, p := range res.Problems {
 		fmt.Fprintln(stderr, p)

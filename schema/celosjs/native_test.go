@@ -1,0 +1,66 @@
+package celosjs
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/internal/testenv/child"
+)
+
+// TestUninterruptibleBuiltins: a built-in function that runs past the
+// time or memory limit does not see goja's interrupt (it checks between
+// JavaScript instructions only); Options.Abandon is then called with the
+// file's error soon after the interrupt, so that the command can end
+// instead of running, and allocating, without end. Before, `new
+// Array(5e8).fill(0)` grew to 7.6 GB and a generic indexOf over {length:
+// 1e15} ran for ever, --timeout or not. Each case runs in a child process
+// (bounded in memory and time), since the built-in function's goroutine
+// cannot be stopped.
+func TestUninterruptibleBuiltins(t *testing.T) {
+	tests := []struct {
+		name, src string
+		opt       Options
+		want      string
+	}{
+		{"time", "var x = 1;\nArray.prototype.indexOf.call({length: 1e15}, 1);\n", Options{Timeout: time.Second},
+			`^w\.js: evaluation did not finish within 1s and did not stop: it is in a built-in function that cannot be interrupted$`},
+		{"memory", "var a = new Array(5e8);\na.fill(0);\n", Options{Timeout: time.Minute, MemoryLimit: 256 << 20},
+			`^w\.js: evaluation used more than 256 MiB of memory and did not stop: it is in a built-in function that cannot be interrupted$`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			child.Run(t, 2*time.Minute, 8<<30, func() error {
+				dir, err := os.MkdirTemp("", "celosjs")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if err := os.WriteFile(dir+"/w.js", []byte(tt.src), 0o644); err != nil {
+					return err
+				}
+				if err := os.Chdir(dir); err != nil {
+					return err
+				}
+				abandoned := make(chan error, 1)
+				opt := tt.opt
+				opt.Abandon = func(err error) { abandoned <- err }
+				returned := make(chan *Result, 1)
+				go func() { returned <- Evaluate([]string{"w.js"}, opt) }()
+				select {
+				case err := <-abandoned:
+					if !regexp.MustCompile(tt.want).MatchString(err.Error()) {
+						return fmt.Errorf("Abandon(%q), want %s", err, tt.want)
+					}
+					return nil
+				case res := <-returned:
+					return fmt.Errorf("Evaluate returned (%q) without Abandon: the built-in function stopped", strs(res.Problems))
+				case <-time.After(30 * time.Second):
+					return fmt.Errorf("Abandon was not called within 30s of starting (limit: %s, %d MiB)", opt.Timeout, opt.MemoryLimit>>20)
+				}
+			})
+		})
+	}
+}
