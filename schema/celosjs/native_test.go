@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/celos-go/celos/internal/testenv/child"
 )
 
@@ -61,6 +63,41 @@ func TestUninterruptibleBuiltins(t *testing.T) {
 					return fmt.Errorf("Abandon was not called within 30s of starting (limit: %s, %d MiB)", opt.Timeout, opt.MemoryLimit>>20)
 				}
 			})
+		})
+	}
+}
+
+// TestStringBound: a string built by one call of repeat, padStart or
+// padEnd longer than an eighth of the memory limit is a RangeError at its
+// line, before it is allocated (goja makes it in one allocation, which the
+// memory limit, sampled, saw only once it was made: "ab".repeat(5e8)
+// took 1.6 GB against a limit of 1 GiB). Shorter strings are made as
+// before.
+func TestStringBound(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"repeat", `var s = "ab".repeat(5e8);`, `w.js:1:20: RangeError: Invalid string length: 1000000000 characters, over import-js's bound of 33554432 (an eighth of the memory limit)`},
+		{"padStart", `var s = "ab".padStart(1e9, "xy");`, `w.js:1:22: RangeError: Invalid string length: 1000000000 characters, over import-js's bound of 33554432 (an eighth of the memory limit)`},
+		{"padEnd", `var s = String.prototype.padEnd.call(7, 1e9);`, `w.js:1:37: RangeError: Invalid string length: 1000000000 characters, over import-js's bound of 33554432 (an eighth of the memory limit)`},
+		{"small", `if ("ab".repeat(3) + "7".padStart(3, "0") + "x".padEnd(2, "-") !== "ababab007x-") { throw "wrong"; }`, ``},
+		{"null this", `String.prototype.repeat.call(null, 2);`, `w.js:1:29: TypeError: Value is not object coercible`},
+		{"negative", `"a".repeat(-1);`, `w.js:1:11: RangeError: Invalid count value`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if err := os.WriteFile("w.js", []byte(tt.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := Evaluate([]string{"w.js"}, Options{Timeout: time.Minute, MemoryLimit: 256 << 20})
+			want := []string{}
+			if tt.want != "" {
+				want = []string{tt.want}
+			}
+			if d := cmp.Diff(want, strs(res.Problems)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
 		})
 	}
 }
