@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"text/template"
 
 	"cuelang.org/go/mod/module"
@@ -92,14 +93,8 @@ func Write(dir string, opt Options) ([]string, error) {
 	if err := workflow.ValidateProjectName(name); err != nil {
 		return nil, fmt.Errorf("%w: celos deploy would refuse it (use --name)", err)
 	}
-	if entries, err := os.ReadDir(abs); err == nil {
-		if len(entries) > 0 && !opt.Force {
-			return nil, fmt.Errorf("%s: %w", dir, ErrNotEmpty)
-		}
-	} else if !os.IsNotExist(err) {
+	if err := checkDir(dir, abs, opt.Force); err != nil {
 		return nil, err
-	} else if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
 	pkg := strings.ToLower(nonIdent.ReplaceAllString(name, "_"))
 	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' || pkg[0] == '_' || cueKeywords[pkg] {
@@ -143,6 +138,27 @@ func Write(dir string, opt Options) ([]string, error) {
 	written = append(written, vendored...)
 	sort.Strings(written)
 	return written, nil
+}
+
+// checkDir refuses a project directory that is not one (a file, a
+// symbolic link to nowhere) and, unless force, one that is not empty.
+func checkDir(dir, abs string, force bool) error {
+	entries, err := os.ReadDir(abs)
+	switch {
+	case err == nil:
+		if len(entries) > 0 && !force {
+			return fmt.Errorf("%s: %w", dir, ErrNotEmpty)
+		}
+		return nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%s: not a directory", dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if target, lerr := os.Readlink(abs); lerr == nil {
+		return fmt.Errorf("%s: a symbolic link to %s, which does not exist", dir, target)
+	}
+	return nil
 }
 
 // file is one file of the scaffold: its path relative to the project
