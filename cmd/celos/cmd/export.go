@@ -31,7 +31,12 @@ celos's cache, as celos vet's (--no-cache: compile from scratch).`,
 		Example: `  celos export                      # the project here, to stdout
   celos export ./workflows -o wordcount.json
   celos export | jq '.workflows[].id'`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return argsError(c, "export takes at most one DIR, the project directory (the output file is -o FILE); got %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			r, err := compileArg(c, args, noCache)
 			if err != nil {

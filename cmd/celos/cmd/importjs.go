@@ -67,7 +67,12 @@ was not converted, left as TODO, or differs; 2 usage error.`,
 		Example: `  celos import-js /etc/celos/workflows --defaults /etc/celos/defaults -o workflows
   celos import-js /etc/celos/workflows --defaults /etc/celos/defaults -o workflows --check
   celos vet workflows`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return argsError(c, "import-js needs the Celos JavaScript files to convert: FILE.js or a DIR of them")
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return runImportJS(c, args, &f)
 		},
