@@ -1,8 +1,12 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -59,10 +63,18 @@ celos's cache, as celos vet's (--no-cache: compile from scratch).`,
 }
 
 // writeFileAtomic replaces path with data (temporary file, fsync, rename,
-// fsync of the directory), refusing a directory with a clear message.
+// fsync of the directory), refusing a directory, and a path whose
+// directory is missing or not one, with a clear message (not the name of
+// the temporary file it could not create).
 func writeFileAtomic(path string, data []byte) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("write %s: is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("write %s: the directory %s does not exist", path, dir)
+	} else if err == nil && !fi.IsDir() || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("write %s: %s is not a directory", path, dir)
 	}
 	return atomicfile.Write(path, data, 0o644, true)
 }
