@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/scanner"
@@ -37,6 +38,10 @@ func Generate(res *Result, opt GenOptions) (map[string][]byte, error) {
 	if opt.Rel == nil {
 		opt.Rel = filepath.Base
 	}
+	// Paths are quoted in comments: a newline in one would end the
+	// comment, and the rest of the name would be CUE.
+	rel := opt.Rel
+	opt.Rel = func(p string) string { return commentSafe(rel(p)) }
 	out := map[string][]byte{}
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Package %s holds workflows converted from Celos JavaScript by\n", opt.Package)
@@ -269,7 +274,7 @@ func origin(ws []*Workflow, opt GenOptions) string {
 	rel := func(p Pos) string { return fmt.Sprintf("%s:%d", opt.Rel(p.File), p.Line) }
 	if len(ws) == 1 {
 		if w.Helper != "" {
-			return fmt.Sprintf("// From %s(...) at %s, called at %s.\n", w.Helper, rel(w.Pos), rel(w.CalledAt))
+			return fmt.Sprintf("// From %s(...) at %s, called at %s.\n", commentSafe(w.Helper), rel(w.Pos), rel(w.CalledAt))
 		}
 		return fmt.Sprintf("// From %s.\n", rel(w.Pos))
 	}
@@ -280,7 +285,7 @@ func origin(ws []*Workflow, opt GenOptions) string {
 				calls = append(calls, l)
 			}
 		}
-		return fmt.Sprintf("// From %s(%s) at %s, called at %s:%s.\n", w.Helper, strings.Join(w.HelperParams, ", "), rel(w.Pos), opt.Rel(ws[0].CalledAt.File), strings.Join(calls, ", "))
+		return fmt.Sprintf("// From %s(%s) at %s, called at %s:%s.\n", commentSafe(w.Helper), commentSafe(strings.Join(w.HelperParams, ", ")), rel(w.Pos), opt.Rel(ws[0].CalledAt.File), strings.Join(calls, ", "))
 	}
 	return fmt.Sprintf("// From %s, run %d times.\n", rel(w.Pos), len(ws))
 }
@@ -703,6 +708,16 @@ func escape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// commentSafe is s for a line comment: quoted, with its control
+// characters escaped, when it has one (a newline would end the comment,
+// and what follows it would be CUE).
+func commentSafe(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,73 @@
+package celosjs
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/schema"
+)
+
+// TestCommentsCannotInject: what the generated comments quote from the
+// JavaScript (a helper's parameter list, its name, the file's name) can
+// hold a newline; it is written so that the comment still ends where it
+// should. Before, a newline there ended the comment and the rest was CUE:
+// a parameter list `(dc /*\nworkflows: injected: ...\n//*/)` put a
+// workflow the JavaScript never defined into the package (import-js said
+// it converted 2 workflows, exit 0); so did a helper's name (a computed
+// property name).
+func TestCommentsCannotInject(t *testing.T) {
+	const injected = `workflows: injected: {schedule: celos.#Hourly, trigger: celos.#Always, externalService: celos.#Oozie & {url: "http://evil", properties: {}}}`
+	define := `celos.defineWorkflow({id: "w-" + dc, schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),
+ trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({}, "http://oozie")});`
+	tests := []struct {
+		name, file, src string
+	}{
+		{"parameter list", "w.js", "function def(dc /*\n" + injected + "\n//*/) {\n" + define + "\n}\ndef(\"nyc\");\ndef(\"lax\");\n"},
+		{"helper name", "w.js", "var o = {[" + strconv.Quote("d\n"+injected+"\n//") + "]: function (dc) {\n" + define + "\n}};\nvar f = o[Object.keys(o)[0]];\nf(\"nyc\");\nf(\"lax\");\n"},
+		{"one call", "w.js", "var o = {[" + strconv.Quote("d\n"+injected+"\n//") + "]: function (dc) {\n" + define + "\n}};\nvar f = o[Object.keys(o)[0]];\nf(\"nyc\");\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if err := os.WriteFile(tt.file, []byte(tt.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := Evaluate([]string{tt.file}, Options{Timeout: 30 * time.Second})
+			if len(res.Problems) > 0 {
+				t.Fatal(res.Problems)
+			}
+			files, err := Generate(res, GenOptions{Package: "p", Project: "p"})
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			out := t.TempDir()
+			for name, data := range files {
+				if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, _, err := schema.Compile(out)
+			if err != nil {
+				t.Fatalf("the generated package does not compile:\n%v", err)
+			}
+			var ids, want []string
+			for _, w := range p.Workflows {
+				ids = append(ids, w.ID)
+			}
+			for _, w := range res.Workflows() {
+				want = append(want, w.ID)
+			}
+			sort.Strings(want)
+			sort.Strings(ids)
+			if d := cmp.Diff(want, ids, cmpEmpty); d != "" {
+				t.Errorf("workflows of the generated package (-javascript +cue):\n%s", d)
+			}
+		})
+	}
+}
