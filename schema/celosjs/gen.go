@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/scanner"
@@ -58,22 +59,19 @@ func Generate(res *Result, opt GenOptions) (map[string][]byte, error) {
 	}
 	out[ProjectFile] = src
 	g := &generator{opt: opt, vars: sharedVars(res)}
-	taken := map[string]bool{ProjectFile: true, DefaultsFile: true}
+	taken := map[string]bool{ProjectFile: true, DefaultsFile: true} // in lower case
 	for _, f := range res.Files {
 		if f.Err != nil || len(f.Workflows) == 0 {
 			continue
 		}
-		name := strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path)) + ".cue"
-		for i := 2; taken[name]; i++ {
-			name = fmt.Sprintf("%s_%d.cue", strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path)), i)
-		}
+		name := cueFileName(f.Path, taken)
 		text := g.file(f)
 		src, err := format.Source([]byte(text))
 		if err != nil {
 			return nil, fmt.Errorf("format the CUE converted from %s: %v\n%s", f.Path, err, text)
 		}
 		out[name] = src
-		taken[name] = true
+		taken[strings.ToLower(name)] = true
 	}
 	if text := g.defaultsFile(); text != "" {
 		src, err := format.Source([]byte(text))
@@ -710,11 +708,34 @@ func escape(s string) string {
 	return b.String()
 }
 
+// cueFileName is the name of the CUE file for the JavaScript file path:
+// NAME.cue for NAME.js, made a name CUE loads (not starting with '.' or
+// '_', which CUE ignores; control characters and bytes that are not
+// UTF-8 replaced by '_'), and numbered (NAME_2.cue) when it is taken,
+// ignoring case (macOS's file system does).
+func cueFileName(path string, taken map[string]bool) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	base = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return '_'
+		}
+		return r
+	}, strings.ToValidUTF8(base, "_"))
+	if base == "" || base[0] == '.' || base[0] == '_' {
+		base = "js" + base
+	}
+	name := base + ".cue"
+	for i := 2; taken[strings.ToLower(name)]; i++ {
+		name = fmt.Sprintf("%s_%d.cue", base, i)
+	}
+	return name
+}
+
 // commentSafe is s for a line comment: quoted, with its control
 // characters escaped, when it has one (a newline would end the comment,
 // and what follows it would be CUE).
 func commentSafe(s string) string {
-	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
 		return strconv.Quote(s)
 	}
 	return s

@@ -1,10 +1,13 @@
 package celosjs
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +72,62 @@ func TestCommentsCannotInject(t *testing.T) {
 				t.Errorf("workflows of the generated package (-javascript +cue):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestGeneratedFileNames: every file the JavaScript's names give is one
+// CUE loads, and no two differ in case only. Before, _common.js and
+// .hidden.js became _common.cue and .hidden.cue, which CUE ignores (their
+// workflows silently left out; import-js said it converted them, exit
+// 0), a name with a newline or a byte that is not UTF-8 made a file CUE
+// refuses, and Project.js beside project.js became Project.cue beside
+// project.cue: one file on a case-insensitive file system (macOS).
+func TestGeneratedFileNames(t *testing.T) {
+	t.Chdir(t.TempDir())
+	define := `celos.defineWorkflow({id: %q, schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),
+ trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({}, "http://oozie")});`
+	var paths, want []string
+	for i, name := range []string{"_common.js", ".hidden.js", "..js", "Project.js", "W.js", "w.js", "new\nline.js", "\xff.js", "DEFAULTS.js"} {
+		id := fmt.Sprint("w", i)
+		if err := os.WriteFile(name, []byte(fmt.Sprintf(define, id)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, name)
+		want = append(want, id)
+	}
+	res := Evaluate(paths, Options{Timeout: 30 * time.Second})
+	if len(res.Problems) > 0 {
+		t.Fatal(res.Problems)
+	}
+	files, err := Generate(res, GenOptions{Package: "p", Project: "p"})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	out := t.TempDir()
+	lower := map[string]string{}
+	for name, data := range files {
+		if !fs.ValidPath(name) || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+			t.Errorf("generated file %q: CUE does not load it", name)
+		}
+		if other, dup := lower[strings.ToLower(name)]; dup {
+			t.Errorf("generated files %q and %q differ in case only", other, name)
+		}
+		lower[strings.ToLower(name)] = name
+		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _, err := schema.Compile(out)
+	if err != nil {
+		t.Fatalf("the generated package does not compile:\n%v", err)
+	}
+	var ids []string
+	for _, w := range p.Workflows {
+		ids = append(ids, w.ID)
+	}
+	sort.Strings(ids)
+	sort.Strings(want)
+	if d := cmp.Diff(want, ids); d != "" {
+		t.Errorf("workflows of the generated package (-javascript +cue):\n%s", d)
 	}
 }
