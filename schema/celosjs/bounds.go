@@ -1,10 +1,100 @@
+// The limits an evaluation runs under: time, heap, stack, and the length
+// of a string one call may make.
+
 package celosjs
 
 import (
 	"fmt"
+	"runtime/metrics"
+	"time"
 
 	"github.com/dop251/goja"
 )
+
+// guard runs fn with the time and memory limits, turning JavaScript
+// errors into *Error. goja sees an interrupt between JavaScript
+// instructions only: when fn has not returned StopGrace after it, it is in
+// a built-in function that will not stop, and opt.Abandon is told.
+func (e *evaluator) guard(name string, fn func() error) error {
+	done := make(chan struct{})
+	go e.watch(name, done)
+	defer func() {
+		close(done)
+		e.vm.ClearInterrupt()
+	}()
+	return jsError(name, fn(), e.opt)
+}
+
+// MaxStack bounds the goroutine stacks of the process while a file is
+// evaluated: goja's parser, JSON.parse and native functions recurse in Go
+// as deeply as the source nests, and Go's own limit (1 GB) is a crash.
+// Past it Options.Abandon is told at once: a stack doubles as it grows,
+// and the copy past 512 MiB is already fatal. Nesting 1,000 deep and
+// 3,000 nested calls through Array.prototype.map (9,000 frames) stay well within it.
+const MaxStack = 64 << 20
+
+// StopGrace is how long an interrupted evaluation may take to stop before
+// Options.Abandon is called.
+const StopGrace = 500 * time.Millisecond
+
+// watch interrupts the evaluation of the file name when it runs past the
+// time limit or the heap grows past the memory limit (a loop that fills
+// an array would otherwise take the machine's memory before the time
+// limit), until done is closed.
+func (e *evaluator) watch(name string, done <-chan struct{}) {
+	deadline := time.NewTimer(e.opt.Timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	var reason error
+	var grace <-chan time.Time
+	stop := func(why error) {
+		if reason == nil {
+			reason = why
+			e.vm.Interrupt(why)
+			grace = time.After(StopGrace)
+		}
+	}
+	for {
+		select {
+		case <-done:
+			return
+		case <-deadline.C:
+			stop(errTimeout)
+		case <-tick.C:
+			metrics.Read(sample)
+			if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > e.opt.MemoryLimit {
+				stop(errMemory)
+			}
+			// Go's stack limit (1 GB) ends the process, it cannot be
+			// recovered from: there is no waiting for an interrupt.
+			if sample[1].Value.Kind() == metrics.KindUint64 && sample[1].Value.Uint64() > MaxStack {
+				e.vm.Interrupt(errStack)
+				if e.opt.Abandon != nil {
+					e.opt.Abandon(&Error{Pos{File: name}, limitMessage(errStack, e.opt)})
+				}
+				return
+			}
+		case <-grace:
+			if e.opt.Abandon != nil {
+				e.opt.Abandon(&Error{Pos{File: name}, limitMessage(reason, e.opt) + " and did not stop: it is in a built-in function that cannot be interrupted"})
+			}
+			return
+		}
+	}
+}
+
+// limitMessage says which limit an evaluation ran past.
+func limitMessage(reason error, opt Options) string {
+	switch reason {
+	case errMemory:
+		return fmt.Sprintf("evaluation used more than %d MiB of memory", opt.MemoryLimit>>20)
+	case errStack:
+		return fmt.Sprintf("the evaluation nests too deeply: its stack grew past %d MiB (brackets, operators or calls nested some hundred thousand levels deep)", MaxStack>>20)
+	}
+	return fmt.Sprintf("evaluation did not finish within %s", opt.Timeout)
+}
 
 // boundStrings replaces String.prototype.repeat, padStart and padEnd with
 // functions that refuse, as a RangeError, a result longer than an eighth

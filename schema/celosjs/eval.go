@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/metrics"
 	"sort"
 	"strings"
 	"time"
@@ -314,81 +313,17 @@ func (e *evaluator) inVM(fn func() error) error {
 	return ferr
 }
 
-// run compiles and runs src under the time limit.
+// run compiles and runs src under the limits (the parser recurses as
+// deeply as the source nests: the stack's bound applies to it too).
 func (e *evaluator) run(name, src string) error {
-	prg, err := compileJS(name, src)
-	if err != nil {
-		return err
-	}
 	return e.guard(name, func() error {
-		_, err := e.vm.RunProgram(prg)
+		prg, err := compileJS(name, src)
+		if err != nil {
+			return err
+		}
+		_, err = e.vm.RunProgram(prg)
 		return err
 	})
-}
-
-// guard runs fn with the time and memory limits, turning JavaScript
-// errors into *Error. goja sees an interrupt between JavaScript
-// instructions only: when fn has not returned StopGrace after it, it is in
-// a built-in function that will not stop, and opt.Abandon is told.
-func (e *evaluator) guard(name string, fn func() error) error {
-	done := make(chan struct{})
-	go e.watch(name, done)
-	defer func() {
-		close(done)
-		e.vm.ClearInterrupt()
-	}()
-	return jsError(name, fn(), e.opt)
-}
-
-// StopGrace is how long an interrupted evaluation may take to stop before
-// Options.Abandon is called.
-const StopGrace = 500 * time.Millisecond
-
-// watch interrupts the evaluation of the file name when it runs past the
-// time limit or the heap grows past the memory limit (a loop that fills
-// an array would otherwise take the machine's memory before the time
-// limit), until done is closed.
-func (e *evaluator) watch(name string, done <-chan struct{}) {
-	deadline := time.NewTimer(e.opt.Timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var reason error
-	var grace <-chan time.Time
-	stop := func(why error) {
-		if reason == nil {
-			reason = why
-			e.vm.Interrupt(why)
-			grace = time.After(StopGrace)
-		}
-	}
-	for {
-		select {
-		case <-done:
-			return
-		case <-deadline.C:
-			stop(errTimeout)
-		case <-tick.C:
-			metrics.Read(sample)
-			if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > e.opt.MemoryLimit {
-				stop(errMemory)
-			}
-		case <-grace:
-			if e.opt.Abandon != nil {
-				e.opt.Abandon(&Error{Pos{File: name}, limitMessage(reason, e.opt) + " and did not stop: it is in a built-in function that cannot be interrupted"})
-			}
-			return
-		}
-	}
-}
-
-// limitMessage says which limit an evaluation ran past.
-func limitMessage(reason error, opt Options) string {
-	if reason == errMemory {
-		return fmt.Sprintf("evaluation used more than %d MiB of memory", opt.MemoryLimit>>20)
-	}
-	return fmt.Sprintf("evaluation did not finish within %s", opt.Timeout)
 }
 
 // maxCallDepth bounds how deeply JavaScript calls nest.
@@ -397,6 +332,7 @@ const maxCallDepth = 10000
 var (
 	errTimeout = errors.New("time limit")
 	errMemory  = errors.New("memory limit")
+	errStack   = errors.New("stack limit")
 )
 
 // compileJS parses and compiles a file; a syntax error is an *Error at

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,70 @@ func TestStringBound(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestDeepNesting: source nested so deeply that goja's parser (or
+// JSON.parse, eval, new Function) recurses until Go's stack limit (1 GB)
+// ends the process with "fatal error: stack overflow" is stopped when
+// the stack passes MaxStack: Options.Abandon is told, naming the file.
+// Brackets are not the only way: a chain of unary operators or of
+// assignments nests as deeply. Each case runs in a child process.
+func TestDeepNesting(t *testing.T) {
+	deep := func(open, mid, close string) string {
+		return strings.Repeat(open, 3e6) + mid + strings.Repeat(close, 3e6)
+	}
+	tests := []struct{ name, src string }{
+		{"parentheses", "var x = " + deep("(", "1", ")") + ";\n"},
+		{"arrays", "var x = " + deep("[", "", "]") + ";\n"},
+		{"unary", "var x = " + deep("!", "1", "") + ";\n"},
+		{"assignments", "var x; x = " + deep("x = ", "1", "") + ";\n"},
+		{"JSON.parse", `var x = JSON.parse("[".repeat(3e6) + "]".repeat(3e6));` + "\n"},
+		{"eval", `var x = eval("(".repeat(3e6) + "1" + ")".repeat(3e6));` + "\n"},
+		{"new Function", `var f = new Function("return " + "(".repeat(3e6) + "1" + ")".repeat(3e6));` + "\n"},
+	}
+	want := regexp.MustCompile(`^w\.js: the evaluation nests too deeply: its stack grew past 64 MiB \(brackets, operators or calls nested some hundred thousand levels deep\)$`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			child.Run(t, 2*time.Minute, 8<<30, func() error {
+				dir, err := os.MkdirTemp("", "celosjs")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if err := os.WriteFile(dir+"/w.js", []byte(tt.src), 0o644); err != nil {
+					return err
+				}
+				if err := os.Chdir(dir); err != nil {
+					return err
+				}
+				abandoned := make(chan error, 1)
+				opt := Options{Timeout: time.Minute, Abandon: func(err error) { abandoned <- err }}
+				returned := make(chan *Result, 1)
+				go func() { returned <- Evaluate([]string{"w.js"}, opt) }()
+				select {
+				case err := <-abandoned:
+					if !want.MatchString(err.Error()) {
+						return fmt.Errorf("Abandon(%q), want %s", err, want)
+					}
+					return nil
+				case res := <-returned:
+					return fmt.Errorf("Evaluate returned (%q) without Abandon", strs(res.Problems))
+				case <-time.After(50 * time.Second):
+					return fmt.Errorf("Abandon was not called within 50s")
+				}
+			})
+		})
+	}
+}
+
+// TestNormalNesting: nesting as deep as people write, and calls as deep
+// as the call depth allows through a native function, are evaluated
+// within MaxStack.
+func TestNormalNesting(t *testing.T) {
+	res := evalSrc(t, "var x = "+strings.Repeat("[", 1000)+strings.Repeat("]", 1000)+";\nvar y = JSON.parse(\"[\".repeat(1000) + \"]\".repeat(1000));\n"+
+		"function f(n) { return n === 0 ? 0 : [n].map(function (m) { return f(m - 1); })[0]; }\nf(3000);\n")
+	if len(res.Problems) > 0 {
+		t.Errorf("nesting 1,000 deep: %v", res.Problems)
 	}
 }
