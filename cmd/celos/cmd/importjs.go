@@ -60,7 +60,8 @@ function, an endless loop stopped by --timeout or by the heap growing past
 "file:line:col: message" on stderr and not converted; the others are.
 A built-in function that runs past those limits and cannot be interrupted
 (new Array(5e8).fill(0)) stops the whole command half a second later,
-naming its file, with nothing written.
+naming its file, with nothing written; so does source nested so deeply
+that the parser's stack passes 64 MiB.
 
 Exit status: 0 everything converted (or, with --check, equal); 1 something
 was not converted, left as TODO, or differs; 2 usage error.`,
