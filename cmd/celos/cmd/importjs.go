@@ -173,16 +173,19 @@ func writeImport(c *cobra.Command, dir string, gen map[string][]byte, force bool
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if !force {
-		var exist []string
-		for _, n := range names {
-			if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
-				exist = append(exist, filepath.Join(dir, n))
-			}
+	var exist []string
+	for _, n := range names {
+		fi, err := os.Lstat(filepath.Join(dir, n))
+		if err != nil {
+			continue
 		}
-		if len(exist) > 0 {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("not overwriting %s (it may hold edits): use --force, or another -o directory; nothing was written", strings.Join(exist, ", "))}
+		if fi.IsDir() {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s is a directory, not a file the import can replace; nothing was written", filepath.Join(dir, n))}
 		}
+		exist = append(exist, filepath.Join(dir, n))
+	}
+	if len(exist) > 0 && !force {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("not overwriting %s (it may hold edits): use --force, or another -o directory; nothing was written", strings.Join(exist, ", "))}
 	}
 	for _, n := range names {
 		path := filepath.Join(dir, n)
