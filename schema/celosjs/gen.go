@@ -710,13 +710,14 @@ func escape(s string) string {
 
 // cueFileName is the name of the CUE file for the JavaScript file path:
 // NAME.cue for NAME.js, made a name CUE loads (not starting with '.' or
-// '_', which CUE ignores; control characters and bytes that are not
-// UTF-8 replaced by '_'), and numbered (NAME_2.cue) when it is taken,
+// '_', which CUE ignores; control characters, bytes that are not UTF-8,
+// and ':' and '\\', which CUE's loader refuses in a file name, replaced by
+// '_'), and numbered (NAME_2.cue) when it is taken,
 // ignoring case (macOS's file system does).
 func cueFileName(path string, taken map[string]bool) string {
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	base = strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || unicode.IsControl(r) {
+		if r == utf8.RuneError || unicode.IsControl(r) || r == ':' || r == '\\' {
 			return '_'
 		}
 		return r

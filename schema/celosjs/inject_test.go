@@ -87,7 +87,7 @@ func TestGeneratedFileNames(t *testing.T) {
 	define := `celos.defineWorkflow({id: %q, schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),
  trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({}, "http://oozie")});`
 	var paths, want []string
-	for i, name := range []string{"_common.js", ".hidden.js", "..js", "Project.js", "W.js", "w.js", "new\nline.js", "\xff.js", "DEFAULTS.js"} {
+	for i, name := range []string{"_common.js", ".hidden.js", "..js", "Project.js", "W.js", "w.js", "new\nline.js", "\xff.js", "DEFAULTS.js", "a\\b.js", "c:d.js"} {
 		id := fmt.Sprint("w", i)
 		if err := os.WriteFile(name, []byte(fmt.Sprintf(define, id)), 0o644); err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestGeneratedFileNames(t *testing.T) {
 	out := t.TempDir()
 	lower := map[string]string{}
 	for name, data := range files {
-		if !fs.ValidPath(name) || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+		if !fs.ValidPath(name) || strings.ContainsAny(name, "/\\:") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
 			t.Errorf("generated file %q: CUE does not load it", name)
 		}
 		if other, dup := lower[strings.ToLower(name)]; dup {
