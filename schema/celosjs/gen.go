@@ -239,14 +239,21 @@ func (g *generator) file(f *File) string {
 	b.WriteString(".\n\n")
 	fmt.Fprintf(&b, "package %s\n\nimport \"celos.dev/celos\"\n", opt.Package)
 	done := map[*Workflow]bool{}
+	// A call site whose workflows are not one comprehension is tried once:
+	// trying again for each member over the members left made 2,000
+	// workflows of one loop take 20 s, 20,000 hours.
+	tried := map[Pos]bool{}
 	for _, w := range f.Workflows {
 		if done[w] {
 			continue
 		}
 		var group []*Workflow
-		for _, o := range f.Workflows {
-			if !done[o] && o.Pos == w.Pos && o.Props == nil {
-				group = append(group, o)
+		if !tried[w.Pos] {
+			tried[w.Pos] = true
+			for _, o := range f.Workflows {
+				if !done[o] && o.Pos == w.Pos && o.Props == nil {
+					group = append(group, o)
+				}
 			}
 		}
 		if len(group) > 1 {
