@@ -153,3 +153,26 @@ func BenchmarkGenerateOneLoop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEvaluateOneLoop: Evaluate of one file whose loop defines n
+// workflows.
+func BenchmarkEvaluateOneLoop(b *testing.B) {
+	for _, n := range []int{10000, 40000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "w.js")
+			src := fmt.Sprintf(`for (var i = 0; i < %d; i++) {
+  celos.defineWorkflow({id: "w-" + i, schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),
+    trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({}, "http://oozie")});
+}`, n)
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if res := Evaluate([]string{path}, Options{Timeout: 10 * time.Minute}); len(res.Problems) > 0 {
+					b.Fatal(res.Problems)
+				}
+			}
+		})
+	}
+}

@@ -202,6 +202,9 @@ type evaluator struct {
 	// read CELOS_DEFAULT_OOZIE_PROPERTIES and the property object at
 	// submit time.
 	defs []*pendingWorkflow
+	// byID are defs by workflow id (a second definition is an error,
+	// found without a pass over defs for every definition).
+	byID map[string]*pendingWorkflow
 	// importing are the defaults files being imported, outermost first.
 	importing []string
 }
@@ -241,7 +244,7 @@ func evalFile(path string, opt Options) (f *File) {
 	// An endless recursion is a clear error at once, not a stack that
 	// grows until the time or memory limit.
 	vm.SetMaxCallStackSize(maxCallDepth)
-	e := &evaluator{vm: vm, file: f, opt: opt}
+	e := &evaluator{vm: vm, file: f, opt: opt, byID: map[string]*pendingWorkflow{}}
 	if err := vm.Set("__celos", e.api()); err != nil {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
 		return f
@@ -582,16 +585,16 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 			w.HelperParams = paramNames(e.vm.GlobalObject().Get(helper).String())
 		}
 	}
-	for _, d := range e.defs {
-		if d.wf.ID == id {
-			first := d.wf.Pos.String()
-			if d.wf.CalledAt.Line > 0 {
-				first += ", called at " + d.wf.CalledAt.String()
-			}
-			e.throw("workflow %q is defined twice in this file (first at %s)", id, first)
+	if d, dup := e.byID[id]; dup {
+		first := d.wf.Pos.String()
+		if d.wf.CalledAt.Line > 0 {
+			first += ", called at " + d.wf.CalledAt.String()
 		}
+		e.throw("workflow %q is defined twice in this file (first at %s)", id, first)
 	}
-	e.defs = append(e.defs, &pendingWorkflow{wf: w, svc: svc})
+	d := &pendingWorkflow{wf: w, svc: svc}
+	e.defs = append(e.defs, d)
+	e.byID[id] = d
 	return goja.Undefined()
 }
 
