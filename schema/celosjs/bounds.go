@@ -141,6 +141,56 @@ func (e *evaluator) boundStrings() error {
 	return nil
 }
 
+// boundBuffers replaces ArrayBuffer and the typed array constructors
+// with functions that refuse, as a RangeError, a buffer of more than an
+// eighth of the memory limit before it is allocated: Go cannot recover
+// from an allocation the system refuses (new ArrayBuffer(1e11) was
+// "fatal error: runtime: out of memory"), and one it makes is past the
+// sampled memory limit before the sample. A typed array made from an
+// array-like is bounded by its length; one made on a buffer allocates
+// nothing. Everything else (the prototype, so instanceof, and the static
+// functions from, of, isView) is the original constructor's.
+func (e *evaluator) boundBuffers() error {
+	_, err := e.vm.RunScript(preludeName, fmt.Sprintf(boundBuffersJS, e.opt.MemoryLimit/8))
+	return err
+}
+
+const boundBuffersJS = `(function (global, limit) {
+	"use strict";
+	var isBuffer = function (a) { var t = Object.prototype.toString.call(a); return t === "[object ArrayBuffer]" || t === "[object SharedArrayBuffer]"; };
+	var guard = function (name, bytes) {
+		var C = global[name];
+		if (typeof C !== "function") { return; }
+		var W = function () {
+			if (new.target === undefined) { return C.apply(this, arguments); }
+			var a = arguments[0], n = 0;
+			if (typeof a === "number") {
+				n = a;
+			} else if (bytes > 0 && a !== null && typeof a === "object" && !isBuffer(a)) {
+				n = Number(a.length);
+			}
+			n = n * Math.abs(bytes);
+			if (n > limit) {
+				throw new RangeError("Array buffer allocation failed: " + n + " bytes, over import-js's bound of " + limit + " bytes (an eighth of the memory limit)");
+			}
+			return Reflect.construct(C, arguments, new.target === W ? C : new.target);
+		};
+		Object.setPrototypeOf(W, Object.getPrototypeOf(C));
+		Object.getOwnPropertyNames(C).forEach(function (k) {
+			if (k !== "arguments" && k !== "caller") { Object.defineProperty(W, k, Object.getOwnPropertyDescriptor(C, k)); }
+		});
+		Object.defineProperty(C.prototype, "constructor", { value: W, writable: true, configurable: true, enumerable: false });
+		var P = W;
+		Object.defineProperty(global, name, { value: P, writable: true, configurable: true, enumerable: false });
+	};
+	guard("ArrayBuffer", -1);
+	guard("SharedArrayBuffer", -1);
+	[["Int8Array", 1], ["Uint8Array", 1], ["Uint8ClampedArray", 1], ["Int16Array", 2], ["Uint16Array", 2],
+	 ["Int32Array", 4], ["Uint32Array", 4], ["Float32Array", 4], ["Float64Array", 8], ["BigInt64Array", 8], ["BigUint64Array", 8]]
+		.forEach(function (t) { guard(t[0], t[1]); });
+})(this, %d);
+`
+
 // resultLength returns the length of the string the call of the
 // String.prototype function name would make, at least (in UTF-8 bytes of
 // the string called on: never fewer than its UTF-16 units).

@@ -257,6 +257,10 @@ func evalFile(path string, opt Options) (f *File) {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
 		return f
 	}
+	if err := e.boundBuffers(); err != nil {
+		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
+		return f
+	}
 	if err := e.run(path, string(src)); err != nil {
 		f.Err = err
 		return f

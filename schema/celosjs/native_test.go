@@ -167,3 +167,50 @@ func TestNormalNesting(t *testing.T) {
 		t.Errorf("nesting 1,000 deep: %v", res.Problems)
 	}
 }
+
+// TestBufferBound: an ArrayBuffer or typed array larger than an eighth of
+// the memory limit is a RangeError at its line, before it is allocated.
+// Before, new ArrayBuffer(1e11) ended import-js with "fatal error:
+// runtime: out of memory" (an allocation Go cannot make is a crash, not
+// an error), and new Uint8Array(4e9) took 4 GB of address space
+// unnoticed. Smaller buffers and views behave as before. The cases that
+// crashed run in a child process.
+func TestBufferBound(t *testing.T) {
+	const bound = "over import-js's bound of 33554432 bytes (an eighth of the memory limit)"
+	tests := []struct {
+		name, src, want string
+	}{
+		{"ArrayBuffer", `var b = new ArrayBuffer(1e11);`, `w.js:1:9: RangeError: Array buffer allocation failed: 100000000000 bytes, ` + bound},
+		{"Float64Array", `var b = new Float64Array(2e10);`, `w.js:1:9: RangeError: Array buffer allocation failed: 160000000000 bytes, ` + bound},
+		{"from an array-like", `var b = new Int32Array({length: 1e10});`, `w.js:1:9: RangeError: Array buffer allocation failed: 40000000000 bytes, ` + bound},
+		{"Uint8Array.from", `var b = Uint8Array.from({length: 1e11});`, `w.js:1:24: RangeError: Array buffer allocation failed: 100000000000 bytes, ` + bound},
+		{"small", `var b = new Float64Array(new ArrayBuffer(16)); var c = new Uint8Array([1, 2, 3]); var d = Uint8Array.from([4]);
+if (b.length !== 2 || c.length !== 3 || d[0] !== 4 || !(c instanceof Uint8Array) || !(b.buffer instanceof ArrayBuffer) || Object.getPrototypeOf(c) !== Uint8Array.prototype) { throw "wrong"; }`, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			child.Run(t, 2*time.Minute, 16<<30, func() error {
+				dir, err := os.MkdirTemp("", "celosjs")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if err := os.WriteFile(dir+"/w.js", []byte(tt.src), 0o644); err != nil {
+					return err
+				}
+				if err := os.Chdir(dir); err != nil {
+					return err
+				}
+				res := Evaluate([]string{"w.js"}, Options{Timeout: time.Minute, MemoryLimit: 256 << 20})
+				want := []string{}
+				if tt.want != "" {
+					want = []string{tt.want}
+				}
+				if d := cmp.Diff(want, strs(res.Problems)); d != "" {
+					return fmt.Errorf("(-want +got):\n%s", d)
+				}
+				return nil
+			})
+		})
+	}
+}
