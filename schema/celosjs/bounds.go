@@ -96,6 +96,17 @@ func limitMessage(reason error, opt Options) string {
 	return fmt.Sprintf("evaluation did not finish within %s", opt.Timeout)
 }
 
+// boundAllocations bounds the built-in functions that allocate at once
+// what their arguments ask for: strings, arrays and buffers.
+func (e *evaluator) boundAllocations() error {
+	for _, b := range []func() error{e.boundStrings, e.boundArrays, e.boundBuffers} {
+		if err := b(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // boundStrings replaces String.prototype.repeat, padStart and padEnd with
 // functions that refuse, as a RangeError, a result longer than an eighth
 // of the memory limit before goja allocates it: goja makes such a string
@@ -103,42 +114,85 @@ func limitMessage(reason error, opt Options) string {
 // is made, and a file would take the machine's memory in one call.
 // Strings within the bound are made by the original functions.
 func (e *evaluator) boundStrings() error {
-	proto := e.vm.Get("String").ToObject(e.vm).Get("prototype").ToObject(e.vm)
 	limit := int64(e.opt.MemoryLimit / 8)
-	rangeError, ok := goja.AssertConstructor(e.vm.Get("RangeError"))
-	if !ok {
-		return fmt.Errorf("RangeError is not a constructor")
-	}
 	for _, name := range []string{"repeat", "padStart", "padEnd"} {
-		orig, ok := goja.AssertFunction(proto.Get(name))
-		if !ok {
-			return fmt.Errorf("String.prototype.%s is not a function", name)
-		}
 		length := resultLength(name)
-		bounded := func(c goja.FunctionCall) goja.Value {
-			if !goja.IsUndefined(c.This) && !goja.IsNull(c.This) {
-				if n := length(c); n > limit {
-					msg := fmt.Sprintf("Invalid string length: %d characters, over import-js's bound of %d (an eighth of the memory limit)", n, limit)
-					ex, err := rangeError(nil, e.vm.ToValue(msg))
-					if err != nil {
-						panic(err)
-					}
-					panic(ex)
-				}
+		err := e.bound("String", name, func(c goja.FunctionCall) string {
+			if n := length(c); n > limit {
+				return fmt.Sprintf("Invalid string length: %d characters, over import-js's bound of %d (an eighth of the memory limit)", n, limit)
 			}
-			v, err := orig(c.This, c.Arguments...)
-			if err != nil {
-				panic(err)
-			}
-			return v
-		}
-		fn := e.vm.ToValue(bounded).ToObject(e.vm)
-		_ = fn.DefineDataProperty("name", e.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
-		if err := proto.DefineDataProperty(name, fn, goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+			return ""
+		})
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// valueSize is the size of an element of a goja array (an interface).
+const valueSize = 16
+
+// boundArrays replaces Array.prototype.map and sort, which allocate an
+// array of the length of what they are called on before they look at
+// its elements, with functions that refuse, as a RangeError, a length of
+// more than an eighth of the memory limit: new Array(4294967295).map(f)
+// asked Go for 64 GB at once ("fatal error: runtime: out of memory").
+// The other functions of an array grow what they make as they go, and
+// are bounded by the time and memory limits.
+func (e *evaluator) boundArrays() error {
+	limit := int64(e.opt.MemoryLimit / 8 / valueSize)
+	for _, name := range []string{"map", "sort"} {
+		err := e.bound("Array", name, func(c goja.FunctionCall) string {
+			n := c.This.ToObject(e.vm).Get("length")
+			if n == nil {
+				return ""
+			}
+			if l := n.ToNumber().ToFloat(); l > float64(limit) {
+				return fmt.Sprintf("Invalid array length: %.0f elements, over import-js's bound of %d (an eighth of the memory limit, %d bytes an element)", l, limit, valueSize)
+			}
+			return ""
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bound replaces the function name of ctor.prototype with one that
+// throws a RangeError with the message refuse returns, unless it
+// returns "", and otherwise calls the original. The this of a call on
+// null or undefined is left to the original (its TypeError).
+func (e *evaluator) bound(ctor, name string, refuse func(c goja.FunctionCall) string) error {
+	proto := e.vm.Get(ctor).ToObject(e.vm).Get("prototype").ToObject(e.vm)
+	rangeError, ok := goja.AssertConstructor(e.vm.Get("RangeError"))
+	if !ok {
+		return fmt.Errorf("RangeError is not a constructor")
+	}
+	orig, ok := goja.AssertFunction(proto.Get(name))
+	if !ok {
+		return fmt.Errorf("%s.prototype.%s is not a function", ctor, name)
+	}
+	bounded := func(c goja.FunctionCall) goja.Value {
+		if !goja.IsUndefined(c.This) && !goja.IsNull(c.This) {
+			if msg := refuse(c); msg != "" {
+				ex, err := rangeError(nil, e.vm.ToValue(msg))
+				if err != nil {
+					panic(err)
+				}
+				panic(ex)
+			}
+		}
+		v, err := orig(c.This, c.Arguments...)
+		if err != nil {
+			panic(err)
+		}
+		return v
+	}
+	fn := e.vm.ToValue(bounded).ToObject(e.vm)
+	_ = fn.DefineDataProperty("name", e.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	return proto.DefineDataProperty(name, fn, goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 }
 
 // boundBuffers replaces ArrayBuffer and the typed array constructors

@@ -253,11 +253,7 @@ func evalFile(path string, opt Options) (f *File) {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
 		return f
 	}
-	if err := e.boundStrings(); err != nil {
-		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
-		return f
-	}
-	if err := e.boundBuffers(); err != nil {
+	if err := e.boundAllocations(); err != nil {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
 		return f
 	}
