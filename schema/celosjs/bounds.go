@@ -115,9 +115,10 @@ func (e *evaluator) boundAllocations() error {
 // Strings within the bound are made by the original functions.
 func (e *evaluator) boundStrings() error {
 	limit := int64(e.opt.MemoryLimit / 8)
+	stringProto := e.vm.Get("String").ToObject(e.vm).Get("prototype").ToObject(e.vm)
 	for _, name := range []string{"repeat", "padStart", "padEnd"} {
 		length := resultLength(name)
-		err := e.bound("String", name, func(c goja.FunctionCall) string {
+		err := e.bound(stringProto, "String.prototype", name, func(c goja.FunctionCall) string {
 			if n := length(c); n > limit {
 				return fmt.Sprintf("Invalid string length: %d characters, over import-js's bound of %d (an eighth of the memory limit)", n, limit)
 			}
@@ -133,46 +134,65 @@ func (e *evaluator) boundStrings() error {
 // valueSize is the size of an element of a goja array (an interface).
 const valueSize = 16
 
-// boundArrays replaces Array.prototype.map and sort, which allocate an
-// array of the length of what they are called on before they look at
-// its elements, with functions that refuse, as a RangeError, a length of
-// more than an eighth of the memory limit: new Array(4294967295).map(f)
+// boundArrays replaces the functions that allocate an array of a length
+// they are given before they look at its elements (Array.prototype.map
+// and sort: the length of this; Function.prototype.apply, Reflect.apply
+// and Reflect.construct: of the arguments) with functions that refuse,
+// as a RangeError, a length of more than an eighth of the memory limit:
+// new Array(4294967295).map(f) and Math.max.apply(null, {length: 4e9})
 // asked Go for 64 GB at once ("fatal error: runtime: out of memory").
 // The other functions of an array grow what they make as they go, and
 // are bounded by the time and memory limits.
 func (e *evaluator) boundArrays() error {
 	limit := int64(e.opt.MemoryLimit / 8 / valueSize)
-	for _, name := range []string{"map", "sort"} {
-		err := e.bound("Array", name, func(c goja.FunctionCall) string {
-			n := c.This.ToObject(e.vm).Get("length")
-			if n == nil {
-				return ""
-			}
-			if l := n.ToNumber().ToFloat(); l > float64(limit) {
-				return fmt.Sprintf("Invalid array length: %.0f elements, over import-js's bound of %d (an eighth of the memory limit, %d bytes an element)", l, limit, valueSize)
-			}
+	tooLong := func(v goja.Value) string {
+		o, ok := v.(*goja.Object)
+		if !ok || o == nil {
 			return ""
-		})
-		if err != nil {
+		}
+		n := o.Get("length")
+		if n == nil {
+			return ""
+		}
+		if l := n.ToNumber().ToFloat(); l > float64(limit) {
+			return fmt.Sprintf("Invalid array length: %.0f elements, over import-js's bound of %d (an eighth of the memory limit, %d bytes an element)", l, limit, valueSize)
+		}
+		return ""
+	}
+	arrayProto := e.vm.Get("Array").ToObject(e.vm).Get("prototype").ToObject(e.vm)
+	functionProto := e.vm.Get("Function").ToObject(e.vm).Get("prototype").ToObject(e.vm)
+	reflect := e.vm.Get("Reflect").ToObject(e.vm)
+	for _, b := range []struct {
+		obj    *goja.Object
+		where  string
+		name   string
+		refuse func(c goja.FunctionCall) string
+	}{
+		{arrayProto, "Array.prototype", "map", func(c goja.FunctionCall) string { return tooLong(c.This.ToObject(e.vm)) }},
+		{arrayProto, "Array.prototype", "sort", func(c goja.FunctionCall) string { return tooLong(c.This.ToObject(e.vm)) }},
+		{functionProto, "Function.prototype", "apply", func(c goja.FunctionCall) string { return tooLong(c.Argument(1)) }},
+		{reflect, "Reflect", "apply", func(c goja.FunctionCall) string { return tooLong(c.Argument(2)) }},
+		{reflect, "Reflect", "construct", func(c goja.FunctionCall) string { return tooLong(c.Argument(1)) }},
+	} {
+		if err := e.bound(b.obj, b.where, b.name, b.refuse); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// bound replaces the function name of ctor.prototype with one that
-// throws a RangeError with the message refuse returns, unless it
-// returns "", and otherwise calls the original. The this of a call on
-// null or undefined is left to the original (its TypeError).
-func (e *evaluator) bound(ctor, name string, refuse func(c goja.FunctionCall) string) error {
-	proto := e.vm.Get(ctor).ToObject(e.vm).Get("prototype").ToObject(e.vm)
+// bound replaces the function name of obj (where names obj in errors)
+// with one that throws a RangeError with the message refuse returns,
+// unless it returns "", and otherwise calls the original. The this of a
+// call on null or undefined is left to the original (its TypeError).
+func (e *evaluator) bound(obj *goja.Object, where, name string, refuse func(c goja.FunctionCall) string) error {
 	rangeError, ok := goja.AssertConstructor(e.vm.Get("RangeError"))
 	if !ok {
 		return fmt.Errorf("RangeError is not a constructor")
 	}
-	orig, ok := goja.AssertFunction(proto.Get(name))
+	orig, ok := goja.AssertFunction(obj.Get(name))
 	if !ok {
-		return fmt.Errorf("%s.prototype.%s is not a function", ctor, name)
+		return fmt.Errorf("%s.%s is not a function", where, name)
 	}
 	bounded := func(c goja.FunctionCall) goja.Value {
 		if !goja.IsUndefined(c.This) && !goja.IsNull(c.This) {
@@ -192,7 +212,7 @@ func (e *evaluator) bound(ctor, name string, refuse func(c goja.FunctionCall) st
 	}
 	fn := e.vm.ToValue(bounded).ToObject(e.vm)
 	_ = fn.DefineDataProperty("name", e.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
-	return proto.DefineDataProperty(name, fn, goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	return obj.DefineDataProperty(name, fn, goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 }
 
 // boundBuffers replaces ArrayBuffer and the typed array constructors
