@@ -137,7 +137,8 @@ const valueSize = 16
 // boundArrays replaces the functions that allocate an array of a length
 // they are given before they look at its elements (Array.prototype.map
 // and sort: the length of this; Function.prototype.apply, Reflect.apply
-// and Reflect.construct: of the arguments) with functions that refuse,
+// and Reflect.construct: of the arguments; JSON.stringify: of a replacer
+// array) with functions that refuse,
 // as a RangeError, a length of more than an eighth of the memory limit:
 // new Array(4294967295).map(f) and Math.max.apply(null, {length: 4e9})
 // asked Go for 64 GB at once ("fatal error: runtime: out of memory").
@@ -162,6 +163,7 @@ func (e *evaluator) boundArrays() error {
 	arrayProto := e.vm.Get("Array").ToObject(e.vm).Get("prototype").ToObject(e.vm)
 	functionProto := e.vm.Get("Function").ToObject(e.vm).Get("prototype").ToObject(e.vm)
 	reflect := e.vm.Get("Reflect").ToObject(e.vm)
+	json := e.vm.Get("JSON").ToObject(e.vm)
 	for _, b := range []struct {
 		obj    *goja.Object
 		where  string
@@ -173,6 +175,7 @@ func (e *evaluator) boundArrays() error {
 		{functionProto, "Function.prototype", "apply", func(c goja.FunctionCall) string { return tooLong(c.Argument(1)) }},
 		{reflect, "Reflect", "apply", func(c goja.FunctionCall) string { return tooLong(c.Argument(2)) }},
 		{reflect, "Reflect", "construct", func(c goja.FunctionCall) string { return tooLong(c.Argument(1)) }},
+		{json, "JSON", "stringify", func(c goja.FunctionCall) string { return tooLong(c.Argument(1)) }},
 	} {
 		if err := e.bound(b.obj, b.where, b.name, b.refuse); err != nil {
 			return err

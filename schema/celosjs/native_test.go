@@ -172,7 +172,8 @@ func TestNormalNesting(t *testing.T) {
 // the memory limit is a RangeError at its line, before it is allocated,
 // and so is an array that Array.prototype.map or sort, Function.prototype.
 // apply, Reflect.apply or Reflect.construct would allocate for the length
-// of an array or array-like (new Array(4294967295).map(f) and
+// of an array or array-like, as JSON.stringify does for a replacer array
+// (new Array(4294967295).map(f) and
 // Math.max.apply(null, {length: 4e9}) were "fatal error: runtime: out of
 // memory" too).
 // Before, new ArrayBuffer(1e11) ended import-js with "fatal error:
@@ -194,7 +195,9 @@ func TestBufferBound(t *testing.T) {
 		{"apply", `var m = Math.max.apply(null, {length: 4e9});`, `w.js:1:23: RangeError: Invalid array length: 4000000000 elements, over import-js's bound of 2097152 (an eighth of the memory limit, 16 bytes an element)`},
 		{"Reflect.apply", `var m = Reflect.apply(Math.max, null, {length: 4e9});`, `w.js:1:22: RangeError: Invalid array length: 4000000000 elements, over import-js's bound of 2097152 (an eighth of the memory limit, 16 bytes an element)`},
 		{"Reflect.construct", `var m = Reflect.construct(Array, {length: 4e9});`, `w.js:1:26: RangeError: Invalid array length: 4000000000 elements, over import-js's bound of 2097152 (an eighth of the memory limit, 16 bytes an element)`},
-		{"small", `if (Math.max.apply(null, [1, 3, 2]) !== 3 || Reflect.apply(Math.min, null, [4, 2]) !== 2 || Reflect.construct(Array, [1, 2]).length !== 2 || Math.max.apply(null) !== -Infinity) { throw "wrong apply"; }
+		{"JSON.stringify replacer", `var j = JSON.stringify({}, new Array(4294967295));`, `w.js:1:23: RangeError: Invalid array length: 4294967295 elements, over import-js's bound of 2097152 (an eighth of the memory limit, 16 bytes an element)`},
+		{"small", `if (JSON.stringify({a: 1, b: 2}, ["a"]) !== '{"a":1}' || JSON.stringify({a: 1}, null, 2).length !== 12) { throw "wrong stringify"; }
+if (Math.max.apply(null, [1, 3, 2]) !== 3 || Reflect.apply(Math.min, null, [4, 2]) !== 2 || Reflect.construct(Array, [1, 2]).length !== 2 || Math.max.apply(null) !== -Infinity) { throw "wrong apply"; }
 var s = [3, 1, 2].sort().map(function (x) { return x * 2; }); if (s.join() !== "2,4,6") { throw "wrong sort or map"; }
 var b = new Float64Array(new ArrayBuffer(16)); var c = new Uint8Array([1, 2, 3]); var d = Uint8Array.from([4]);
 if (b.length !== 2 || c.length !== 3 || d[0] !== 4 || !(c instanceof Uint8Array) || !(b.buffer instanceof ArrayBuffer) || Object.getPrototypeOf(c) !== Uint8Array.prototype) { throw "wrong"; }`, ``},
