@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 
 	"github.com/celos-go/celos/internal/atomicfile"
+	"github.com/celos-go/celos/internal/regfile"
 )
 
 // EnvDir names the environment variable that overrides the cache
@@ -48,6 +49,10 @@ func Dir() (string, error) {
 // rest (hex) and a newline.
 const magic = "celos-cache-v1 "
 
+// MaxEntrySize bounds an entry: Get reads no more (a larger file is a
+// miss), and Put does not write a larger one.
+const MaxEntrySize = 256 << 20
+
 // Store keeps results by key in dir/<kind>/<key[:2]>/<key>.
 type Store struct {
 	dir string
@@ -65,13 +70,15 @@ func (s *Store) path(kind, key string) (string, error) {
 
 // Get returns the entry kind/key. ok is false when there is none, or
 // when it is damaged (not this format, or its checksum does not match):
-// a damaged entry is never returned.
+// a damaged entry is never returned. What celos does not write there (a
+// named pipe, a device, a symbolic link, a file over MaxEntrySize) is a
+// miss, found without waiting on it or reading it (internal/regfile).
 func (s *Store) Get(kind, key string) (data []byte, ok bool) {
 	p, err := s.path(kind, key)
 	if err != nil {
 		return nil, false
 	}
-	raw, err := os.ReadFile(p)
+	raw, err := regfile.ReadFileNoFollow(p, MaxEntrySize)
 	if err != nil {
 		return nil, false
 	}
@@ -91,6 +98,9 @@ func (s *Store) Put(kind, key string, data []byte) error {
 	p, err := s.path(kind, key)
 	if err != nil {
 		return err
+	}
+	if len(magic)+65+len(data) > MaxEntrySize {
+		return fmt.Errorf("cache: an entry of %d bytes is larger than %s", len(data), regfile.Size(MaxEntrySize))
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("cache: %w", err)

@@ -72,6 +72,68 @@ func TestStoreDamagedEntry(t *testing.T) {
 	}
 }
 
+// TestStoreEntriesThatAreNotFiles: an entry that is a named pipe, a
+// symbolic link (to /dev/zero, or to a good entry elsewhere), a directory
+// or a file larger than MaxEntrySize is a miss, at once, and Put replaces
+// it (but a directory). Before, a FIFO made celos vet and export wait for
+// ever and a link to /dev/zero was read until memory ran out.
+func TestStoreEntriesThatAreNotFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := Open(dir)
+	p := filepath.Join(dir, "compile", key[:2], key)
+	good := filepath.Join(t.TempDir(), "good")
+	if err := Open(filepath.Dir(good)).Put("compile", key, []byte("elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	goodEntry := filepath.Join(filepath.Dir(good), "compile", key[:2], key)
+	for name, plant := range map[string]func() error{
+		"fifo":             func() error { return syscall.Mkfifo(p, 0o600) },
+		"link to a device": func() error { return os.Symlink("/dev/zero", p) },
+		"link to an entry": func() error { return os.Symlink(goodEntry, p) },
+		"directory":        func() error { return os.Mkdir(p, 0o700) },
+		"too large": func() error {
+			if err := os.WriteFile(p, []byte(magic), 0o600); err != nil {
+				return err
+			}
+			return os.Truncate(p, MaxEntrySize+1)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.RemoveAll(filepath.Dir(p)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := plant(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan bool, 1)
+			go func() {
+				_, ok := s.Get("compile", key)
+				done <- ok
+			}()
+			select {
+			case ok := <-done:
+				if ok {
+					t.Fatal("a hit")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Get did not return within 30s")
+			}
+			if name == "directory" {
+				return
+			}
+			if err := s.Put("compile", key, []byte("fresh")); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := s.Get("compile", key); !ok || string(got) != "fresh" {
+				t.Fatalf("after Put: %q %v", got, ok)
+			}
+		})
+	}
+}
+
 // TestStoreConcurrent: writers and readers of one key at once never see
 // a partial entry.
 func TestStoreConcurrent(t *testing.T) {

@@ -124,3 +124,55 @@ func BenchmarkImport1000(b *testing.B) {
 	b.ReportMetric(compile.Seconds()/n, "compile-s/op")
 	b.ReportMetric(compare.Seconds()/n, "compare-s/op")
 }
+
+// BenchmarkGenerateOneLoop: Generate for n workflows defined by one loop
+// whose members do not fit one comprehension (written one by one).
+func BenchmarkGenerateOneLoop(b *testing.B) {
+	for _, n := range []int{500, 2000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			dir := b.TempDir()
+			src := fmt.Sprintf(`for (var i = 0; i < %d; i++) {
+  celos.defineWorkflow({id: "w-" + i, schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),
+    trigger: celos.hdfsCheckTrigger("/in/" + i + "/" + (i %% 7) + "/${year}", "hdfs://nn"),
+    externalService: celos.oozieExternalService({"oozie.wf.application.path": "/w/" + (i %% 7) + "/workflow.xml"}, "http://oozie")});
+}`, n)
+			path := filepath.Join(dir, "w.js")
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			res := Evaluate([]string{path}, Options{Timeout: time.Minute})
+			if len(res.Problems) > 0 {
+				b.Fatal(res.Problems)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := Generate(res, GenOptions{Package: "p", Project: "p"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEvaluateOneLoop: Evaluate of one file whose loop defines n
+// workflows.
+func BenchmarkEvaluateOneLoop(b *testing.B) {
+	for _, n := range []int{10000, 40000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "w.js")
+			src := fmt.Sprintf(`for (var i = 0; i < %d; i++) {
+  celos.defineWorkflow({id: "w-" + i, schedule: celos.hourlySchedule(), schedulingStrategy: celos.serialSchedulingStrategy(),
+    trigger: celos.alwaysTrigger(), externalService: celos.oozieExternalService({}, "http://oozie")});
+}`, n)
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if res := Evaluate([]string{path}, Options{Timeout: 10 * time.Minute}); len(res.Problems) > 0 {
+					b.Fatal(res.Problems)
+				}
+			}
+		})
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/metrics"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -37,6 +37,15 @@ type Options struct {
 	// MemoryLimit stops an evaluation when the process's heap grows past
 	// it (bytes); 0 means DefaultMemoryLimit.
 	MemoryLimit uint64
+	// Abandon is called (from another goroutine) with the file's error
+	// when an evaluation past its time or memory limit does not stop
+	// within StopGrace of being interrupted: it is in a built-in function
+	// that cannot be interrupted (Array.prototype.fill over 500 million
+	// elements, String.prototype.repeat, a generic indexOf over an object
+	// of length 1e15), which would run on, and grow, without end.
+	// Evaluate cannot return then; Abandon should end the process. Nil:
+	// Evaluate waits for the built-in function to return.
+	Abandon func(err error)
 }
 
 // DefaultMemoryLimit is the heap size at which an evaluation is stopped.
@@ -193,6 +202,9 @@ type evaluator struct {
 	// read CELOS_DEFAULT_OOZIE_PROPERTIES and the property object at
 	// submit time.
 	defs []*pendingWorkflow
+	// byID are defs by workflow id (a second definition is an error,
+	// found without a pass over defs for every definition).
+	byID map[string]*pendingWorkflow
 	// importing are the defaults files being imported, outermost first.
 	importing []string
 }
@@ -223,21 +235,25 @@ type service struct {
 
 func evalFile(path string, opt Options) (f *File) {
 	f = &File{Path: path}
-	src, err := os.ReadFile(path)
+	src, err := readSource(path)
 	if err != nil {
-		f.Err = &Error{Pos{File: path}, fmt.Sprintf("read workflow file: %v", unwrapPath(err))}
+		f.Err = &Error{Pos{File: path}, "read workflow file: " + strings.TrimPrefix(err.Error(), path+": ")}
 		return f
 	}
 	vm := goja.New()
 	// An endless recursion is a clear error at once, not a stack that
 	// grows until the time or memory limit.
 	vm.SetMaxCallStackSize(maxCallDepth)
-	e := &evaluator{vm: vm, file: f, opt: opt}
+	e := &evaluator{vm: vm, file: f, opt: opt, byID: map[string]*pendingWorkflow{}}
 	if err := vm.Set("__celos", e.api()); err != nil {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
 		return f
 	}
 	if _, err := vm.RunScript(preludeName, prelude); err != nil {
+		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
+		return f
+	}
+	if err := e.boundAllocations(); err != nil {
 		f.Err = &Error{Pos{File: path}, fmt.Sprintf("set up the Celos API: %v", err)}
 		return f
 	}
@@ -300,47 +316,17 @@ func (e *evaluator) inVM(fn func() error) error {
 	return ferr
 }
 
-// run compiles and runs src under the time limit.
+// run compiles and runs src under the limits (the parser recurses as
+// deeply as the source nests: the stack's bound applies to it too).
 func (e *evaluator) run(name, src string) error {
-	prg, err := compileJS(name, src)
-	if err != nil {
-		return err
-	}
 	return e.guard(name, func() error {
-		_, err := e.vm.RunProgram(prg)
+		prg, err := compileJS(name, src)
+		if err != nil {
+			return err
+		}
+		_, err = e.vm.RunProgram(prg)
 		return err
 	})
-}
-
-// guard runs fn with the time limit, turning JavaScript errors into *Error.
-func (e *evaluator) guard(name string, fn func() error) error {
-	timer := time.AfterFunc(e.opt.Timeout, func() { e.vm.Interrupt(errTimeout) })
-	done := make(chan struct{})
-	go func() {
-		// The heap is watched too: a loop that fills an array would
-		// otherwise take the machine's memory before the time limit.
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				metrics.Read(sample)
-				if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > e.opt.MemoryLimit {
-					e.vm.Interrupt(errMemory)
-					return
-				}
-			}
-		}
-	}()
-	defer func() {
-		close(done)
-		timer.Stop()
-		e.vm.ClearInterrupt()
-	}()
-	return jsError(name, fn(), e.opt)
 }
 
 // maxCallDepth bounds how deeply JavaScript calls nest.
@@ -349,6 +335,7 @@ const maxCallDepth = 10000
 var (
 	errTimeout = errors.New("time limit")
 	errMemory  = errors.New("memory limit")
+	errStack   = errors.New("stack limit")
 )
 
 // compileJS parses and compiles a file; a syntax error is an *Error at
@@ -392,10 +379,8 @@ func jsError(name string, err error, opt Options) error {
 	}
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
-		if ie.Value() == errMemory {
-			return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation used more than %d MiB of memory (an endless loop?)", opt.MemoryLimit>>20)}
-		}
-		return &Error{userPos(ie.Stack(), name), fmt.Sprintf("evaluation did not finish within %s (an endless loop?)", opt.Timeout)}
+		reason, _ := ie.Value().(error)
+		return &Error{userPos(ie.Stack(), name), limitMessage(reason, opt) + " (an endless loop?)"}
 	}
 	var so *goja.StackOverflowError
 	if errors.As(err, &so) {
@@ -492,9 +477,9 @@ func (e *evaluator) importDefaults(c goja.FunctionCall) goja.Value {
 	}
 	e.importing = append(e.importing, path)
 	defer func() { e.importing = e.importing[:len(e.importing)-1] }()
-	src, err := os.ReadFile(path)
+	src, err := readSource(path)
 	if err != nil {
-		e.throw("celos.importDefaults(%q): %v", name, unwrapPath(err))
+		e.throw("celos.importDefaults(%q): %v", name, err)
 	}
 	prg, err := compileJS(path, string(src))
 	if err != nil {
@@ -600,16 +585,16 @@ func (e *evaluator) defineWorkflow(c goja.FunctionCall) goja.Value {
 			w.HelperParams = paramNames(e.vm.GlobalObject().Get(helper).String())
 		}
 	}
-	for _, d := range e.defs {
-		if d.wf.ID == id {
-			first := d.wf.Pos.String()
-			if d.wf.CalledAt.Line > 0 {
-				first += ", called at " + d.wf.CalledAt.String()
-			}
-			e.throw("workflow %q is defined twice in this file (first at %s)", id, first)
+	if d, dup := e.byID[id]; dup {
+		first := d.wf.Pos.String()
+		if d.wf.CalledAt.Line > 0 {
+			first += ", called at " + d.wf.CalledAt.String()
 		}
+		e.throw("workflow %q is defined twice in this file (first at %s)", id, first)
 	}
-	e.defs = append(e.defs, &pendingWorkflow{wf: w, svc: svc})
+	d := &pendingWorkflow{wf: w, svc: svc}
+	e.defs = append(e.defs, d)
+	e.byID[id] = d
 	return goja.Undefined()
 }
 
@@ -729,6 +714,18 @@ func (e *evaluator) properties(user goja.Value, what string) (map[string]string,
 	return out, nil
 }
 
+// readSource reads a workflow or defaults file: a regular file (or a
+// symbolic link to one) of at most MaxFileSize bytes. A named pipe or
+// device is refused before it is opened, never waited on or read without
+// end. Errors name the path.
+func readSource(path string) ([]byte, error) {
+	src, err := regfile.ReadFile(path, MaxFileSize)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	return src, nil
+}
+
 func unwrapPath(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
@@ -746,3 +743,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// MaxFileSize bounds a workflow or defaults file (Celos's largest are a
+// few hundred kilobytes).
+const MaxFileSize = 16 << 20

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/scanner"
@@ -37,6 +39,10 @@ func Generate(res *Result, opt GenOptions) (map[string][]byte, error) {
 	if opt.Rel == nil {
 		opt.Rel = filepath.Base
 	}
+	// Paths are quoted in comments: a newline in one would end the
+	// comment, and the rest of the name would be CUE.
+	rel := opt.Rel
+	opt.Rel = func(p string) string { return commentSafe(rel(p)) }
 	out := map[string][]byte{}
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Package %s holds workflows converted from Celos JavaScript by\n", opt.Package)
@@ -53,22 +59,19 @@ func Generate(res *Result, opt GenOptions) (map[string][]byte, error) {
 	}
 	out[ProjectFile] = src
 	g := &generator{opt: opt, vars: sharedVars(res)}
-	taken := map[string]bool{ProjectFile: true, DefaultsFile: true}
+	taken := map[string]bool{ProjectFile: true, DefaultsFile: true} // in lower case
 	for _, f := range res.Files {
 		if f.Err != nil || len(f.Workflows) == 0 {
 			continue
 		}
-		name := strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path)) + ".cue"
-		for i := 2; taken[name]; i++ {
-			name = fmt.Sprintf("%s_%d.cue", strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path)), i)
-		}
+		name := cueFileName(f.Path, taken)
 		text := g.file(f)
 		src, err := format.Source([]byte(text))
 		if err != nil {
 			return nil, fmt.Errorf("format the CUE converted from %s: %v\n%s", f.Path, err, text)
 		}
 		out[name] = src
-		taken[name] = true
+		taken[strings.ToLower(name)] = true
 	}
 	if text := g.defaultsFile(); text != "" {
 		src, err := format.Source([]byte(text))
@@ -236,14 +239,21 @@ func (g *generator) file(f *File) string {
 	b.WriteString(".\n\n")
 	fmt.Fprintf(&b, "package %s\n\nimport \"celos.dev/celos\"\n", opt.Package)
 	done := map[*Workflow]bool{}
+	// A call site whose workflows are not one comprehension is tried once:
+	// trying again for each member over the members left made 2,000
+	// workflows of one loop take 20 s, 20,000 hours.
+	tried := map[Pos]bool{}
 	for _, w := range f.Workflows {
 		if done[w] {
 			continue
 		}
 		var group []*Workflow
-		for _, o := range f.Workflows {
-			if !done[o] && o.Pos == w.Pos && o.Props == nil {
-				group = append(group, o)
+		if !tried[w.Pos] {
+			tried[w.Pos] = true
+			for _, o := range f.Workflows {
+				if !done[o] && o.Pos == w.Pos && o.Props == nil {
+					group = append(group, o)
+				}
 			}
 		}
 		if len(group) > 1 {
@@ -269,7 +279,7 @@ func origin(ws []*Workflow, opt GenOptions) string {
 	rel := func(p Pos) string { return fmt.Sprintf("%s:%d", opt.Rel(p.File), p.Line) }
 	if len(ws) == 1 {
 		if w.Helper != "" {
-			return fmt.Sprintf("// From %s(...) at %s, called at %s.\n", w.Helper, rel(w.Pos), rel(w.CalledAt))
+			return fmt.Sprintf("// From %s(...) at %s, called at %s.\n", commentSafe(w.Helper), rel(w.Pos), rel(w.CalledAt))
 		}
 		return fmt.Sprintf("// From %s.\n", rel(w.Pos))
 	}
@@ -280,7 +290,7 @@ func origin(ws []*Workflow, opt GenOptions) string {
 				calls = append(calls, l)
 			}
 		}
-		return fmt.Sprintf("// From %s(%s) at %s, called at %s:%s.\n", w.Helper, strings.Join(w.HelperParams, ", "), rel(w.Pos), opt.Rel(ws[0].CalledAt.File), strings.Join(calls, ", "))
+		return fmt.Sprintf("// From %s(%s) at %s, called at %s:%s.\n", commentSafe(w.Helper), commentSafe(strings.Join(w.HelperParams, ", ")), rel(w.Pos), opt.Rel(ws[0].CalledAt.File), strings.Join(calls, ", "))
 	}
 	return fmt.Sprintf("// From %s, run %d times.\n", rel(w.Pos), len(ws))
 }
@@ -703,6 +713,40 @@ func escape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// cueFileName is the name of the CUE file for the JavaScript file path:
+// NAME.cue for NAME.js, made a name CUE loads (not starting with '.' or
+// '_', which CUE ignores; control characters, bytes that are not UTF-8,
+// and ':' and '\\', which CUE's loader refuses in a file name, replaced by
+// '_'), and numbered (NAME_2.cue) when it is taken,
+// ignoring case (macOS's file system does).
+func cueFileName(path string, taken map[string]bool) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	base = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) || r == ':' || r == '\\' {
+			return '_'
+		}
+		return r
+	}, strings.ToValidUTF8(base, "_"))
+	if base == "" || base[0] == '.' || base[0] == '_' {
+		base = "js" + base
+	}
+	name := base + ".cue"
+	for i := 2; taken[strings.ToLower(name)]; i++ {
+		name = fmt.Sprintf("%s_%d.cue", base, i)
+	}
+	return name
+}
+
+// commentSafe is s for a line comment: quoted, with its control
+// characters escaped, when it has one (a newline would end the comment,
+// and what follows it would be CUE).
+func commentSafe(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

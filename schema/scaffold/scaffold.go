@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"text/template"
 
 	"cuelang.org/go/mod/module"
@@ -92,14 +93,8 @@ func Write(dir string, opt Options) ([]string, error) {
 	if err := workflow.ValidateProjectName(name); err != nil {
 		return nil, fmt.Errorf("%w: celos deploy would refuse it (use --name)", err)
 	}
-	if entries, err := os.ReadDir(abs); err == nil {
-		if len(entries) > 0 && !opt.Force {
-			return nil, fmt.Errorf("%s: %w", dir, ErrNotEmpty)
-		}
-	} else if !os.IsNotExist(err) {
+	if err := checkDir(dir, abs, opt.Force); err != nil {
 		return nil, err
-	} else if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
 	pkg := strings.ToLower(nonIdent.ReplaceAllString(name, "_"))
 	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' || pkg[0] == '_' || cueKeywords[pkg] {
@@ -111,8 +106,73 @@ func Write(dir string, opt Options) ([]string, error) {
 	}
 	d := data{Name: name, Package: pkg, Module: modulePath(name), Rev: rev, Pinned: pinned}
 
+	files, err := render(d)
+	if err != nil {
+		return nil, err
+	}
+	// Every directory is checked before anything is written: a link out
+	// of the project refuses the whole scaffold, not its second half.
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if err := insideBeforeMkdir(abs, filepath.Dir(filepath.Join(abs, filepath.FromSlash(f.rel)))); err != nil {
+			return nil, err
+		}
+	}
+	if err := insideBeforeMkdir(abs, filepath.Join(abs, filepath.FromSlash(schema.SchemaVendorDir))); err != nil {
+		return nil, err
+	}
 	var written []string
-	err = fs.WalkDir(templateFS, "template", func(p string, e fs.DirEntry, err error) error {
+	for _, f := range files {
+		target := filepath.Join(abs, filepath.FromSlash(f.rel))
+		if err := writeFile(target, f.data); err != nil {
+			return nil, err
+		}
+		written = append(written, f.rel)
+	}
+	vendored, err := UpdateSchema(abs)
+	if err != nil {
+		return nil, err
+	}
+	written = append(written, vendored...)
+	sort.Strings(written)
+	return written, nil
+}
+
+// checkDir refuses a project directory that is not one (a file, a
+// symbolic link to nowhere) and, unless force, one that is not empty.
+func checkDir(dir, abs string, force bool) error {
+	entries, err := os.ReadDir(abs)
+	switch {
+	case err == nil:
+		if len(entries) > 0 && !force {
+			return fmt.Errorf("%s: %w", dir, ErrNotEmpty)
+		}
+		return nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%s: not a directory", dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if target, lerr := os.Readlink(abs); lerr == nil {
+		return fmt.Errorf("%s: a symbolic link to %s, which does not exist", dir, target)
+	}
+	return nil
+}
+
+// file is one file of the scaffold: its path relative to the project
+// and its content.
+type file struct {
+	rel  string
+	data []byte
+}
+
+// render makes the files of the scaffold from the templates, in name
+// order.
+func render(d data) ([]file, error) {
+	var files []file
+	err := fs.WalkDir(templateFS, "template", func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
 		}
@@ -133,29 +193,10 @@ func Write(dir string, opt Options) ([]string, error) {
 			}
 			src = b.Bytes()
 		}
-		target := filepath.Join(abs, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		if err := inside(abs, filepath.Dir(target)); err != nil {
-			return err
-		}
-		if err := writeFile(target, src); err != nil {
-			return err
-		}
-		written = append(written, rel)
+		files = append(files, file{rel, src})
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	vendored, err := UpdateSchema(abs)
-	if err != nil {
-		return nil, err
-	}
-	written = append(written, vendored...)
-	sort.Strings(written)
-	return written, nil
+	return files, err
 }
 
 // ErrNoModule is returned by UpdateSchema for a directory without a
@@ -172,12 +213,12 @@ func UpdateSchema(dir string) ([]string, error) {
 		return nil, fmt.Errorf("update the schema of %s: %w", dir, ErrNoModule)
 	}
 	vendor := filepath.Join(dir, filepath.FromSlash(schema.SchemaVendorDir))
-	if err := os.MkdirAll(vendor, 0o755); err != nil {
+	// It removes .cue files: never in a directory a symbolic link in the
+	// project points to elsewhere, and it makes no directory there.
+	if err := insideBeforeMkdir(dir, vendor); err != nil {
 		return nil, fmt.Errorf("update the schema of %s: %w", dir, err)
 	}
-	// It removes .cue files: never in a directory a symbolic link in the
-	// project points to elsewhere.
-	if err := inside(dir, vendor); err != nil {
+	if err := os.MkdirAll(vendor, 0o755); err != nil {
 		return nil, fmt.Errorf("update the schema of %s: %w", dir, err)
 	}
 	keep := map[string]bool{}
@@ -211,6 +252,32 @@ func writeFile(name string, data []byte) error {
 		return err
 	}
 	return atomicfile.Write(name, data, 0o644, false)
+}
+
+// insideBeforeMkdir refuses the directory dir, to be made if missing,
+// when the part of it that exists resolves outside the project root or is
+// not a directory, before anything is made.
+func insideBeforeMkdir(root, dir string) error {
+	existing := dir
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		existing = parent
+	}
+	if err := inside(root, existing); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(existing); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory; refused, nothing written", existing)
+	}
+	return nil
 }
 
 // inside refuses a directory whose real path (symbolic links resolved)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/celos-go/celos/scheduler/sandbox"
 	"github.com/celos-go/celos/schema"
 	"github.com/celos-go/celos/schema/workflow"
+	"github.com/google/go-cmp/cmp"
 )
 
 // findCUE locates the cue CLI: $(go env GOPATH)/bin/cue, else the PATH.
@@ -418,4 +420,61 @@ func TestUpdateSchemaStaysInProject(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(dir2, "README.md")); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("README.md is not a regular file of the scaffold: %v %v", fi, err)
 	}
+}
+
+// TestWriteRefusesALinkOutBeforeWriting: celos init --force into a
+// project whose directory of the scaffold (test/, hdfs/, .github/,
+// cue.mod/pkg/) is a symbolic link out of it is refused before anything
+// is written or created, inside the project or out. Before, the files
+// that came first in name order were written, and the directories up to
+// the link's were made in the directory outside, under an error that
+// said "nothing written".
+func TestWriteRefusesALinkOutBeforeWriting(t *testing.T) {
+	for _, link := range []string{"test", "hdfs", ".github", "cue.mod/pkg", "test/wordcount-nyc/input"} {
+		t.Run(link, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "p")
+			outside := filepath.Join(root, "outside")
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, link)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(dir, link)); err != nil {
+				t.Fatal(err)
+			}
+			before := tree(t, dir)
+			_, err := Write(dir, Options{Force: true})
+			if err == nil || !strings.Contains(err.Error(), "outside the project") {
+				t.Fatalf("Write = %v, want a refusal", err)
+			}
+			if d := cmp.Diff(before, tree(t, dir)); d != "" {
+				t.Errorf("the project changed (-before +after):\n%s", d)
+			}
+			if got := tree(t, outside); len(got) != 0 {
+				t.Errorf("made outside the project: %v", got)
+			}
+		})
+	}
+}
+
+// tree lists the paths under dir (not following links).
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

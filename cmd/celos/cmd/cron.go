@@ -72,7 +72,7 @@ Exit status: 0 printed (possibly nothing: an impossible date such as
 
   # the third Friday of each month in 2025
   celos cron '0 0 9 ? * FRI#3 2025' --from 2025-01-01T00:00Z --to 2026-01-01T00:00Z`,
-		Args: cobra.ExactArgs(1),
+		Args: cronArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			loc := time.UTC
 			if tz != "" && tz != "UTC" {
@@ -162,6 +162,18 @@ func writeCronTimes(out io.Writer, times []time.Time, loc *time.Location) error 
 	}
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("write slot times: %w", err)
+	}
+	return nil
+}
+
+// cronArgs wants one argument, the expression; several are most often an
+// expression the shell split (and whose * it expanded to file names).
+func cronArgs(c *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return argsError(c, "cron needs a cron EXPR, quoted: celos cron '0 0 * * * ?'")
+	case len(args) > 1:
+		return argsError(c, "cron takes one EXPR, got %d arguments: quote it, as in celos cron '0 0 * * * ?' (unquoted, the shell splits it at spaces and expands *)", len(args))
 	}
 	return nil
 }

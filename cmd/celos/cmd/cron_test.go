@@ -25,7 +25,7 @@ func TestCronExitCodes(t *testing.T) {
 		{"bad limit", append([]string{"cron", "0 0 * * * ?", "--limit", "x"}, win...), ExitUsage, "", "invalid argument"},
 		{"negative limit", append([]string{"cron", "0 0 * * * ?", "--limit", "-1"}, win...), ExitUsage, "", "must not be negative"},
 		{"unknown flag", append([]string{"cron", "0 0 * * * ?", "--zone", "UTC"}, win...), ExitUsage, "", "unknown flag"},
-		{"no expression", append([]string{"cron"}, win...), ExitUsage, "", "accepts 1 arg"},
+		{"no expression", append([]string{"cron"}, win...), ExitUsage, "", "cron needs a cron EXPR"},
 		{"limit 0 is no limit", []string{"cron", "0 * * * * ?", "--from", "2024-01-01T00:00Z", "--to", "2024-01-09T00:00Z", "--limit", "0"}, ExitOK, "2024-01-01T00:00:00Z\n", ""},
 	}
 	for _, tt := range tests {

@@ -1,8 +1,12 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +35,12 @@ celos's cache, as celos vet's (--no-cache: compile from scratch).`,
 		Example: `  celos export                      # the project here, to stdout
   celos export ./workflows -o wordcount.json
   celos export | jq '.workflows[].id'`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return argsError(c, "export takes at most one DIR, the project directory (the output file is -o FILE); got %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			r, err := compileArg(c, args, noCache)
 			if err != nil {
@@ -42,7 +51,7 @@ celos's cache, as celos vet's (--no-cache: compile from scratch).`,
 				_, err = c.OutOrStdout().Write(data)
 				return err
 			}
-			if err := atomicfile.WriteOutput(out, data, 0o644); err != nil {
+			if err := writeOutput(out, data); err != nil {
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
 			return nil
@@ -54,10 +63,36 @@ celos's cache, as celos vet's (--no-cache: compile from scratch).`,
 }
 
 // writeFileAtomic replaces path with data (temporary file, fsync, rename,
-// fsync of the directory), refusing a directory with a clear message.
+// fsync of the directory), refusing a directory, and a path whose
+// directory is missing or not one, with a clear message (not the name of
+// the temporary file it could not create).
 func writeFileAtomic(path string, data []byte) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("write %s: is a directory", path)
 	}
+	if err := checkParent(path); err != nil {
+		return err
+	}
 	return atomicfile.Write(path, data, 0o644, true)
+}
+
+// writeOutput writes data to -o's path as atomicfile.WriteOutput does (a
+// file replaced atomically, a FIFO or device written to), naming a
+// missing parent directory rather than the temporary file.
+func writeOutput(path string, data []byte) error {
+	if err := checkParent(path); err != nil {
+		return err
+	}
+	return atomicfile.WriteOutput(path, data, 0o644)
+}
+
+// checkParent refuses a path whose directory is missing or not one.
+func checkParent(path string) error {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("write %s: the directory %s does not exist", path, dir)
+	} else if err == nil && !fi.IsDir() || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("write %s: %s is not a directory", path, dir)
+	}
+	return nil
 }

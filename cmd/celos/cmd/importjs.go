@@ -58,13 +58,22 @@ A file that fails (syntax error, thrown error, a call of an unknown celos.*
 function, an endless loop stopped by --timeout or by the heap growing past
 1 GiB) is reported as
 "file:line:col: message" on stderr and not converted; the others are.
+A built-in function that runs past those limits and cannot be interrupted
+(new Array(5e8).fill(0)) stops the whole command half a second later,
+naming its file, with nothing written; so does source nested so deeply
+that the parser's stack passes 64 MiB.
 
 Exit status: 0 everything converted (or, with --check, equal); 1 something
 was not converted, left as TODO, or differs; 2 usage error.`,
 		Example: `  celos import-js /etc/celos/workflows --defaults /etc/celos/defaults -o workflows
   celos import-js /etc/celos/workflows --defaults /etc/celos/defaults -o workflows --check
   celos vet workflows`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return argsError(c, "import-js needs the Celos JavaScript files to convert: FILE.js or a DIR of them")
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return runImportJS(c, args, &f)
 		},
@@ -103,7 +112,13 @@ func runImportJS(c *cobra.Command, args []string, f *importJSFlags) error {
 		}
 	}
 	stderr := c.ErrOrStderr()
-	res := celosjs.Evaluate(files, celosjs.Options{DefaultsDir: f.defaults, Timeout: f.timeout})
+	res := celosjs.Evaluate(files, celosjs.Options{DefaultsDir: f.defaults, Timeout: f.timeout, Abandon: func(err error) {
+		// A built-in function past the limits that does not stop would
+		// run, and allocate, without end: the command ends here, before
+		// anything is written.
+		fmt.Fprintf(stderr, "%v\ncelos: import-js stopped there; nothing was written\n", err)
+		os.Exit(ExitFailure)
+	}})
 	failed := false
 	for _, p := range res.Problems {
 		fmt.Fprintln(stderr, p)
@@ -158,16 +173,19 @@ func writeImport(c *cobra.Command, dir string, gen map[string][]byte, force bool
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if !force {
-		var exist []string
-		for _, n := range names {
-			if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
-				exist = append(exist, filepath.Join(dir, n))
-			}
+	var exist []string
+	for _, n := range names {
+		fi, err := os.Lstat(filepath.Join(dir, n))
+		if err != nil {
+			continue
 		}
-		if len(exist) > 0 {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("not overwriting %s (it may hold edits): use --force, or another -o directory; nothing was written", strings.Join(exist, ", "))}
+		if fi.IsDir() {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s is a directory, not a file the import can replace; nothing was written", filepath.Join(dir, n))}
 		}
+		exist = append(exist, filepath.Join(dir, n))
+	}
+	if len(exist) > 0 && !force {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("not overwriting %s (it may hold edits): use --force, or another -o directory; nothing was written", strings.Join(exist, ", "))}
 	}
 	for _, n := range names {
 		path := filepath.Join(dir, n)

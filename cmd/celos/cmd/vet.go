@@ -55,7 +55,12 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
   #   - repo: https://github.com/celos-go/celos
   #     rev: v1.0.0
   #     hooks: [{id: celos-vet}]`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return argsError(c, "vet takes at most one DIR, the project directory; got %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			var opts schema.Options
 			if poolsFile != "" {
@@ -72,6 +77,12 @@ Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.`,
 	c.Flags().BoolVar(&noCache, "no-cache", false, "check from scratch: neither read nor write celos's cache")
 	c.Flags().StringVar(&poolsFile, "pools", "", "the installation's pools file: a workflow naming another pool is an error")
 	return c
+}
+
+// argsError is the usage error of a command's arguments: what it takes,
+// and where to read more (cobra's own says "accepts 1 arg(s), received 6").
+func argsError(c *cobra.Command, format string, args ...any) error {
+	return usageError(format+"\nRun '%s --help' for usage.", append(args, c.CommandPath())...)
 }
 
 // tuneGC lets the heap grow to three times the live data between

@@ -38,7 +38,7 @@ workflows: a: {
 		{[]string{"vet", good}, ExitOK, "warning: workflows.a.trigger.workflow"},
 		{[]string{"vet", bad}, ExitFailure, "workflows.a.trigger: missing required field"},
 		{[]string{"vet", filepath.Join(dir, "none")}, ExitFailure, "no such directory"},
-		{[]string{"vet", good, bad}, ExitUsage, "accepts at most 1 arg"},
+		{[]string{"vet", good, bad}, ExitUsage, "vet takes at most one DIR"},
 		{[]string{"vet", "--nope"}, ExitUsage, "unknown flag"},
 		{[]string{"export", good, "-o", filepath.Join(dir, "out.json")}, ExitOK, "warning:"},
 		{[]string{"export", bad}, ExitFailure, "missing required field"},
