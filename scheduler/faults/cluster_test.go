@@ -371,6 +371,10 @@ func TestClusterKill9Owner(t *testing.T) {
 	r.finish(rest...)
 }
 
+// stepLogLine starts the line a server logs at the end of a step
+// (loop.Stepper.Step).
+const stepLogLine = "level=INFO msg=step "
+
 // TestClusterSIGSTOPOwner: the owner of w00 is stopped (SIGSTOP) in the
 // middle of a step, past its lease; the others take over and submit the
 // rest; when it is continued, its step's remaining submissions and writes
@@ -385,6 +389,7 @@ func TestClusterSIGSTOPOwner(t *testing.T) {
 	// this goroutine is starved for most of a second (300 ms was too
 	// small a margin under CPU starvation).
 	r.fake.SetDelay(time.Second)
+	steps0 := strings.Count(r.members[victim].stderr.String(), stepLogLine)
 	stepDone := make(chan int, 1)
 	go func() {
 		resp, err := http.Post(r.members[victim].URL+"/scheduler?"+clNow().Encode(), "", nil)
@@ -418,7 +423,15 @@ func TestClusterSIGSTOPOwner(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("the resumed instance's step did not end\n%s", r.members[victim].stderr)
 	}
+	// The server logs the step before it answers, but its stderr reaches
+	// the buffer through a pipe: wait for the step's line.
 	log := r.members[victim].stderr.String()
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(log, stepLogLine) <= steps0; log = r.members[victim].stderr.String() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed instance answered its step but logged no step line in 30 s\n%s", log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	dropped := strings.Count(log, "dropped: another instance owns the workflow now")
 	fenced := r.metric(victim, "celos_cluster_fenced_writes_total")
 	t.Logf("resumed %s: %d submissions or writes dropped, %v writes fenced", victim, dropped, fenced)
