@@ -29,6 +29,7 @@ import (
 	"github.com/celos-go/celos/scheduler/metrics"
 	"github.com/celos-go/celos/scheduler/notify"
 	"github.com/celos-go/celos/scheduler/pool"
+	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/scheduler/trigger"
 	"github.com/celos-go/celos/schema/workflow"
@@ -339,13 +340,32 @@ func preflight(cfg Config) (net.Listener, error) {
 	if cfg.Jobs == "" {
 		return nil, fmt.Errorf("--jobs DIR is needed when --db is a PostgreSQL database (the command service's runs and logs are files)")
 	}
-	return listen(cfg.Listen, cfg.Port)
+	deadHolder := 0
+	if !statepg.IsDSN(cfg.DB) {
+		deadHolder = statedb.DeadHolder(cfg.DB)
+	}
+	return listen(cfg.Listen, cfg.Port, deadHolder)
 }
 
+// deadHolderPortWait is how long listen waits for a port in use when the
+// last server on the state directory died (a var for tests).
+var deadHolderPortWait = 10 * time.Second
+
 // listen takes the server's port. A port in use is one line with the fix.
-func listen(host string, port int) (net.Listener, error) {
+// When the last server on the state directory died without closing it
+// (deadHolder: its process, gone), a process it had just forked may hold
+// its listening socket until it execs (O_CLOEXEC acts then): a restart at
+// once waits for the port, deadHolderPortWait at most.
+func listen(host string, port, deadHolder int) (net.Listener, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	ln, err := net.Listen("tcp", addr)
+	for deadline := time.Now().Add(deadHolderPortWait); deadHolder > 0 && errors.Is(err, syscall.EADDRINUSE) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		ln, err = net.Listen("tcp", addr)
+	}
+	if errors.Is(err, syscall.EADDRINUSE) && deadHolder > 0 {
+		return nil, fmt.Errorf("listen on %s: the port is in use: the last server on this state directory (process %d) has exited, but a process it started, or another server, still holds the port after %v (find it with `fuser %d/tcp`); choose another with --port, or --port 0 for a free one", addr, deadHolder, deadHolderPortWait, port)
+	}
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, fmt.Errorf("listen on %s: the port is in use (another celos server?); choose another with --port, or --port 0 for a free one", addr)
 	}

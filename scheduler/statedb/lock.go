@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +81,28 @@ func flock(f *os.File, how int) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// DeadHolder reports the process that the lock file of the state
+// directory dir names (read without creating or locking anything, no link
+// followed) when that process is gone: the last server on dir died
+// without closing it (kill -9, a crash). 0 when the file names no process
+// or a live one. A server starting again on dir at once may find what the
+// dead one held still held, for a moment, by a process it had just forked
+// (see flock): its port, for one.
+func DeadHolder(dir string) int {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	if pid := lockPID(f); pid > 0 && !alive(pid) {
+		return pid
+	}
+	return 0
 }
 
 // lockPID is the process the lock file f names (0: none).
