@@ -67,8 +67,14 @@ func (o *clientOpts) client() (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{base: u, token: token, hc: &http.Client{}}, nil
+	return &client{base: u, token: token, hc: &http.Client{CheckRedirect: noRedirect}}, nil
 }
+
+// noRedirect keeps the client from following a redirect: the API never
+// redirects, and Go's client would send the token on to another port or
+// subdomain of the host, or over plain http (and turn a POST into a GET).
+// call reports the redirect instead.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // token returns the API token: the content of --token-file, else
 // $CELOS_TOKEN, else the content of the file $CELOS_TOKEN_FILE ("" if none).
@@ -135,6 +141,13 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 		return nil, fmt.Errorf("%s %s: cannot reach the celos server at %s (--server, CELOS_SERVER): %w", method, path, c.base, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 == 3 {
+		where := printable(resp.Header.Get("Location"))
+		if loc, err := resp.Location(); err == nil {
+			where = printable(loc.String())
+		}
+		return nil, fmt.Errorf("%s %s: the server at %s redirected to %s (%d): celos does not follow redirects, nor send its token there; give the celos server's own URL (--server, CELOS_SERVER)", method, path, c.base, where, resp.StatusCode)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
