@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,4 +37,57 @@ func TestClientRedirectKeepsToken(t *testing.T) {
 	if len(leaked) > 0 {
 		t.Errorf("the token reached the other server: %q", leaked)
 	}
+}
+
+// TestClientSuccessAnswerEscapes: the strings of a 2xx answer (workflow
+// ids, load errors, slot statuses and external IDs, unreadable slots'
+// reasons, trigger descriptions, attempts, what pause, rerun and step
+// answer) reach the terminal with their
+// control characters escaped, as an error answer's message does.
+func TestClientSuccessAnswerEscapes(t *testing.T) {
+	const esc = "\x1b]0;owned\x07\x1b[2J"
+	answers := map[string]string{
+		"/workflow-list":  `{"ids":["wf` + jsonEsc(esc) + `"],"loadErrors":[{"file":"f` + jsonEsc(esc) + `.cue","error":"bad` + jsonEsc(esc) + `"}]}`,
+		"/workflow-slots": `{"paused":false,"slots":[{"time":"2015-09-13T13:00:00.000Z","status":"SUCCESS` + jsonEsc(esc) + `","retryCount":0,"externalID":"job` + jsonEsc(esc) + `"}],"unreadable":[{"time":"2015-09-13T12:00:00.000Z","error":"torn` + jsonEsc(esc) + `"}]}`,
+		"/trigger-status": `{"type":"hdfs` + jsonEsc(esc) + `","ready":false,"description":"path` + jsonEsc(esc) + `","error":"e` + jsonEsc(esc) + `","held":{"op":"pool","reason":"r` + jsonEsc(esc) + `"}}`,
+		"/pause":          `{"id":"a` + jsonEsc(esc) + `","paused":true}`,
+		"/rerun":          `{"time":"2015-09-13T13:00:00.000Z` + jsonEsc(esc) + `","status":"WAITING` + jsonEsc(esc) + `","retryCount":0,"externalID":null}`,
+		"/scheduler":      `{"time":"2015-09-13T13:00:00.000Z` + jsonEsc(esc) + `","unknownIDs":["b` + jsonEsc(esc) + `"],"loadErrors":[{"file":"f` + jsonEsc(esc) + `.cue","error":"bad` + jsonEsc(esc) + `"}]}`,
+		"/slot-attempts":  `{"slot":{"time":"2015-09-13T13:00:00.000Z","status":"FAIL` + jsonEsc(esc) + `","retryCount":0},"attempts":[{"status":"KILLED` + jsonEsc(esc) + `","externalID":"job` + jsonEsc(esc) + `"}]}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(answers[r.URL.Path]))
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"workflows"},
+		{"slots", "--id", "a"},
+		{"trigger-status", "--id", "a", "--time", "2015-09-13T13:00Z"},
+		{"attempts", "--id", "a", "--time", "2015-09-13T13:00Z"},
+		{"pause", "--id", "a"},
+		{"rerun", "--id", "a", "--time", "2015-09-13T13:00Z"},
+		{"step"},
+	} {
+		var out, errs strings.Builder
+		run(append(args, "--server", srv.URL), &out, &errs)
+		if strings.ContainsAny(out.String()+errs.String(), "\x1b\x07") {
+			t.Errorf("%v: raw escape on the terminal:\nstdout %q\nstderr %q", args, out.String(), errs.String())
+		}
+		if !strings.Contains(out.String()+errs.String(), `\x1b]0;owned\a\x1b[2J`) {
+			t.Errorf("%v: the escaped string is not shown:\nstdout %q\nstderr %q", args, out.String(), errs.String())
+		}
+	}
+}
+
+// jsonEsc writes s's control characters as JSON \u escapes.
+func jsonEsc(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
