@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,9 +149,17 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 		}
 		return nil, fmt.Errorf("%s %s: the server at %s redirected to %s (%d): celos does not follow redirects, nor send its token there; give the celos server's own URL (--server, CELOS_SERVER)", method, path, c.base, where, resp.StatusCode)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	limit := maxAnswer
+	if resp.StatusCode/100 != 2 {
+		limit = maxErrorAnswer
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: read the answer of the celos server at %s: %w", method, path, c.base, err)
+	}
+	tooLarge := len(body) > limit
+	if tooLarge && resp.StatusCode/100 == 2 {
+		return nil, fmt.Errorf("%s %s: the answer of the celos server at %s is larger than %d MiB: not a celos answer", method, path, c.base, maxAnswer>>20)
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
@@ -159,11 +168,11 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 			ServerTime string `json:"serverTime"`
 		}
 		var msg string
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		if !tooLarge && json.Unmarshal(body, &e) == nil && e.Error != "" {
 			msg = printable(e.Error)
 		} else {
 			e.Code, e.ServerTime = "", ""
-			msg = foreignAnswer(body)
+			msg = foreignAnswer(body, tooLarge)
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			if c.token == "" {
@@ -180,18 +189,35 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 // foreignAnswer shows an error answer that is not celos's JSON (a plain
 // text message as is; a proxy's HTML page or anything long or with
 // control characters clipped and quoted, never poured onto the terminal).
-func foreignAnswer(body []byte) string {
+func foreignAnswer(body []byte, tooLarge bool) string {
 	const max = 200
-	msg := strings.TrimSpace(string(body))
-	if len(msg) <= max && printable(msg) == msg {
-		return msg
+	trimmed := bytes.TrimSpace(body)
+	if !tooLarge && len(trimmed) <= max {
+		if msg := string(trimmed); printable(msg) == msg {
+			return msg
+		}
 	}
-	shown := msg
-	if len(shown) > max {
-		shown = strings.ToValidUTF8(shown[:max], "") + "..."
+	shown := string(trimmed)
+	if len(trimmed) > max {
+		shown = strings.ToValidUTF8(string(trimmed[:max]), "") + "..."
 	}
-	return fmt.Sprintf("not a celos answer (%d bytes): %s", len(body), strconv.Quote(shown))
+	size := fmt.Sprintf("%d bytes", len(body))
+	if tooLarge {
+		size = fmt.Sprintf("more than %d MiB", maxErrorAnswer>>20)
+	}
+	return fmt.Sprintf("not a celos answer (%s): %s", size, strconv.Quote(shown))
 }
+
+// maxAnswer bounds the answer the client reads (and holds in memory): the
+// largest celos answer, the slots of 7 days of a workflow due every
+// minute, is about 1 MiB. A larger answer is an error, never cut short
+// and shown as if it were whole.
+// An error answer is read up to maxErrorAnswer (celos's are a line of
+// JSON; of another server's page only the start is shown).
+const (
+	maxAnswer      = 64 << 20
+	maxErrorAnswer = 8 << 20
+)
 
 // printable returns s quoted when it has a control character or is not
 // UTF-8 (an escape sequence must not reach the terminal), else s.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -90,4 +91,46 @@ func jsonEsc(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestClientEndlessAnswer: a server that answers without end (a 200 whose
+// body never stops, or an error page of the same kind) makes the command
+// fail with an error that says the answer is too large and names the
+// server, having held a bounded amount of memory; nothing of the answer
+// is printed as if it were complete (--json).
+func TestClientEndlessAnswer(t *testing.T) {
+	chunk := []byte(strings.Repeat("A", 64<<10))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/pause" {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+		w.Write([]byte(`{"ids":["`))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workflows", "--json"}, "celos: GET /workflow-list: the answer of the celos server at " + srv.URL + " is larger than 64 MiB: not a celos answer\n"},
+		{[]string{"pause", "--id", "a"}, "celos: POST /pause: 502 Bad Gateway: not a celos answer (more than 8 MiB): \"{\\\"ids\\\":[\\\"" + strings.Repeat("A", 200-len(`{"ids":["`)) + "...\"\n"},
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var out, errs strings.Builder
+		code := run(append(tc.args, "--server", srv.URL), &out, &errs)
+		runtime.ReadMemStats(&after)
+		if code != ExitFailure || out.Len() != 0 || errs.String() != tc.want {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q\nwant exit 1, no stdout, stderr %q", tc.args, code, out.Len(), clipForTest(errs.String()), tc.want)
+		}
+		t.Logf("%v: allocated %d MiB", tc.args, (after.TotalAlloc-before.TotalAlloc)>>20)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 256<<20 {
+			t.Errorf("%v: allocated %d MiB reading the answer, want at most 256", tc.args, got>>20)
+		}
+	}
 }
