@@ -135,6 +135,9 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%s %s: no answer from the celos server at %s within %v (--server, CELOS_SERVER)", method, path, c.base, timeout)
+		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
@@ -154,6 +157,9 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 		limit = maxErrorAnswer
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%s %s: the celos server at %s did not finish its answer within %v", method, path, c.base, timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read the answer of the celos server at %s: %w", method, path, c.base, err)
 	}
@@ -243,7 +249,7 @@ func (c *client) json(ctx context.Context, method, path string, q url.Values, ti
 }
 
 // Timeouts of the client's calls: a step answers when it is done.
-const (
+var (
 	callTimeout = time.Minute
 	stepTimeout = 10 * time.Minute
 )

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestClientRedirectKeepsToken: a server that redirects the client to
@@ -131,6 +132,41 @@ func TestClientEndlessAnswer(t *testing.T) {
 		t.Logf("%v: allocated %d MiB", tc.args, (after.TotalAlloc-before.TotalAlloc)>>20)
 		if got := after.TotalAlloc - before.TotalAlloc; got > 256<<20 {
 			t.Errorf("%v: allocated %d MiB reading the answer, want at most 256", tc.args, got>>20)
+		}
+	}
+}
+
+// TestClientServerNeverAnswers: a server that accepts the connection and
+// never answers (or stops in the middle of its answer) makes the command
+// fail after the call's timeout with an error that names the server and
+// the timeout, not with "cannot reach ...: context deadline exceeded".
+func TestClientServerNeverAnswers(t *testing.T) {
+	defer func(d time.Duration) { callTimeout = d }(callTimeout)
+	callTimeout = 500 * time.Millisecond
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/workflow-slots" {
+			w.Write([]byte(`{"slots":[`))
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workflows"}, "celos: GET /workflow-list: no answer from the celos server at " + srv.URL + " within 500ms (--server, CELOS_SERVER)\n"},
+		{[]string{"slots", "--id", "a"}, "celos: GET /workflow-slots: the celos server at " + srv.URL + " did not finish its answer within 500ms\n"},
+	} {
+		var out, errs strings.Builder
+		code := run(append(tc.args, "--server", srv.URL), &out, &errs)
+		if code != ExitFailure || errs.String() != tc.want {
+			t.Errorf("%v: exit %d, stderr %q\nwant exit 1, stderr %q", tc.args, code, errs.String(), tc.want)
 		}
 	}
 }
