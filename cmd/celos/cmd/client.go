@@ -136,21 +136,21 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%s %s: no answer from the celos server at %s within %v (--server, CELOS_SERVER)", method, path, c.base, timeout)
+			return nil, fmt.Errorf("%s %s: no answer from the celos server at %s within %v (--server, CELOS_SERVER)", method, path, c.base.Redacted(), timeout)
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%s %s: cannot reach the celos server at %s (--server, CELOS_SERVER): %w", method, path, c.base, err)
+		return nil, fmt.Errorf("%s %s: cannot reach the celos server at %s (--server, CELOS_SERVER): %w", method, path, c.base.Redacted(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 3 {
 		where := printable(resp.Header.Get("Location"))
 		if loc, err := resp.Location(); err == nil {
-			where = printable(loc.String())
+			where = printable(loc.Redacted())
 		}
-		return nil, fmt.Errorf("%s %s: the server at %s redirected to %s (%d): celos does not follow redirects, nor send its token there; give the celos server's own URL (--server, CELOS_SERVER)", method, path, c.base, where, resp.StatusCode)
+		return nil, fmt.Errorf("%s %s: the server at %s redirected to %s (%d): celos does not follow redirects, nor send its token there; give the celos server's own URL (--server, CELOS_SERVER)", method, path, c.base.Redacted(), where, resp.StatusCode)
 	}
 	limit := maxAnswer
 	if resp.StatusCode/100 != 2 {
@@ -158,14 +158,14 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("%s %s: the celos server at %s did not finish its answer within %v", method, path, c.base, timeout)
+		return nil, fmt.Errorf("%s %s: the celos server at %s did not finish its answer within %v", method, path, c.base.Redacted(), timeout)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read the answer of the celos server at %s: %w", method, path, c.base, err)
+		return nil, fmt.Errorf("%s %s: read the answer of the celos server at %s: %w", method, path, c.base.Redacted(), err)
 	}
 	tooLarge := len(body) > limit
 	if tooLarge && resp.StatusCode/100 == 2 {
-		return nil, fmt.Errorf("%s %s: the answer of the celos server at %s is larger than %d MiB: not a celos answer", method, path, c.base, maxAnswer>>20)
+		return nil, fmt.Errorf("%s %s: the answer of the celos server at %s is larger than %d MiB: not a celos answer", method, path, c.base.Redacted(), maxAnswer>>20)
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {

@@ -170,3 +170,21 @@ func TestClientServerNeverAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestClientServerURLPasswordNotShown: a password in --server (basic
+// authentication for a proxy in front of celos) is not printed in the
+// client's errors (which end up in CI logs), as Go's own errors redact it.
+func TestClientServerURLPasswordNotShown(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/elsewhere", http.StatusFound)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, server := range []string{"http://admin:pw0rd@127.0.0.1:1", "http://admin:pw0rd@" + host} {
+		var out, errs strings.Builder
+		code := run([]string{"workflows", "--server", server}, &out, &errs)
+		if code != ExitFailure || strings.Contains(errs.String(), "pw0rd") || !strings.Contains(errs.String(), "admin:xxxxx@") {
+			t.Errorf("--server %s: exit %d, stderr %q; want exit 1 and the password shown as xxxxx", server, code, errs.String())
+		}
+	}
+}
