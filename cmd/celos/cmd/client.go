@@ -203,15 +203,21 @@ func foreignAnswer(body []byte, tooLarge bool) string {
 			return msg
 		}
 	}
-	shown := string(trimmed)
-	if len(trimmed) > max {
-		shown = strings.ToValidUTF8(string(trimmed[:max]), "") + "..."
-	}
 	size := fmt.Sprintf("%d bytes", len(body))
 	if tooLarge {
 		size = fmt.Sprintf("more than %d MiB", maxErrorAnswer>>20)
 	}
-	return fmt.Sprintf("not a celos answer (%s): %s", size, strconv.Quote(shown))
+	return fmt.Sprintf("not a celos answer (%s): %s", size, answerStart(trimmed))
+}
+
+// answerStart shows the start of an answer that is not what was expected:
+// its first 200 bytes, quoted (control characters escaped).
+func answerStart(b []byte) string {
+	const max = 200
+	if len(b) > max {
+		return strconv.Quote(strings.ToValidUTF8(string(b[:max]), "") + "...")
+	}
+	return strconv.Quote(string(b))
 }
 
 // maxAnswer bounds the answer the client reads (and holds in memory): the
@@ -242,7 +248,7 @@ func (c *client) json(ctx context.Context, method, path string, q url.Values, ti
 	}
 	if out != nil {
 		if err := json.Unmarshal(body, out); err != nil {
-			return nil, fmt.Errorf("%s %s: answer is not the expected JSON: %w", method, path, err)
+			return nil, fmt.Errorf("%s %s: the answer of the celos server at %s is not celos's JSON (%w): %d bytes: %s", method, path, c.base.Redacted(), err, len(body), answerStart(body))
 		}
 	}
 	return body, nil

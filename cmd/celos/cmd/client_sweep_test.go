@@ -188,3 +188,32 @@ func TestClientServerURLPasswordNotShown(t *testing.T) {
 		}
 	}
 }
+
+// TestClientAnswerNotJSON: a 200 that is not celos's JSON (--server names
+// another web server: its HTML page; a truncated answer) fails naming the
+// server and showing the start of what came, its control characters
+// escaped.
+func TestClientAnswerNotJSON(t *testing.T) {
+	page := "<html>\x1b[2JWelcome to nginx!</html>"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/workflow-slots" {
+			w.Write([]byte(`{"slots":[{"time":"2015-09-13T13:00:00.000Z","sta`))
+			return
+		}
+		w.Write([]byte(page))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workflows"}, "celos: GET /workflow-list: the answer of the celos server at " + srv.URL + " is not celos's JSON (invalid character '<' looking for beginning of value): " + fmt.Sprint(len(page)) + ` bytes: "<html>\x1b[2JWelcome to nginx!</html>"` + "\n"},
+		{[]string{"slots", "--id", "a", "--json"}, "celos: GET /workflow-slots: the answer of the celos server at " + srv.URL + ` is not celos's JSON (unexpected end of JSON input): 49 bytes: "{\"slots\":[{\"time\":\"2015-09-13T13:00:00.000Z\",\"sta"` + "\n"},
+	} {
+		var out, errs strings.Builder
+		code := run(append(tc.args, "--server", srv.URL), &out, &errs)
+		if code != ExitFailure || out.Len() != 0 || errs.String() != tc.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q\nwant exit 1, stderr %q", tc.args, code, out.String(), errs.String(), tc.want)
+		}
+	}
+}
