@@ -83,6 +83,9 @@ func (o *clientOpts) token() (string, error) {
 	file, flag := o.tokenFile, "--token-file"
 	if file == "" {
 		if t := strings.TrimSpace(os.Getenv("CELOS_TOKEN")); t != "" {
+			if hasControl(t) {
+				return "", usageError("CELOS_TOKEN: want one line holding the token, without control characters")
+			}
 			return t, nil
 		}
 		file, flag = os.Getenv("CELOS_TOKEN_FILE"), "CELOS_TOKEN_FILE"
@@ -95,11 +98,15 @@ func (o *clientOpts) token() (string, error) {
 		return "", usageError("%s: %v", flag, err)
 	}
 	t := strings.TrimSpace(string(b))
-	if t == "" || strings.ContainsAny(t, "\r\n") {
-		return "", usageError("%s %s: want one line holding the token", flag, file)
+	if t == "" || hasControl(t) {
+		return "", usageError("%s %s: want one line holding the token, without control characters", flag, file)
 	}
 	return t, nil
 }
+
+// hasControl tells whether s has a control character (a line break
+// included), which no token has and no HTTP header may carry.
+func hasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
 
 // apiError is an error answer of the server.
 type apiError struct {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -215,5 +217,39 @@ func TestClientAnswerNotJSON(t *testing.T) {
 		if code != ExitFailure || out.Len() != 0 || errs.String() != tc.want {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q\nwant exit 1, stderr %q", tc.args, code, out.String(), errs.String(), tc.want)
 		}
+	}
+}
+
+// TestClientTokenControlCharacter: a token with a control character (from
+// --token-file or CELOS_TOKEN) is a usage error that names where it came
+// from, without showing it, before any request; not "cannot reach the
+// celos server".
+func TestClientTokenControlCharacter(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests++ }))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("s3\x01cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env, flag, want string
+	}{
+		{"s3\x01cret", "", "celos: CELOS_TOKEN: want one line holding the token, without control characters\n"},
+		{"", file, "celos: --token-file " + file + ": want one line holding the token, without control characters\n"},
+	} {
+		t.Setenv("CELOS_TOKEN", tc.env)
+		args := []string{"pause", "--id", "a", "--server", srv.URL}
+		if tc.flag != "" {
+			args = append(args, "--token-file", tc.flag)
+		}
+		var out, errs strings.Builder
+		code := run(args, &out, &errs)
+		if code != ExitUsage || errs.String() != tc.want {
+			t.Errorf("%v: exit %d, stderr %q\nwant exit %d, stderr %q", args, code, errs.String(), ExitUsage, tc.want)
+		}
+	}
+	if requests != 0 {
+		t.Errorf("%d requests reached the server", requests)
 	}
 }
