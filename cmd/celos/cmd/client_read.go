@@ -207,8 +207,18 @@ func slotReadCmd[T any](c *cobra.Command, path string, print func(w io.Writer, i
 	return c
 }
 
-// printTrigger writes the status tree, one trigger a line, indented.
+// maxTriggerDepth is the depth to which trigger-status shows the tree (a
+// real one is a handful of levels): the indentation of a tree nested
+// thousands deep, from a hostile server, would be the square of its depth.
+const maxTriggerDepth = 32
+
+// printTrigger writes the status tree, one trigger a line, indented; below
+// maxTriggerDepth it counts the triggers instead.
 func printTrigger(w io.Writer, st trigger.Status, depth int) {
+	if depth == maxTriggerDepth {
+		fmt.Fprintf(w, "%s... %d triggers below not shown (--json shows them)\n", strings.Repeat("  ", depth), countTriggers(st))
+		return
+	}
 	mark := "not ready"
 	if st.Ready {
 		mark = "ready"
@@ -220,6 +230,15 @@ func printTrigger(w io.Writer, st trigger.Status, depth int) {
 	for _, s := range st.SubStatuses {
 		printTrigger(w, s, depth+1)
 	}
+}
+
+// countTriggers counts the triggers of a tree.
+func countTriggers(st trigger.Status) int {
+	n := 1
+	for _, s := range st.SubStatuses {
+		n += countTriggers(s)
+	}
+	return n
 }
 
 func newAttemptsCmd() *cobra.Command {

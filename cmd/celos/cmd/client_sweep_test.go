@@ -253,3 +253,20 @@ func TestClientTokenControlCharacter(t *testing.T) {
 		t.Errorf("%d requests reached the server", requests)
 	}
 }
+
+// TestClientDeepTriggerTree: a trigger-status answer nested thousands of
+// levels deep (a few hundred KB from a hostile server; a real tree is a
+// handful of levels) does not make the client print its indentation, the
+// square of the depth: the tree is shown to a bounded depth and what is
+// below is counted.
+func TestClientDeepTriggerTree(t *testing.T) {
+	const depth = 4900
+	body := strings.Repeat(`{"type":"and","ready":false,"description":"d","subStatuses":[`, depth) + `{"type":"hdfs","ready":true,"description":"leaf"}` + strings.Repeat(`]}`, depth)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
+	defer srv.Close()
+	var out, errs strings.Builder
+	code := run([]string{"trigger-status", "--id", "a", "--time", "2015-09-13T13:00Z", "--server", srv.URL}, &out, &errs)
+	if code != 0 || out.Len() > 64<<10 || !strings.Contains(out.String(), "\n"+strings.Repeat("  ", 32)+"... 4869 triggers below not shown (--json shows them)\n") {
+		t.Errorf("exit %d, stdout %d bytes (want at most 64 KiB, with a line saying triggers are not shown): %q, stderr %q", code, out.Len(), clipForTest(out.String()), errs.String())
+	}
+}
