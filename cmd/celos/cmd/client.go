@@ -229,10 +229,10 @@ func answerStart(b []byte) string {
 
 // maxAnswer bounds the answer the client reads (and holds in memory): the
 // largest celos answer, the slots of 7 days of a workflow due every
-// minute, is about 1 MiB. A larger answer is an error, never cut short
-// and shown as if it were whole.
-// An error answer is read up to maxErrorAnswer (celos's are a line of
-// JSON; of another server's page only the start is shown).
+// minute, is 1.65 MB (docs/benchmarks.md). A larger answer is an error,
+// never cut short and shown as if it were whole. An error answer is read
+// up to maxErrorAnswer (celos's are a line of JSON; of another server's
+// page only the start is shown).
 const (
 	maxAnswer      = 64 << 20
 	maxErrorAnswer = 8 << 20
