@@ -26,7 +26,11 @@ func TestClientRedirectKeepsToken(t *testing.T) {
 	}))
 	defer other.Close()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+		code := http.StatusTemporaryRedirect
+		if r.Method == "POST" {
+			code = http.StatusFound // Go's client resends it as a GET
+		}
+		http.Redirect(w, r, other.URL+r.URL.Path, code)
 	}))
 	defer srv.Close()
 	t.Setenv("CELOS_TOKEN", "s3cret")
