@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,8 +68,14 @@ func (o *clientOpts) client() (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{base: u, token: token, hc: &http.Client{}}, nil
+	return &client{base: u, token: token, hc: &http.Client{CheckRedirect: noRedirect}}, nil
 }
+
+// noRedirect keeps the client from following a redirect: the API never
+// redirects, and Go's client would send the token on to another port or
+// subdomain of the host, or over plain http (and turn a POST into a GET).
+// call reports the redirect instead.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // token returns the API token: the content of --token-file, else
 // $CELOS_TOKEN, else the content of the file $CELOS_TOKEN_FILE ("" if none).
@@ -76,6 +83,9 @@ func (o *clientOpts) token() (string, error) {
 	file, flag := o.tokenFile, "--token-file"
 	if file == "" {
 		if t := strings.TrimSpace(os.Getenv("CELOS_TOKEN")); t != "" {
+			if hasControl(t) {
+				return "", usageError("CELOS_TOKEN: want one line holding the token, without control characters")
+			}
 			return t, nil
 		}
 		file, flag = os.Getenv("CELOS_TOKEN_FILE"), "CELOS_TOKEN_FILE"
@@ -88,11 +98,15 @@ func (o *clientOpts) token() (string, error) {
 		return "", usageError("%s: %v", flag, err)
 	}
 	t := strings.TrimSpace(string(b))
-	if t == "" || strings.ContainsAny(t, "\r\n") {
-		return "", usageError("%s %s: want one line holding the token", flag, file)
+	if t == "" || hasControl(t) {
+		return "", usageError("%s %s: want one line holding the token, without control characters", flag, file)
 	}
 	return t, nil
 }
+
+// hasControl tells whether s has a control character (a line break
+// included), which no token has and no HTTP header may carry.
+func hasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
 
 // apiError is an error answer of the server.
 type apiError struct {
@@ -128,16 +142,37 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%s %s: no answer from the celos server at %s within %v (--server, CELOS_SERVER)", method, path, c.base.Redacted(), timeout)
+		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%s %s: cannot reach the celos server at %s (--server, CELOS_SERVER): %w", method, path, c.base, err)
+		return nil, fmt.Errorf("%s %s: cannot reach the celos server at %s (--server, CELOS_SERVER): %w", method, path, c.base.Redacted(), err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if resp.StatusCode/100 == 3 {
+		where := printable(resp.Header.Get("Location"))
+		if loc, err := resp.Location(); err == nil {
+			where = printable(loc.Redacted())
+		}
+		return nil, fmt.Errorf("%s %s: the server at %s redirected to %s (%d): celos does not follow redirects, nor send its token there; give the celos server's own URL (--server, CELOS_SERVER)", method, path, c.base.Redacted(), where, resp.StatusCode)
+	}
+	limit := maxAnswer
+	if resp.StatusCode/100 != 2 {
+		limit = maxErrorAnswer
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%s %s: the celos server at %s did not finish its answer within %v", method, path, c.base.Redacted(), timeout)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: read the answer of the celos server at %s: %w", method, path, c.base.Redacted(), err)
+	}
+	tooLarge := len(body) > limit
+	if tooLarge && resp.StatusCode/100 == 2 {
+		return nil, fmt.Errorf("%s %s: the answer of the celos server at %s is larger than %d MiB: not a celos answer", method, path, c.base.Redacted(), maxAnswer>>20)
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
@@ -146,11 +181,11 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 			ServerTime string `json:"serverTime"`
 		}
 		var msg string
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		if !tooLarge && json.Unmarshal(body, &e) == nil && e.Error != "" {
 			msg = printable(e.Error)
 		} else {
 			e.Code, e.ServerTime = "", ""
-			msg = foreignAnswer(body)
+			msg = foreignAnswer(body, tooLarge)
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			if c.token == "" {
@@ -167,18 +202,41 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 // foreignAnswer shows an error answer that is not celos's JSON (a plain
 // text message as is; a proxy's HTML page or anything long or with
 // control characters clipped and quoted, never poured onto the terminal).
-func foreignAnswer(body []byte) string {
+func foreignAnswer(body []byte, tooLarge bool) string {
 	const max = 200
-	msg := strings.TrimSpace(string(body))
-	if len(msg) <= max && printable(msg) == msg {
-		return msg
+	trimmed := bytes.TrimSpace(body)
+	if !tooLarge && len(trimmed) <= max {
+		if msg := string(trimmed); printable(msg) == msg {
+			return msg
+		}
 	}
-	shown := msg
-	if len(shown) > max {
-		shown = strings.ToValidUTF8(shown[:max], "") + "..."
+	size := fmt.Sprintf("%d bytes", len(body))
+	if tooLarge {
+		size = fmt.Sprintf("more than %d MiB", maxErrorAnswer>>20)
 	}
-	return fmt.Sprintf("not a celos answer (%d bytes): %s", len(body), strconv.Quote(shown))
+	return fmt.Sprintf("not a celos answer (%s): %s", size, answerStart(trimmed))
 }
+
+// answerStart shows the start of an answer that is not what was expected:
+// its first 200 bytes, quoted (control characters escaped).
+func answerStart(b []byte) string {
+	const max = 200
+	if len(b) > max {
+		return strconv.Quote(strings.ToValidUTF8(string(b[:max]), "") + "...")
+	}
+	return strconv.Quote(string(b))
+}
+
+// maxAnswer bounds the answer the client reads (and holds in memory): the
+// largest celos answer, the slots of 7 days of a workflow due every
+// minute, is 1.65 MB (docs/benchmarks.md). A larger answer is an error,
+// never cut short and shown as if it were whole. An error answer is read
+// up to maxErrorAnswer (celos's are a line of JSON; of another server's
+// page only the start is shown).
+const (
+	maxAnswer      = 64 << 20
+	maxErrorAnswer = 8 << 20
+)
 
 // printable returns s quoted when it has a control character or is not
 // UTF-8 (an escape sequence must not reach the terminal), else s.
@@ -197,14 +255,14 @@ func (c *client) json(ctx context.Context, method, path string, q url.Values, ti
 	}
 	if out != nil {
 		if err := json.Unmarshal(body, out); err != nil {
-			return nil, fmt.Errorf("%s %s: answer is not the expected JSON: %w", method, path, err)
+			return nil, fmt.Errorf("%s %s: the answer of the celos server at %s is not celos's JSON (%w): %d bytes: %s", method, path, c.base.Redacted(), err, len(body), answerStart(body))
 		}
 	}
 	return body, nil
 }
 
 // Timeouts of the client's calls: a step answers when it is done.
-const (
+var (
 	callTimeout = time.Minute
 	stepTimeout = 10 * time.Minute
 )

@@ -147,7 +147,7 @@ func slotAction(c *cobra.Command, o *clientOpts, path, id string, t time.Time) e
 		writeJSONOut(c.OutOrStdout(), body)
 		return nil
 	}
-	fmt.Fprintf(c.OutOrStdout(), "%s@%s: %s\n", id, s.Time, s.Status)
+	fmt.Fprintf(c.OutOrStdout(), "%s@%s: %s\n", id, printable(s.Time), printable(string(s.Status)))
 	return nil
 }
 
@@ -337,7 +337,7 @@ func (r *backfillRun) add(row backfillRow) {
 	case row.Error != "":
 		action += " (" + row.Error + ")"
 	}
-	fmt.Fprintf(r.tw, "%s\t%s\t%s\n", row.Time, status, action)
+	fmt.Fprintf(r.tw, "%s\t%s\t%s\n", printable(row.Time), printable(status), printable(action))
 	r.tw.Flush()
 }
 
@@ -523,7 +523,7 @@ func newPauseCmd(pause bool) *cobra.Command {
 		if p.Paused {
 			state = "paused"
 		}
-		fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", p.ID, state)
+		fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", printable(p.ID), state)
 		return nil
 	}
 	return c
@@ -571,13 +571,13 @@ stepped.`,
 		if o.json {
 			writeJSONOut(c.OutOrStdout(), body)
 		} else {
-			fmt.Fprintf(c.OutOrStdout(), "stepped at %s\n", r.Time)
+			fmt.Fprintf(c.OutOrStdout(), "stepped at %s\n", printable(r.Time))
 			for _, le := range r.LoadErrors {
-				fmt.Fprintf(c.ErrOrStderr(), "not loaded: %s: %s\n", le.File, le.Error)
+				fmt.Fprintf(c.ErrOrStderr(), "not loaded: %s: %s\n", printable(le.File), printable(le.Error))
 			}
 		}
 		if len(r.UnknownIDs) > 0 {
-			return failed(fmt.Errorf("--ids: no loaded workflow %s: not stepped", strings.Join(r.UnknownIDs, ", ")))
+			return failed(fmt.Errorf("--ids: no loaded workflow %s: not stepped", printable(strings.Join(r.UnknownIDs, ", "))))
 		}
 		return nil
 	}

@@ -47,10 +47,10 @@ that did not load (with their error, on stderr; the exit status is then 1).`,
 			writeJSONOut(c.OutOrStdout(), body)
 		} else {
 			for _, id := range list.IDs {
-				fmt.Fprintln(c.OutOrStdout(), id)
+				fmt.Fprintln(c.OutOrStdout(), printable(id))
 			}
 			for _, le := range list.LoadErrors {
-				fmt.Fprintf(c.ErrOrStderr(), "not loaded: %s: %s\n", le.File, le.Error)
+				fmt.Fprintf(c.ErrOrStderr(), "not loaded: %s: %s\n", printable(le.File), printable(le.Error))
 			}
 		}
 		if len(list.LoadErrors) > 0 {
@@ -141,16 +141,16 @@ func printSlots(w io.Writer, id string, ws api.WorkflowSlots) {
 	for _, s := range ws.Slots {
 		// Both lists are newest first (times in one format sort as text).
 		for ; len(un) > 0 && un[0].Time > s.Time; un = un[1:] {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\n", un[0].Time, unreadableStatus)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\n", printable(un[0].Time), unreadableStatus)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Time, s.Status, s.RetryCount, orDash(s.ExternalID))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", printable(s.Time), printable(string(s.Status)), s.RetryCount, printable(orDash(s.ExternalID)))
 	}
 	for _, u := range un {
-		fmt.Fprintf(tw, "%s\t%s\t-\t-\n", u.Time, unreadableStatus)
+		fmt.Fprintf(tw, "%s\t%s\t-\t-\n", printable(u.Time), unreadableStatus)
 	}
 	tw.Flush()
 	for _, u := range ws.Unreadable {
-		fmt.Fprintln(w, u.Error) // names the slot
+		fmt.Fprintln(w, printable(u.Error)) // names the slot
 	}
 }
 
@@ -162,7 +162,7 @@ func newTriggerStatusCmd() *cobra.Command {
 	}, "/trigger-status", func(w io.Writer, _ string, st triggerAnswer) {
 		printTrigger(w, st.Status, 0)
 		if st.Held != nil {
-			fmt.Fprintf(w, "held (%s): %s\n", st.Held.Op, st.Held.Reason)
+			fmt.Fprintf(w, "held (%s): %s\n", printable(st.Held.Op), printable(st.Held.Reason))
 		}
 	})
 }
@@ -207,19 +207,38 @@ func slotReadCmd[T any](c *cobra.Command, path string, print func(w io.Writer, i
 	return c
 }
 
-// printTrigger writes the status tree, one trigger a line, indented.
+// maxTriggerDepth is the depth to which trigger-status shows the tree (a
+// real one is a handful of levels): the indentation of a tree nested
+// thousands deep, from a hostile server, would be the square of its depth.
+const maxTriggerDepth = 32
+
+// printTrigger writes the status tree, one trigger a line, indented; below
+// maxTriggerDepth it counts the triggers instead.
 func printTrigger(w io.Writer, st trigger.Status, depth int) {
+	if depth == maxTriggerDepth {
+		fmt.Fprintf(w, "%s... %d triggers below not shown (--json shows them)\n", strings.Repeat("  ", depth), countTriggers(st))
+		return
+	}
 	mark := "not ready"
 	if st.Ready {
 		mark = "ready"
 	}
-	fmt.Fprintf(w, "%s[%s] %s: %s\n", strings.Repeat("  ", depth), mark, st.Type, st.Description)
+	fmt.Fprintf(w, "%s[%s] %s: %s\n", strings.Repeat("  ", depth), mark, printable(string(st.Type)), printable(st.Description))
 	if st.Error != "" {
-		fmt.Fprintf(w, "%s  error: %s\n", strings.Repeat("  ", depth), st.Error)
+		fmt.Fprintf(w, "%s  error: %s\n", strings.Repeat("  ", depth), printable(st.Error))
 	}
 	for _, s := range st.SubStatuses {
 		printTrigger(w, s, depth+1)
 	}
+}
+
+// countTriggers counts the triggers of a tree.
+func countTriggers(st trigger.Status) int {
+	n := 1
+	for _, s := range st.SubStatuses {
+		n += countTriggers(s)
+	}
+	return n
 }
 
 func newAttemptsCmd() *cobra.Command {
@@ -236,7 +255,7 @@ the first line.`,
 
 // printAttempts writes the slot's state, then a table of its attempts.
 func printAttempts(w io.Writer, id string, sa api.SlotAttempts) {
-	fmt.Fprintf(w, "%s@%s: %s (retryCount %d)\n", id, sa.Slot.Time, sa.Slot.Status, sa.Slot.RetryCount)
+	fmt.Fprintf(w, "%s@%s: %s (retryCount %d)\n", id, printable(sa.Slot.Time), printable(string(sa.Slot.Status)), sa.Slot.RetryCount)
 	if len(sa.Attempts) == 0 {
 		fmt.Fprintln(w, "no attempts")
 		return
@@ -244,7 +263,7 @@ func printAttempts(w io.Writer, id string, sa api.SlotAttempts) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tSTATUS\tSUBMITTED\tSTARTED\tENDED\tEXTERNAL ID")
 	for i, a := range sa.Attempts {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, a.Status, timeOrDash(a.Submitted), timeOrDash(a.Started), timeOrDash(a.Ended), a.ExternalID)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, printable(string(a.Status)), timeOrDash(a.Submitted), timeOrDash(a.Started), timeOrDash(a.Ended), printable(a.ExternalID))
 	}
 	tw.Flush()
 }
