@@ -216,7 +216,7 @@ func hasOp(ps []scheduler.Problem, op string) bool {
 // never noted nor sent, whatever the steps. It is now, at the first step
 // after the deadline, once, also when that step comes after a restart.
 func TestSLALongerThanTheWindow(t *testing.T) {
-	r := dailySLARig(t, 8 * 86400)
+	r := dailySLARig(t, 8*86400)
 	db := openDB(t, t.TempDir())
 	a := r.start("a", "2026-11-01T00:00Z", db, nil)
 	a.step("2026-11-01T00:10Z") // READY
@@ -259,7 +259,7 @@ func TestSLALongerThanTheWindow(t *testing.T) {
 // noted for it. One that never had a record (it waited) and is within 8
 // days of its slot time cannot have been pruned: its miss is sent.
 func TestSLALongerThanTheWindowAfterAPrune(t *testing.T) {
-	r := dailySLARig(t, 10 * 86400)
+	r := dailySLARig(t, 10*86400)
 	ddir := t.TempDir()
 	db := openDB(t, ddir)
 	a := r.start("a", "2026-11-01T00:00Z", db, nil)
@@ -290,7 +290,7 @@ func TestSLALongerThanTheWindowAfterAPrune(t *testing.T) {
 // never ready has no record; with an SLA of 7.5 days its deadline comes
 // before any prune may remove a record (8 days): its miss is sent.
 func TestSLALongerThanTheWindowOfASlotThatWaited(t *testing.T) {
-	r := dailySLARig(t, 7*86400 + 12*3600, func(w *workflow.Workflow) {
+	r := dailySLARig(t, 7*86400+12*3600, func(w *workflow.Workflow) {
 		w.Trigger = workflow.Trigger{Type: workflow.TriggerNot, Trigger: &workflow.Trigger{Type: workflow.TriggerAlways}}
 	})
 	db := openDB(t, t.TempDir())
@@ -312,7 +312,7 @@ func TestSLALongerThanTheWindowOfASlotThatWaited(t *testing.T) {
 // kept (its slot is 15 days old, beyond the 14 days the records of
 // shorter SLAs are kept) and the miss is not sent again.
 func TestSLALongerThanTheWindowSentOnceAcrossRestarts(t *testing.T) {
-	r := dailySLARig(t, 10 * 86400)
+	r := dailySLARig(t, 10*86400)
 	db := openDB(t, t.TempDir())
 	a := r.start("a", "2026-11-01T00:00Z", db, nil)
 	a.step("2026-11-01T00:10Z")
