@@ -25,10 +25,7 @@ func TestMinIntervalAcrossATakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	wdir := t.TempDir()
-	w := fixture.Hourly("spaced")
-	w.StartTime = ts("2026-11-24T00:00Z")
-	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = minInterval4h()
+	w := spacedWorkflow("spaced")
 	fixture.WriteProject(t, wdir, "p", w)
 	var owner atomic.Value
 	owner.Store("A")
@@ -49,10 +46,7 @@ func TestMinIntervalAcrossATakeOver(t *testing.T) {
 	if got := submittedTimes(b.svc); len(got) != 0 {
 		t.Fatalf("after the take-over B submitted %v within 4h of A's submission at 03:00:30", got)
 	}
-	held := problemsOf(b.e, "spaced", opConstraint)
-	if len(held) == 0 || !strings.Contains(held[0].Error, "the last submission was at 2026-11-24T03:00:30.000Z") {
-		t.Errorf("B's holds %+v, want minInterval's from A's submission", held)
-	}
+	wantConstraintHold(t, b.e, "spaced", "the last submission was at 2026-11-24T03:00:30.000Z")
 	b.step(t, ts("2026-11-24T07:00:30Z"))
 	if got := submittedTimes(b.svc); strings.Join(got, ",") != "24 01:00" {
 		t.Fatalf("B submitted %v once minInterval passed, want 01:00", got)
@@ -101,10 +95,7 @@ func TestTakeOverReadsTheRecordsInOneQuery(t *testing.T) {
 	wdir := t.TempDir()
 	var ws []workflow.Workflow
 	for _, id := range []string{"x", "y", "z"} {
-		w := fixture.Hourly(id)
-		w.StartTime = ts("2026-11-24T00:00Z")
-		w.SchedulingStrategy.Concurrency = 5
-		w.Constraints = minInterval4h()
+		w := spacedWorkflow(id)
 		ws = append(ws, w)
 	}
 	fresh := fixture.Hourly("fresh") // no submission before the take-over
@@ -138,10 +129,7 @@ func TestTakeOverReadsTheRecordsInOneQuery(t *testing.T) {
 		t.Errorf("the take-over step read the records with %d Runs and %d RunsOf, want 0 and 1", one, many)
 	}
 	for _, id := range []string{"x", "y", "z"} {
-		held := problemsOf(b.e, id, opConstraint)
-		if len(held) == 0 || !strings.Contains(held[0].Error, "the last submission was at 2026-11-24T03:00:30.000Z") {
-			t.Errorf("%s: B's holds %+v, want minInterval's from A's submission at 03:00:30", id, held)
-		}
+		wantConstraintHold(t, b.e, id, "the last submission was at 2026-11-24T03:00:30.000Z")
 	}
 	b.step(t, ts("2026-11-24T04:40Z"))
 	if got := submittedTimes(svc); strings.Join(got, ",") != "24 04:00" {

@@ -62,6 +62,25 @@ func (rr *restartRig) step(at string) {
 
 // minInterval4h is the run constraint of most tests here: minInterval
 // 4h, no timeout.
+// spacedWorkflow is workflow id, hourly from 24 November 2026 00:00, up to
+// 5 slots at once, with minInterval 4h.
+func spacedWorkflow(id string) workflow.Workflow {
+	w := fixture.Hourly(id)
+	w.StartTime = ts("2026-11-24T00:00Z")
+	w.SchedulingStrategy.Concurrency = 5
+	w.Constraints = minInterval4h()
+	return w
+}
+
+// wantConstraintHold fails the test unless e holds a READY slot of wf
+// for its run constraints, with a reason containing text.
+func wantConstraintHold(t *testing.T, e *Engine, wf, text string) {
+	t.Helper()
+	if held := problemsOf(e, wf, opConstraint); len(held) == 0 || !strings.Contains(held[0].Error, text) {
+		t.Errorf("%s's constraint holds %+v, want one saying %q", wf, held, text)
+	}
+}
+
 func minInterval4h() *workflow.Constraints {
 	return &workflow.Constraints{MinIntervalSeconds: 4 * 3600, TimeoutSeconds: workflow.NeverTimeout, OnTimeout: workflow.OnTimeoutGiveUp}
 }
@@ -92,10 +111,7 @@ func submittedTimes(svc *fakeService) []string {
 // 00:00 submitted at 03:00:30, restart at 03:30: nothing runs before
 // 07:00:30 (the slot-time count let 01:00 run at 04:00).
 func TestMinIntervalCountsTheRealSubmissionAfterRestart(t *testing.T) {
-	w := fixture.Hourly("spaced")
-	w.StartTime = ts("2026-11-24T00:00Z")
-	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = minInterval4h()
+	w := spacedWorkflow("spaced")
 	rr := newRestartRig(t, nil, w)
 	rr.step("2026-11-24T03:00Z")    // 00:00, 01:00, 02:00 READY (the data came late)
 	rr.step("2026-11-24T03:00:30Z") // 00:00 submitted
@@ -109,10 +125,7 @@ func TestMinIntervalCountsTheRealSubmissionAfterRestart(t *testing.T) {
 	if got := submittedTimes(rr.r.svc); len(got) != 1 {
 		t.Fatalf("after a restart, submitted %v within 4h of the 03:00:30 submission, want 00:00 only", got)
 	}
-	held := problemsOf(rr.r.e, "spaced", opConstraint)
-	if len(held) == 0 || !strings.Contains(held[0].Error, "the last submission was at 2026-11-24T03:00:30.000Z, the next may be at 2026-11-24T07:00:30.000Z") {
-		t.Errorf("holds %+v, want minInterval's from the real submission", held)
-	}
+	wantConstraintHold(t, rr.r.e, "spaced", "the last submission was at 2026-11-24T03:00:30.000Z, the next may be at 2026-11-24T07:00:30.000Z")
 	rr.step("2026-11-24T07:00:30Z")
 	rr.wantSubmitted("24 00:00,24 01:00", "submitted %v once minInterval passed, want 00:00 then 01:00")
 }
@@ -141,10 +154,7 @@ func TestMaxRunsCountsTheRealSubmissionsAfterRestart(t *testing.T) {
 	if got := submittedTimes(rr.r.svc); len(got) != 2 {
 		t.Fatalf("after a restart, submitted %v: more than 2 in the 24h after 10:00:30", got)
 	}
-	held := problemsOf(rr.r.e, "capped", opConstraint)
-	if len(held) == 0 || !strings.Contains(held[0].Error, "maxRuns 2 per 24h: 2 submissions in the last 24h, the next may be at 2026-11-25T10:00:30.000Z") {
-		t.Errorf("holds %+v, want maxRuns' from the real submissions", held)
-	}
+	wantConstraintHold(t, rr.r.e, "capped", "maxRuns 2 per 24h: 2 submissions in the last 24h, the next may be at 2026-11-25T10:00:30.000Z")
 	rr.step("2026-11-25T10:00:30Z")
 	rr.wantSubmitted("24 00:00,24 01:00,24 02:00", "submitted %v once the first submission aged out, want 02:00 next")
 }
@@ -154,10 +164,7 @@ func TestMaxRunsCountsTheRealSubmissionsAfterRestart(t *testing.T) {
 // counts each slot of the look-back that had a job at its slot time, the
 // earliest it can have been submitted.
 func TestRunsOfOlderStateCountAtSlotTime(t *testing.T) {
-	w := fixture.Hourly("old")
-	w.StartTime = ts("2026-11-24T00:00Z")
-	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = minInterval4h()
+	w := spacedWorkflow("old")
 	rr := newRestartRig(t, nil, w)
 	rr.step("2026-11-24T03:00Z")
 	rr.step("2026-11-24T03:00:30Z") // 00:00 submitted
@@ -182,10 +189,7 @@ func TestRunsOfOlderStateCountAtSlotTime(t *testing.T) {
 // later than the real submission, never earlier: the next slot waits
 // minInterval from then.
 func TestRunRecoveredAfterACrashCountsFromItsRecovery(t *testing.T) {
-	w := fixture.Hourly("crashed")
-	w.StartTime = ts("2026-11-24T00:00Z")
-	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = minInterval4h()
+	w := spacedWorkflow("crashed")
 	f := newFake()
 	rr := newRestartRig(t, recoverer{f}, w)
 	rr.step("2026-11-24T03:00Z") // 00:00, 01:00, 02:00 READY
@@ -219,10 +223,7 @@ func TestRunRecoveredAfterACrashCountsFromItsRecovery(t *testing.T) {
 // (ErrPersist, a "persist" error, the log); the slot is RUNNING all the
 // same and the submission counts in the engine's memory.
 func TestRunsRecordNotWritten(t *testing.T) {
-	w := fixture.Hourly("spaced")
-	w.StartTime = ts("2026-11-24T00:00Z")
-	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = minInterval4h()
+	w := spacedWorkflow("spaced")
 	rr := newRestartRig(t, nil, w)
 	logs := &logCounter{}
 	rr.r.e.log = slog.New(slog.NewTextHandler(logs, nil))
@@ -250,10 +251,7 @@ func TestRunsRecordNotWritten(t *testing.T) {
 // is logged when the engine reads it, and the slots that had a job count
 // at their slot times; the next submission writes the record anew.
 func TestRunsRecordUnreadable(t *testing.T) {
-	w := fixture.Hourly("spaced")
-	w.StartTime = ts("2026-11-24T00:00Z")
-	w.SchedulingStrategy.Concurrency = 5
-	w.Constraints = minInterval4h()
+	w := spacedWorkflow("spaced")
 	rr := newRestartRig(t, nil, w)
 	rr.step("2026-11-24T03:00Z")
 	rr.step("2026-11-24T03:00:30Z") // 00:00 submitted
