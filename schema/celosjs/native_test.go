@@ -36,33 +36,7 @@ func TestUninterruptibleBuiltins(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			child.Run(t, 2*time.Minute, 8<<30, func() error {
-				dir, err := os.MkdirTemp("", "celosjs")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				if err := os.WriteFile(dir+"/w.js", []byte(tt.src), 0o644); err != nil {
-					return err
-				}
-				if err := os.Chdir(dir); err != nil {
-					return err
-				}
-				abandoned := make(chan error, 1)
-				opt := tt.opt
-				opt.Abandon = func(err error) { abandoned <- err }
-				returned := make(chan *Result, 1)
-				go func() { returned <- Evaluate([]string{"w.js"}, opt) }()
-				select {
-				case err := <-abandoned:
-					if !regexp.MustCompile(tt.want).MatchString(err.Error()) {
-						return fmt.Errorf("Abandon(%q), want %s", err, tt.want)
-					}
-					return nil
-				case res := <-returned:
-					return fmt.Errorf("Evaluate returned (%q) without Abandon: the built-in function stopped", strs(res.Problems))
-				case <-time.After(30 * time.Second):
-					return fmt.Errorf("Abandon was not called within 30s of starting (limit: %s, %d MiB)", opt.Timeout, opt.MemoryLimit>>20)
-				}
+				return wantAbandoned(tt.src, tt.opt, regexp.MustCompile(tt.want), 30*time.Second)
 			})
 		})
 	}
@@ -126,32 +100,7 @@ func TestDeepNesting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			child.Run(t, 2*time.Minute, 8<<30, func() error {
-				dir, err := os.MkdirTemp("", "celosjs")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				if err := os.WriteFile(dir+"/w.js", []byte(tt.src), 0o644); err != nil {
-					return err
-				}
-				if err := os.Chdir(dir); err != nil {
-					return err
-				}
-				abandoned := make(chan error, 1)
-				opt := Options{Timeout: time.Minute, Abandon: func(err error) { abandoned <- err }}
-				returned := make(chan *Result, 1)
-				go func() { returned <- Evaluate([]string{"w.js"}, opt) }()
-				select {
-				case err := <-abandoned:
-					if !want.MatchString(err.Error()) {
-						return fmt.Errorf("Abandon(%q), want %s", err, want)
-					}
-					return nil
-				case res := <-returned:
-					return fmt.Errorf("Evaluate returned (%q) without Abandon", strs(res.Problems))
-				case <-time.After(50 * time.Second):
-					return fmt.Errorf("Abandon was not called within 50s")
-				}
+				return wantAbandoned(tt.src, Options{Timeout: time.Minute}, want, 50*time.Second)
 			})
 		})
 	}
@@ -205,17 +154,11 @@ if (b.length !== 2 || c.length !== 3 || d[0] !== 4 || !(c instanceof Uint8Array)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			child.Run(t, 2*time.Minute, 16<<30, func() error {
-				dir, err := os.MkdirTemp("", "celosjs")
+				cleanup, err := intoNewDir(tt.src)
 				if err != nil {
 					return err
 				}
-				defer os.RemoveAll(dir)
-				if err := os.WriteFile(dir+"/w.js", []byte(tt.src), 0o644); err != nil {
-					return err
-				}
-				if err := os.Chdir(dir); err != nil {
-					return err
-				}
+				defer cleanup()
 				res := Evaluate([]string{"w.js"}, Options{Timeout: time.Minute, MemoryLimit: 256 << 20})
 				want := []string{}
 				if tt.want != "" {
@@ -228,4 +171,48 @@ if (b.length !== 2 || c.length !== 3 || d[0] !== 4 || !(c instanceof Uint8Array)
 			})
 		})
 	}
+}
+
+// wantAbandoned evaluates src as w.js in a new directory (the process's
+// working directory: run it in a child) with opt, and returns an error
+// unless Options.Abandon is called within limit with an error matching
+// want (Evaluate returning first is an error too).
+func wantAbandoned(src string, opt Options, want *regexp.Regexp, limit time.Duration) error {
+	cleanup, err := intoNewDir(src)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	abandoned := make(chan error, 1)
+	opt.Abandon = func(err error) { abandoned <- err }
+	returned := make(chan *Result, 1)
+	go func() { returned <- Evaluate([]string{"w.js"}, opt) }()
+	select {
+	case err := <-abandoned:
+		if !want.MatchString(err.Error()) {
+			return fmt.Errorf("Abandon(%q), want %s", err, want)
+		}
+		return nil
+	case res := <-returned:
+		return fmt.Errorf("Evaluate returned (%q) without Abandon: the evaluation stopped by itself", strs(res.Problems))
+	case <-time.After(limit):
+		return fmt.Errorf("Abandon was not called within %v of starting (limit: %s, %d MiB)", limit, opt.Timeout, opt.MemoryLimit>>20)
+	}
+}
+
+// intoNewDir makes a new directory holding w.js (src) the process's
+// working directory (run it in a child); cleanup removes it.
+func intoNewDir(src string) (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "celosjs")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(dir+"/w.js", []byte(src), 0o644); err == nil {
+		err = os.Chdir(dir)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return func() { os.RemoveAll(dir) }, nil
 }
