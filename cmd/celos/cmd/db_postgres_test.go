@@ -315,27 +315,41 @@ func TestDBExportInterrupted(t *testing.T) {
 // workflows (into dst or dst.export-incomplete), or once it ended.
 func killExportPartWay(t *testing.T, dsn, dst string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := exec.Command(os.Args[0], "db", "export", "--from", dsn, "--to", dst)
-	cmd.Args[0] = "celos" // testscript.Main runs it as celos
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// A bound, not a timing assertion: if it ended first, the checks of
-	// the callers still hold.
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	killPartWay(t, []string{"db", "export", "--from", dsn, "--to", dst}, func() int {
 		n := 0
 		for _, d := range []string{dst, dst + ".export-incomplete"} {
 			ents, _ := os.ReadDir(filepath.Join(d, "state"))
 			n += len(ents)
 		}
-		if n >= 20 || cmd.ProcessState != nil {
+		return n
+	})
+}
+
+// killPartWay starts celos with args as a process of its own and kills it
+// (SIGKILL) once written() counts 20 workflows written, or once it ended
+// by itself. The 2 minutes are a bound, not a timing assertion: if it
+// ended first, the callers' checks still hold.
+func killPartWay(t *testing.T, args []string, written func() int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Args[0] = "celos" // testscript.Main runs it as celos
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { cmd.Wait(); close(ended) }()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		select {
+		case <-ended:
+			return
+		default:
+		}
+		if written() >= 20 {
 			break
 		}
 	}
 	cmd.Process.Kill()
-	cmd.Wait()
+	<-ended
 }
 
 // TestDBMigrateInterrupted: celos db migrate killed (SIGKILL) part way
@@ -349,27 +363,15 @@ func TestDBMigrateInterrupted(t *testing.T) {
 	dsn := srv.CreateDB(t)
 	src := writeSuccessState(t, 400, 10)
 
-	var out, errOut bytes.Buffer
-	cmd := exec.Command(os.Args[0], "db", "migrate", "--from", src, "--to", dsn)
-	cmd.Args[0] = "celos" // testscript.Main runs it as celos
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Kill it once it has written some workflows (a bound, not a timing
-	// assertion: if it ended first, the checks below still hold).
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	killPartWay(t, []string{"db", "migrate", "--from", src, "--to", dsn}, func() int {
 		n := 0
 		if conn, err := pgx.Connect(ctx, dsn); err == nil {
 			conn.QueryRow(ctx, "SELECT count(DISTINCT workflow) FROM celos_slots").Scan(&n)
 			conn.Close(ctx)
 		}
-		if n >= 20 || cmd.ProcessState != nil {
-			break
-		}
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
+		return n
+	})
+	var out, errOut bytes.Buffer
 	copied := countRows(t, dsn, "celos_slots")
 	pg, err := statepg.Open(ctx, dsn, statepg.Options{})
 	if copied < 4000 {
@@ -382,7 +384,6 @@ func TestDBMigrateInterrupted(t *testing.T) {
 	if err == nil {
 		pg.Close()
 	}
-	out.Reset()
 	if code := run([]string{"db", "migrate", "--from", src, "--to", dsn}, &out, &errOut); code != 0 {
 		t.Fatalf("migrate again: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
