@@ -512,13 +512,7 @@ func TestSlotStateOfACorruptRecord(t *testing.T) {
 	w := newWorkflow("wc", fixture.HourlyCron, time.Date(2015, 9, 13, 13, 0, 0, 0, time.UTC), workflow.Trigger{Type: workflow.TriggerAlways}, 0)
 	fixture.WriteProject(t, s.wf, "p", w)
 	s.step("2015-09-13T15:30Z")
-	day := filepath.Join(s.db.Dir(), "state", "wc", "2015-09-13")
-	if err := os.MkdirAll(day, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(day, "13:00:00.000Z"), []byte(`{"status":"SECRET-CONTENT`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	tearSlot(t, s, "wc", "13:00:00.000Z")
 	s.db.Reload()
 	body := s.do(409, "GET", "/slot-state?id=wc&time=2015-09-13T13:00Z", nil)
 	if !strings.Contains(body, "unreadable") || !strings.Contains(body, "rewrites it") || strings.Contains(body, "SECRET") {
@@ -532,4 +526,19 @@ func TestSlotStateOfACorruptRecord(t *testing.T) {
 	if got := s.status("wc", "2015-09-13T13:00Z"); got != "WAITING/0" {
 		t.Fatalf("after a rerun: %s, want WAITING", got)
 	}
+}
+
+// tearSlot writes a state file of workflow wf on 13 September 2015 at
+// name (15:04:05.000Z) that does not parse, holding SECRET-CONTENT (which
+// no answer may show), and returns its day directory.
+func tearSlot(t *testing.T, s *realServer, wf, name string) string {
+	t.Helper()
+	day := filepath.Join(s.db.Dir(), "state", wf, "2015-09-13")
+	if err := os.MkdirAll(day, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(day, name), []byte(`{"status":"SECRET-CONTENT`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return day
 }

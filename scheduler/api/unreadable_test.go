@@ -35,13 +35,7 @@ func TestWorkflowSlotsListsUnreadableSlots(t *testing.T) {
 	w := newWorkflow("wc", fixture.HourlyCron, time.Date(2015, 9, 13, 13, 0, 0, 0, time.UTC), workflow.Trigger{Type: workflow.TriggerAlways}, 0)
 	fixture.WriteProject(t, s.wf, "p", w)
 	s.step("2015-09-13T16:30Z")
-	day := filepath.Join(s.db.Dir(), "state", "wc", "2015-09-13")
-	if err := os.MkdirAll(day, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(day, "13:00:00.000Z"), []byte(`{"status":"SECRET-CONTENT`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	day := tearSlot(t, s, "wc", "13:00:00.000Z")
 	os.Remove(filepath.Join(day, "15:00:00.000Z"))
 	if err := os.Mkdir(filepath.Join(day, "15:00:00.000Z"), 0o755); err != nil {
 		t.Fatal(err)
