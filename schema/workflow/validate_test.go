@@ -224,3 +224,30 @@ func TestValidationErrorsAreShort(t *testing.T) {
 		})
 	}
 }
+
+// JSONKind names what a file holds; text that is not JSON at all (a pools
+// file written in CUE, a YAML file) is not "a number" or "null".
+func TestJSONKind(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "empty"},
+		{"  \n", "empty"},
+		{`{"a": 1}`, "an object"},
+		{` [1, 2]`, "an array"},
+		{`"x"`, "a string"},
+		{"true", "true or false"},
+		{"false", "true or false"},
+		{"null", "null"},
+		{"-12.5e3", "a number"},
+		{"7", "a number"},
+		{`pools: [{name: "a"}]`, "not JSON"},
+		{"garbage{{", "not JSON"},
+		{"nope", "not JSON"},
+		{"truest", "not JSON"},
+		{"{\"a\": 1", "not JSON"},
+		{"- a\n- b\n", "not JSON"},
+	} {
+		if got := JSONKind([]byte(tc.in)); got != tc.want {
+			t.Errorf("JSONKind(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

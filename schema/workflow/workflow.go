@@ -348,11 +348,15 @@ func article(kind string) string {
 }
 
 // JSONKind names the kind of a JSON value ("an object", "a string", ...),
-// never the value: for errors about files that must not be quoted.
+// never the value: for errors about files that must not be quoted. Text
+// that is not JSON at all is "not JSON".
 func JSONKind(v []byte) string {
 	b := bytes.TrimLeft(v, " \t\r\n")
 	if len(b) == 0 {
 		return "empty"
+	}
+	if !json.Valid(b) {
+		return "not JSON"
 	}
 	switch b[0] {
 	case '{':
