@@ -127,11 +127,15 @@ func (e *Engine) readDepartures() {
 	keys, err := e.regs.RegisterKeys(departedBucket, "")
 	if err != nil {
 		if !errors.Is(err, errNoRegisters) {
-			e.log.Warn("departed workflows: the store's records could not be read", "error", err)
-			e.departedRead = false
+			e.departedRead = false // tried again at the next step, logged once
+			if msg := err.Error(); msg != e.departedErr {
+				e.departedErr = msg
+				e.log.Warn("departed workflows: the store's records could not be read; tried again at every step", "error", err)
+			}
 		}
 		return
 	}
+	e.departedErr = ""
 	for _, k := range keys {
 		v, err := e.regs.GetRegister(departedBucket, k)
 		if errors.Is(err, store.ErrNotFound) {

@@ -167,3 +167,41 @@ func TestMovedRunningSlotCountsInBothPools(t *testing.T) {
 		t.Fatalf("b %s, c %s after a's job ended; want RUNNING, RUNNING", b, c)
 	}
 }
+
+// TestDepartedRecordsHostile: records in the departures' register bucket
+// that are not the engine's — not JSON of a departure, without a
+// workflow, or under another key than their workflow and pool's — are
+// logged and left alone: they count in no pool and poll nothing.
+func TestDepartedRecordsHostile(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	r := newPoolRig(t, `{"pools": {"etl": {"limit": 1}}}`, nil, pooledHourly("b", "etl"))
+	if err := r.db.Put(slot.State{ID: slot.ID{Workflow: "x", Time: start}, Status: slot.Running, ExternalID: "job-x"}); err != nil {
+		t.Fatal(err)
+	}
+	// Its job has ended: a poll would record SUCCESS.
+	r.svc.jobs["job-x"] = &fakeJob{id: slot.ID{Workflow: "x", Time: start}, status: external.Status{Success: true}}
+	forged := `{"workflow": {"id": "x", "pool": "etl", "externalService": {"type": "command"}}, "pool": "etl", "slots": ["2026-11-24T08:00:00Z"]}`
+	for key, v := range map[string]string{
+		"notjson":                      `"just a string"`,
+		"noworkflow":                   `{"pool": "etl", "slots": []}`,
+		"wrongtype":                    `{"workflow": 3, "slots": "x"}`,
+		departedKey("x", "other"):      forged, // under another pool's key
+		"0123456789abcdef0123456789ab": forged,
+	} {
+		if err := r.e.PutRegister(context.Background(), departedBucket, key, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.reopen()
+	r.step(ts("2026-11-24T08:30Z"))
+	r.step(ts("2026-11-24T08:31Z"))
+	if st := r.state("b", start); st.Status != slot.Running {
+		t.Fatalf("b is %s, want RUNNING: no record that is not the engine's counts in its pool", st.Status)
+	}
+	if n := len(r.svc.submitted()); n != 1 {
+		t.Errorf("%d submissions, want 1", n)
+	}
+	if st := r.state("x", start); st.Status != slot.Running {
+		t.Errorf("x's slot is %s, want RUNNING as it was: polled on the word of a record that is not the engine's", st.Status)
+	}
+}

@@ -136,6 +136,7 @@ type Engine struct {
 	// of the configuration. Guarded by stepMu.
 	departed     map[string]*departure
 	departedRead bool
+	departedErr  string // the last error reading them, logged once
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
