@@ -205,3 +205,49 @@ func TestDepartedRecordsHostile(t *testing.T) {
 		t.Errorf("x's slot is %s, want RUNNING as it was: polled on the word of a record that is not the engine's", st.Status)
 	}
 }
+
+// TestRedeployedWhileRunning: a undeployed while its 08:00 slot runs and
+// deployed again (same pool) before the job ends: the slot is not
+// submitted a second time, its end is recorded once, the departure ends
+// (its record is removed) and the pool counts a's job once (b, in no
+// hurry, runs when it ends).
+func TestRedeployedWhileRunning(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	r := newPoolRig(t, `{"pools": {"etl": {"limit": 2}}}`, nil, pooledHourly("a", "etl"), pooledHourly("b", "etl"))
+	r.step(ts("2026-11-24T08:30Z"))
+	r.step(ts("2026-11-24T08:31Z")) // a and b RUNNING (limit 2)
+	r.svc.finish(slot.ID{Workflow: "b", Time: start}, true)
+	fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "etl")) // a undeployed
+	r.step(ts("2026-11-24T08:32Z"))
+	keys, err := r.e.RegisterKeys(context.Background(), departedBucket, "")
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("departures recorded: %q, %v; want one (a's)", keys, err)
+	}
+	fixture.WriteProject(t, r.wdir, "p", pooledHourly("a", "etl"), pooledHourly("b", "etl"))
+	for m := 33; m < 36; m++ {
+		r.step(start.Add(time.Duration(m) * time.Minute))
+	}
+	if st := r.state("a", start); st.Status != slot.Running {
+		t.Fatalf("a's slot is %s, want RUNNING (its job runs)", st.Status)
+	}
+	if keys, err := r.e.RegisterKeys(context.Background(), departedBucket, ""); err != nil || len(keys) != 0 {
+		t.Errorf("a deployed again in its pool: departures still recorded %q (%v)", keys, err)
+	}
+	if u := r.e.LastStep().Pools["etl"]; u.Running != 1 {
+		t.Errorf("etl %+v, want a's job counted once", u)
+	}
+	r.svc.finishAll(true)
+	r.step(ts("2026-11-24T08:40Z"))
+	if st := r.state("a", start); st.Status != slot.Success {
+		t.Fatalf("a's slot is %s after its job ended, want SUCCESS", st.Status)
+	}
+	n := 0
+	for _, id := range r.svc.submitted() {
+		if id.Workflow == "a" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("a's 08:00 submitted %d times, want once", n)
+	}
+}
