@@ -131,6 +131,12 @@ type Engine struct {
 	// slaChecked is, per workflow with an SLA longer than the window,
 	// the slot time before which noteSLABeyond looked. Guarded by stepMu.
 	slaChecked map[string]time.Time
+	// departed are the departures (departed.go) by register key;
+	// departedRead: the store's records were read since the last change
+	// of the configuration. Guarded by stepMu.
+	departed     map[string]*departure
+	departedRead bool
+	departedErr  string // the last error reading them, logged once
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
@@ -140,6 +146,7 @@ type Engine struct {
 	sla     map[slot.ID]scheduler.Problem
 	poolErr *scheduler.LoadError // the pools file's, at the last step
 	last    StepReport
+	gone    []string // the departed workflows not deployed (LeasedIDs)
 }
 
 type doneMark struct {
@@ -207,6 +214,7 @@ func New(opts Options) (*Engine, error) {
 		runs:        make(map[string][]store.Run),
 		slaRecorded: make(map[string]map[int64]bool),
 		slaChecked:  make(map[string]time.Time),
+		departed:    make(map[string]*departure),
 		pools:       pool.NewFile(opts.PoolsFile),
 	}
 	if e.regs == nil {
@@ -250,6 +258,7 @@ func (e *Engine) reload() *config {
 	for id, err := range c.schedErrs {
 		e.log.Error("workflow schedule", "workflow", id, "error", err)
 	}
+	e.noteDepartures(e.cfg, c)
 	e.mu.Lock()
 	e.cfg = c
 	for k := range e.problems { // workflows that are gone have no problems

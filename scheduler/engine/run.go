@@ -86,7 +86,8 @@ func (e *Engine) clearProblemOp(wf string, t time.Time, ops ...string) {
 // A stepped workflow whose pool is not defined gets a workflow-level
 // problem. The running slots of a pool are counted over all its
 // workflows, paused or not stepped ones included, as stored when the step
-// began.
+// began, and the slots that still run of workflows that left it
+// (departed.go).
 func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 	e := s.e
 	running := make(map[string]int)
@@ -119,6 +120,12 @@ func (s *stepper) admitPools(c *config, pools pool.Pools, poolsPath string) {
 				running[w.Pool]++
 			}
 		}
+	}
+	// Slots of workflows that left a pool (undeployed, moved) while they
+	// ran keep their place in it until they end.
+	s.poolDeparted = e.departedInPools(func(name string) bool { _, ok := pools[name]; return ok })
+	for name, ids := range s.poolDeparted {
+		running[name] += len(ids)
 	}
 	heldByPool := make(map[slot.ID]bool)
 	defer func() {
@@ -220,6 +227,9 @@ func (s *stepper) freshRunning(use map[string]pool.Use) map[string]int {
 		if name, ok := poolOf[id.Workflow]; ok && !candidate[id] {
 			fresh[name]++
 		}
+	}
+	for _, name := range names {
+		fresh[name] += len(s.poolDeparted[name]) // (RUNNING when the step began)
 	}
 	return fresh
 }

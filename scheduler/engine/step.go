@@ -45,6 +45,8 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	writes0 := e.writes()
 	c := e.reload()
 	pools := e.loadPools()
+	e.readDepartures()
+	e.pruneDepartures(c)
 	rep.LoadErrors = len(c.loadErrs)
 	todo := e.owned(e.toStep(c, ids))
 	todo, rep.Loading = e.loadState(c, todo, ids != nil)
@@ -73,6 +75,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 		}
 		rep.Workflows++
 	}
+	st.drain(ctx, c) // the running slots of workflows no longer deployed
 	st.admitPools(c, pools, e.opts.PoolsFile)
 	st.submitAll(ctx)
 	st.apply()
@@ -209,6 +212,9 @@ type stepper struct {
 	// poolLimits their limits, for the store's admission (claimPools).
 	poolMembers map[string][]string
 	poolLimits  map[string]int
+	// poolDeparted are the RUNNING slots of workflows that left each
+	// pool, which count in it until they end (departed.go).
+	poolDeparted map[string][]slot.ID
 	// noted are the workflows whose submissions the step noted (noteRun),
 	// recorded by recordRuns; runTimes is runsOf's buffer.
 	noted    map[string]bool

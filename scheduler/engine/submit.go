@@ -202,7 +202,7 @@ func (s *stepper) claimPools(todo []pendingSubmit, intents map[slot.ID]store.Int
 		for rank, c := range cands {
 			id := slot.ID{Workflow: c.Workflow, Time: c.Slot}
 			in := intents[id]
-			in.Pool = &store.PoolClaim{Name: name, Limit: s.poolLimits[name], Workflows: s.poolMembers[name], Rank: rank}
+			in.Pool = &store.PoolClaim{Name: name, Limit: s.poolLimits[name], Workflows: s.poolMembers[name], Slots: s.poolDeparted[name], Rank: rank}
 			intents[id] = in
 		}
 	}

@@ -17,8 +17,10 @@ import (
 // pool of 1, workflow a's slot RUNNING and b's READY, held. Pausing a
 // keeps its job counted (it still runs); a kill of a's slot frees the
 // place at the next step; a's RUNNING slot of a later hour, whose
-// workflow is then undeployed, is no longer polled nor counted (its job
-// is the cluster's; the pool admits b).
+// workflow is then undeployed, keeps its place (its job still runs on
+// the cluster) and is still polled: b runs once a's job has ended. (Before,
+// the undeployed slot was neither polled nor counted and the pool
+// admitted b beside it: TestUndeployedRunningSlotKeepsItsPoolPlace.)
 func TestPoolPlaceFreedByKillPauseAndUndeploy(t *testing.T) {
 	start := ts("2026-11-24T08:00Z")
 	mk := func(id string) workflow.Workflow {
@@ -60,8 +62,17 @@ func TestPoolPlaceFreedByKillPauseAndUndeploy(t *testing.T) {
 	}
 	fixture.WriteProject(t, r.wdir, "p", mk("b"))
 	r.step(ts("2026-11-24T09:32Z"))
+	if st := r.state("b", ts("2026-11-24T09:00Z")); st.Status != slot.Ready {
+		t.Fatalf("b 09:00 is %s after a was undeployed while its job runs, want READY (held)", st.Status)
+	}
+	r.svc.finishAll(true)
+	r.step(ts("2026-11-24T09:33Z")) // a 09:00 SUCCESS
+	if st := r.state("a", ts("2026-11-24T09:00Z")); st.Status != slot.Success {
+		t.Fatalf("undeployed a's 09:00 is %s after its job ended, want SUCCESS", st.Status)
+	}
+	r.step(ts("2026-11-24T09:34Z"))
 	if st := r.state("b", ts("2026-11-24T09:00Z")); st.Status != slot.Running {
-		t.Fatalf("b 09:00 is %s after a was undeployed, want RUNNING", st.Status)
+		t.Fatalf("b 09:00 is %s once undeployed a's job ended, want RUNNING", st.Status)
 	}
 }
 

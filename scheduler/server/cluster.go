@@ -68,6 +68,8 @@ func newInstance(dsn string, cfg Config, log *slog.Logger) (*instance, error) {
 	return in, nil
 }
 
+// workflows are the workflows the cluster shares out: the loaded ones and
+// those no longer deployed whose slots still run (engine.LeasedIDs).
 func (in *instance) workflows() []string {
 	in.mu.Lock()
 	e := in.svc
@@ -75,7 +77,7 @@ func (in *instance) workflows() []string {
 	if e == nil {
 		return nil
 	}
-	return e.WorkflowIDs()
+	return e.LeasedIDs()
 }
 
 // services builds this host's external services (externalServices) and,

@@ -35,7 +35,10 @@ type poolAdmission struct {
 	key       int32
 	limit     int
 	workflows []string
-	idx       []int // the intents of the pool, in rank order
+	// departed are slots of workflows no longer the pool's that count in
+	// it while RUNNING (store.PoolClaim.Slots), by workflow.
+	departed map[string][]int64
+	idx      []int // the intents of the pool, in rank order
 }
 
 // admitPools decides, inside tx, which submit intents of pool workflows
@@ -43,7 +46,8 @@ type poolAdmission struct {
 // the intent of slot wfs[i] at ts[i], nil for none), in the order of the
 // pools' lock keys, it takes the pool's transaction-scoped advisory lock,
 // then counts the pool's occupied slots — RUNNING, or with an open
-// submit intent, in any of its workflows, whichever instance wrote them —
+// submit intent, in any of its workflows, whichever instance wrote them,
+// and the RUNNING ones of workflows that left it (PoolClaim.Slots) —
 // as committed when the lock was granted (READ COMMITTED: each statement
 // sees what committed before it began). An intent of a slot already
 // occupied (an intent written again, a recovery) is always admitted;
@@ -62,6 +66,12 @@ func admitPools(ctx context.Context, tx pgx.Tx, wfs []string, ts []time.Time, cl
 			p = &poolAdmission{name: c.Name, key: poolLockKey(c.Name), limit: c.Limit, workflows: c.Workflows}
 			if !sort.StringsAreSorted(p.workflows) {
 				p.workflows = sortedUnique(p.workflows)
+			}
+			for _, id := range c.Slots {
+				if p.departed == nil {
+					p.departed = make(map[string][]int64)
+				}
+				p.departed[id.Workflow] = append(p.departed[id.Workflow], key(id.Time))
 			}
 			pools[c.Name] = p
 		}
@@ -85,6 +95,9 @@ func admitPools(ctx context.Context, tx pgx.Tx, wfs []string, ts []time.Time, cl
 				all = append(all, wfs[i]) // (in its claim's workflows, unless the caller erred)
 			}
 		}
+		for wf := range p.departed {
+			all = append(all, wf)
+		}
 	}
 	// Always the same order: two instances locking the same pools cannot
 	// deadlock.
@@ -104,6 +117,12 @@ func admitPools(ctx context.Context, tx pgx.Tx, wfs []string, ts []time.Time, cl
 		for w, slots := range occupied {
 			if p.member(w, wfs) {
 				used += len(slots)
+				continue
+			}
+			for _, k := range p.departed[w] {
+				if slots[k] {
+					used++
+				}
 			}
 		}
 		for _, i := range p.idx {

@@ -283,3 +283,44 @@ func TestPoolOccupied(t *testing.T) {
 		t.Errorf("occupied (-want +got):\n%s", d)
 	}
 }
+
+// TestPutIntentsPoolCountsDepartedSlots: slots of workflows that left the
+// pool while they ran (store.PoolClaim.Slots: "gone" undeployed, "moved"
+// now another pool's) count against its limit while RUNNING, and only
+// those: another RUNNING slot of "moved" (admitted by its new pool) does
+// not, nor a listed slot that ended.
+func TestPutIntentsPoolCountsDepartedSlots(t *testing.T) {
+	db, _ := openTest(t)
+	at := t0.Add(time.Minute)
+	for _, st := range []slot.State{
+		{ID: sid("gone", 0), Status: slot.Running, ExternalID: "job-1"},
+		{ID: sid("moved", 0), Status: slot.Running, ExternalID: "job-2"},
+		{ID: sid("moved", 1), Status: slot.Running, ExternalID: "job-3"}, // its new pool's
+		{ID: sid("gone", 1), Status: slot.Success, ExternalID: "job-4"},
+	} {
+		if err := db.Put(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	departed := []slot.ID{sid("gone", 0), sid("gone", 1), sid("moved", 0)}
+	mk := func(limit, rank int) *store.PoolClaim {
+		c := claim(limit, rank, "a")
+		c.Slots = departed
+		return c
+	}
+	// Limit 3: two departed slots run, one place left.
+	failed := db.PutIntents(map[slot.ID]store.Intent{
+		sid("a", 0): {Time: at, Pool: mk(3, 0)},
+		sid("a", 1): {Time: at, Pool: mk(3, 1)},
+	})
+	if d := cmp.Diff([]string{sid("a", 1).String()}, refusedOf(t, failed)); d != "" {
+		t.Fatalf("refused (-want +got):\n%s", d)
+	}
+	// The undeployed job ends: its place is free.
+	if err := db.Put(slot.State{ID: sid("gone", 0), Status: slot.Success, ExternalID: "job-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if failed := db.PutIntents(map[slot.ID]store.Intent{sid("a", 1): {Time: at, Pool: mk(3, 0)}}); failed != nil {
+		t.Fatalf("a place freed by a departed slot's end: %v", failed)
+	}
+}

@@ -9,6 +9,8 @@ package store
 import (
 	"errors"
 	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
 )
 
 // Errors a store returns, wrapped with details.
@@ -69,7 +71,8 @@ func CeilMilli(t time.Time) time.Time {
 
 // PoolClaim is what a store needs to admit a submit intent of a pool's
 // workflow: the slots of the pool that count against its limit are those
-// of Workflows that are RUNNING or have an open submit intent.
+// of Workflows that are RUNNING or have an open submit intent, and those
+// of Slots that are RUNNING.
 type PoolClaim struct {
 	// Name and Limit are the pool's, from the pools file.
 	Name  string
@@ -78,6 +81,11 @@ type PoolClaim struct {
 	// configuration (those of other instances included), sorted; the
 	// intents of one pool share the slice.
 	Workflows []string
+	// Slots are slots of workflows that are no longer the pool's
+	// (undeployed, or moved to another pool, while they ran): each counts
+	// against the limit while it is RUNNING. The intents of one pool
+	// share the slice.
+	Slots []slot.ID
 	// Rank orders the intents of one pool in one call: a lower rank is
 	// admitted first (the engine's order: higher priority, then older
 	// slot, then workflow id).

@@ -1,0 +1,300 @@
+package engine
+
+// Departed workflows: a workflow that leaves the configuration
+// (undeployed, or its deployment replaced by one without it) or moves to
+// another pool while slots of it are RUNNING leaves jobs that still run
+// on the cluster. The engine keeps, for each, a departure: the
+// workflow's last definition, the pool those slots were admitted to, and
+// the slots. Until they end, those slots count in that pool (admitPools,
+// and on a shared store its admission: store.PoolClaim.Slots), and the
+// slots of a workflow no longer deployed are polled by a step of their
+// own (drain) that records how their jobs end and starts nothing. The
+// departures are kept in the store's registers (bucket departedBucket),
+// so they outlive a restart and are seen by the other instances sharing
+// a PostgreSQL database.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// departedBucket is the register bucket of the departures.
+const departedBucket = "celos-departed"
+
+// departure is the record of a workflow that left the configuration, or
+// its pool, while slots of it were RUNNING (the value of its register).
+type departure struct {
+	// Workflow is its last definition, without what a drain does not
+	// use (notification targets, SLA, run constraints): what its jobs
+	// are polled with.
+	Workflow *workflow.Workflow `json:"workflow"`
+	// Pool is the pool its slots were admitted to ("" none).
+	Pool string `json:"pool,omitempty"`
+	// Slots are the slot times that were RUNNING when it left: the only
+	// slots the departure counts and polls.
+	Slots []time.Time `json:"slots"`
+}
+
+// departedKey is the register key of workflow wf's departure from pool
+// (a workflow id may be 255 bytes long and hold '.', a key neither).
+func departedKey(wf, pool string) string {
+	h := sha256.Sum256([]byte(wf + "\x00" + pool))
+	return hex.EncodeToString(h[:16])
+}
+
+// noteDepartures records the departures of the workflows of the previous
+// configuration old that c no longer has, or has in another pool, while
+// slots of them are RUNNING (reload; stepMu is held).
+func (e *Engine) noteDepartures(old, c *config) {
+	if old == nil {
+		return
+	}
+	for _, id := range old.ids {
+		w, nw := old.workflows[id], c.workflows[id]
+		if nw != nil && (w.Pool == "" || nw.Pool == w.Pool) {
+			continue // still here, in the same pool (or it was in none)
+		}
+		active, err := e.db.Active(id)
+		if err != nil {
+			e.log.Warn("departed workflow: its running slots could not be read", "workflow", id, "error", err)
+			continue
+		}
+		var running []time.Time
+		for _, st := range active {
+			if st.Status == slot.Running {
+				running = append(running, st.ID.Time)
+			}
+		}
+		if len(running) == 0 {
+			continue
+		}
+		def := *w
+		def.Notify, def.SLA, def.Constraints = nil, nil, nil
+		e.addDeparture(departure{Workflow: &def, Pool: w.Pool, Slots: running}, true)
+		e.log.Info("workflow left while slots of it run: they keep their pool's place and are polled until they end",
+			"workflow", id, "pool", w.Pool, "running", len(running), "deployed", nw != nil)
+	}
+	e.departedRead = false // read the other instances' again
+}
+
+// addDeparture merges d into the engine's departures and, if write,
+// records the result in the store.
+func (e *Engine) addDeparture(d departure, write bool) {
+	k := departedKey(d.Workflow.ID, d.Pool)
+	if cur := e.departed[k]; cur != nil {
+		seen := make(map[int64]bool, len(cur.Slots))
+		for _, t := range cur.Slots {
+			seen[t.UnixMilli()] = true
+		}
+		for _, t := range d.Slots {
+			if !seen[t.UnixMilli()] {
+				cur.Slots = append(cur.Slots, t)
+			}
+		}
+		sort.Slice(cur.Slots, func(i, j int) bool { return cur.Slots[i].Before(cur.Slots[j]) })
+		d = *cur
+	}
+	e.departed[k] = &d
+	if !write {
+		return
+	}
+	v, err := json.Marshal(d)
+	if err == nil {
+		err = e.regs.PutRegister(departedBucket, k, v)
+	}
+	if err != nil && !errors.Is(err, errNoRegisters) {
+		e.log.Warn("departed workflow not recorded in the store: a restart forgets its running slots", "workflow", d.Workflow.ID, "error", err)
+	}
+}
+
+// readDepartures reads the departures the store records (at the first
+// step and after every change of the configuration: another instance,
+// or the engine before a restart, may have recorded some).
+func (e *Engine) readDepartures() {
+	if e.departedRead {
+		return
+	}
+	e.departedRead = true
+	keys, err := e.regs.RegisterKeys(departedBucket, "")
+	if err != nil {
+		if !errors.Is(err, errNoRegisters) {
+			e.departedRead = false // tried again at the next step, logged once
+			if msg := err.Error(); msg != e.departedErr {
+				e.departedErr = msg
+				e.log.Warn("departed workflows: the store's records could not be read; tried again at every step", "error", err)
+			}
+		}
+		return
+	}
+	e.departedErr = ""
+	for _, k := range keys {
+		v, err := e.regs.GetRegister(departedBucket, k)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // drained meanwhile
+		}
+		var d departure
+		if err == nil {
+			err = json.Unmarshal(v, &d)
+		}
+		if err == nil && (d.Workflow == nil || d.Workflow.ID == "" || departedKey(d.Workflow.ID, d.Pool) != k) {
+			err = errors.New("not a departure record")
+		}
+		if err != nil {
+			e.log.Warn("departed workflows: a record of the store is unreadable, left as it is", "bucket", departedBucket, "key", k, "error", err)
+			continue
+		}
+		e.addDeparture(d, false)
+	}
+}
+
+// pruneDepartures keeps, of each departure, the slots that are RUNNING
+// in the store now, and forgets (and removes from the store) the
+// departures with none left, and those of a workflow c has again in the
+// same pool: its own steps poll and count those slots (stepMu is held).
+func (e *Engine) pruneDepartures(c *config) {
+	for k, d := range e.departed {
+		id := d.Workflow.ID
+		if w := c.workflows[id]; w == nil || w.Pool != d.Pool {
+			kept := d.Slots[:0]
+			for _, t := range d.Slots {
+				st, found, err := e.db.Get(slot.ID{Workflow: id, Time: t})
+				if err != nil || (found && st.Status == slot.Running) {
+					kept = append(kept, t) // (unreadable: kept, to be safe)
+				}
+			}
+			d.Slots = kept
+			if len(kept) > 0 {
+				continue
+			}
+		}
+		delete(e.departed, k)
+		if c.workflows[id] == nil { // (its drain's problems: a job that could not be asked about)
+			e.mu.Lock()
+			for pk := range e.problems {
+				if pk.wf == id {
+					delete(e.problems, pk)
+				}
+			}
+			e.mu.Unlock()
+		}
+		if err := e.regs.DeleteRegister(departedBucket, k); err != nil && !errors.Is(err, errNoRegisters) && !errors.Is(err, store.ErrNotFound) {
+			e.log.Warn("departed workflow: its record could not be removed", "workflow", id, "error", err)
+		}
+		e.log.Info("departed workflow: none of its slots runs any more", "workflow", id, "pool", d.Pool)
+	}
+	gone := e.departedIDs(c)
+	e.mu.Lock()
+	e.gone = gone
+	e.mu.Unlock()
+}
+
+// departedIDs returns the workflows of the departures that c does not
+// have, sorted: those a drain steps.
+func (e *Engine) departedIDs(c *config) []string {
+	var out []string
+	seen := make(map[string]bool)
+	for _, d := range e.departed {
+		if id := d.Workflow.ID; c.workflows[id] == nil && !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LeasedIDs returns the workflows an instance of a cluster holds leases
+// for: the loaded workflows and those no longer deployed whose slots
+// still run (their drain writes their state, under the lease).
+func (e *Engine) LeasedIDs() []string {
+	e.mu.RLock()
+	gone := e.gone // (not under stepMu: a cluster asks while a step runs)
+	e.mu.RUnlock()
+	ids := e.WorkflowIDs()
+	if len(gone) == 0 {
+		return ids
+	}
+	ids = append(ids, gone...)
+	sort.Strings(ids)
+	return ids
+}
+
+// drain polls the RUNNING slots of the departed workflows c no longer
+// has (that this instance owns, paused ones included: nobody can resume
+// a workflow that is not deployed) and records how their jobs end, by
+// Decide's rules: SUCCESS; on failure FAILURE, or WAITING for a retry
+// that only a redeploy makes; READY when the job never started. Nothing
+// is submitted: a departed workflow has no READY slot when its step
+// begins. Its later slots are not enumerated.
+func (s *stepper) drain(ctx context.Context, c *config) {
+	e := s.e
+	byWF := make(map[string]*departure)
+	for _, d := range e.departed {
+		id := d.Workflow.ID
+		if c.workflows[id] != nil || !e.owns(id) {
+			continue
+		}
+		if cur := byWF[id]; cur != nil {
+			cur.Slots = append(cur.Slots, d.Slots...)
+		} else {
+			dd := *d
+			dd.Slots = append([]time.Time(nil), d.Slots...)
+			byWF[id] = &dd
+		}
+	}
+	for _, id := range e.departedIDs(c) {
+		d := byWF[id]
+		if d == nil || ctx.Err() != nil {
+			continue
+		}
+		sort.Slice(d.Slots, func(i, j int) bool { return d.Slots[i].Before(d.Slots[j]) })
+		ws := &wfStep{id: id, w: d.Workflow, svc: e.opts.Services[d.Workflow.ExternalService.Type],
+			start: windowStart(d.Workflow, s.now), markKey: "\x00departed"}
+		for i, t := range d.Slots {
+			if i > 0 && t.Equal(d.Slots[i-1]) {
+				continue
+			}
+			st, found, err := e.db.Get(slot.ID{Workflow: id, Time: t})
+			if err == nil && found && st.Status == slot.Running {
+				ws.slots = append(ws.slots, st)
+			}
+		}
+		if len(ws.slots) == 0 {
+			continue
+		}
+		if err := s.workflow(ctx, ws); err != nil {
+			e.log.Warn("departed workflow: its running slots were not polled", "workflow", id, "error", err)
+		}
+		e.mu.Lock()
+		delete(e.done, id) // (record moved it; a redeploy starts afresh)
+		e.mu.Unlock()
+	}
+}
+
+// departedInPools returns, for each pool of pools, the RUNNING slots of
+// the departures from it: slots of workflows that are no longer the
+// pool's and still count in it (admitPools, store.PoolClaim.Slots).
+func (e *Engine) departedInPools(poolsDefined func(string) bool) map[string][]slot.ID {
+	var out map[string][]slot.ID
+	for _, d := range e.departed {
+		if d.Pool == "" || !poolsDefined(d.Pool) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string][]slot.ID)
+		}
+		for _, t := range d.Slots {
+			out[d.Pool] = append(out[d.Pool], slot.ID{Workflow: d.Workflow.ID, Time: t})
+		}
+	}
+	return out
+}
