@@ -304,12 +304,50 @@ func requireSlot(id, at string) (time.Time, error) {
 	return timeFlag("time", at)
 }
 
-// writeJSONOut prints a JSON answer as it came.
+// writeJSONOut prints a JSON answer as it came, but for the characters a
+// terminal may act on that valid JSON carries raw (escapeJSONControls).
 func writeJSONOut(w io.Writer, body []byte) {
+	body = escapeJSONControls(body)
 	w.Write(body)
 	if len(body) > 0 && body[len(body)-1] != '\n' {
 		io.WriteString(w, "\n")
 	}
+}
+
+// escapeJSONControls writes, in valid JSON, DEL and the C1 controls
+// (U+0080-U+009F; U+009B is CSI to some terminals) as \u escapes, and a
+// byte that is not UTF-8 as \ufffd (encoding/json's reading of it):
+// JSON allows them raw in strings (only what is below U+0020 must be
+// escaped), and they can be nowhere else, so the result is the same JSON
+// value. Everything else is copied as it is.
+func escapeJSONControls(b []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < 0x7f {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		var esc string
+		switch {
+		case r == utf8.RuneError && n == 1:
+			esc = `\ufffd`
+		case r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			esc = fmt.Sprintf(`\u%04x`, r)
+		default:
+			i += n
+			continue
+		}
+		out = append(append(out, b[last:i]...), esc...)
+		i += n
+		last = i
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
 }
 
 // orDash shows an empty or null value as "-".
