@@ -34,10 +34,11 @@ type clientOpts struct {
 	server    string
 	tokenFile string
 	json      bool
+	cmd       *cobra.Command // for its stderr (warnings)
 }
 
 func addClientFlags(c *cobra.Command) *clientOpts {
-	o := &clientOpts{}
+	o := &clientOpts{cmd: c}
 	c.Flags().StringVar(&o.server, "server", "", "celos server URL (default $CELOS_SERVER, else "+DefaultServer+")")
 	c.Flags().StringVar(&o.tokenFile, "token-file", "", "file holding the API token sent with changing requests (default $CELOS_TOKEN, else the file $CELOS_TOKEN_FILE)")
 	c.Flags().BoolVar(&o.json, "json", false, "print the server's JSON answer instead of a table")
@@ -100,6 +101,13 @@ func (o *clientOpts) token() (string, error) {
 	t := strings.TrimSpace(string(b))
 	if t == "" || hasControl(t) {
 		return "", usageError("%s %s: want one line holding the token, without control characters", flag, file)
+	}
+	if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o044 != 0 {
+		// As ssh warns about a key; not refused: the secret that guards
+		// the server is its --auth-token-file, and a team may share a
+		// client's token file through a group on purpose.
+		fmt.Fprintf(o.cmd.ErrOrStderr(), "celos: warning: %s %s can be read by other users (mode %04o): chmod 600 %s\n",
+			flag, printable(file), fi.Mode().Perm(), printable(file))
 	}
 	return t, nil
 }
