@@ -50,7 +50,10 @@ func addClientFlags(c *cobra.Command) *clientOpts {
 type client struct {
 	base  *url.URL
 	token string
-	hc    *http.Client
+	// tokenFrom names where the token came from, for a 401: "CELOS_TOKEN",
+	// "--token-file FILE" or "CELOS_TOKEN_FILE FILE".
+	tokenFrom string
+	hc        *http.Client
 }
 
 func (o *clientOpts) client() (*client, error) {
@@ -65,11 +68,11 @@ func (o *clientOpts) client() (*client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usageError("--server %q: want an http:// or https:// URL such as %s", s, DefaultServer)
 	}
-	token, err := o.token()
+	token, from, err := o.token()
 	if err != nil {
 		return nil, err
 	}
-	return &client{base: u, token: token, hc: &http.Client{CheckRedirect: noRedirect}}, nil
+	return &client{base: u, token: token, tokenFrom: from, hc: &http.Client{CheckRedirect: noRedirect}}, nil
 }
 
 // noRedirect keeps the client from following a redirect: the API never
@@ -78,29 +81,30 @@ func (o *clientOpts) client() (*client, error) {
 // call reports the redirect instead.
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// token returns the API token: the content of --token-file, else
-// $CELOS_TOKEN, else the content of the file $CELOS_TOKEN_FILE ("" if none).
-func (o *clientOpts) token() (string, error) {
+// token returns the API token and where it came from: the content of
+// --token-file, else $CELOS_TOKEN, else the content of the file
+// $CELOS_TOKEN_FILE ("" if none).
+func (o *clientOpts) token() (token, from string, err error) {
 	file, flag := o.tokenFile, "--token-file"
 	if file == "" {
 		if t := strings.TrimSpace(os.Getenv("CELOS_TOKEN")); t != "" {
 			if hasControl(t) {
-				return "", usageError("CELOS_TOKEN: want one line holding the token, without control characters")
+				return "", "", usageError("CELOS_TOKEN: want one line holding the token, without control characters")
 			}
-			return t, nil
+			return t, "CELOS_TOKEN", nil
 		}
 		file, flag = os.Getenv("CELOS_TOKEN_FILE"), "CELOS_TOKEN_FILE"
 	}
 	if file == "" {
-		return "", nil
+		return "", "", nil
 	}
 	b, err := regfile.ReadFile(file, 4<<10)
 	if err != nil {
-		return "", usageError("%s: %v", flag, err)
+		return "", "", usageError("%s: %v", flag, err)
 	}
 	t := strings.TrimSpace(string(b))
 	if t == "" || hasControl(t) {
-		return "", usageError("%s %s: want one line holding the token, without control characters", flag, file)
+		return "", "", usageError("%s %s: want one line holding the token, without control characters", flag, file)
 	}
 	if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o044 != 0 {
 		// As ssh warns about a key; not refused: the secret that guards
@@ -109,7 +113,7 @@ func (o *clientOpts) token() (string, error) {
 		fmt.Fprintf(o.cmd.ErrOrStderr(), "celos: warning: %s %s can be read by other users (mode %04o): chmod 600 %s\n",
 			flag, printable(file), fi.Mode().Perm(), printable(file))
 	}
-	return t, nil
+	return t, flag + " " + printable(file), nil
 }
 
 // hasControl tells whether s has a control character (a line break
@@ -197,9 +201,9 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			if c.token == "" {
-				msg += " (no token given: set CELOS_TOKEN or --token-file)"
+				msg += " (no token given: set CELOS_TOKEN, CELOS_TOKEN_FILE or --token-file)"
 			} else {
-				msg += " (the token from CELOS_TOKEN or --token-file was refused)"
+				msg += " (the token from " + c.tokenFrom + " was refused)"
 			}
 		}
 		return nil, &apiError{Method: method, Path: path, Code: resp.StatusCode, Msg: msg, Kind: e.Code, ServerTime: e.ServerTime}
