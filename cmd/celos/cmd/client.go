@@ -57,16 +57,16 @@ type client struct {
 }
 
 func (o *clientOpts) client() (*client, error) {
-	s := o.server
+	s, from := o.server, "--server"
 	if s == "" {
-		s = os.Getenv("CELOS_SERVER")
+		s, from = os.Getenv("CELOS_SERVER"), "CELOS_SERVER"
 	}
 	if s == "" {
 		s = DefaultServer
 	}
 	u, err := url.Parse(strings.TrimRight(s, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageError("--server %q: want an http:// or https:// URL such as %s", s, DefaultServer)
+		return nil, usageError("%s %q: want an http:// or https:// URL such as %s", from, s, DefaultServer)
 	}
 	token, from, err := o.token()
 	if err != nil {

@@ -358,3 +358,32 @@ func TestEscapeJSONControlsKeepsTheValue(t *testing.T) {
 		t.Error("an answer with nothing to escape was copied")
 	}
 }
+
+// TestClientBadServerNamesItsSource: a malformed server URL from
+// CELOS_SERVER was reported as --server's, a flag the user never gave.
+func TestClientBadServerNamesItsSource(t *testing.T) {
+	t.Setenv("CELOS_SERVER", "localhost:8080")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workflows"}, `celos: CELOS_SERVER "localhost:8080": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+		{[]string{"workflows", "--server", "ftp://x"}, `celos: --server "ftp://x": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+	} {
+		var out, errs strings.Builder
+		if code := run(tc.args, &out, &errs); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, ExitUsage)
+		}
+		if got := firstLine(errs.String()); got != tc.want {
+			t.Errorf("%v: stderr %q, want %q", tc.args, errs.String(), tc.want)
+		}
+	}
+}
+
+// firstLine is s up to and with its first newline.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}
