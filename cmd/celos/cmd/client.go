@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -66,13 +67,24 @@ func (o *clientOpts) client() (*client, error) {
 	}
 	u, err := url.Parse(strings.TrimRight(s, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageError("%s %q: want an http:// or https:// URL such as %s", from, s, DefaultServer)
+		return nil, usageError("%s %q: want an http:// or https:// URL such as %s", from, redactUserinfo(s), DefaultServer)
 	}
 	token, from, err := o.token()
 	if err != nil {
 		return nil, err
 	}
 	return &client{base: u, token: token, tokenFrom: from, hc: &http.Client{CheckRedirect: noRedirect}}, nil
+}
+
+// userinfoPassword is the password of a URL's user information, to the
+// last "@" (too much rather than a part of the password when the URL is
+// malformed).
+var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)?([^/@:]*):.*@`)
+
+// redactUserinfo shows a URL that may not parse without its password, as
+// url.URL.Redacted does for one that does.
+func redactUserinfo(s string) string {
+	return userinfoPassword.ReplaceAllString(s, "${1}${2}:xxxxx@")
 }
 
 // noRedirect keeps the client from following a redirect: the API never

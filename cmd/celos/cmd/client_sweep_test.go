@@ -360,7 +360,8 @@ func TestEscapeJSONControlsKeepsTheValue(t *testing.T) {
 }
 
 // TestClientBadServerNamesItsSource: a malformed server URL from
-// CELOS_SERVER was reported as --server's, a flag the user never gave.
+// CELOS_SERVER was reported as --server's, a flag the user never gave;
+// and a malformed URL was shown with its password.
 func TestClientBadServerNamesItsSource(t *testing.T) {
 	t.Setenv("CELOS_SERVER", "localhost:8080")
 	for _, tc := range []struct {
@@ -369,6 +370,10 @@ func TestClientBadServerNamesItsSource(t *testing.T) {
 	}{
 		{[]string{"workflows"}, `celos: CELOS_SERVER "localhost:8080": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
 		{[]string{"workflows", "--server", "ftp://x"}, `celos: --server "ftp://x": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+		// Nor is a password in it shown, parsable or not.
+		{[]string{"workflows", "--server", "ftp://u:s3cr3t@x"}, `celos: --server "ftp://u:xxxxx@x": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+		{[]string{"workflows", "--server", "http://u:s3cr3t@[::1"}, `celos: --server "http://u:xxxxx@[::1": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+		{[]string{"workflows", "--server", "u:s3cr3t@h:80"}, `celos: --server "u:xxxxx@h:80": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
 	} {
 		var out, errs strings.Builder
 		if code := run(tc.args, &out, &errs); code != ExitUsage {
