@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/celos-go/celos/internal/regfile"
@@ -56,10 +57,28 @@ func LoadToken(path string) (token, warn string, err error) {
 			return "", "", fmt.Errorf("auth token file %s: the token must be one line of printable ASCII without spaces", path)
 		}
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		warn = fmt.Sprintf("auth token file %s can be read by other users (mode %04o); chmod 600 it", path, fi.Mode().Perm())
+	// Others who can read it know the token; others who can write it
+	// choose it (from the next start on).
+	perm := fi.Mode().Perm()
+	if can := canOthers(perm); can != "" {
+		warn = fmt.Sprintf("auth token file %s can be %s by other users (mode %04o); chmod 600 it", path, can, perm)
 	}
 	return string(b), warn, nil
+}
+
+// canOthers says what users other than the owner may do with a file of
+// mode perm that matters for a secret: "read", "changed", both, or "".
+func canOthers(perm os.FileMode) string {
+	read, write := perm&0o044 != 0, perm&0o022 != 0
+	switch {
+	case read && write:
+		return "read and changed"
+	case read:
+		return "read"
+	case write:
+		return "changed"
+	}
+	return ""
 }
 
 // ErrNoToken is the answer to a changing request without valid credentials.

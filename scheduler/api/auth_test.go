@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -179,6 +180,25 @@ func TestLoadToken(t *testing.T) {
 	}
 	if _, warn, err := LoadToken(write("open", testToken+"\n", 0o644)); err != nil || !strings.Contains(warn, "chmod 600") {
 		t.Errorf("world-readable file: warn %q, err %v", warn, err)
+	}
+	// The warning says what other users can do: a group-writable file
+	// was said to be readable.
+	for mode, want := range map[os.FileMode]string{
+		0o640: "can be read by other users (mode 0640); chmod 600 it",
+		0o604: "can be read by other users (mode 0604); chmod 600 it",
+		0o620: "can be changed by other users (mode 0620); chmod 600 it",
+		0o666: "can be read and changed by other users (mode 0666); chmod 600 it",
+		0o700: "",
+		0o610: "",
+	} {
+		name := write(fmt.Sprintf("mode-%04o", mode), testToken+"\n", mode)
+		_, warn, err := LoadToken(name)
+		if want != "" {
+			want = "auth token file " + name + " " + want
+		}
+		if err != nil || warn != want {
+			t.Errorf("mode %04o: warn %q, want %q (%v)", mode, warn, want, err)
+		}
 	}
 	for name, content := range map[string]string{
 		"empty":      "",

@@ -6,7 +6,8 @@
 // inputs written there — stepped from the case's start to its end, then
 // compared with what is expected (package compare) and cleaned up, also
 // when the run is interrupted. Cases run in parallel; two runs never
-// share a sandbox (each has a fresh random directory).
+// share a sandbox (each has a fresh random directory), and each run
+// first removes the sandboxes of runs that were killed (removeStale).
 //
 // The package is fed compiled workflows and compiled test cases; it
 // depends on no CUE package.
@@ -119,6 +120,10 @@ type Options struct {
 	// the workflows name is unlimited in the sandbox (a case checks what
 	// the workflows write, not the installation's concurrency).
 	PoolsFile string
+	// Stale, if set, is told which sandboxes of runs that were killed
+	// (kill -9, a crash) in TempDir were removed before this run started,
+	// and what could not be removed.
+	Stale func(removed []Stale, err error)
 }
 
 // Result is how one case went.
@@ -170,20 +175,11 @@ func Run(ctx context.Context, opts Options, cases []testcase.Case) ([]Result, er
 	if opts.Env.Triggers == nil {
 		opts.Env.Triggers = trigger.NewMux("file:///")
 	}
-	tmp, err := os.MkdirTemp(opts.TempDir, "celos-test-"+opts.Project.Project+"-")
+	r, err := newRunner(opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: local temporary directory: %w", ErrSetup, err)
+		return nil, err
 	}
-	tmp, _ = filepath.Abs(tmp)
-	root := path.Join(filepath.ToSlash(tmp), "fs")
-	if !opts.Env.local() || opts.Env.Base != "" {
-		root = path.Join(opts.Env.Base, filepath.Base(tmp)+"-"+randomHex(4))
-	}
-	if err := opts.Env.FS.MkdirAll(root); err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("%w: create %s%s: %w", ErrSetup, opts.Env.FS, root, err)
-	}
-	r := &runner{opts: opts, root: root, tmp: tmp}
+	defer r.lock.Close()
 	results := make([]Result, len(cases))
 	sem := make(chan struct{}, opts.Parallel)
 	var wg sync.WaitGroup
@@ -202,14 +198,55 @@ func Run(ctx context.Context, opts Options, cases []testcase.Case) ([]Result, er
 		}(i)
 	}
 	wg.Wait()
-	n, err := killOrphans(root, orphansTimeout)
+	n, err := killOrphans(r.root, orphansTimeout)
 	if n += int(r.left.Load()); (n > 0 || err != nil) && opts.Orphans != nil {
 		opts.Orphans(n, err)
 	}
 	if !opts.Keep {
 		r.removeRun(results)
+	} else if err := unmark(r.tmp); err != nil && len(results) > 0 {
+		last := &results[len(results)-1]
+		last.Failures = append(last.Failures, err.Error())
 	}
 	return results, nil
+}
+
+// newRunner makes the run's directories, after removing those of runs
+// that were killed (removeStale): a local one (celos-test-PROJECT-*),
+// marked as a live run's for as long as r.lock is open, and the run's
+// directory on Env.FS (inside it on the local disk).
+func newRunner(opts Options) (*runner, error) {
+	tempDir := opts.TempDir
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	stale, err := removeStale(tempDir, opts.Env)
+	if (len(stale) > 0 || err != nil) && opts.Stale != nil {
+		opts.Stale(stale, err)
+	}
+	tmp, err := os.MkdirTemp(tempDir, runDirPrefix+opts.Project.Project+"-")
+	if err != nil {
+		return nil, fmt.Errorf("%w: local temporary directory: %w", ErrSetup, err)
+	}
+	tmp, _ = filepath.Abs(tmp)
+	root := path.Join(filepath.ToSlash(tmp), "fs")
+	var rec runRecord
+	if !opts.Env.local() || opts.Env.Base != "" {
+		root = path.Join(opts.Env.Base, filepath.Base(tmp)+"-"+randomHex(4))
+		rec = runRecord{FS: opts.Env.FS.String(), Root: root}
+	}
+	rec.PID = os.Getpid()
+	lock, err := claimRun(tmp, rec)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if err := opts.Env.FS.MkdirAll(root); err != nil {
+		os.RemoveAll(tmp)
+		lock.Close()
+		return nil, fmt.Errorf("%w: create %s%s: %w", ErrSetup, opts.Env.FS, root, err)
+	}
+	return &runner{opts: opts, root: root, tmp: tmp, lock: lock}, nil
 }
 
 // removeRun removes the run's own directories once every case cleaned up
@@ -235,6 +272,8 @@ type runner struct {
 	opts Options
 	root string // the run's directory on Env.FS
 	tmp  string // the run's local directory
+	// lock holds the run's marker locked while it runs (claimRun).
+	lock *os.File
 	// left counts the processes the cases' jobs left running, killed
 	// when their cases ended.
 	left atomic.Int64

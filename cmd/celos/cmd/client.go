@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -34,10 +35,11 @@ type clientOpts struct {
 	server    string
 	tokenFile string
 	json      bool
+	cmd       *cobra.Command // for its stderr (warnings)
 }
 
 func addClientFlags(c *cobra.Command) *clientOpts {
-	o := &clientOpts{}
+	o := &clientOpts{cmd: c}
 	c.Flags().StringVar(&o.server, "server", "", "celos server URL (default $CELOS_SERVER, else "+DefaultServer+")")
 	c.Flags().StringVar(&o.tokenFile, "token-file", "", "file holding the API token sent with changing requests (default $CELOS_TOKEN, else the file $CELOS_TOKEN_FILE)")
 	c.Flags().BoolVar(&o.json, "json", false, "print the server's JSON answer instead of a table")
@@ -49,26 +51,40 @@ func addClientFlags(c *cobra.Command) *clientOpts {
 type client struct {
 	base  *url.URL
 	token string
-	hc    *http.Client
+	// tokenFrom names where the token came from, for a 401: "CELOS_TOKEN",
+	// "--token-file FILE" or "CELOS_TOKEN_FILE FILE".
+	tokenFrom string
+	hc        *http.Client
 }
 
 func (o *clientOpts) client() (*client, error) {
-	s := o.server
+	s, from := o.server, "--server"
 	if s == "" {
-		s = os.Getenv("CELOS_SERVER")
+		s, from = os.Getenv("CELOS_SERVER"), "CELOS_SERVER"
 	}
 	if s == "" {
 		s = DefaultServer
 	}
 	u, err := url.Parse(strings.TrimRight(s, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageError("--server %q: want an http:// or https:// URL such as %s", s, DefaultServer)
+		return nil, usageError("%s %q: want an http:// or https:// URL such as %s", from, redactUserinfo(s), DefaultServer)
 	}
-	token, err := o.token()
+	token, from, err := o.token()
 	if err != nil {
 		return nil, err
 	}
-	return &client{base: u, token: token, hc: &http.Client{CheckRedirect: noRedirect}}, nil
+	return &client{base: u, token: token, tokenFrom: from, hc: &http.Client{CheckRedirect: noRedirect}}, nil
+}
+
+// userinfoPassword is the password of a URL's user information, to the
+// last "@" (too much rather than a part of the password when the URL is
+// malformed).
+var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)?([^/@:]*):.*@`)
+
+// redactUserinfo shows a URL that may not parse without its password, as
+// url.URL.Redacted does for one that does.
+func redactUserinfo(s string) string {
+	return userinfoPassword.ReplaceAllString(s, "${1}${2}:xxxxx@")
 }
 
 // noRedirect keeps the client from following a redirect: the API never
@@ -77,31 +93,39 @@ func (o *clientOpts) client() (*client, error) {
 // call reports the redirect instead.
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// token returns the API token: the content of --token-file, else
-// $CELOS_TOKEN, else the content of the file $CELOS_TOKEN_FILE ("" if none).
-func (o *clientOpts) token() (string, error) {
+// token returns the API token and where it came from: the content of
+// --token-file, else $CELOS_TOKEN, else the content of the file
+// $CELOS_TOKEN_FILE ("" if none).
+func (o *clientOpts) token() (token, from string, err error) {
 	file, flag := o.tokenFile, "--token-file"
 	if file == "" {
 		if t := strings.TrimSpace(os.Getenv("CELOS_TOKEN")); t != "" {
 			if hasControl(t) {
-				return "", usageError("CELOS_TOKEN: want one line holding the token, without control characters")
+				return "", "", usageError("CELOS_TOKEN: want one line holding the token, without control characters")
 			}
-			return t, nil
+			return t, "CELOS_TOKEN", nil
 		}
 		file, flag = os.Getenv("CELOS_TOKEN_FILE"), "CELOS_TOKEN_FILE"
 	}
 	if file == "" {
-		return "", nil
+		return "", "", nil
 	}
 	b, err := regfile.ReadFile(file, 4<<10)
 	if err != nil {
-		return "", usageError("%s: %v", flag, err)
+		return "", "", usageError("%s: %v", flag, err)
 	}
 	t := strings.TrimSpace(string(b))
 	if t == "" || hasControl(t) {
-		return "", usageError("%s %s: want one line holding the token, without control characters", flag, file)
+		return "", "", usageError("%s %s: want one line holding the token, without control characters", flag, file)
 	}
-	return t, nil
+	if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o044 != 0 {
+		// As ssh warns about a key; not refused: the secret that guards
+		// the server is its --auth-token-file, and a team may share a
+		// client's token file through a group on purpose.
+		fmt.Fprintf(o.cmd.ErrOrStderr(), "celos: warning: %s %s can be read by other users (mode %04o): chmod 600 %s\n",
+			flag, printable(file), fi.Mode().Perm(), printable(file))
+	}
+	return t, flag + " " + printable(file), nil
 }
 
 // hasControl tells whether s has a control character (a line break
@@ -189,9 +213,9 @@ func (c *client) call(ctx context.Context, method, path string, q url.Values, ti
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			if c.token == "" {
-				msg += " (no token given: set CELOS_TOKEN or --token-file)"
+				msg += " (no token given: set CELOS_TOKEN, CELOS_TOKEN_FILE or --token-file)"
 			} else {
-				msg += " (the token from CELOS_TOKEN or --token-file was refused)"
+				msg += " (the token from " + c.tokenFrom + " was refused)"
 			}
 		}
 		return nil, &apiError{Method: method, Path: path, Code: resp.StatusCode, Msg: msg, Kind: e.Code, ServerTime: e.ServerTime}
@@ -304,12 +328,50 @@ func requireSlot(id, at string) (time.Time, error) {
 	return timeFlag("time", at)
 }
 
-// writeJSONOut prints a JSON answer as it came.
+// writeJSONOut prints a JSON answer as it came, but for the characters a
+// terminal may act on that valid JSON carries raw (escapeJSONControls).
 func writeJSONOut(w io.Writer, body []byte) {
+	body = escapeJSONControls(body)
 	w.Write(body)
 	if len(body) > 0 && body[len(body)-1] != '\n' {
 		io.WriteString(w, "\n")
 	}
+}
+
+// escapeJSONControls writes, in valid JSON, DEL and the C1 controls
+// (U+0080-U+009F; U+009B is CSI to some terminals) as \u escapes, and a
+// byte that is not UTF-8 as \ufffd (encoding/json's reading of it):
+// JSON allows them raw in strings (only what is below U+0020 must be
+// escaped), and they can be nowhere else, so the result is the same JSON
+// value. Everything else is copied as it is.
+func escapeJSONControls(b []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < 0x7f {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		var esc string
+		switch {
+		case r == utf8.RuneError && n == 1:
+			esc = `\ufffd`
+		case r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			esc = fmt.Sprintf(`\u%04x`, r)
+		default:
+			i += n
+			continue
+		}
+		out = append(append(out, b[last:i]...), esc...)
+		i += n
+		last = i
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
 }
 
 // orDash shows an empty or null value as "-".

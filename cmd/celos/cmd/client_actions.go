@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -456,7 +457,9 @@ func (r *backfillRun) finish(out io.Writer) error {
 	}
 	summary := strings.Join(parts, ", ")
 	if r.tw == nil {
-		writeJSON(out, r.rows)
+		var b bytes.Buffer
+		writeJSON(&b, r.rows)
+		writeJSONOut(out, b.Bytes())
 	} else {
 		fmt.Fprintf(out, "%s %s..%s: %s\n", r.plan.id, slot.FormatTime(r.plan.from), slot.FormatTime(r.plan.to), summary)
 	}

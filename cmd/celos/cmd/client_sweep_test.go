@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestClientRedirectKeepsToken: a server that redirects the client to
@@ -273,4 +277,118 @@ func TestClientDeepTriggerTree(t *testing.T) {
 	if code != 0 || out.Len() > 64<<10 || !strings.Contains(out.String(), "\n"+strings.Repeat("  ", 32)+"... 4869 triggers below not shown (--json shows them)\n") {
 		t.Errorf("exit %d, stdout %d bytes (want at most 64 KiB, with a line saying triggers are not shown): %q, stderr %q", code, out.Len(), clipForTest(out.String()), errs.String())
 	}
+}
+
+// TestClientJSONEscapesDELAndC1: --json printed the server's answer as it
+// came, and valid JSON carries DEL, the C1 controls (U+0080-U+009F; U+009B
+// is CSI to some terminals) and bytes that are not UTF-8 raw. Every
+// command's --json now writes them as \u escapes; the JSON still decodes
+// to what the server sent.
+func TestClientJSONEscapesDELAndC1(t *testing.T) {
+	const raw = "a\x7fb\u0085c\u009b2Jd\xc2"
+	s := func(v string) string { return `"` + v + raw + `"` }
+	answers := map[string]string{
+		"/workflow-list":  `{"ids":[` + s("wf") + `],"loadErrors":[{"file":` + s("f") + `,"error":` + s("bad") + `}]}`,
+		"/workflow":       `{"id":"a","startTime":"2015-09-13T00:00:00.000Z"}`,
+		"/workflow-slots": `{"paused":false,"slots":[{"time":"2015-09-13T13:00:00.000Z","status":` + s("SUCCESS") + `,"retryCount":0,"externalID":` + s("job") + `}],"unreadable":[{"time":"2015-09-13T12:00:00.000Z","error":` + s("torn") + `}]}`,
+		"/trigger-status": `{"type":` + s("hdfs") + `,"ready":false,"description":` + s("path") + `}`,
+		"/slot-attempts":  `{"slot":{"time":"2015-09-13T13:00:00.000Z","status":` + s("FAIL") + `,"retryCount":0},"attempts":[]}`,
+		"/pause":          `{"id":` + s("a") + `,"paused":true}`,
+		"/rerun":          `{"time":"2015-09-13T13:00:00.000Z","status":` + s("WAITING") + `,"retryCount":0,"externalID":null}`,
+		"/kill":           `{"time":"2015-09-13T13:00:00.000Z","status":` + s("KILLED") + `,"retryCount":0,"externalID":null}`,
+		"/scheduler":      `{"time":"2015-09-13T13:00:00.000Z","unknownIDs":[],"loadErrors":[{"file":` + s("f") + `,"error":` + s("bad") + `}]}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(answers[r.URL.Path]))
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"workflows"},
+		{"slots", "--id", "a"},
+		{"trigger-status", "--id", "a", "--time", "2015-09-13T13:00Z"},
+		{"attempts", "--id", "a", "--time", "2015-09-13T13:00Z"},
+		{"pause", "--id", "a"},
+		{"rerun", "--id", "a", "--time", "2015-09-13T13:00Z"},
+		{"rerun", "--id", "a", "--from", "2015-09-13T12:00Z", "--to", "2015-09-13T13:00Z", "--dry-run"},
+		{"kill", "--id", "a", "--time", "2015-09-13T13:00Z"},
+		{"step"},
+	} {
+		var out, errs strings.Builder
+		// workflows and step exit 1 for the load errors, after the JSON.
+		run(append(args, "--json", "--server", srv.URL), &out, &errs)
+		got := out.String()
+		for i, r := range got {
+			if r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r == utf8.RuneError && !strings.HasPrefix(got[i:], "\uFFFD")) {
+				t.Errorf("%v: raw %q at byte %d of the output:\n%q", args, r, i, got)
+				break
+			}
+		}
+		// The byte that is not UTF-8 is U+FFFD, escaped or (re-encoded
+		// by the client, rerun --from) not.
+		if !strings.Contains(got, `a\u007fb\u0085c\u009b2Jd\ufffd`) && !strings.Contains(got, `a\u007fb\u0085c\u009b2Jd`+"\uFFFD") {
+			t.Errorf("%v: the escaped string is not shown:\n%q\nstderr: %s", args, got, errs.String())
+		}
+		if !json.Valid([]byte(got)) {
+			t.Errorf("%v: the output is not JSON:\n%s", args, got)
+		}
+	}
+}
+
+// TestEscapeJSONControlsKeepsTheValue: the escaped JSON decodes to the
+// same value; what needs no escape (other non-ASCII text, escapes already
+// there) is left as it is.
+func TestEscapeJSONControlsKeepsTheValue(t *testing.T) {
+	in := []byte("{\"k\x7f\": [\"é\u0080ü\u009f\u00a0\xff\", \"\\u009b ok\", 1.5e3, null, \"日本\u2028\"]}")
+	got := escapeJSONControls(in)
+	want := "{\"k\\u007f\": [\"é\\u0080ü\\u009f\u00a0\\ufffd\", \"\\u009b ok\", 1.5e3, null, \"日本\u2028\"]}"
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	var a, b any
+	if err := json.Unmarshal(in, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &b); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("decoded (-in +escaped):\n%s", diff)
+	}
+	if plain := []byte(`{"a":"b"}`); &escapeJSONControls(plain)[0] != &plain[0] {
+		t.Error("an answer with nothing to escape was copied")
+	}
+}
+
+// TestClientBadServerNamesItsSource: a malformed server URL from
+// CELOS_SERVER was reported as --server's, a flag the user never gave;
+// and a malformed URL was shown with its password.
+func TestClientBadServerNamesItsSource(t *testing.T) {
+	t.Setenv("CELOS_SERVER", "localhost:8080")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workflows"}, `celos: CELOS_SERVER "localhost:8080": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+		{[]string{"workflows", "--server", "ftp://x"}, `celos: --server "ftp://x": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+		// Nor is a password in it shown, parsable or not.
+		{[]string{"workflows", "--server", "ftp://u:s3cr3t@x"}, `celos: --server "ftp://u:xxxxx@x": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+		{[]string{"workflows", "--server", "http://u:s3cr3t@[::1"}, `celos: --server "http://u:xxxxx@[::1": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+		{[]string{"workflows", "--server", "u:s3cr3t@h:80"}, `celos: --server "u:xxxxx@h:80": want an http:// or https:// URL such as http://127.0.0.1:8080` + "\n"},
+	} {
+		var out, errs strings.Builder
+		if code := run(tc.args, &out, &errs); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, ExitUsage)
+		}
+		if got := firstLine(errs.String()); got != tc.want {
+			t.Errorf("%v: stderr %q, want %q", tc.args, errs.String(), tc.want)
+		}
+	}
+}
+
+// firstLine is s up to and with its first newline.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i+1]
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +59,7 @@ func TestDBCopyAfterAServerWasKilled(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != ExitFailure {
-			t.Fatalf("celos %v after the server was killed: exit %d, want %d\n%s%s", args, code, ExitFailure, out.String(), errOut.String())
+			t.Fatalf("celos %s after the server was killed: exit %d, want %d\n%s%s", pgtest.Redact(fmt.Sprint(args)), code, ExitFailure, out.String(), errOut.String())
 		}
 		msg := errOut.String()
 		for _, want := range []string{

@@ -59,11 +59,11 @@ func TestDBMigrateExport(t *testing.T) {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != want {
-			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errOut.String())
+			t.Fatalf("celos %s: exit %d, want %d\n%s%s", pgtest.Redact(fmt.Sprint(args)), code, want, out.String(), errOut.String())
 		}
 		for _, s := range []string{out.String(), errOut.String()} {
 			if strings.Contains(s, srv.Password) {
-				t.Fatalf("celos %v printed the password:\n%s", args, s)
+				t.Fatalf("celos %s printed the password:\n%s", pgtest.Redact(fmt.Sprint(args)), pgtest.Redact(strings.ReplaceAll(s, srv.Password, "xxxxx")))
 			}
 		}
 		return out.String(), errOut.String()
@@ -141,7 +141,7 @@ func TestDBCopyRefusesDirectoriesThatAreNotStates(t *testing.T) {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != ExitFailure {
-			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, ExitFailure, out.String(), errOut.String())
+			t.Fatalf("celos %s: exit %d, want %d\n%s%s", pgtest.Redact(fmt.Sprint(args)), code, ExitFailure, out.String(), errOut.String())
 		}
 		return errOut.String()
 	}
@@ -218,7 +218,7 @@ func TestDBCopyRefusesADatabaseInUse(t *testing.T) {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != want {
-			t.Fatalf("celos %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errOut.String())
+			t.Fatalf("celos %s: exit %d, want %d\n%s%s", pgtest.Redact(fmt.Sprint(args)), code, want, out.String(), errOut.String())
 		}
 		return errOut.String()
 	}

@@ -48,7 +48,8 @@ the project's hdfs/ directory and the case's inputs written there. Time
 is stepped from the case's sampleTimeStart to its sampleTimeEnd, jumping
 to the next slot time when nothing is READY or RUNNING, then the outputs
 are compared with what is expected, and the sandbox is removed (also on
-Ctrl-C; --keep leaves it for a post-mortem). Processes the commands leave
+Ctrl-C; --keep leaves it for a post-mortem; the sandboxes of runs killed
+with kill -9 are removed by the next run). Processes the commands leave
 running (a background child, a daemon) are killed when the run ends.
 
 By default the sandbox is on the local disk and slots run on the command
@@ -160,6 +161,7 @@ func runTest(c *cobra.Command, args []string, f *testFlags) error {
 		Project: p, Dir: abs, HDFSDir: filepath.Join(abs, "hdfs"), HDFSRoot: f.hdfsRoot,
 		Env: env, Parallel: f.parallel, Keep: f.keep, PoolsFile: f.pools,
 		Orphans: func(n int, err error) { reportOrphans(stderr, n, err) },
+		Stale:   func(removed []sandbox.Stale, err error) { reportStale(stderr, removed, err) },
 	}, cases)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
@@ -185,6 +187,23 @@ func reportOrphans(stderr io.Writer, n int, err error) {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "celos test: %v\n", err)
+	}
+}
+
+// reportStale names the sandboxes of killed runs removed before the run,
+// and those that could not be.
+func reportStale(stderr io.Writer, removed []sandbox.Stale, err error) {
+	for _, st := range removed {
+		also := ""
+		if st.Remote != "" {
+			also = " and " + st.Remote
+		}
+		fmt.Fprintf(stderr, "celos test: removed the sandbox of a run that was killed: %s%s\n", st.Local, also)
+	}
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "celos test: %s\n", line)
+		}
 	}
 }
 

@@ -23,10 +23,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,6 +256,38 @@ func (s *Server) start(ctx context.Context) error {
 func (s *Server) DSN(db string) string {
 	return fmt.Sprintf("postgres://%s:%s@%s:%d/%s?sslmode=disable", s.User, s.Password, s.Host, s.Port, db)
 }
+
+// Redact returns s with the password of every PostgreSQL connection
+// string in it replaced by "xxxxx": the user information of a
+// postgres:// or postgresql:// URL (url.URL.Redacted), a password=
+// query parameter, and a keyword string's password=… pair (quoted or
+// not; an unterminated quote runs to the end). For the messages of
+// failed tests, which print DSNs and command lines holding them.
+func Redact(s string) string {
+	s = pgURL.ReplaceAllStringFunc(s, func(raw string) string {
+		// A list printed with %v ends in "]": not the URL's (an IPv6
+		// host's brackets pair up).
+		end := len(raw)
+		for end > 0 && raw[end-1] == ']' && strings.Count(raw[:end], "[") < strings.Count(raw[:end], "]") {
+			end--
+		}
+		u, err := url.Parse(raw[:end])
+		if err != nil {
+			return "(a postgres URL that does not parse)" + raw[end:]
+		}
+		return u.Redacted() + raw[end:]
+	})
+	return passwordPair.ReplaceAllString(s, "${1}xxxxx")
+}
+
+var (
+	// pgURL is a PostgreSQL URL up to the next space or quote (as %v
+	// and %q print them in lists and strings).
+	pgURL = regexp.MustCompile(`postgres(ql)?://[^\s"']+`)
+	// passwordPair is a password= keyword or query parameter and its
+	// value.
+	passwordPair = regexp.MustCompile(`(password\s*=\s*)('([^'\\]|\\.)*('|$)|[^\s&]*)`)
+)
 
 // DSNNoPassword is DSN without the password (for tests of PGPASSWORD and
 // .pgpass).

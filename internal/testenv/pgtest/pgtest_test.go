@@ -16,7 +16,7 @@ func TestCreateDBIsolatedAndPasswordChecked(t *testing.T) {
 	defer cancel()
 	a, b := srv.CreateDB(t), srv.CreateDB(t)
 	if a == b {
-		t.Fatalf("two CreateDB calls gave the same database %s", a)
+		t.Fatalf("two CreateDB calls gave the same database %s", Redact(a))
 	}
 	conn, err := pgx.Connect(ctx, a)
 	if err != nil {
