@@ -46,8 +46,12 @@ type sandboxCase struct {
 func (r *runner) runCase(ctx context.Context, c *testcase.Case) Result {
 	res := Result{Name: c.Name}
 	started := time.Now()
+	// The cases' local directories are apart from the run's file system
+	// (r.root, in r.tmp when it is the local disk): a case named "fs"
+	// would otherwise have its state in the directory of every case's
+	// prefix, where a case named "db" or "jobs" has its files.
 	s := &sandboxCase{r: r, c: c, res: &res,
-		prefix: path.Join(r.root, c.Name), local: filepath.Join(r.tmp, c.Name)}
+		prefix: path.Join(r.root, c.Name), local: filepath.Join(r.tmp, "cases", c.Name)}
 	res.Prefix, res.Local = s.prefix, s.local
 	cctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	err := s.run(cctx)

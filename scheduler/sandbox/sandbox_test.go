@@ -184,6 +184,25 @@ func TestRunParallelSandboxesAreSeparate(t *testing.T) {
 	}
 }
 
+// A case's name is only its own: cases named like the directories of
+// the run's layout (fs, the run's file system; db, jobs, workflows,
+// work, a case's own) run apart, in sequence and in parallel.
+func TestCaseNamesLikeTheLayout(t *testing.T) {
+	names := []string{"fs", "db", "jobs", "workflows", "work", "tmp"}
+	for _, parallel := range []int{1, len(names)} {
+		var cases []testcase.Case
+		for _, n := range names {
+			cases = append(cases, okCase(n))
+		}
+		res := run(t, Options{Parallel: parallel}, cases...)
+		for _, r := range res {
+			if !r.Passed {
+				t.Errorf("parallel %d: case %s failed: %q", parallel, r.Name, r.Failures)
+			}
+		}
+	}
+}
+
 func TestCheckBeforeAnythingRuns(t *testing.T) {
 	oz := fixture.Hourly("oz")
 	oz.ExternalService = fixture.Oozie(map[string]string{"oozie.wf.application.path": "/app/wf.xml", "oozie.libpath": "s3a://bucket/lib"})
