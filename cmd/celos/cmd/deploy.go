@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -271,12 +272,16 @@ func summary(verb string, r *deploy.Result) string {
 }
 
 // writeJSON prints v indented, without encoding/json's HTML escaping (an
-// error's <token> stays <token>, not \u003ctoken\u003e).
+// error's <token> stays <token>, not \u003ctoken\u003e), and with DEL and
+// the C1 controls escaped (escapeJSONControls): a deployment's fields are
+// read from the installation.
 func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+	w.Write(escapeJSONControls(b.Bytes()))
 }
 
 func isTerminal(w io.Writer) bool {

@@ -29,3 +29,15 @@ func TestWriteDeploymentsQuotesFields(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// TestWriteJSONEscapesDELAndC1: `deployments --json` prints fields read
+// from the installation (another team's manifest); plan and deploy
+// --json print paths of the project. DEL and the C1 controls reach the
+// terminal escaped, as in the client commands' --json.
+func TestWriteJSONEscapesDELAndC1(t *testing.T) {
+	var b strings.Builder
+	writeJSON(&b, deploy.Deployment{Project: "wc", User: "bob\u009b31m\x7f"})
+	if got := b.String(); !strings.Contains(got, `"bob\u009b31m\u007f"`) {
+		t.Errorf("user not escaped in %s", got)
+	}
+}
