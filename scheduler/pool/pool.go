@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"regexp"
 	"sort"
 	"strconv"
@@ -245,7 +246,7 @@ func (f *File) Load() (p Pools, changed bool, err error) {
 	defer f.mu.Unlock()
 	data, rerr := regfile.ReadFile(f.path, MaxFileSize)
 	if rerr != nil {
-		err = fmt.Errorf("read pools file: %w", rerr)
+		err = readError{rerr, f.path}
 		changed = f.err == nil || f.err.Error() != err.Error()
 		f.err = err
 		return f.pools, changed, err
@@ -263,6 +264,24 @@ func (f *File) Load() (p Pools, changed bool, err error) {
 	f.pools, f.err = np, nil
 	return np, true, nil
 }
+
+// readError is a failure to read the pools file, worded without its path:
+// every caller names the file ("pools file X: read: no such file or
+// directory"), and the file's reader puts it in each of its errors.
+type readError struct {
+	err  error
+	path string
+}
+
+func (e readError) Error() string {
+	var pe *fs.PathError
+	if errors.As(e.err, &pe) && pe.Path == e.path {
+		return "read: " + pe.Err.Error()
+	}
+	return "read: " + strings.TrimPrefix(e.err.Error(), e.path+": ")
+}
+
+func (e readError) Unwrap() error { return e.err }
 
 // Candidate is a READY slot the serial strategy of its workflow chose, as
 // far as pools are concerned.

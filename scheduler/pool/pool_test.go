@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -72,7 +73,7 @@ func TestParseDoesNotQuoteTheFile(t *testing.T) {
 func TestFileReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pools.json")
 	f := NewFile(path)
-	if _, _, err := f.Load(); err == nil || !strings.Contains(err.Error(), "read pools file") {
+	if _, _, err := f.Load(); err == nil || err.Error() != "read: no such file or directory" || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
 	write := func(s string) {
