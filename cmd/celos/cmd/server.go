@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -75,6 +77,9 @@ the requests in flight finish first (a second signal stops it at once).`,
   PGPASSFILE=/etc/celos/pgpass celos server --workflows /etc/celos/workflows --db postgres://celos@db1/celos --jobs /var/lib/celos/jobs`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := splitListen(&cfg, c.Flags().Changed("port")); err != nil {
+				return err
+			}
 			if cfg.Port < 0 || cfg.Port > 65535 {
 				return usageError("--port %d: want 0..65535", cfg.Port)
 			}
@@ -104,7 +109,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 	}
 	f := c.Flags()
 	f.IntVar(&cfg.Port, "port", 8080, "HTTP port (0 picks a free one)")
-	f.StringVar(&cfg.Listen, "listen", "127.0.0.1", "address to listen on (0.0.0.0 for every interface)")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1", "address to listen on (0.0.0.0 for every interface; host:port sets --port too)")
 	f.StringVar(&cfg.Workflows, "workflows", "/etc/celos/workflows", "directory of compiled workflows files (*.json); must exist")
 	f.StringVar(&cfg.Defaults, "defaults", "", "installation defaults: CELOS_DEFAULT_HDFS, CELOS_DEFAULT_OOZIE, CELOS_DEFAULT_OOZIE_PROPERTIES (a JSON file, or a directory holding defaults.json; see docs/oozie.md)")
 	f.StringVar(&cfg.Pools, "pools", "", `pools file {"pools": {"etl": {"limit": 4}}}: the running slots of a pool's workflows never exceed its limit; re-read at every step (see docs/server.md)`)
@@ -165,5 +170,31 @@ func checkServerFlags(cfg server.Config) error {
 	case (cfg.Keytab == "") != (cfg.Principal == ""):
 		return usageError("--keytab and --principal go together: give both, or neither to use the credential cache")
 	}
+	return nil
+}
+
+// splitListen takes a port given with --listen (127.0.0.1:8080,
+// [::1]:8080), as most servers' listen flags take it: the host stays in
+// cfg.Listen and the port goes to cfg.Port, unless --port gives another.
+func splitListen(cfg *server.Config, portSet bool) error {
+	host, p, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		// No port: a host name, an address, or an IPv6 one in brackets.
+		if h := cfg.Listen; strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+			cfg.Listen = h[1 : len(h)-1]
+		}
+		return nil
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		if err != nil {
+			p = strconv.Quote(p)
+		}
+		return usageError("--listen %s: port %s: want 0..65535", cfg.Listen, p)
+	}
+	if portSet && port != cfg.Port {
+		return usageError("--listen %s names port %d and --port %d: give the port once", cfg.Listen, port, cfg.Port)
+	}
+	cfg.Listen, cfg.Port = host, port
 	return nil
 }
