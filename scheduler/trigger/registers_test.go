@@ -1,0 +1,135 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// lookupRegs is regs that also looks keys up one by one, counting.
+type lookupRegs struct {
+	regs
+	lookups atomic.Int64
+}
+
+func (r *lookupRegs) HasRegister(bucket, key string) (bool, error) {
+	r.lookups.Add(1)
+	if bucket == "broken" || bucket == "no-lookup" {
+		return false, errors.New("state database: permission denied")
+	}
+	return slices.Contains(r.buckets[bucket], key), nil
+}
+
+// bigBucket is a bucket of years of hourly keys and the key k-05.
+func bigBucket() []string {
+	keys := []string{"k-05"}
+	for i := 0; i < 20000; i++ {
+		keys = append(keys, fmt.Sprintf("old-%05d", i))
+	}
+	return keys
+}
+
+// TestStepEnvLooksUpRegisterKeys: a step's Env asks a store that can look
+// keys up for the keys the slots' event triggers name, each distinct key
+// once however many slots and workflows ask, and does not list the
+// bucket: a step's cost does not grow with the bucket.
+func TestStepEnvLooksUpRegisterKeys(t *testing.T) {
+	rg := &lookupRegs{regs: regs{buckets: map[string][]string{"ingest": bigBucket()}}}
+	env := NewStepEnv(nil, nil, rg)
+	trig := workflow.Trigger{Type: workflow.TriggerEvent, Bucket: "ingest", Key: "k-${hour}"}
+	var ready []bool
+	for wf := 0; wf < 50; wf++ { // 50 workflows with the same trigger
+		for h := 0; h < 3; h++ { // 3 slots each
+			st := Evaluate(context.Background(), env, &trig, slotTime.Add(time.Duration(h)*time.Hour), slotTime)
+			if st.Error != "" {
+				t.Fatalf("slot %d: %+v", h, st)
+			}
+			if wf == 0 {
+				ready = append(ready, st.Ready)
+			}
+		}
+	}
+	if got := rg.calls.Load(); got != 0 {
+		t.Errorf("%d register listings, want 0", got)
+	}
+	if got := rg.lookups.Load(); got != 3 {
+		t.Errorf("%d register lookups, want 3 (one per distinct key)", got)
+	}
+	if want := []bool{true, false, false}; !slices.Equal(ready, want) {
+		t.Errorf("ready %v, want %v (k-05 only)", ready, want)
+	}
+	// Without the step's memory, one lookup per evaluation, no listing.
+	plain := Env{Registers: rg}
+	if st := Evaluate(context.Background(), plain, &trig, slotTime, slotTime); !st.Ready || st.Error != "" {
+		t.Errorf("plain evaluation of k-05: %+v", st)
+	}
+	if got := rg.calls.Load(); got != 0 {
+		t.Errorf("%d register listings after a plain evaluation, want 0", got)
+	}
+}
+
+// TestStepEnvListsABucketAskedForManyKeys: a step that asks for more than
+// maxRegisterLookups distinct keys of one bucket lists it once for the
+// rest (never more lookups than that, never a second listing), with the
+// same answers; a key looked up keeps its answer for the step.
+func TestStepEnvListsABucketAskedForManyKeys(t *testing.T) {
+	keys := bigBucket()
+	for wf := 0; wf < 3*maxRegisterLookups; wf += 7 {
+		keys = append(keys, fmt.Sprintf("wf%d-05", wf))
+	}
+	rg := &lookupRegs{regs: regs{buckets: map[string][]string{"ingest": keys}}}
+	env := NewStepEnv(nil, nil, rg)
+	for round := 0; round < 2; round++ {
+		for wf := 0; wf < 3*maxRegisterLookups; wf++ { // a key of its own each
+			trig := workflow.Trigger{Type: workflow.TriggerEvent, Bucket: "ingest", Key: fmt.Sprintf("wf%d-${hour}", wf)}
+			st := Evaluate(context.Background(), env, &trig, slotTime, slotTime)
+			if st.Error != "" || st.Ready != (wf%7 == 0) {
+				t.Fatalf("round %d, workflow %d: %+v, want ready=%v", round, wf, st, wf%7 == 0)
+			}
+		}
+	}
+	if got := rg.lookups.Load(); got != maxRegisterLookups {
+		t.Errorf("%d lookups, want %d", got, maxRegisterLookups)
+	}
+	if got := rg.calls.Load(); got != 1 {
+		t.Errorf("%d listings, want 1", got)
+	}
+}
+
+// TestRegisterLookupFails: a lookup that fails leaves the answer to the
+// listing (its keys, or its error), once per step.
+func TestRegisterLookupFails(t *testing.T) {
+	for _, tt := range []struct {
+		bucket string
+		ready  bool
+		err    string
+	}{
+		{"no-lookup", true, ""},                // the listing answers
+		{"broken", false, "permission denied"}, // the listing fails too
+	} {
+		t.Run(tt.bucket, func(t *testing.T) {
+			rg := &lookupRegs{regs: regs{buckets: map[string][]string{tt.bucket: {"k-05"}}}}
+			trig := workflow.Trigger{Type: workflow.TriggerEvent, Bucket: tt.bucket, Key: "k-${hour}"}
+			env := NewStepEnv(nil, nil, rg)
+			for i := 0; i < 3; i++ {
+				st := Evaluate(context.Background(), env, &trig, slotTime, slotTime)
+				if st.Ready != tt.ready || (st.Error == "") != (tt.err == "") || !strings.Contains(st.Error, tt.err) {
+					t.Fatalf("%+v, want ready=%v error %q", st, tt.ready, tt.err)
+				}
+			}
+			if got := rg.calls.Load(); got != 1 {
+				t.Errorf("%d listings in a step, want 1", got)
+			}
+			if st := Evaluate(context.Background(), Env{Registers: rg}, &trig, slotTime, slotTime); st.Ready != tt.ready || !strings.Contains(st.Error, tt.err) {
+				t.Errorf("plain evaluation: %+v, want ready=%v error %q", st, tt.ready, tt.err)
+			}
+		})
+	}
+}
