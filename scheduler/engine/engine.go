@@ -131,6 +131,9 @@ type Engine struct {
 	// slaChecked is, per workflow with an SLA longer than the window,
 	// the slot time before which noteSLABeyond looked. Guarded by stepMu.
 	slaChecked map[string]time.Time
+	// regCosts is what reading each register bucket cost the last steps:
+	// event triggers look keys up or list, whichever costs less.
+	regCosts trigger.RegisterCosts
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config

@@ -5,6 +5,7 @@ package trigger
 
 import (
 	"sync"
+	"time"
 )
 
 // Registers tells event triggers which keys a register bucket holds (the
@@ -26,25 +27,114 @@ type RegisterLookup interface {
 // maxRegisterLookups is how many distinct keys of one bucket a step looks
 // up one by one; a step that asks for more lists the bucket once and
 // answers the rest from the listing (as every step did before lookups).
-// Lookups cost about 10 µs on the file store and a round trip on
-// PostgreSQL (docs/benchmarks.md, "Event triggers over a large bucket"):
-// a steady step asks for the keys of the slots that wait, far fewer.
+// A steady step asks for the keys of the slots that wait, far fewer.
 const maxRegisterLookups = 256
+
+// RegisterCosts is what the steps of one engine learn of reading each
+// register bucket (the zero value is ready; safe for concurrent use): how
+// long its last listing took, and how long the lookups of the last step
+// that looked keys up took in all. A step lists a bucket rather than look
+// keys up when the listing is known to cost less than the last step's
+// lookups (a small bucket on PostgreSQL, where a lookup is a round trip),
+// and the first time it meets a bucket (its listing unknown). Only the
+// cost depends on it, never an answer.
+type RegisterCosts struct {
+	mu   sync.Mutex
+	b    map[string]*bucketCost
+	step uint64
+	now  func() time.Time // time.Now; tests set it
+}
+
+type bucketCost struct {
+	list    time.Duration // the last listing (0: none yet)
+	lookups time.Duration // the lookups of the last step that looked up
+	cur     time.Duration // the lookups of step
+	step    uint64        // the step cur counts
+}
+
+func (c *RegisterCosts) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// newStep numbers a step (NewStepEnv).
+func (c *RegisterCosts) newStep() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.step++
+	return c.step
+}
+
+// preferList tells whether step should list bucket at its first ask.
+func (c *RegisterCosts) preferList(bucket string, step uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	bc := c.bucket(bucket, step)
+	return bc.list == 0 || (bc.lookups > 0 && bc.list < bc.lookups)
+}
+
+// bucket returns bucket's costs, with the lookups of an earlier step
+// moved to lookups when step is a new one; c.mu is held.
+func (c *RegisterCosts) bucket(bucket string, step uint64) *bucketCost {
+	if c.b == nil {
+		c.b = make(map[string]*bucketCost)
+	}
+	bc := c.b[bucket]
+	if bc == nil {
+		bc = &bucketCost{}
+		c.b[bucket] = bc
+	}
+	if bc.step != step {
+		if bc.cur > 0 {
+			bc.lookups = bc.cur
+		}
+		bc.cur, bc.step = 0, step
+	}
+	return bc
+}
+
+func (c *RegisterCosts) looked(bucket string, step uint64, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bucket(bucket, step).cur += max(d, 1)
+}
+
+func (c *RegisterCosts) listed(bucket string, step uint64, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bucket(bucket, step).list = max(d, 1)
+}
+
+// WithRegisterCosts has the step's Env (NewStepEnv) choose between
+// looking keys up and listing a bucket by what costs has learnt, and
+// teach it what this step reads. Without it a step looks keys up.
+func (env Env) WithRegisterCosts(costs *RegisterCosts) Env {
+	if m, ok := env.Registers.(*registersMemo); ok && costs != nil {
+		m.costs, m.step = costs, costs.newStep()
+	}
+	return env
+}
 
 // bucketMemo is what a step knows of one bucket: the keys looked up, and
 // the listing once it was read.
 type bucketMemo struct {
-	looked map[string]bool
-	listed bool
-	keys   map[string]bool
-	err    error // of the listing
+	decided bool // whether to list at once was decided (costs)
+	listing bool // list at once, look nothing up
+	looked  map[string]bool
+	listed  bool
+	keys    map[string]bool
+	err     error // of the listing
 }
 
 // registersMemo reads each key, or each bucket, once per step.
 type registersMemo struct {
-	regs Registers
-	mu   sync.Mutex
-	b    map[string]*bucketMemo
+	regs  Registers
+	costs *RegisterCosts // nil: look up
+	step  uint64
+	mu    sync.Mutex
+	b     map[string]*bucketMemo
 }
 
 func (m *registersMemo) RegisterKeys(bucket, prefix string) ([]string, error) {
@@ -77,9 +167,14 @@ func (m *registersMemo) has(bucket, key string) (bool, error) {
 		return b.keys[key], b.err
 	}
 	lookup, can := m.regs.(RegisterLookup)
-	if can && len(b.looked) < maxRegisterLookups {
-		m.mu.Unlock()
-		ok, err := lookup.HasRegister(bucket, key)
+	if can && !b.decided {
+		b.decided = true
+		b.listing = m.costs != nil && m.costs.preferList(bucket, m.step)
+	}
+	can = can && !b.listing && len(b.looked) < maxRegisterLookups
+	m.mu.Unlock()
+	if can {
+		ok, err := m.lookup(lookup, bucket, key)
 		if err == nil {
 			m.mu.Lock()
 			if b.looked == nil {
@@ -91,10 +186,30 @@ func (m *registersMemo) has(bucket, key string) (bool, error) {
 		}
 		// A lookup that fails: the listing decides, as before lookups
 		// (its error, or its answer).
-	} else {
-		m.mu.Unlock()
+	}
+	return m.list(b, bucket, key)
+}
+
+func (m *registersMemo) lookup(l RegisterLookup, bucket, key string) (bool, error) {
+	if m.costs == nil {
+		return l.HasRegister(bucket, key)
+	}
+	t0 := m.costs.clock()
+	ok, err := l.HasRegister(bucket, key)
+	m.costs.looked(bucket, m.step, m.costs.clock().Sub(t0))
+	return ok, err
+}
+
+// list lists bucket (once per step) and answers key from the listing.
+func (m *registersMemo) list(b *bucketMemo, bucket, key string) (bool, error) {
+	var t0 time.Time
+	if m.costs != nil {
+		t0 = m.costs.clock()
 	}
 	keys, err := m.regs.RegisterKeys(bucket, "")
+	if m.costs != nil && err == nil {
+		m.costs.listed(bucket, m.step, m.costs.clock().Sub(t0))
+	}
 	set := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		set[k] = true

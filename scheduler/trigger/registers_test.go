@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/schema/workflow"
+	"github.com/google/go-cmp/cmp"
 )
 
 // lookupRegs is regs that also looks keys up one by one, counting.
@@ -129,6 +130,72 @@ func TestRegisterLookupFails(t *testing.T) {
 			}
 			if st := Evaluate(context.Background(), Env{Registers: rg}, &trig, slotTime, slotTime); st.Ready != tt.ready || !strings.Contains(st.Error, tt.err) {
 				t.Errorf("plain evaluation: %+v, want ready=%v error %q", st, tt.ready, tt.err)
+			}
+		})
+	}
+}
+
+// timedRegs is lookupRegs whose reads take time on a clock of their own:
+// a lookup 1 ms, a listing listCost.
+type timedRegs struct {
+	lookupRegs
+	clock    time.Time
+	listCost time.Duration
+}
+
+func (r *timedRegs) RegisterKeys(bucket, prefix string) ([]string, error) {
+	r.clock = r.clock.Add(r.listCost)
+	return r.lookupRegs.RegisterKeys(bucket, prefix)
+}
+
+func (r *timedRegs) HasRegister(bucket, key string) (bool, error) {
+	r.clock = r.clock.Add(time.Millisecond)
+	return r.lookupRegs.HasRegister(bucket, key)
+}
+
+// TestRegisterCostsChooseTheCheaperRead: with what the engine's steps
+// learnt (RegisterCosts), a step lists a bucket it never listed, then
+// looks keys up while the last listing cost more than the last step's
+// lookups (a big bucket), and lists while it cost less (a small bucket on
+// a store where a lookup is a round trip); a step that asks nothing of the
+// bucket changes nothing. The answers are the same whichever it reads.
+func TestRegisterCostsChooseTheCheaperRead(t *testing.T) {
+	// 10 slots ask 10 keys (k-05 … k-14): 10 ms of lookups.
+	step := func(t *testing.T, rg *timedRegs, costs *RegisterCosts, bucket string) (lookups, listings int64) {
+		t.Helper()
+		l0, c0 := rg.lookups.Load(), rg.calls.Load()
+		env := NewStepEnv(nil, nil, rg).WithRegisterCosts(costs)
+		trig := workflow.Trigger{Type: workflow.TriggerEvent, Bucket: bucket, Key: "k-${hour}"}
+		for h := 0; h < 10; h++ {
+			st := Evaluate(context.Background(), env, &trig, slotTime.Add(time.Duration(h)*time.Hour), slotTime)
+			if st.Error != "" || st.Ready != (h == 0) {
+				t.Fatalf("slot %d: %+v, want ready only for k-05", h, st)
+			}
+		}
+		return rg.lookups.Load() - l0, rg.calls.Load() - c0
+	}
+	type reads struct{ Lookups, Listings int64 }
+	for _, tt := range []struct {
+		name     string
+		listCost time.Duration
+		want     []reads // per step
+	}{
+		{"big bucket", 50 * time.Millisecond, []reads{{0, 1}, {10, 0}, {10, 0}, {10, 0}}},
+		{"small bucket", 5 * time.Millisecond, []reads{{0, 1}, {10, 0}, {0, 1}, {0, 1}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rg := &timedRegs{lookupRegs: lookupRegs{regs: regs{buckets: map[string][]string{"ingest": {"k-05"}, "other": {"k-05"}}}}, listCost: tt.listCost}
+			costs := &RegisterCosts{now: func() time.Time { return rg.clock }}
+			var got []reads
+			for i := range tt.want {
+				l, c := step(t, rg, costs, "ingest")
+				got = append(got, reads{l, c})
+				if i == 1 { // a step on another bucket only
+					step(t, rg, costs, "other")
+				}
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("reads of each step (-want +got):\n%s", d)
 			}
 		})
 	}
