@@ -32,12 +32,16 @@ const maxRegisterLookups = 256
 
 // RegisterCosts is what the steps of one engine learn of reading each
 // register bucket (the zero value is ready; safe for concurrent use): how
-// long its last listing took, and how long the lookups of the last step
-// that looked keys up took in all. A step lists a bucket rather than look
-// keys up when the listing is known to cost less than the last step's
-// lookups (a small bucket on PostgreSQL, where a lookup is a round trip),
-// and the first time it meets a bucket (its listing unknown). Only the
-// cost depends on it, never an answer.
+// long a listing of it takes, and how long the lookups of a step take in
+// all (each a moving average, so that one slow read on a busy machine
+// turns the choice for some steps only). A step lists a bucket rather than look keys
+// up when the listing costs less than the lookups (a small bucket on
+// PostgreSQL, where a lookup is a round trip), the first time it meets a
+// bucket (its listing unknown), and now and then while it looks keys up,
+// to learn the listing's cost again (the bucket may have shrunk): after
+// max(8, 4 × listing ÷ lookups) steps, which keeps what those listings
+// add under a quarter of the lookups' cost. Only the cost depends on it,
+// never an answer.
 type RegisterCosts struct {
 	mu   sync.Mutex
 	b    map[string]*bucketCost
@@ -46,10 +50,20 @@ type RegisterCosts struct {
 }
 
 type bucketCost struct {
-	list    time.Duration // the last listing (0: none yet)
-	lookups time.Duration // the lookups of the last step that looked up
-	cur     time.Duration // the lookups of step
-	step    uint64        // the step cur counts
+	list      time.Duration // a listing, averaged (0: none yet)
+	lookups   time.Duration // a step's lookups, averaged (0: none yet)
+	cur       time.Duration // the lookups of step
+	step      uint64        // the step cur counts
+	sinceList int           // steps that read the bucket since its last listing
+}
+
+// average moves the average avg towards d (the first sample is d).
+func average(avg, d time.Duration) time.Duration {
+	d = max(d, 1)
+	if avg == 0 {
+		return d
+	}
+	return avg + (d-avg)/4
 }
 
 func (c *RegisterCosts) clock() time.Time {
@@ -72,11 +86,19 @@ func (c *RegisterCosts) preferList(bucket string, step uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	bc := c.bucket(bucket, step)
-	return bc.list == 0 || (bc.lookups > 0 && bc.list < bc.lookups)
+	switch {
+	case bc.list == 0:
+		return true
+	case bc.lookups == 0:
+		return false
+	case bc.list < bc.lookups:
+		return true
+	}
+	return bc.sinceList >= max(8, int(min(4*bc.list/bc.lookups, 1<<20)))
 }
 
-// bucket returns bucket's costs, with the lookups of an earlier step
-// moved to lookups when step is a new one; c.mu is held.
+// bucket returns bucket's costs, the lookups of an earlier step taken
+// into the average when step is a new one; c.mu is held.
 func (c *RegisterCosts) bucket(bucket string, step uint64) *bucketCost {
 	if c.b == nil {
 		c.b = make(map[string]*bucketCost)
@@ -88,9 +110,10 @@ func (c *RegisterCosts) bucket(bucket string, step uint64) *bucketCost {
 	}
 	if bc.step != step {
 		if bc.cur > 0 {
-			bc.lookups = bc.cur
+			bc.lookups = average(bc.lookups, bc.cur)
 		}
 		bc.cur, bc.step = 0, step
+		bc.sinceList++
 	}
 	return bc
 }
@@ -104,7 +127,9 @@ func (c *RegisterCosts) looked(bucket string, step uint64, d time.Duration) {
 func (c *RegisterCosts) listed(bucket string, step uint64, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.bucket(bucket, step).list = max(d, 1)
+	bc := c.bucket(bucket, step)
+	bc.list = average(bc.list, d)
+	bc.sinceList = 0
 }
 
 // WithRegisterCosts has the step's Env (NewStepEnv) choose between

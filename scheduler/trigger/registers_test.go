@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/schema/workflow"
-	"github.com/google/go-cmp/cmp"
 )
 
 // lookupRegs is regs that also looks keys up one by one, counting.
@@ -155,13 +154,15 @@ func (r *timedRegs) HasRegister(bucket, key string) (bool, error) {
 
 // TestRegisterCostsChooseTheCheaperRead: with what the engine's steps
 // learnt (RegisterCosts), a step lists a bucket it never listed, then
-// looks keys up while the last listing cost more than the last step's
-// lookups (a big bucket), and lists while it cost less (a small bucket on
-// a store where a lookup is a round trip); a step that asks nothing of the
-// bucket changes nothing. The answers are the same whichever it reads.
+// looks keys up while a listing costs more than a step's lookups (a big
+// bucket), listing it again after max(8, 4 × listing ÷ lookups) steps to
+// learn its cost anew, and lists while a listing costs less (a small
+// bucket on a store where a lookup is a round trip); a slow listing turns
+// the choice for some steps only; a step that asks nothing of the bucket
+// changes nothing. The answers are the same whichever it reads.
 func TestRegisterCostsChooseTheCheaperRead(t *testing.T) {
 	// 10 slots ask 10 keys (k-05 … k-14): 10 ms of lookups.
-	step := func(t *testing.T, rg *timedRegs, costs *RegisterCosts, bucket string) (lookups, listings int64) {
+	step := func(t *testing.T, rg *timedRegs, costs *RegisterCosts, bucket string) string {
 		t.Helper()
 		l0, c0 := rg.lookups.Load(), rg.calls.Load()
 		env := NewStepEnv(nil, nil, rg).WithRegisterCosts(costs)
@@ -172,30 +173,47 @@ func TestRegisterCostsChooseTheCheaperRead(t *testing.T) {
 				t.Fatalf("slot %d: %+v, want ready only for k-05", h, st)
 			}
 		}
-		return rg.lookups.Load() - l0, rg.calls.Load() - c0
+		switch l, c := rg.lookups.Load()-l0, rg.calls.Load()-c0; {
+		case l == 10 && c == 0:
+			return "u" // looked up
+		case l == 0 && c == 1:
+			return "L" // listed
+		default:
+			return fmt.Sprintf("(%d lookups, %d listings)", l, c)
+		}
 	}
-	type reads struct{ Lookups, Listings int64 }
 	for _, tt := range []struct {
 		name     string
-		listCost time.Duration
-		want     []reads // per step
+		listCost func(i int) time.Duration // of step i
+		want     string                    // the reads of each step
 	}{
-		{"big bucket", 50 * time.Millisecond, []reads{{0, 1}, {10, 0}, {10, 0}, {10, 0}}},
-		{"small bucket", 5 * time.Millisecond, []reads{{0, 1}, {10, 0}, {0, 1}, {0, 1}}},
+		// 4 × 50 ÷ 10: listed again every 20 steps.
+		{"big bucket", func(int) time.Duration { return 50 * time.Millisecond }, "Luuuuuuuuuuuuuuuuuuu" + "Luuuuu"},
+		{"small bucket", func(int) time.Duration { return 5 * time.Millisecond }, "LuLLLLLLLLLLLLLLLLLL" + "LLLLLL"},
+		// One listing of 40 ms among those of 5: the average goes to
+		// 13.75 ms, over the lookups' 10: the steps look keys up, listing
+		// again after 8 steps (11.56 ms) and 8 more (9.92 ms: listed from
+		// then on).
+		{"one slow listing", func(i int) time.Duration {
+			if i == 5 {
+				return 40 * time.Millisecond
+			}
+			return 5 * time.Millisecond
+		}, "LuLLLL" + "uuuuuuu" + "L" + "uuuuuuu" + "LLLLL"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rg := &timedRegs{lookupRegs: lookupRegs{regs: regs{buckets: map[string][]string{"ingest": {"k-05"}, "other": {"k-05"}}}}, listCost: tt.listCost}
+			rg := &timedRegs{lookupRegs: lookupRegs{regs: regs{buckets: map[string][]string{"ingest": {"k-05"}, "other": {"k-05"}}}}}
 			costs := &RegisterCosts{now: func() time.Time { return rg.clock }}
-			var got []reads
-			for i := range tt.want {
-				l, c := step(t, rg, costs, "ingest")
-				got = append(got, reads{l, c})
+			got := ""
+			for i := range len(tt.want) {
+				rg.listCost = tt.listCost(i)
+				got += step(t, rg, costs, "ingest")
 				if i == 1 { // a step on another bucket only
 					step(t, rg, costs, "other")
 				}
 			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("reads of each step (-want +got):\n%s", d)
+			if got != tt.want {
+				t.Errorf("reads of each step (L listed, u looked up):\n got %s\nwant %s", got, tt.want)
 			}
 		})
 	}
