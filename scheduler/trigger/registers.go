@@ -34,14 +34,14 @@ const maxRegisterLookups = 256
 // register bucket (the zero value is ready; safe for concurrent use): how
 // long a listing of it takes, and how long the lookups of a step take in
 // all (each a moving average, so that one slow read on a busy machine
-// turns the choice for some steps only). A step lists a bucket rather than look keys
-// up when the listing costs less than the lookups (a small bucket on
-// PostgreSQL, where a lookup is a round trip), the first time it meets a
-// bucket (its listing unknown), and now and then while it looks keys up,
-// to learn the listing's cost again (the bucket may have shrunk): after
-// max(8, 4 × listing ÷ lookups) steps, which keeps what those listings
-// add under a quarter of the lookups' cost. Only the cost depends on it,
-// never an answer.
+// turns the choice for some steps only). A step lists a bucket rather
+// than look keys up when the listing costs less than the lookups (a small
+// bucket on PostgreSQL, where a lookup is a round trip), the first time
+// it meets a bucket (its listing unknown), and now and then while it
+// looks keys up, to learn the listing's cost again (the bucket may have
+// shrunk): after max(8, 4 × listing ÷ lookups) steps, which keeps what
+// those listings add under a quarter of the lookups' cost. Only the cost
+// depends on it, never an answer.
 type RegisterCosts struct {
 	mu   sync.Mutex
 	b    map[string]*bucketCost
