@@ -123,6 +123,9 @@ type Engine struct {
 	// record of the SLA misses sent, deadlines before it are noted, not
 	// sent again.
 	started time.Time
+	// regCosts is what reading each register bucket cost the last steps:
+	// event triggers look keys up or list, whichever costs less.
+	regCosts trigger.RegisterCosts
 	// slaSince is when the store's records of SLA misses sent begin
 	// (zero: not read yet); slaRecorded the slots recorded, per workflow
 	// read (slaSent). Guarded by stepMu.

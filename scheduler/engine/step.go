@@ -53,7 +53,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status), stepped: make(map[string]bool),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
-		env: trigger.NewStepEnv(e.db, e.fs, e.regs)}
+		env: trigger.NewStepEnv(e.db, e.fs, e.regs).WithRegisterCosts(&e.regCosts)}
 	defer st.apply() // also when ctx ends the step early
 	wfs := st.gather(c, todo)
 	st.preloadRuns(wfs)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/engine"
 
 	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/trigger"
@@ -159,6 +160,7 @@ func startPruning(ctx context.Context, db io.Closer, stateRead <-chan struct{}, 
 			} else {
 				log.Info("pruned state database", "olderThan", humandur.Format(keep), "deleted", n, "took", time.Since(start).Round(time.Millisecond))
 			}
+			pruneSLARecords(db, now, log)
 			if jobs != nil {
 				if m, err := jobs.Prune(now.Add(-keep)); err != nil {
 					log.Error("prune command jobs", "olderThan", humandur.Format(keep), "deleted", m, "error", err)
@@ -176,4 +178,19 @@ func startPruning(ctx context.Context, db io.Closer, stateRead <-chan struct{}, 
 		}
 	}()
 	return done, nil
+}
+
+// pruneSLARecords removes the engine's records of SLA misses whose
+// deadline no step looks at any more (engine.PruneSLARecords), with the
+// slots the prune removes; the other registers are user data and stay.
+func pruneSLARecords(db io.Closer, now time.Time, log *slog.Logger) {
+	regs, ok := db.(engine.Registers)
+	if !ok {
+		return
+	}
+	if n, err := engine.PruneSLARecords(regs, now); err != nil {
+		log.Error("prune the records of SLA misses sent", "deleted", n, "error", err)
+	} else {
+		log.Info("pruned the records of SLA misses sent", "deleted", n)
+	}
 }

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -701,5 +703,62 @@ func TestRegisterNotJSON(t *testing.T) {
 	v, err := db.GetRegister("b", "k")
 	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Join("register", "b", "k")) || strings.Contains(err.Error(), "SECRET") {
 		t.Fatalf("GetRegister of a file that is not JSON: %q, %v; want store.ErrCorrupt naming the file, not its content", v, err)
+	}
+}
+
+// TestHasRegister: HasRegister answers as RegisterKeys lists, for every
+// kind of entry a bucket directory may hold (written by hand included),
+// an unknown bucket and names that are not register names.
+func TestHasRegister(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	if err := db.PutRegister("b", "ka", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	bdir := filepath.Join(dir, "register", "b")
+	if err := os.Mkdir(filepath.Join(bdir, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nonexistent", filepath.Join(bdir, "alink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(bdir, "afifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"bad\x01name", ".hidden", "notjson"} {
+		if err := os.WriteFile(filepath.Join(bdir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed, err := db.RegisterKeys("b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"ka", "adir", "alink", "afifo", "bad\x01name", ".hidden", "notjson", "missing", "", "a/b", strings.Repeat("k", 300)} {
+		got, err := db.HasRegister("b", key)
+		if want := slices.Contains(listed, key); got != want || err != nil {
+			t.Errorf("HasRegister(b, %q) = %v, %v; the listing %v says %v", key, got, err, listed, want)
+		}
+	}
+	if got, err := db.HasRegister("nobucket", "ka"); got || err != nil {
+		t.Errorf("unknown bucket: %v, %v", got, err)
+	}
+	if _, err := db.HasRegister("a/b", "ka"); !errors.Is(err, store.ErrBadName) {
+		t.Errorf("bad bucket: %v", err)
+	}
+	// A bucket that is a file or a link to a directory: an error, as for
+	// the listing.
+	if err := os.WriteFile(filepath.Join(dir, "register", "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bdir, filepath.Join(dir, "register", "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, bucket := range []string{"file", "link"} {
+		_, lerr := db.RegisterKeys(bucket, "")
+		_, err := db.HasRegister(bucket, "ka")
+		if lerr == nil || err == nil {
+			t.Errorf("bucket %s: listing %v, lookup %v; want both to fail", bucket, lerr, err)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/celos-go/celos/scheduler/store"
+	"golang.org/x/sys/unix"
 )
 
 func (db *DB) registerPath(bucket, key string) (string, error) {
@@ -121,4 +122,40 @@ func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// HasRegister reports whether bucket holds key exactly as RegisterKeys
+// would list it (an entry that is not a directory, under a valid name),
+// with one stat instead of a listing: an event trigger's cost does not
+// grow with its bucket. A key that is not a valid name is in no bucket;
+// an unknown bucket holds nothing.
+func (db *DB) HasRegister(bucket, key string) (bool, error) {
+	if err := validName("bucket", bucket); err != nil {
+		return false, fmt.Errorf("%w: %v", store.ErrBadName, err)
+	}
+	if validName("key", key) != nil {
+		return false, nil
+	}
+	d, err := db.openDir(filepath.Join("register", bucket))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("state database: %w", err)
+	}
+	defer d.Close()
+	var st unix.Stat_t
+	for {
+		err = unix.Fstatat(int(d.Fd()), key, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	switch {
+	case err == unix.ENOENT:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("state database: %w", &fs.PathError{Op: "stat", Path: filepath.Join(db.dir, "register", bucket, key), Err: err})
+	}
+	return st.Mode&unix.S_IFMT != unix.S_IFDIR, nil
 }

@@ -150,3 +150,28 @@ func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
 	db.reads.Add(int64(len(keys)))
 	return keys, nil
 }
+
+// HasRegister reports whether bucket holds key, as RegisterKeys would
+// list it, with one indexed query instead of a listing: an event
+// trigger's cost does not grow with its bucket. A key that is not a valid
+// name is in no bucket (as in the file store); an unknown bucket holds
+// nothing.
+func (db *DB) HasRegister(bucket, key string) (bool, error) {
+	if err := validName("bucket", bucket); err != nil {
+		return false, err
+	}
+	if validName("key", key) != nil {
+		return false, nil
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var found bool
+	err := db.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM celos_registers WHERE bucket = $1 AND key = $2)", bucket, key).Scan(&found)
+	if err != nil {
+		return false, fmt.Errorf("PostgreSQL state store: look up register %s/%s: %w", bucket, key, pgError(err))
+	}
+	if found {
+		db.reads.Add(1)
+	}
+	return found, nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,5 +313,36 @@ func TestPruneKeepsTheIntentOfASubmissionInFlight(t *testing.T) {
 		if _, left, err := d.GetIntent(done); err != nil || left {
 			t.Errorf("%s: the intent of the SUCCESS slot was kept (%v)", name, err)
 		}
+	}
+}
+
+// TestHasRegister: HasRegister answers as RegisterKeys lists (as the file
+// store's does), in one round trip whatever the bucket holds.
+func TestHasRegister(t *testing.T) {
+	db, _ := openTest(t)
+	for i := 0; i < 500; i++ {
+		if err := db.PutRegister("bkt", fmt.Sprintf("k-%03d", i), json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed, err := db.RegisterKeys("bkt", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"k-000", "k-499", "k-500", "K-000", "k-", "", ".hidden", "a/b", "bad\x01name", strings.Repeat("k", 300)} {
+		q0 := db.Queries()
+		got, err := db.HasRegister("bkt", key)
+		if want := slices.Contains(listed, key); got != want || err != nil {
+			t.Errorf("HasRegister(bkt, %q) = %v, %v; the listing says %v", key, got, err, want)
+		}
+		if n := db.Queries() - q0; n > 1 {
+			t.Errorf("HasRegister(bkt, %q): %d round trips, want at most 1", key, n)
+		}
+	}
+	if got, err := db.HasRegister("none", "k-000"); got || err != nil {
+		t.Errorf("unknown bucket: %v, %v", got, err)
+	}
+	if _, err := db.HasRegister("a/b", "k-000"); !errors.Is(err, store.ErrBadName) {
+		t.Errorf("bad bucket: %v", err)
 	}
 }

@@ -32,12 +32,6 @@ type History interface {
 	Range(wf string, start, end time.Time) ([]slot.State, error)
 }
 
-// Registers tells event triggers which keys a register bucket holds (the
-// engine's registers; statedb.DB). A bucket that does not exist holds none.
-type Registers interface {
-	RegisterKeys(bucket, prefix string) ([]string, error)
-}
-
 // NewStepEnv is the Env of one step: every answer is read once and
 // remembered for the rest of the step, so that each distinct hdfsCheck path
 // is checked, each distinct directory listed, each workflow's history and
@@ -134,60 +128,6 @@ func lastSuccess(states States, wf string, at time.Time) (time.Time, bool, error
 		return time.Time{}, false, nil
 	}
 	return ts[i-1], true, nil
-}
-
-type bucketKeys struct {
-	keys map[string]bool
-	err  error
-}
-
-// registersMemo lists each register bucket once.
-type registersMemo struct {
-	regs Registers
-	mu   sync.Mutex
-	keys map[string]bucketKeys
-}
-
-func (m *registersMemo) RegisterKeys(bucket, prefix string) ([]string, error) {
-	return m.regs.RegisterKeys(bucket, prefix)
-}
-
-func (m *registersMemo) has(bucket, key string) (bool, error) {
-	m.mu.Lock()
-	b, ok := m.keys[bucket]
-	m.mu.Unlock()
-	if !ok {
-		var keys []string
-		keys, b.err = m.regs.RegisterKeys(bucket, "")
-		b.keys = make(map[string]bool, len(keys))
-		for _, k := range keys {
-			b.keys[k] = true
-		}
-		m.mu.Lock()
-		if m.keys == nil {
-			m.keys = make(map[string]bucketKeys)
-		}
-		m.keys[bucket] = b
-		m.mu.Unlock()
-	}
-	return b.keys[key], b.err
-}
-
-// hasRegister reports whether bucket holds key.
-func hasRegister(regs Registers, bucket, key string) (bool, error) {
-	if m, ok := regs.(*registersMemo); ok {
-		return m.has(bucket, key)
-	}
-	keys, err := regs.RegisterKeys(bucket, key)
-	if err != nil {
-		return false, err
-	}
-	for _, k := range keys {
-		if k == key {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // evalNew evaluates the triggers of this file and volume.go; ok is false
