@@ -69,6 +69,7 @@ type Server struct {
 	Dir      string // data directory, socket and log live under it
 	bin      string
 	ownDir   bool
+	lock     *os.File   // ownDir: held for the server's life (removeStale)
 	runAs    *user.User // nil: the current user
 
 	mu   sync.Mutex
@@ -101,10 +102,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{Host: "127.0.0.1", User: Superuser, Dir: opts.Dir, bin: bin}
 	if s.Dir == "" {
+		removeStale(os.TempDir())
 		if s.Dir, err = os.MkdirTemp("", "pgtest-"); err != nil {
 			return nil, fmt.Errorf("pgtest: %w", err)
 		}
 		s.ownDir = true
+		if s.lock, err = claimDir(s.Dir); err != nil {
+			s.removeDir()
+			return nil, err
+		}
 	}
 	if os.Geteuid() == 0 {
 		if s.runAs, err = user.Lookup(RunAsUser); err != nil {
@@ -195,12 +201,17 @@ func (s *Server) chown(p string) error {
 	return nil
 }
 
-// command runs a PostgreSQL binary as the server's user.
+// command runs a PostgreSQL binary as the server's user. It gets SIGQUIT
+// (for postgres: the immediate shutdown) when the test binary dies, so
+// that a test run killed or timed out leaves no server behind. (The
+// signal goes when the thread that started it ends; Go ends none of its
+// threads unless a goroutine locked to one exits, which no test here
+// does.)
 func (s *Server) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGQUIT}
 	if s.runAs != nil {
 		uid, _ := strconv.Atoi(s.runAs.Uid)
 		gid, _ := strconv.Atoi(s.runAs.Gid)
@@ -452,6 +463,53 @@ func (s *Server) Close() {
 func (s *Server) removeDir() {
 	if s.ownDir {
 		_ = os.RemoveAll(s.Dir)
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+}
+
+// ownerLock is the file in a directory Start made that its test binary
+// holds locked (flock) for as long as the server may run: the kernel
+// lets go of it however the binary ends.
+const ownerLock = "owner.lock"
+
+// claimDir locks dir's owner file, made under another name and renamed
+// into place once locked, so that removeStale never finds it unlocked
+// while its server lives.
+func claimDir(dir string) (*os.File, error) {
+	tmp := filepath.Join(dir, ownerLock+".new")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, ownerLock))
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, fmt.Errorf("pgtest: lock %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// removeStale removes the directories (pgtest-* in tmp) that Start made
+// for test binaries that died without Close: their owner file is no
+// longer locked (their servers got SIGQUIT when the binary died). A
+// directory without the file (being made, or by an older pgtest) is left.
+func removeStale(tmp string) {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "pgtest-*"))
+	for _, d := range dirs {
+		f, err := os.OpenFile(filepath.Join(d, ownerLock), os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.RemoveAll(d)
+		}
+		f.Close()
 	}
 }
 

@@ -1,7 +1,14 @@
 package pgtest
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,5 +75,71 @@ func TestKillAndRestartKeepData(t *testing.T) {
 	var v int
 	if err := conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != 42 {
 		t.Fatalf("after restart: v=%d err=%v, want 42", v, err)
+	}
+}
+
+// orphanEnv makes TestPostgresDiesWithItsTestBinary's child start a
+// server, print its postmaster's pid and wait to be killed.
+const orphanEnv = "CELOS_PGTEST_ORPHAN"
+
+// TestPostgresDiesWithItsTestBinary: a test binary that dies without
+// stopping its servers (a panic, go test's -timeout, kill -9) does not
+// leave them running: 17 postmasters of killed and interrupted test runs
+// were found on this machine, each holding its shared memory and data
+// directory.
+func TestPostgresDiesWithItsTestBinary(t *testing.T) {
+	if os.Getenv(orphanEnv) == "1" {
+		srv, err := Start(context.Background(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("postmaster %d %s\n", srv.cmd.Process.Pid, srv.Dir)
+		time.Sleep(5 * time.Minute)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresDiesWithItsTestBinary$", "-test.timeout=6m")
+	cmd.Env = append(os.Environ(), orphanEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var pid int
+	var dir string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if _, err := fmt.Sscanf(sc.Text(), "postmaster %d %s", &pid, &dir); err == nil {
+			break
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("the child printed no postmaster pid (%v)", sc.Err())
+	}
+	defer os.RemoveAll(dir)
+	defer syscall.Kill(pid, syscall.SIGKILL) // if the test fails
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("postmaster %d still runs 30 s after its test binary was killed", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Its directory goes at the next Start of any test binary; a live
+	// server's stays.
+	live := Shared(t)
+	removeStale(filepath.Dir(dir))
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed binary's directory %s is still there after removeStale (%v)", dir, err)
+	}
+	if _, err := os.Stat(live.dataDir()); err != nil {
+		t.Errorf("removeStale removed a live server's directory: %v", err)
 	}
 }
