@@ -131,6 +131,8 @@ type Engine struct {
 	// slaChecked is, per workflow with an SLA longer than the window,
 	// the slot time before which noteSLABeyond looked. Guarded by stepMu.
 	slaChecked map[string]time.Time
+	// out is the outbox of webhook deliveries (EnableOutbox).
+	out outboxState
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config

@@ -76,6 +76,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	st.admitPools(c, pools, e.opts.PoolsFile)
 	st.submitAll(ctx)
 	st.apply()
+	e.offerOutbox(c)
 	e.publishProblems(c, todo)
 	rep.Duration = time.Since(rep.Started)
 	rep.Writes = e.writes() - writes0
@@ -554,6 +555,8 @@ func dedupe(ts []time.Time) []time.Time {
 // it again. Then the rerun markers and submit intents that are done go.
 func (s *stepper) apply() {
 	s.recordRuns() // before the RUNNING states: see recordRuns
+	// The outbox's records go before the states (outbox.go).
+	s.prepareOutbox()
 	var failed map[slot.ID]error
 	if len(s.writes) > 0 {
 		failed = s.e.db.PutStates(s.writes)
