@@ -76,8 +76,10 @@ type outboxState struct {
 	// live are the deliveries handed to OnEvent and not yet finished or
 	// released: delivery id → key.
 	live map[string]string
-	// scanned is the last scan's time (by Clock); guarded by stepMu.
+	// scanned is the last scan's time (by Clock), seen the workflows
+	// this engine stepped then; guarded by stepMu.
 	scanned time.Time
+	seen    map[string]bool
 }
 
 // outboxRecord is a delivery's register (readable by people).
@@ -255,17 +257,28 @@ type outboxItem struct {
 }
 
 // offerOutbox hands to OnEvent the deliveries of the outbox that nothing
-// holds, at the first step and every outboxRescan after it, and applies
-// the bounds (stepMu is held).
-func (e *Engine) offerOutbox(c *config) {
+// holds, at the first step, every outboxRescan after it and at a step
+// that steps a workflow the last scan did not (a take-over), and applies
+// the bounds (stepMu is held). todo are the workflows the step steps.
+func (e *Engine) offerOutbox(c *config, todo []string) {
 	if !e.out.on || e.opts.OnEvent == nil {
 		return
 	}
 	now := e.clock()
-	if !e.out.scanned.IsZero() && now.Sub(e.out.scanned) < outboxRescan && now.After(e.out.scanned) {
+	due := e.out.scanned.IsZero() || now.Sub(e.out.scanned) >= outboxRescan || now.Before(e.out.scanned)
+	for _, wf := range todo {
+		due = due || !e.out.seen[wf]
+	}
+	if !due {
 		return
 	}
 	e.out.scanned = now
+	e.out.seen = make(map[string]bool, len(todo))
+	for _, wf := range c.ids {
+		if e.owns(wf) {
+			e.out.seen[wf] = true
+		}
+	}
 	keys, err := e.regs.RegisterKeys(outboxBucket, "")
 	if err != nil {
 		if !errors.Is(err, errNoRegisters) {

@@ -48,6 +48,9 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	rep.LoadErrors = len(c.loadErrs)
 	todo := e.owned(e.toStep(c, ids))
 	todo, rep.Loading = e.loadState(c, todo, ids != nil)
+	// Before the step decides: a record of an event whose state a kill
+	// left unwritten must see the state as it was (outbox.go).
+	e.offerOutbox(c, todo)
 	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status), stepped: make(map[string]bool),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
@@ -76,7 +79,6 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	st.admitPools(c, pools, e.opts.PoolsFile)
 	st.submitAll(ctx)
 	st.apply()
-	e.offerOutbox(c)
 	e.publishProblems(c, todo)
 	rep.Duration = time.Since(rep.Started)
 	rep.Writes = e.writes() - writes0
