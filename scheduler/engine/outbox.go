@@ -189,8 +189,12 @@ func (s *stepper) prepareOutbox() {
 		pe.out = make([]outboxEntry, len(pe.ev.Targets))
 		for j, t := range pe.ev.Targets {
 			ev := pe.ev
+			id := newDeliveryID()
+			if ev.Kind == workflow.EventSLAMissed {
+				id = slaDeliveryID(slot.ID{Workflow: ev.Workflow, Time: ev.Slot}, t.URL)
+			}
 			rec := outboxRecord{Event: ev.Kind, Workflow: ev.Workflow, Slot: ev.Slot.UTC(), Status: ev.Status, ExternalID: ev.ExternalID,
-				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: newDeliveryID(),
+				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: id,
 				Created: created, Recorded: pe.slot.Time.IsZero()}
 			key := outboxKey(ev.Workflow, created, rec.Delivery)
 			if err := e.putOutbox(key, rec); err != nil {

@@ -26,12 +26,14 @@ type outboxEngine struct {
 	db  Store
 	mu  sync.Mutex
 	got []string
+	now time.Time // its clock: the time of its last step (at first, of its start)
 }
 
-func startOutboxEngine(t *testing.T, wdir string, svc external.Service, db Store, owns func(string) bool, o OutboxOptions) *outboxEngine {
+func startOutboxEngine(t *testing.T, wdir, at string, svc external.Service, db Store, owns func(string) bool, o OutboxOptions) *outboxEngine {
 	t.Helper()
-	oe := &outboxEngine{db: db}
-	e, err := New(Options{WorkflowsDir: wdir, Store: db, Logger: discard, Owns: owns,
+	oe := &outboxEngine{db: db, now: ts(at)}
+	clock := func() time.Time { oe.mu.Lock(); defer oe.mu.Unlock(); return oe.now }
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Logger: discard, Owns: owns, Clock: clock,
 		Services: map[string]external.Service{workflow.ServiceCommand: svc},
 		OnEvent: func(ev scheduler.Event) {
 			oe.mu.Lock()
@@ -57,6 +59,9 @@ func (oe *outboxEngine) step(t *testing.T, at string) {
 			t.Fatal(err)
 		}
 	}
+	oe.mu.Lock()
+	oe.now = ts(at)
+	oe.mu.Unlock()
 	if err := oe.e.Step(context.Background(), ts(at), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +113,8 @@ func TestOutboxTakenOverByTheNewOwner(t *testing.T) {
 		return db
 	}
 	svc := newFake()
-	a := startOutboxEngine(t, wdir, svc, open("A"), func(string) bool { return owner.Load() == "A" }, OutboxOptions{})
-	b := startOutboxEngine(t, wdir, svc, open("B"), func(string) bool { return owner.Load() == "B" }, OutboxOptions{})
+	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("A"), func(string) bool { return owner.Load() == "A" }, OutboxOptions{})
+	b := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("B"), func(string) bool { return owner.Load() == "B" }, OutboxOptions{})
 	a.step(t, "2026-11-24T08:10Z") // READY
 	a.step(t, "2026-11-24T08:11Z") // RUNNING
 	svc.finishAll(false)
@@ -226,5 +231,49 @@ func TestOutboxBounds(t *testing.T) {
 	}
 	if keys := outboxKeys(t, db); len(keys) != 1 {
 		t.Errorf("outbox %q, want the delivery of 10:20", keys)
+	}
+}
+
+// TestSLAMissSentAgainUnderTheSameID: a kill between the outbox's record
+// of an SLA miss's delivery and the record of the miss sent (both written
+// before the step's states) leaves the delivery and no record: after the
+// restart the outbox sends the delivery and the step, finding no record,
+// sends the miss again. Both carry the same delivery id, so the receiver
+// deduplicates (before, the second had a new id).
+func TestSLAMissSentAgainUnderTheSameID(t *testing.T) {
+	wdir := t.TempDir()
+	w := slaWorkflow()
+	w.Notify[0].Events = []string{workflow.EventSLAMissed}
+	fixture.WriteProject(t, wdir, "p", w)
+	db := openDB(t, t.TempDir())
+	svc := newFake()
+	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, db, nil, OutboxOptions{})
+	a.step(t, "2026-11-24T08:10Z") // READY
+	a.step(t, "2026-11-24T08:11Z") // RUNNING
+	svc.finishAll(false)
+	a.step(t, "2026-11-24T08:20Z")    // FAILURE
+	a.step(t, "2026-11-24T11:00:30Z") // the miss of 08:00
+	sent := a.taken()
+	if len(sent) != 1 || !strings.HasPrefix(sent[0], workflow.EventSLAMissed) {
+		t.Fatalf("handed out %q, want the miss of 08:00", sent)
+	}
+	// The kill: the record of the miss sent was not written.
+	keys, err := db.RegisterKeys(slaBucket, slaPrefix("feed"))
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("records of the misses sent %q (%v), want one", keys, err)
+	}
+	if err := db.DeleteRegister(slaBucket, keys[0]); err != nil {
+		t.Fatal(err)
+	}
+	b := startOutboxEngine(t, wdir, "2026-11-24T11:01Z", svc, db, nil, OutboxOptions{})
+	b.step(t, "2026-11-24T11:01Z")
+	again := b.taken()
+	if len(again) != 2 {
+		t.Fatalf("after the restart: handed out %q, want the outbox's delivery and the miss sent again", again)
+	}
+	for _, s := range again {
+		if s != sent[0] {
+			t.Errorf("after the restart: %q, want %q (the same delivery id)", s, sent[0])
+		}
 	}
 }

@@ -557,8 +557,12 @@ func dedupe(ts []time.Time) []time.Time {
 // it again. Then the rerun markers and submit intents that are done go.
 func (s *stepper) apply() {
 	s.recordRuns() // before the RUNNING states: see recordRuns
-	// The outbox's records go before the states (outbox.go).
+	// The outbox's records go before the states (outbox.go), and the
+	// SLA misses sent right after them (recordSLA).
 	s.prepareOutbox()
+	if len(s.slaMisses) > 0 {
+		s.recordSLA()
+	}
 	var failed map[slot.ID]error
 	if len(s.writes) > 0 {
 		failed = s.e.db.PutStates(s.writes)
@@ -603,9 +607,6 @@ func (s *stepper) apply() {
 	clear(s.to)
 	if len(s.pendingEvents) > 0 {
 		s.emit(failed)
-	}
-	if len(s.slaMisses) > 0 {
-		s.recordSLA()
 	}
 }
 
