@@ -14,9 +14,11 @@ import (
 )
 
 // TestReservedBucketsAreReadOnly: the buckets the scheduler keeps its own
-// records in (the SLA misses sent, the webhook outbox) can be read through
-// the API but not written or deleted: 403, code reserved_bucket, naming
-// the bucket, and the record stays. (Before, a user with the API token
+// records in (the SLA misses sent, the webhook outbox) can be listed
+// through the API but not written or deleted: 403, code reserved_bucket,
+// naming the bucket, and the record stays. The SLA records can be read;
+// the outbox's cannot (they name the targets' URLs, which may carry
+// tokens, and a read needs no token). (Before, a user with the API token
 // could remove an SLA record, so that the miss was sent again, or forge a
 // webhook delivery.) Other buckets are written as before.
 func TestReservedBucketsAreReadOnly(t *testing.T) {
@@ -41,8 +43,17 @@ func TestReservedBucketsAreReadOnly(t *testing.T) {
 				t.Errorf("%s %s: %d %s, want 403 reserved_bucket naming the bucket", c.method, c.target, rec.Code, rec.Body)
 			}
 		}
-		if got := s.do(200, "GET", "/register?bucket="+bucket+"&key=rec", nil); strings.TrimSpace(got) != `{"mine":true}` {
-			t.Errorf("%s/rec reads %s after the refused writes", bucket, got)
+		if got, err := s.db.GetRegister(bucket, "rec"); err != nil || string(got) != `{"mine":true}` {
+			t.Errorf("%s/rec holds %s (%v) after the refused writes", bucket, got, err)
+		}
+		// The SLA records can be read; the outbox's name the targets' URLs
+		// (tokens): refused.
+		if bucket == "celos-sla-missed" {
+			if got := s.do(200, "GET", "/register?bucket="+bucket+"&key=rec", nil); strings.TrimSpace(got) != `{"mine":true}` {
+				t.Errorf("GET %s/rec: %s", bucket, got)
+			}
+		} else if got := s.do(403, "GET", "/register?bucket="+bucket+"&key=rec", nil); !strings.Contains(got, "reserved_bucket") || strings.Contains(got, "mine") {
+			t.Errorf("GET %s/rec: %s, want 403 reserved_bucket without the value", bucket, got)
 		}
 		var keys api.RegisterKeys
 		s.do(200, "GET", "/list-register-keys?bucket="+bucket, &keys)

@@ -53,7 +53,8 @@ const (
 )
 
 // ReservedBuckets are the register buckets the engine keeps its own
-// records in: the API refuses to write them (a read is allowed).
+// records in: the API refuses to write them, and to read outboxBucket's
+// records (GetRegister).
 var ReservedBuckets = []string{slaBucket, outboxBucket}
 
 // OutboxOptions configure the outbox (EnableOutbox).
@@ -82,7 +83,8 @@ type outboxState struct {
 	seen    map[string]bool
 }
 
-// outboxRecord is a delivery's register (readable by people).
+// outboxRecord is a delivery's register (readable by people on the state
+// database; not through the API, since it names the target's URL).
 type outboxRecord struct {
 	Event      string                `json:"event"`
 	Workflow   string                `json:"workflow"`

@@ -29,7 +29,13 @@ func registerErr(err error) error {
 }
 
 // GetRegister returns the JSON under bucket/key (scheduler.ErrRegisterNotFound if none).
+// The outbox's records are not read through it (they name the webhook
+// targets' URLs, whose query or user information may hold a token, and
+// a read needs no token): their keys are listed, their values refused.
 func (e *Engine) GetRegister(ctx context.Context, bucket, key string) (json.RawMessage, error) {
+	if bucket == outboxBucket {
+		return nil, fmt.Errorf("%w: %s holds webhook deliveries, whose target URLs may carry tokens: list its keys, or read the state database", scheduler.ErrReservedBucket, bucket)
+	}
 	v, err := e.regs.GetRegister(bucket, key)
 	return v, registerErr(err)
 }
@@ -62,7 +68,7 @@ func (e *Engine) DeleteRegistersWithPrefix(ctx context.Context, bucket, prefix s
 
 // writable refuses the buckets the engine keeps its own records in
 // (ReservedBuckets): a write there from the API would send an SLA miss
-// again, or forge or remove a webhook delivery. Reading them is allowed.
+// again, or forge or remove a webhook delivery. (Reading: GetRegister.)
 func writable(bucket string) error {
 	for _, b := range ReservedBuckets {
 		if bucket == b {

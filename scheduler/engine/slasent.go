@@ -40,7 +40,7 @@ const (
 )
 
 // slaRecord is the value of a miss's register (readable by people:
-// `celos register get`).
+// GET /register).
 type slaRecord struct {
 	Workflow string `json:"workflow"`
 	Slot     string `json:"slot"`
