@@ -8,17 +8,24 @@ package engine
 // A step writes one record per delivery (event × target), marked not yet
 // recorded, before its batched state write; after it, the records of the
 // slots whose state could not be written are removed (no event), the
-// others are marked recorded and handed to Options.OnEvent with their
-// delivery ids (scheduler.Event.Deliveries). A kill at any point leaves
-// either no record (the state was not written either: the next step
-// decides again) or a record: the first step after a start, and one a
-// minute after it (outboxRescan), offers the records no delivery of this
-// engine holds — those of the workflows it steps (Options.Owns), every
-// one without Owns. A record still marked not recorded (the kill came
-// between the two writes) is sent only if the slot's stored state is the
-// one the event tells of; otherwise the state write never happened and
-// the record is removed. A delivery is sent at least once, always under
-// the same delivery id; one the sender had begun may be sent again.
+// others are handed to Options.OnEvent with their delivery ids
+// (scheduler.Event.Deliveries). A record is marked recorded only when the
+// sender releases its delivery (Released: it stays for later), not when
+// the state is written: most deliveries are finished, and removed, within
+// seconds, and a second write each would double the outbox's cost
+// (BenchmarkFailureStep). A kill at any point leaves either no record
+// (the state was not written either: the next step decides again) or a
+// record: the first step after a start, one a minute after it
+// (outboxRescan) and one that steps a workflow the last scan did not (a
+// take-over) offer the records no delivery of this engine holds — those
+// of the workflows it steps (Options.Owns), every one without Owns. A
+// record not marked recorded is sent only if the slot's stored state is
+// the one the event tells of; otherwise the state write never happened
+// (a kill between the two writes) and the record is removed — or, rarely,
+// the slot was rerun or killed while the delivery was being retried and
+// the server was killed then: that delivery is not sent. A delivery is
+// sent at least once, always under the same delivery id; one the sender
+// had begun may be sent again.
 //
 // Bounds: a record older than MaxAge, or beyond the MaxEntries newest, is
 // removed, logged and counted (OnDrop) when the outbox is scanned.
@@ -75,8 +82,8 @@ type outboxState struct {
 	opts OutboxOptions
 	mu   sync.Mutex
 	// live are the deliveries handed to OnEvent and not yet finished or
-	// released: delivery id → key.
-	live map[string]string
+	// released, by delivery id.
+	live map[string]outboxEntry
 	// scanned is the last scan's time (by Clock), seen the workflows
 	// this engine stepped then; guarded by stepMu.
 	scanned time.Time
@@ -121,30 +128,40 @@ func (e *Engine) EnableOutbox(o OutboxOptions) {
 	}
 	e.out.mu.Lock()
 	defer e.out.mu.Unlock()
-	e.out.on, e.out.opts, e.out.live = true, o, make(map[string]string)
+	e.out.on, e.out.opts, e.out.live = true, o, make(map[string]outboxEntry)
 }
 
 // Finished removes a delivery made or given up.
 func (e *Engine) Finished(wf, delivery string) {
 	e.out.mu.Lock()
-	key, ok := e.out.live[delivery]
+	o, ok := e.out.live[delivery]
 	delete(e.out.live, delivery)
 	e.out.mu.Unlock()
-	if !ok || key == "" {
+	if !ok || o.key == "" {
 		return
 	}
-	if err := e.regs.DeleteRegister(outboxBucket, key); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := e.regs.DeleteRegister(outboxBucket, o.key); err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.Warn("delivery finished but not removed from the outbox: it may be sent again after a restart",
 			"workflow", wf, "delivery", delivery, "error", err)
 	}
 }
 
-// Released forgets a delivery the sender let go of: the next scan offers
-// it again.
+// Released forgets a delivery the sender let go of, marking its record
+// recorded (its state is: it was emitted after the state write): the next
+// scan offers it again.
 func (e *Engine) Released(wf, delivery string) {
 	e.out.mu.Lock()
+	o, ok := e.out.live[delivery]
 	delete(e.out.live, delivery)
 	e.out.mu.Unlock()
+	if !ok || o.key == "" || o.rec.Recorded {
+		return
+	}
+	o.rec.Recorded = true
+	if err := e.putOutbox(o.key, o.rec); err != nil {
+		e.log.Warn("outbox record not marked recorded: it is checked against its slot's state before it is sent again",
+			"workflow", wf, "delivery", delivery, "error", err)
+	}
 }
 
 // Mine reports whether this engine delivers the events of wf: it steps wf.
@@ -234,25 +251,16 @@ func (e *Engine) discardOutbox(pe pendingEvent) {
 	}
 }
 
-// commitOutbox marks the records of an event whose state is written as
-// recorded, and holds them as live (before OnEvent: the sender may finish
-// at once).
+// commitOutbox holds the records of an event whose state is written as
+// live (before OnEvent: the sender may finish at once); Released marks
+// them recorded if they stay.
 func (e *Engine) commitOutbox(pe pendingEvent) {
+	e.out.mu.Lock()
+	defer e.out.mu.Unlock()
 	for _, o := range pe.out {
-		if o.key == "" {
-			continue
+		if o.key != "" {
+			e.out.live[o.rec.Delivery] = o
 		}
-		if !o.rec.Recorded {
-			o.rec.Recorded = true
-			if err := e.putOutbox(o.key, o.rec); err != nil {
-				// Left not recorded: a scan after a restart checks the
-				// slot's state, which is the event's until a rerun.
-				e.log.Warn("outbox record not marked recorded", "workflow", o.rec.Workflow, "delivery", o.rec.Delivery, "error", err)
-			}
-		}
-		e.out.mu.Lock()
-		e.out.live[o.rec.Delivery] = o.key
-		e.out.mu.Unlock()
 	}
 }
 
@@ -364,13 +372,10 @@ func (e *Engine) offer(it outboxItem) {
 			e.deleteOutbox(it.key)
 			return
 		}
-		rec.Recorded = true
-		if err := e.putOutbox(it.key, rec); err != nil {
-			e.log.Warn("outbox record not marked recorded", "workflow", rec.Workflow, "delivery", rec.Delivery, "error", err)
-		}
+		// (Marked recorded if it is released again.)
 	}
 	e.out.mu.Lock()
-	e.out.live[rec.Delivery] = it.key
+	e.out.live[rec.Delivery] = outboxEntry{key: it.key, rec: rec}
 	e.out.mu.Unlock()
 	e.log.Info("notification from the outbox offered again", "workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery,
 		"created", rec.Created.Format(time.RFC3339))

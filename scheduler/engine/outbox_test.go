@@ -15,6 +15,7 @@ import (
 	"github.com/celos-go/celos/internal/testenv/pgtest"
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/external"
+	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -275,5 +276,38 @@ func TestSLAMissSentAgainUnderTheSameID(t *testing.T) {
 		if s != sent[0] {
 			t.Errorf("after the restart: %q, want %q (the same delivery id)", s, sent[0])
 		}
+	}
+}
+
+// TestOutboxReleasedDeliverySurvivesARerun: a failure's delivery the
+// sender released at a stop (its target was down) is sent after the
+// restart even though the operator reran the slot meanwhile: the release
+// marked its record recorded, so it is not mistaken for the record of a
+// state a kill left unwritten (whose slot's state is not the event's).
+func TestOutboxReleasedDeliverySurvivesARerun(t *testing.T) {
+	wdir := t.TempDir()
+	w := fixture.Hourly("feed")
+	w.StartTime = ts("2026-11-24T08:00Z")
+	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
+	fixture.WriteProject(t, wdir, "p", w)
+	db := openDB(t, t.TempDir())
+	svc := newFake()
+	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, db, nil, OutboxOptions{})
+	a.step(t, "2026-11-24T08:10Z") // READY
+	a.step(t, "2026-11-24T08:11Z") // RUNNING
+	svc.finishAll(false)
+	a.step(t, "2026-11-24T08:20Z") // FAILURE
+	sent := a.taken()
+	if len(sent) != 1 {
+		t.Fatalf("handed out %q, want one failure", sent)
+	}
+	a.e.Released("feed", strings.TrimPrefix(sent[0], "failure "))
+	if err := a.e.Rerun(context.Background(), slot.ID{Workflow: "feed", Time: ts("2026-11-24T08:00Z")}, ts("2026-11-24T08:25Z")); err != nil {
+		t.Fatal(err)
+	}
+	b := startOutboxEngine(t, wdir, "2026-11-24T08:30Z", svc, db, nil, OutboxOptions{})
+	b.step(t, "2026-11-24T08:30Z")
+	if diff := cmp.Diff(sent, b.taken()); diff != "" {
+		t.Errorf("after the rerun and the restart, handed out (-want +got):\n%s", diff)
 	}
 }
