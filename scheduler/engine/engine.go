@@ -116,6 +116,8 @@ type Engine struct {
 	stateRead *config
 	wfBuf     []wfStep // the workflows of a step (gather); guarded by stepMu
 	pools     *pool.File
+	// out is the outbox of webhook deliveries (EnableOutbox).
+	out outboxState
 	// runs are the recent submissions of workflows with minInterval or
 	// maxRuns, oldest first (runsOf); guarded by stepMu.
 	runs map[string][]store.Run
@@ -131,8 +133,6 @@ type Engine struct {
 	// slaChecked is, per workflow with an SLA longer than the window,
 	// the slot time before which noteSLABeyond looked. Guarded by stepMu.
 	slaChecked map[string]time.Time
-	// out is the outbox of webhook deliveries (EnableOutbox).
-	out outboxState
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
