@@ -20,6 +20,12 @@ import (
 // holds no such key; the HTTP API answers 404.
 var ErrRegisterNotFound = errors.New("register not found")
 
+// ErrReservedBucket is returned (wrapped) by PutRegister, DeleteRegister
+// and DeleteRegistersWithPrefix for a bucket the scheduler keeps its own
+// records in (celos-sla-missed, celos-outbox), and by GetRegister for
+// celos-outbox (its records name webhook URLs); the HTTP API answers 403.
+var ErrReservedBucket = errors.New("reserved register bucket")
+
 // ErrUnschedulable is wrapped by the operations on a workflow whose
 // schedule does not resolve (a dependent schedule naming a workflow that is
 // not loaded, a cycle of dependent schedules): a fault of the workflows

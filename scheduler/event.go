@@ -29,4 +29,9 @@ type Event struct {
 	Detail string
 	// Targets are the workflow's targets that want this kind of event.
 	Targets []workflow.Notification
+	// Deliveries, if set, are the delivery ids of Targets (same order)
+	// under which the engine recorded them in the state database's outbox:
+	// the sender delivers under these ids and tells the outbox what became
+	// of each (scheduler/notify's Outbox). An empty id: not recorded.
+	Deliveries []string
 }

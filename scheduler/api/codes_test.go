@@ -69,7 +69,7 @@ func TestErrorCodes(t *testing.T) {
 	const token = "0123456789abcdef0123"
 	cases := []struct {
 		name, method, target string
-		body                 string // PUT only; "big" is 1 MiB + 1 byte
+		body                 string // PUT only; "big" is 1 MiB + 1 byte, else the body
 		token                bool   // behind api.RequireToken, sent without the token
 		protect              bool   // behind api.Protect (no token, loopback Host only)
 		headers              map[string]string
@@ -98,6 +98,7 @@ func TestErrorCodes(t *testing.T) {
 			msg: "time is not a slot of the workflow's schedule: up@2015-09-13T13:30:00.000Z"},
 		{name: "slot with no record", method: "GET", target: "/slot-state?id=idle&time=2015-09-13T13:00Z", status: 404, code: "slot_not_found"},
 		{name: "no such register", method: "GET", target: "/register?bucket=b&key=none", status: 404, code: "register_not_found"},
+		{name: "write to a reserved bucket", method: "PUT", target: "/register?bucket=celos-sla-missed&key=k", body: "{}", status: 403, code: "reserved_bucket"},
 		{name: "no such endpoint", method: "GET", target: "/nope", status: 404, code: "unknown_endpoint"},
 		{name: "wrong method", method: "DELETE", target: "/rerun?id=up&time=2015-09-13T12:00Z", status: 405, code: "method_not_allowed"},
 		{name: "schedule does not resolve", method: "GET", target: "/workflow-slots?id=orphan", status: 409, code: "unschedulable"},
@@ -128,6 +129,8 @@ func TestErrorCodes(t *testing.T) {
 				body = strings.NewReader("")
 			case "big":
 				body = strings.NewReader(`"` + strings.Repeat("x", api.MaxBodyBytes-1) + `"`)
+			default:
+				body = strings.NewReader(c.body)
 			}
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest(c.method, c.target, body)

@@ -297,6 +297,7 @@ var errorKinds = []struct {
 	{slot.ErrSlotNotFound, http.StatusNotFound, "slot_not_found"},
 	{slot.ErrNotInSchedule, http.StatusNotFound, "not_in_schedule"},
 	{scheduler.ErrRegisterNotFound, http.StatusNotFound, "register_not_found"},
+	{scheduler.ErrReservedBucket, http.StatusForbidden, "reserved_bucket"},
 	{scheduler.ErrNotDue, http.StatusBadRequest, "not_due"},
 	{scheduler.ErrBeforeStart, http.StatusBadRequest, "before_start"},
 	{scheduler.ErrNotFinal, http.StatusBadRequest, "not_final"},

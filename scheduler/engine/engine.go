@@ -116,6 +116,8 @@ type Engine struct {
 	stateRead *config
 	wfBuf     []wfStep // the workflows of a step (gather); guarded by stepMu
 	pools     *pool.File
+	// out is the outbox of webhook deliveries (EnableOutbox).
+	out outboxState
 	// runs are the recent submissions of workflows with minInterval or
 	// maxRuns, oldest first (runsOf); guarded by stepMu.
 	runs map[string][]store.Run

@@ -29,24 +29,53 @@ func registerErr(err error) error {
 }
 
 // GetRegister returns the JSON under bucket/key (scheduler.ErrRegisterNotFound if none).
+// The outbox's records are not read through it (they name the webhook
+// targets' URLs, whose query or user information may hold a token, and
+// a read needs no token): their keys are listed, their values refused.
 func (e *Engine) GetRegister(ctx context.Context, bucket, key string) (json.RawMessage, error) {
+	if bucket == outboxBucket {
+		return nil, fmt.Errorf("%w: %s holds webhook deliveries, whose target URLs may carry tokens: list its keys, or read the state database", scheduler.ErrReservedBucket, bucket)
+	}
 	v, err := e.regs.GetRegister(bucket, key)
 	return v, registerErr(err)
 }
 
-// PutRegister stores a JSON value under bucket/key.
+// PutRegister stores a JSON value under bucket/key (not in a reserved
+// bucket).
 func (e *Engine) PutRegister(ctx context.Context, bucket, key string, value json.RawMessage) error {
+	if err := writable(bucket); err != nil {
+		return err
+	}
 	return registerErr(e.regs.PutRegister(bucket, key, value))
 }
 
-// DeleteRegister removes bucket/key.
+// DeleteRegister removes bucket/key (not in a reserved bucket).
 func (e *Engine) DeleteRegister(ctx context.Context, bucket, key string) error {
+	if err := writable(bucket); err != nil {
+		return err
+	}
 	return registerErr(e.regs.DeleteRegister(bucket, key))
 }
 
-// DeleteRegistersWithPrefix removes every key of bucket that starts with prefix.
+// DeleteRegistersWithPrefix removes every key of bucket that starts with
+// prefix (not in a reserved bucket).
 func (e *Engine) DeleteRegistersWithPrefix(ctx context.Context, bucket, prefix string) error {
+	if err := writable(bucket); err != nil {
+		return err
+	}
 	return registerErr(e.regs.DeleteRegistersWithPrefix(bucket, prefix))
+}
+
+// writable refuses the buckets the engine keeps its own records in
+// (ReservedBuckets): a write there from the API would send an SLA miss
+// again, or forge or remove a webhook delivery. (Reading: GetRegister.)
+func writable(bucket string) error {
+	for _, b := range ReservedBuckets {
+		if bucket == b {
+			return fmt.Errorf("%w: %s holds the scheduler's own records (read-only through the API)", scheduler.ErrReservedBucket, bucket)
+		}
+	}
+	return nil
 }
 
 // RegisterKeys lists the keys of bucket starting with prefix, sorted.

@@ -38,7 +38,8 @@ type PoolUse struct {
 // pendingEvent is an event that waits for its slot's state to be durable.
 type pendingEvent struct {
 	ev   scheduler.Event
-	slot slot.ID // zero: not tied to a write (SLA missed)
+	slot slot.ID       // zero: not tied to a write (SLA missed)
+	out  []outboxEntry // its deliveries' outbox records (prepareOutbox)
 }
 
 // hold says why slots stay READY: the decision's holds get a problem of
@@ -408,8 +409,10 @@ func (s *stepper) event(w *workflow.Workflow, kind string, st slot.State, detail
 func (s *stepper) emit(failed map[slot.ID]error) {
 	for _, pe := range s.pendingEvents {
 		if _, bad := failed[pe.slot]; bad && !pe.slot.Time.IsZero() {
+			s.e.discardOutbox(pe)
 			continue
 		}
+		s.e.commitOutbox(pe)
 		s.e.opts.OnEvent(pe.ev)
 	}
 	s.pendingEvents = nil

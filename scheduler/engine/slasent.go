@@ -24,6 +24,7 @@ import (
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/scheduler/store"
+	"github.com/celos-go/celos/schema/workflow"
 )
 
 const (
@@ -39,7 +40,7 @@ const (
 )
 
 // slaRecord is the value of a miss's register (readable by people:
-// `celos register get`).
+// GET /register).
 type slaRecord struct {
 	Workflow string `json:"workflow"`
 	Slot     string `json:"slot"`
@@ -129,9 +130,11 @@ func (e *Engine) slaRecordsSince() (time.Time, error) {
 	return v.Since, nil
 }
 
-// recordSLA records the misses the step sent (after the step's write,
-// with its events). One that cannot be recorded is logged: it may be
-// sent again after a restart or a take-over.
+// recordSLA records the misses the step sends (before the step's write,
+// just after their deliveries are in the outbox: a kill between the two
+// leaves a delivery and no record, and the miss is sent again under the
+// same delivery id, slaDeliveryID). One that cannot be recorded is
+// logged: it may be sent again after a restart or a take-over.
 func (s *stepper) recordSLA() {
 	for _, m := range s.slaMisses {
 		raw, _ := json.Marshal(slaRecord{Workflow: m.id.Workflow, Slot: slot.FormatTime(m.id.Time),
@@ -147,6 +150,14 @@ func (s *stepper) recordSLA() {
 		}
 	}
 	s.slaMisses = nil
+}
+
+// slaDeliveryID is the delivery id of slot id's SLA miss to target url:
+// the same each time the miss is sent (a miss is sent once; again only
+// after a kill before its record), so that a receiver deduplicates.
+func slaDeliveryID(id slot.ID, url string) string {
+	h := sha256.Sum256([]byte(workflow.EventSLAMissed + "\x00" + id.String() + "\x00" + url))
+	return hex.EncodeToString(h[:12])
 }
 
 // slaMiss is a miss the step sent, to be recorded.

@@ -50,6 +50,9 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	rep.LoadErrors = len(c.loadErrs)
 	todo := e.owned(e.toStep(c, ids))
 	todo, rep.Loading = e.loadState(c, todo, ids != nil)
+	// Before the step decides: a record of an event whose state a kill
+	// left unwritten must see the state as it was (outbox.go).
+	e.offerOutbox(c, todo)
 	st := &stepper{e: e, now: now, rep: &rep, to: make(map[slot.ID]slot.Status), stepped: make(map[string]bool),
 		// The store is not written before apply: triggers read the state
 		// of the step's beginning (see above).
@@ -560,6 +563,12 @@ func dedupe(ts []time.Time) []time.Time {
 // it again. Then the rerun markers and submit intents that are done go.
 func (s *stepper) apply() {
 	s.recordRuns() // before the RUNNING states: see recordRuns
+	// The outbox's records go before the states (outbox.go), and the
+	// SLA misses sent right after them (recordSLA).
+	s.prepareOutbox()
+	if len(s.slaMisses) > 0 {
+		s.recordSLA()
+	}
 	var failed map[slot.ID]error
 	if len(s.writes) > 0 {
 		failed = s.e.db.PutStates(s.writes)
@@ -604,9 +613,6 @@ func (s *stepper) apply() {
 	clear(s.to)
 	if len(s.pendingEvents) > 0 {
 		s.emit(failed)
-	}
-	if len(s.slaMisses) > 0 {
-		s.recordSLA()
 	}
 }
 

@@ -8,7 +8,7 @@ package metrics
 //	celos_sla_missed_total{workflow}       slots that missed their SLA
 //	celos_notifications_total{event,result}
 //	                                       webhook delivery attempts by outcome
-//	                                       (delivered, retried, failed, dropped)
+//	                                       (delivered, retried, failed, kept, dropped)
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,7 +41,7 @@ func newRunMetrics(reg *prometheus.Registry) *runMetrics {
 		}, []string{"workflow"}),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "celos_notifications_total",
-			Help: "Webhook delivery attempts, by event and outcome (delivered, retried, failed, dropped).",
+			Help: "Webhook delivery attempts, by event and outcome (delivered, retried, failed, kept, dropped).",
 		}, []string{"event", "result"}),
 	}
 	reg.MustRegister(r.poolLimit, r.poolRunning, r.poolWaiting, r.slaMissed, r.notifications)

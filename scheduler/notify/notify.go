@@ -5,7 +5,11 @@
 // signed with HMAC-SHA256 when the target names a secret file, retried
 // with exponential backoff on network errors, 429 and 5xx answers; every
 // outcome is reported to OnResult (the server's metrics) and failures are
-// logged.
+// logged. An event whose deliveries the engine recorded in the state
+// database's outbox (scheduler.Event.Deliveries) is not lost when the
+// sender cannot keep it: what it could not finish (a full queue, a stop, a
+// workflow now another instance's) is released to the Outbox, which
+// offers it again later with the same delivery id (outbox.go).
 package notify
 
 import (
@@ -58,7 +62,8 @@ const (
 	Delivered = "delivered" // the target answered 2xx
 	Retried   = "retried"   // an attempt failed; another follows
 	Failed    = "failed"    // given up: attempts exhausted, a 4xx answer, an unreadable secret
-	Dropped   = "dropped"   // the queue was full or the sender closed
+	Dropped   = "dropped"   // the queue was full or the sender closed (a delivery without an outbox entry), or the outbox's bounds removed it
+	Kept      = "kept"      // the sender let go of a delivery the outbox keeps: sent later (a full queue, a stop)
 )
 
 // MaxSecretSize bounds a secret file.
@@ -84,6 +89,12 @@ type Options struct {
 	Backoff, MaxBackoff time.Duration
 	// OnResult, if set, hears of every attempt's outcome (metrics).
 	OnResult func(event, result string)
+	// Outbox, if set, keeps the deliveries of events that carry ids
+	// (scheduler.Event.Deliveries); SetOutbox sets it later.
+	Outbox Outbox
+	// DrainTimeout bounds how long Close goes on delivering what is
+	// queued; default 5 s (DefaultDrainTimeout).
+	DrainTimeout time.Duration
 }
 
 // Sender delivers events. Its zero value is not usable; see New.
@@ -94,9 +105,12 @@ type Sender struct {
 	stop  context.CancelFunc
 	wg    sync.WaitGroup // workers
 	mu    sync.Mutex     // guards closed and timers
-	// closed: Send and retries drop; timers are the pending retries.
-	closed bool
-	timers map[*time.Timer]bool
+	// closed: Send and retries drop (or release); timers are the pending
+	// retries; closing is closed by Close (the workers drain the queue).
+	closed  bool
+	timers  map[*time.Timer]*delivery
+	closing chan struct{}
+	outbox  Outbox
 	// down are the targets (by URL) whose last attempt timed out or could
 	// not connect, and until when they are not tried (coolDown).
 	down map[string]time.Time
@@ -104,11 +118,13 @@ type Sender struct {
 
 // delivery is one event for one target.
 type delivery struct {
-	target  workflow.Notification
-	event   string
-	body    []byte
-	id      string
-	attempt int // attempts made so far
+	target   workflow.Notification
+	workflow string
+	event    string
+	body     []byte
+	id       string
+	attempt  int  // attempts made so far
+	durable  bool // the outbox holds it (its id came with the event)
 }
 
 // New starts a sender's workers; Close stops them.
@@ -141,8 +157,12 @@ func New(opts Options) *Sender {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 5 * time.Minute
 	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Sender{opts: opts, queue: make(chan *delivery, opts.QueueSize), ctx: ctx, stop: stop, timers: make(map[*time.Timer]bool), down: make(map[string]time.Time)}
+	s := &Sender{opts: opts, queue: make(chan *delivery, opts.QueueSize), ctx: ctx, stop: stop, timers: make(map[*time.Timer]*delivery),
+		closing: make(chan struct{}), outbox: opts.Outbox, down: make(map[string]time.Time)}
 	for range opts.Workers {
 		s.wg.Add(1)
 		go s.work()
@@ -150,16 +170,21 @@ func New(opts Options) *Sender {
 	return s
 }
 
-// Send queues ev for each of its targets and returns at once.
+// Send queues ev for each of its targets and returns at once. A target
+// whose delivery id the event carries (Deliveries) is delivered under
+// that id and reported to the Outbox; the others get a new id.
 func (s *Sender) Send(ev scheduler.Event) {
-	for _, t := range ev.Targets {
-		id := newID()
+	for i, t := range ev.Targets {
+		id, durable := newID(), false
+		if i < len(ev.Deliveries) && ev.Deliveries[i] != "" {
+			id, durable = ev.Deliveries[i], true
+		}
 		body, err := json.Marshal(BodyOf(ev, id))
 		if err != nil { // cannot happen: strings and ints
 			s.opts.Logger.Error("notification not sent: encode", "workflow", ev.Workflow, "error", err)
 			continue
 		}
-		s.enqueue(&delivery{target: t, event: ev.Kind, body: body, id: id})
+		s.enqueue(&delivery{target: t, workflow: ev.Workflow, event: ev.Kind, body: body, id: id, durable: durable})
 	}
 }
 
@@ -177,21 +202,21 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// enqueue queues d without blocking; a full queue or a closed sender drops it.
+// enqueue queues d without blocking; a full queue or a closed sender
+// drops it, or releases it to the outbox that keeps it.
 func (s *Sender) enqueue(d *delivery) {
 	s.mu.Lock()
 	closed := s.closed
-	s.mu.Unlock()
 	if !closed {
 		select {
 		case s.queue <- d:
+			s.mu.Unlock()
 			return
 		default:
 		}
 	}
-	s.opts.Logger.Warn("notification dropped", "event", d.event, "url", redact(d.target.URL), "delivery", d.id,
-		"reason", map[bool]string{true: "the sender is closed", false: "the queue is full"}[closed])
-	s.result(d.event, Dropped)
+	s.mu.Unlock()
+	s.letGo(d, map[bool]string{true: "the sender is closed", false: "the queue is full"}[closed])
 }
 
 func (s *Sender) result(event, r string) {
@@ -200,6 +225,8 @@ func (s *Sender) result(event, r string) {
 	}
 }
 
+// work attempts the queued deliveries until the sender stops; once Close
+// began, it attempts what is queued and returns when the queue is empty.
 func (s *Sender) work() {
 	defer s.wg.Done()
 	for {
@@ -208,6 +235,17 @@ func (s *Sender) work() {
 			return
 		case d := <-s.queue:
 			s.attempt(d)
+		case <-s.closing:
+			for {
+				select {
+				case <-s.ctx.Done():
+					return
+				case d := <-s.queue:
+					s.attempt(d)
+				default:
+					return
+				}
+			}
 		}
 	}
 }
@@ -227,6 +265,10 @@ func (e errCoolingDown) Error() string {
 // attempt without being posted and wait for the end of it, so that the
 // other targets' deliveries are not held back behind its timeouts.
 func (s *Sender) attempt(d *delivery) {
+	if d.durable && !s.mine(d.workflow) {
+		s.release(d, "the workflow is now another instance's, which sends it")
+		return
+	}
 	d.attempt++
 	var retry bool
 	var err error
@@ -239,12 +281,18 @@ func (s *Sender) attempt(d *delivery) {
 	if err == nil {
 		s.coolDown(d.target.URL, 0)
 		s.result(d.event, Delivered)
+		s.finished(d)
+		return
+	}
+	if s.ctx.Err() != nil { // stopped by Close: not an outcome
+		s.letGo(d, "the server stopped during the attempt")
 		return
 	}
 	if !retry || d.attempt >= s.opts.MaxAttempts {
 		s.opts.Logger.Warn("notification failed", "event", d.event, "url", redact(d.target.URL), "delivery", d.id,
 			"attempts", d.attempt, "error", err)
 		s.result(d.event, Failed)
+		s.finished(d)
 		return
 	}
 	backoff := s.opts.Backoff << (d.attempt - 1)
@@ -260,19 +308,23 @@ func (s *Sender) attempt(d *delivery) {
 		"attempt", d.attempt, "retryIn", wait.String(), "error", err)
 	s.result(d.event, Retried)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
-		s.result(d.event, Dropped)
+		s.mu.Unlock()
+		s.letGo(d, "the sender is closed")
 		return
 	}
 	var t *time.Timer
 	t = time.AfterFunc(wait, func() {
 		s.mu.Lock()
+		_, pending := s.timers[t]
 		delete(s.timers, t)
 		s.mu.Unlock()
-		s.enqueue(d)
+		if pending { // (else Close took it)
+			s.enqueue(d)
+		}
 	})
-	s.timers[t] = true
+	s.timers[t] = d
+	s.mu.Unlock()
 }
 
 // coolingUntil reports whether target url cools down, and until when.
@@ -394,33 +446,4 @@ func redact(raw string) string {
 		}
 	}
 	return raw
-}
-
-// Close stops the workers and pending retries; deliveries still queued
-// are dropped (counted). It waits for the attempts in flight until ctx
-// ends.
-func (s *Sender) Close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	for t := range s.timers {
-		t.Stop()
-	}
-	s.timers = nil
-	s.mu.Unlock()
-	s.stop()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	for {
-		select {
-		case d := <-s.queue:
-			s.result(d.event, Dropped)
-		default:
-			return nil
-		}
-	}
 }

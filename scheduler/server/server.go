@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/celos-go/celos/internal/humandur"
 	"github.com/celos-go/celos/scheduler/api"
 	"github.com/celos-go/celos/scheduler/cluster"
+	"github.com/celos-go/celos/scheduler/engine"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/loop"
 	"github.com/celos-go/celos/scheduler/metrics"
@@ -229,7 +231,9 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 		}
 	}()
 	// Webhooks go out on the sender's own goroutines; it is closed after
-	// the engine's last step (deferred before the engine's close).
+	// the engine's last step and before the leases and the state database
+	// go (below, after awaitStop): what it could not deliver stays in the
+	// database's outbox. (Deferred too, for the returns before that.)
 	sender, closeSender := startNotifier(log, m)
 	defer closeSender()
 	defer member.close() // after the step loop: its leases go to the others (nil: nothing)
@@ -246,6 +250,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			log.Error("close state database", "error", cerr)
 		}
 	}()
+	wireOutbox(engine, sender, m)
 	if engine, err = member.attach(engine, engineCloser, m); err != nil { // (nil member: unchanged)
 		return err
 	}
@@ -279,7 +284,9 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 	}()
 
 	var runErr error
-	if inUse, runErr = awaitStop(ctx, cfg, log, srv, serveErr, loopDone, stopLoop); runErr != nil {
+	inUse, runErr = awaitStop(ctx, cfg, log, srv, serveErr, loopDone, stopLoop)
+	closeSender()
+	if runErr != nil {
 		return runErr
 	}
 	logStopped(log, svcs[workflow.ServiceCommand])
@@ -436,17 +443,38 @@ func routes(h *api.Handler, svc scheduler.Service, svcs map[string]external.Serv
 	return mux, nil
 }
 
-// startNotifier starts the webhook sender; the function it returns closes
-// it, waiting at most 10 seconds for the deliveries in flight.
+// startNotifier starts the webhook sender; the function it returns (once;
+// later calls do nothing) closes it: it goes on delivering what is queued
+// for at most notify.DefaultDrainTimeout (5 s), and leaves the rest in
+// the state database's outbox for the next start (wireOutbox).
 func startNotifier(log *slog.Logger, m *metrics.Metrics) (*notify.Sender, func()) {
 	sender := notify.New(notify.Options{Logger: log, OnResult: m.Notification})
-	return sender, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return sender, sync.OnceFunc(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*notify.DefaultDrainTimeout)
 		defer cancel()
 		if err := sender.Close(ctx); err != nil {
 			log.Warn("webhook deliveries still in flight at exit", "error", err)
 		}
+	})
+}
+
+// outboxEngine is the slot engine's outbox (engine.EnableOutbox).
+type outboxEngine interface {
+	notify.Outbox
+	EnableOutbox(engine.OutboxOptions)
+}
+
+// wireOutbox makes the engine keep the sender's deliveries in the state
+// database (docs/server.md#webhooks): before the first step, so that
+// every event's deliveries are recorded; the deliveries its bounds drop
+// are counted as celos_notifications_total{result="dropped"}.
+func wireOutbox(svc scheduler.Service, sender *notify.Sender, m *metrics.Metrics) {
+	e, ok := svc.(outboxEngine)
+	if !ok { // (a test's stub)
+		return
 	}
+	e.EnableOutbox(engine.OutboxOptions{OnDrop: func(event string) { m.Notification(event, notify.Dropped) }})
+	sender.SetOutbox(e)
 }
 
 // checkPools refuses to start with a pools file (--pools) that does not

@@ -1,0 +1,404 @@
+package engine
+
+// The outbox: the webhook deliveries of the events a step emits, kept in
+// the store (register bucket outboxBucket, shared by the instances of a
+// cluster) from before the step records the slot states they tell of
+// until the sender reports each delivered or given up (EnableOutbox).
+//
+// A step writes one record per delivery (event × target), marked not yet
+// recorded, before its batched state write; after it, the records of the
+// slots whose state could not be written are removed (no event), the
+// others are handed to Options.OnEvent with their delivery ids
+// (scheduler.Event.Deliveries). A record is marked recorded only when the
+// sender releases its delivery (Released: it stays for later), not when
+// the state is written: most deliveries are finished, and removed, within
+// seconds, and a second write each would double the outbox's cost
+// (BenchmarkFailureStep). A kill at any point leaves either no record
+// (the state was not written either: the next step decides again) or a
+// record: the first step after a start, one a minute after it
+// (outboxRescan) and one that steps a workflow the last scan did not (a
+// take-over) offer the records no delivery of this engine holds — those
+// of the workflows it steps (Options.Owns), every one without Owns. A
+// record not marked recorded is sent only if the slot's stored state is
+// the one the event tells of; otherwise the state write never happened
+// (a kill between the two writes) and the record is removed — or, rarely,
+// the slot was rerun or killed while the delivery was being retried and
+// the server was killed then: that delivery is not sent. A delivery is
+// sent at least once, always under the same delivery id; one the sender
+// had begun may be sent again.
+//
+// Bounds: a record older than MaxAge, or beyond the MaxEntries newest, is
+// removed, logged and counted (OnDrop) when the outbox is scanned.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+const (
+	// outboxBucket is the register bucket of the deliveries not finished.
+	outboxBucket = "celos-outbox"
+	// outboxRescan is how often the outbox is scanned for deliveries
+	// that nothing holds (released, another instance's before).
+	outboxRescan = time.Minute
+	// DefaultOutboxMaxAge and DefaultOutboxMaxEntries bound the outbox
+	// (OutboxOptions).
+	DefaultOutboxMaxAge     = scheduler.Window
+	DefaultOutboxMaxEntries = 10000
+)
+
+// ReservedBuckets are the register buckets the engine keeps its own
+// records in: the API refuses to write them, and to read outboxBucket's
+// records (GetRegister).
+var ReservedBuckets = []string{slaBucket, outboxBucket}
+
+// OutboxOptions configure the outbox (EnableOutbox).
+type OutboxOptions struct {
+	// MaxAge: a delivery not finished after it is removed; default
+	// DefaultOutboxMaxAge (the window, 7 days).
+	MaxAge time.Duration
+	// MaxEntries: beyond it, the oldest deliveries are removed; default
+	// DefaultOutboxMaxEntries.
+	MaxEntries int
+	// OnDrop, if set, hears of each delivery the bounds removed (metrics).
+	OnDrop func(event string)
+}
+
+// outboxState is the engine's side of the outbox.
+type outboxState struct {
+	on   bool
+	opts OutboxOptions
+	mu   sync.Mutex
+	// live are the deliveries handed to OnEvent and not yet finished or
+	// released, by delivery id.
+	live map[string]outboxEntry
+	// scanned is the last scan's time (by Clock), seen the workflows
+	// this engine stepped then; guarded by stepMu.
+	scanned time.Time
+	seen    map[string]bool
+}
+
+// outboxRecord is a delivery's register (readable by people on the state
+// database; not through the API, since it names the target's URL).
+type outboxRecord struct {
+	Event      string                `json:"event"`
+	Workflow   string                `json:"workflow"`
+	Slot       time.Time             `json:"slot"`
+	Status     slot.Status           `json:"status"`
+	ExternalID string                `json:"externalId,omitempty"`
+	RetryCount int                   `json:"retryCount"`
+	At         time.Time             `json:"at"`
+	Detail     string                `json:"detail,omitempty"`
+	Target     workflow.Notification `json:"target"`
+	Delivery   string                `json:"delivery"`
+	Created    time.Time             `json:"created"`
+	// Recorded: the slot state the event tells of is recorded (always
+	// for an event not tied to a state write: an SLA miss).
+	Recorded bool `json:"recorded"`
+}
+
+// outboxEntry is a delivery of a step's event: its key ("" not recorded).
+type outboxEntry struct {
+	key string
+	rec outboxRecord
+}
+
+// EnableOutbox makes the engine keep the deliveries of its events in the
+// store (see above); call it before the first step. The engine then
+// implements the sender's Outbox (scheduler/notify): Finished, Released,
+// Mine.
+func (e *Engine) EnableOutbox(o OutboxOptions) {
+	if o.MaxAge <= 0 {
+		o.MaxAge = DefaultOutboxMaxAge
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultOutboxMaxEntries
+	}
+	e.out.mu.Lock()
+	defer e.out.mu.Unlock()
+	e.out.on, e.out.opts, e.out.live = true, o, make(map[string]outboxEntry)
+}
+
+// Finished removes a delivery made or given up.
+func (e *Engine) Finished(wf, delivery string) {
+	e.out.mu.Lock()
+	o, ok := e.out.live[delivery]
+	delete(e.out.live, delivery)
+	e.out.mu.Unlock()
+	if !ok || o.key == "" {
+		return
+	}
+	if err := e.regs.DeleteRegister(outboxBucket, o.key); err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("delivery finished but not removed from the outbox: it may be sent again after a restart",
+			"workflow", wf, "delivery", delivery, "error", err)
+	}
+}
+
+// Released forgets a delivery the sender let go of, marking its record
+// recorded (its state is: it was emitted after the state write): the next
+// scan offers it again.
+func (e *Engine) Released(wf, delivery string) {
+	e.out.mu.Lock()
+	o, ok := e.out.live[delivery]
+	delete(e.out.live, delivery)
+	e.out.mu.Unlock()
+	if !ok || o.key == "" || o.rec.Recorded {
+		return
+	}
+	o.rec.Recorded = true
+	if err := e.putOutbox(o.key, o.rec); err != nil {
+		e.log.Warn("outbox record not marked recorded: it is checked against its slot's state before it is sent again",
+			"workflow", wf, "delivery", delivery, "error", err)
+	}
+}
+
+// Mine reports whether this engine delivers the events of wf: it steps wf.
+func (e *Engine) Mine(wf string) bool { return e.owns(wf) }
+
+func newDeliveryID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// outboxKey is a delivery's key: the workflow's hash prefix (slaPrefix),
+// the creation time in milliseconds and the delivery id.
+func outboxKey(wf string, created time.Time, id string) string {
+	return slaPrefix(wf) + strconv.FormatInt(created.UnixMilli(), 10) + "-" + id
+}
+
+// parseOutboxKey splits a key into the workflow's prefix, the creation
+// time and the delivery id; ok is false for a key that is not one.
+func parseOutboxKey(k string) (prefix string, created time.Time, id string, ok bool) {
+	parts := strings.Split(k, "-")
+	if len(parts) != 3 || len(parts[0]) != 24 || parts[2] == "" {
+		return "", time.Time{}, "", false
+	}
+	ms, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return "", time.Time{}, "", false
+	}
+	return parts[0] + "-", time.UnixMilli(ms).UTC(), parts[2], true
+}
+
+// prepareOutbox records the deliveries of the step's events before the
+// step writes the slot states (apply). A delivery that cannot be recorded
+// is sent as before, without a record (logged).
+func (s *stepper) prepareOutbox() {
+	e := s.e
+	if !e.out.on || e.opts.OnEvent == nil || len(s.pendingEvents) == 0 {
+		return
+	}
+	created := e.clock().UTC()
+	for i := range s.pendingEvents {
+		pe := &s.pendingEvents[i]
+		pe.ev.Deliveries = make([]string, len(pe.ev.Targets))
+		pe.out = make([]outboxEntry, len(pe.ev.Targets))
+		for j, t := range pe.ev.Targets {
+			ev := pe.ev
+			id := newDeliveryID()
+			if ev.Kind == workflow.EventSLAMissed {
+				id = slaDeliveryID(slot.ID{Workflow: ev.Workflow, Time: ev.Slot}, t.URL)
+			}
+			rec := outboxRecord{Event: ev.Kind, Workflow: ev.Workflow, Slot: ev.Slot.UTC(), Status: ev.Status, ExternalID: ev.ExternalID,
+				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: id,
+				Created: created, Recorded: pe.slot.Time.IsZero()}
+			key := outboxKey(ev.Workflow, created, rec.Delivery)
+			if err := e.putOutbox(key, rec); err != nil {
+				if !errors.Is(err, errNoRegisters) {
+					e.log.Warn("notification not recorded in the outbox: sent, but lost if the server stops before it is delivered",
+						"workflow", ev.Workflow, "event", ev.Kind, "error", err)
+				}
+				continue
+			}
+			pe.out[j] = outboxEntry{key: key, rec: rec}
+			pe.ev.Deliveries[j] = rec.Delivery
+		}
+	}
+}
+
+func (e *Engine) putOutbox(key string, rec outboxRecord) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return e.regs.PutRegister(outboxBucket, key, raw)
+}
+
+// discardOutbox removes the records of an event whose slot state could
+// not be written: it did not happen.
+func (e *Engine) discardOutbox(pe pendingEvent) {
+	for _, o := range pe.out {
+		if o.key == "" {
+			continue
+		}
+		if err := e.regs.DeleteRegister(outboxBucket, o.key); err != nil && !errors.Is(err, store.ErrNotFound) {
+			// The next scan finds it not recorded, and checks the slot.
+			e.log.Warn("outbox record of an event that did not happen not removed", "workflow", o.rec.Workflow, "delivery", o.rec.Delivery, "error", err)
+		}
+	}
+}
+
+// commitOutbox holds the records of an event whose state is written as
+// live (before OnEvent: the sender may finish at once); Released marks
+// them recorded if they stay.
+func (e *Engine) commitOutbox(pe pendingEvent) {
+	e.out.mu.Lock()
+	defer e.out.mu.Unlock()
+	for _, o := range pe.out {
+		if o.key != "" {
+			e.out.live[o.rec.Delivery] = o
+		}
+	}
+}
+
+// outboxItem is a key of the outbox, parsed.
+type outboxItem struct {
+	key, prefix, id string
+	created         time.Time
+}
+
+// offerOutbox hands to OnEvent the deliveries of the outbox that nothing
+// holds, at the first step, every outboxRescan after it and at a step
+// that steps a workflow the last scan did not (a take-over), and applies
+// the bounds (stepMu is held). todo are the workflows the step steps.
+func (e *Engine) offerOutbox(c *config, todo []string) {
+	if !e.out.on || e.opts.OnEvent == nil {
+		return
+	}
+	now := e.clock()
+	due := e.out.scanned.IsZero() || now.Sub(e.out.scanned) >= outboxRescan || now.Before(e.out.scanned)
+	for _, wf := range todo {
+		due = due || !e.out.seen[wf]
+	}
+	if !due {
+		return
+	}
+	e.out.scanned = now
+	e.out.seen = make(map[string]bool, len(todo))
+	for _, wf := range c.ids {
+		if e.owns(wf) {
+			e.out.seen[wf] = true
+		}
+	}
+	keys, err := e.regs.RegisterKeys(outboxBucket, "")
+	if err != nil {
+		if !errors.Is(err, errNoRegisters) {
+			e.log.Warn("outbox not read: its deliveries wait for the next scan", "error", err)
+		}
+		return
+	}
+	items := make([]outboxItem, 0, len(keys))
+	for _, k := range keys {
+		if p, created, id, ok := parseOutboxKey(k); ok {
+			items = append(items, outboxItem{key: k, prefix: p, id: id, created: created})
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].created.After(items[j].created) }) // newest first
+	byPrefix := make(map[string]string, len(c.ids))
+	for _, wf := range c.ids {
+		byPrefix[slaPrefix(wf)] = wf
+	}
+	for n, it := range items {
+		e.out.mu.Lock()
+		_, live := e.out.live[it.id]
+		e.out.mu.Unlock()
+		if live {
+			continue
+		}
+		wf, known := byPrefix[it.prefix]
+		if known && !e.owns(wf) {
+			continue // another instance's: it steps the workflow
+		}
+		switch {
+		case now.Sub(it.created) > e.out.opts.MaxAge:
+			e.dropOutbox(it, "older than the outbox keeps ("+e.out.opts.MaxAge.String()+")")
+			continue
+		case n >= e.out.opts.MaxEntries:
+			e.dropOutbox(it, "the outbox is full ("+strconv.Itoa(e.out.opts.MaxEntries)+" deliveries)")
+			continue
+		case !known && e.opts.Owns != nil:
+			continue // a removed workflow, with several instances: left to the bounds
+		}
+		e.offer(it)
+	}
+}
+
+// readOutbox reads the record of it; a record that cannot be read is
+// removed (logged).
+func (e *Engine) readOutbox(it outboxItem) (outboxRecord, bool) {
+	var rec outboxRecord
+	raw, err := e.regs.GetRegister(outboxBucket, it.key)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, false // finished meanwhile
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &rec)
+	}
+	if err != nil {
+		e.log.Warn("outbox record not read: left for the next scan", "key", it.key, "error", err)
+		return rec, false
+	}
+	return rec, true
+}
+
+// offer hands one delivery of the outbox to OnEvent.
+func (e *Engine) offer(it outboxItem) {
+	rec, ok := e.readOutbox(it)
+	if !ok {
+		return
+	}
+	if !rec.Recorded {
+		st, found, err := e.db.Get(slot.ID{Workflow: rec.Workflow, Time: rec.Slot})
+		if err != nil {
+			e.log.Warn("outbox: slot state not read: the delivery waits for the next scan", "workflow", rec.Workflow, "delivery", rec.Delivery, "error", err)
+			return
+		}
+		if !found || st.Status != rec.Status || st.RetryCount != rec.RetryCount || st.ExternalID != rec.ExternalID {
+			e.log.Info("outbox: delivery removed: the state it tells of was never recorded (a stop between the two writes)",
+				"workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery)
+			e.deleteOutbox(it.key)
+			return
+		}
+		// (Marked recorded if it is released again.)
+	}
+	e.out.mu.Lock()
+	e.out.live[rec.Delivery] = outboxEntry{key: it.key, rec: rec}
+	e.out.mu.Unlock()
+	e.log.Info("notification from the outbox offered again", "workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery,
+		"created", rec.Created.Format(time.RFC3339))
+	e.opts.OnEvent(scheduler.Event{Kind: rec.Event, Workflow: rec.Workflow, Slot: rec.Slot, Status: rec.Status, ExternalID: rec.ExternalID,
+		RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{rec.Target}, Deliveries: []string{rec.Delivery}})
+}
+
+// dropOutbox removes a delivery the bounds exclude, logged and counted.
+func (e *Engine) dropOutbox(it outboxItem, why string) {
+	rec, _ := e.readOutbox(it)
+	e.deleteOutbox(it.key)
+	e.log.Warn("notification dropped from the outbox", "reason", why, "workflow", rec.Workflow, "event", rec.Event,
+		"delivery", it.id, "created", it.created.Format(time.RFC3339))
+	if e.out.opts.OnDrop != nil {
+		if rec.Event == "" {
+			rec.Event = "unknown" // (unreadable)
+		}
+		e.out.opts.OnDrop(rec.Event)
+	}
+}
+
+func (e *Engine) deleteOutbox(key string) {
+	if err := e.regs.DeleteRegister(outboxBucket, key); err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("outbox record not removed", "key", key, "error", err)
+	}
+}
