@@ -14,16 +14,18 @@ import (
 )
 
 // TestReservedBucketsAreReadOnly: the buckets the scheduler keeps its own
-// records in (the SLA misses sent, the webhook outbox) can be listed
+// records in (the SLA misses sent, the webhook outbox, the workflows that
+// left while their slots ran) can be listed
 // through the API but not written or deleted: 403, code reserved_bucket,
 // naming the bucket, and the record stays. The SLA records can be read;
-// the outbox's cannot (they name the targets' URLs, which may carry
-// tokens, and a read needs no token). (Before, a user with the API token
+// the outbox's and the departures' cannot (they name the targets' URLs,
+// which may carry tokens, or hold a workflow's definition, its Oozie
+// properties included; and a read needs no token). (Before, a user with the API token
 // could remove an SLA record, so that the miss was sent again, or forge a
 // webhook delivery.) Other buckets are written as before.
 func TestReservedBucketsAreReadOnly(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
-	for _, bucket := range []string{"celos-sla-missed", "celos-outbox"} {
+	for _, bucket := range []string{"celos-sla-missed", "celos-outbox", "celos-departed"} {
 		if err := s.db.PutRegister(bucket, "rec", json.RawMessage(`{"mine":true}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func TestReservedBucketsAreReadOnly(t *testing.T) {
 			t.Errorf("%s/rec holds %s (%v) after the refused writes", bucket, got, err)
 		}
 		// The SLA records can be read; the outbox's name the targets' URLs
-		// (tokens): refused.
+		// (tokens), the departures' hold definitions: refused.
 		if bucket == "celos-sla-missed" {
 			if got := s.do(200, "GET", "/register?bucket="+bucket+"&key=rec", nil); strings.TrimSpace(got) != `{"mine":true}` {
 				t.Errorf("GET %s/rec: %s", bucket, got)

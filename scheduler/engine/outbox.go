@@ -60,9 +60,9 @@ const (
 )
 
 // ReservedBuckets are the register buckets the engine keeps its own
-// records in: the API refuses to write them, and to read outboxBucket's
-// records (GetRegister).
-var ReservedBuckets = []string{slaBucket, outboxBucket}
+// records in: the API refuses to write them, and to read the records of
+// outboxBucket and departedBucket (GetRegister).
+var ReservedBuckets = []string{slaBucket, outboxBucket, departedBucket}
 
 // OutboxOptions configure the outbox (EnableOutbox).
 type OutboxOptions struct {
