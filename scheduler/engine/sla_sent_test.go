@@ -16,6 +16,7 @@ import (
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -345,4 +346,60 @@ func dailySLARig(t *testing.T, within int64, edit ...func(*workflow.Workflow)) *
 	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
 	fixture.WriteProject(t, r.wdir, "p", w)
 	return r
+}
+
+// slaListingDB is the file store counting the listings of the SLA
+// records' bucket.
+type slaListingDB struct {
+	*statedb.DB
+	listings atomic.Int64
+}
+
+func (d *slaListingDB) RegisterKeys(bucket, prefix string) ([]string, error) {
+	if bucket == slaBucket {
+		d.listings.Add(1)
+	}
+	return d.DB.RegisterKeys(bucket, prefix)
+}
+
+// TestSLARecordsListedOncePerStep: after a restart, every workflow whose
+// SLA deadline has passed asks whether its miss was sent. Each asked with
+// a listing of the bucket (on the file store a read of the whole register
+// directory, which holds every workflow's records): 10,000 workflows
+// missing their SLA in an outage listed a 10,000-entry directory 10,000
+// times in the first step. The step lists it once, and sends each miss
+// once.
+func TestSLARecordsListedOncePerStep(t *testing.T) {
+	const n = 30
+	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
+	var ws []workflow.Workflow
+	for i := range n {
+		w := slaWorkflow()
+		w.ID = fmt.Sprintf("feed%02d", i)
+		ws = append(ws, w)
+	}
+	fixture.WriteProject(t, r.wdir, "p", ws...)
+	db := &slaListingDB{DB: openDB(t, t.TempDir())}
+	a := r.start("first", "2026-11-24T08:00Z", db, nil)
+	a.step("2026-11-24T08:10Z") // READY
+	a.step("2026-11-24T08:11Z") // RUNNING
+	r.svc.finishAll(false)
+	a.step("2026-11-24T08:20Z") // FAILURE
+	a.step("2026-11-24T10:30Z") // the last step before the stop
+	b := r.start("second", "2026-11-24T12:00Z", db, nil)
+	db.listings.Store(0)
+	b.step("2026-11-24T12:00Z")
+	if got := db.listings.Load(); got != 1 {
+		t.Errorf("the step after the restart listed the SLA records %d times, want 1 (one step, %d workflows)", got, n)
+	}
+	if got := r.slaMisses(); len(got) != n {
+		t.Fatalf("sent %d misses, want %d: %v", len(got), n, got)
+	}
+	c := r.start("third", "2026-11-24T12:30Z", db, nil)
+	c.step("2026-11-24T12:30Z")
+	for _, m := range r.slaMisses() {
+		if strings.Contains(m, "@24 08:00") {
+			t.Fatalf("the miss of 08:00 was sent again after a second restart: %s", m)
+		}
+	}
 }

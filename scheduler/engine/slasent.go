@@ -74,7 +74,7 @@ func (s *stepper) slaSent(id slot.ID, deadline time.Time) (bool, error) {
 	}
 	sent, ok := e.slaRecorded[id.Workflow]
 	if !ok {
-		keys, err := e.regs.RegisterKeys(slaBucket, slaPrefix(id.Workflow))
+		keys, err := s.slaKeysOf(id.Workflow)
 		if err != nil {
 			return false, fmt.Errorf("read the SLA misses sent of %s: %w", id.Workflow, err)
 		}
@@ -98,6 +98,28 @@ func (s *stepper) slaSent(id slot.ID, deadline time.Time) (bool, error) {
 		e.slaRecorded[id.Workflow] = sent
 	}
 	return sent[id.Time.UnixMilli()], nil
+}
+
+// slaKeysOf returns the keys of workflow wf's SLA records. The bucket is
+// listed once in a step and the keys grouped by workflow: after a restart
+// every workflow past its deadline asks, and a listing per workflow read
+// the file store's whole register directory each time. (Read in the step:
+// another instance's records written since are seen at the next step, as
+// when each workflow listed its own.)
+func (s *stepper) slaKeysOf(wf string) ([]string, error) {
+	if s.slaKeys == nil {
+		keys, err := s.e.regs.RegisterKeys(slaBucket, "")
+		if err != nil {
+			return nil, err
+		}
+		s.slaKeys = make(map[string][]string)
+		for _, k := range keys {
+			if i := strings.IndexByte(k, '-'); i >= 0 {
+				s.slaKeys[k[:i+1]] = append(s.slaKeys[k[:i+1]], k)
+			}
+		}
+	}
+	return s.slaKeys[slaPrefix(wf)], nil
 }
 
 // slaRecordsSince returns the time from which the misses sent are

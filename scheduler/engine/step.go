@@ -227,6 +227,9 @@ type stepper struct {
 	preRuns map[string][]store.Run
 	// slaMisses are the SLA misses the step sent, recorded by recordSLA.
 	slaMisses []slaMiss
+	// slaKeys are the keys of the SLA records by workflow prefix, from
+	// one listing of the bucket in the step (nil: not listed yet).
+	slaKeys map[string][]string
 }
 
 // wfStep is one workflow in a step: what gather read, and the
