@@ -69,9 +69,9 @@ when a slot failed or the backfill stopped; 2 for bad flags or a range over
 the bounds.`,
 		Example: `  celos rerun --id wordcount --time 2015-09-13T13:00Z
   celos rerun --id wordcount --from 2015-08-01T00:00Z --to 2015-08-31T23:00Z --dry-run`,
-		Args: cobra.NoArgs,
+		Args: workflowArg(&id),
 	}
-	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
+	c.Flags().StringVar(&id, "id", "", "workflow id (required; or give it as the argument)")
 	c.Flags().StringVar(&at, "time", "", "slot time")
 	c.Flags().StringVar(&from, "from", "", "first slot time of a range (inclusive)")
 	c.Flags().StringVar(&to, "to", "", "last slot time of a range (inclusive)")
@@ -118,9 +118,9 @@ func newKillCmd() *cobra.Command {
 		Use:     "kill --id WORKFLOW --time TIME",
 		Short:   "Kill a slot: stop its external job and mark it KILLED (POST /kill)",
 		Example: `  celos kill --id wordcount --time 2015-09-13T13:00Z`,
-		Args:    cobra.NoArgs,
+		Args:    workflowArg(&id),
 	}
-	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
+	c.Flags().StringVar(&id, "id", "", "workflow id (required; or give it as the argument)")
 	c.Flags().StringVar(&at, "time", "", "slot time (required)")
 	o := addClientFlags(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -500,9 +500,9 @@ func newPauseCmd(pause bool) *cobra.Command {
 		Use:     name + " --id WORKFLOW",
 		Short:   short,
 		Example: "  celos " + name + " --id wordcount\n  celos " + name + " --id wordcount --server http://celos.example.com:8080",
-		Args:    cobra.NoArgs,
+		Args:    workflowArg(&id),
 	}
-	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
+	c.Flags().StringVar(&id, "id", "", "workflow id (required; or give it as the argument)")
 	o := addClientFlags(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if err := requireID(id); err != nil {
@@ -545,7 +545,7 @@ stepped.`,
 		Example: `  celos step
   celos step --ids wordcount-nyc,wordcount-lax
   celos step --time 2015-09-13T14:05Z   # as if it were 14:05`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 	}
 	c.Flags().StringVar(&at, "time", "", "the step's current time (default: the server's clock)")
 	c.Flags().StringVar(&ids, "ids", "", "comma-separated workflow ids (default: all)")

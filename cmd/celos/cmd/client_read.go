@@ -30,7 +30,7 @@ func newWorkflowsCmd() *cobra.Command {
 that did not load (with their error, on stderr; the exit status is then 1).`,
 		Example: `  celos workflows
   CELOS_SERVER=http://celos.example.com:8080 celos workflows --json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 	}
 	o := addClientFlags(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -76,9 +76,9 @@ table; celos rerun or celos kill of the slot rewrites the record. With
 --json such slots are in the answer's "unreadable" list, not in "slots".`,
 		Example: `  celos slots --id wordcount
   celos slots --id wordcount --start 2015-09-13T00:00Z --end 2015-09-14T00:00Z --json`,
-		Args: cobra.NoArgs,
+		Args: workflowArg(&id),
 	}
-	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
+	c.Flags().StringVar(&id, "id", "", "workflow id (required; or give it as the argument)")
 	c.Flags().StringVar(&start, "start", "", "first slot time (inclusive)")
 	c.Flags().StringVar(&end, "end", "", "end time (exclusive, default now)")
 	o := addClientFlags(c)
@@ -179,8 +179,8 @@ type triggerAnswer struct {
 // with --json.
 func slotReadCmd[T any](c *cobra.Command, path string, print func(w io.Writer, id string, v T)) *cobra.Command {
 	var id, at string
-	c.Args = cobra.NoArgs
-	c.Flags().StringVar(&id, "id", "", "workflow id (required)")
+	c.Args = workflowArg(&id)
+	c.Flags().StringVar(&id, "id", "", "workflow id (required; or give it as the argument)")
 	c.Flags().StringVar(&at, "time", "", "slot time (required)")
 	o := addClientFlags(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {

@@ -32,7 +32,7 @@ func newDBCmd() *cobra.Command {
 		Example: `  celos db prune --db /var/lib/celos/db --older-than 30d --workflows-dir /etc/celos/workflows
   celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos
   celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-back`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return usageError("celos db needs a subcommand: prune, migrate or export")
 		},
@@ -90,7 +90,7 @@ while servers use the database (one transaction per workflow).`,
 		Example: `  celos db prune --db /var/lib/celos/db --older-than 30d --workflows-dir /etc/celos/workflows
   celos db prune --db postgres://celos@db1/celos --older-than 30d --workflows-dir /etc/celos/workflows
   celos db prune --db /var/lib/celos/db --older-than 90d --workflows-dir /etc/celos/workflows --dry-run`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if dir == "" {
 				return usageError("--db is required")

@@ -50,7 +50,7 @@ without writing anything, not even its lock file, and it says so; a
 server holding its lock is still refused. Give the
 password in PGPASSWORD or ~/.pgpass. See docs/postgres.md.`,
 		Example: `  PGPASSWORD=... celos db migrate --from /var/lib/celos/db --to postgres://celos@db1/celos`,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
 				return usageError("celos db migrate needs --from DIR and --to postgres://...")
@@ -91,7 +91,7 @@ interrupted export left. It skips workflows already equal, and compares
 the two sides by counts and a sha256 checksum at the end. Stop the servers
 on the database first: it refuses while one is live, naming it.`,
 		Example: `  celos db export --from postgres://celos@db1/celos --to /var/lib/celos/db-back`,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
 				return usageError("celos db export needs --from postgres://... and --to DIR")

@@ -29,7 +29,7 @@ Exit status: 0 listed (also when nothing is deployed), 1 failed, 2 usage
 error.`,
 		Example: `  celos deployments --target $PRODUCTION_TARGET
   celos deployments --target $PRODUCTION_TARGET --json | jq -r '.deployments[] | select(.gitDirty) | .project'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o, conn, err := f.options(c)
 			if err != nil {

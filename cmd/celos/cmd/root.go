@@ -133,3 +133,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return ExitFailure
 }
+
+// noArgs refuses arguments to a command that takes none, saying so
+// (cobra.NoArgs says "unknown command", as if a subcommand were meant).
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return argsError(c, "%s takes no arguments, got %q", c.Name(), args[0])
+	}
+	return nil
+}
+
+// workflowArg lets a client command take its workflow as its one
+// argument (celos slots wordcount), as well as --id.
+func workflowArg(id *string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return nil
+		case len(args) > 1:
+			return argsError(c, "%s takes one WORKFLOW (or --id WORKFLOW), got %d arguments", c.Name(), len(args))
+		case *id != "" && *id != args[0]:
+			return argsError(c, "%s: the workflow is given twice, --id %s and %s: give it once", c.Name(), printable(*id), printable(args[0]))
+		}
+		*id = args[0]
+		return nil
+	}
+}

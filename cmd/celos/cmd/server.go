@@ -75,7 +75,7 @@ the requests in flight finish first (a second signal stops it at once).`,
 		Example: `  celos server --port 8080 --workflows /etc/celos/workflows --db /var/lib/celos/db --autoSchedule 60
   celos server --listen 0.0.0.0 --auth-token-file /etc/celos/token --workflows /etc/celos/workflows --db /var/lib/celos/db
   PGPASSFILE=/etc/celos/pgpass celos server --workflows /etc/celos/workflows --db postgres://celos@db1/celos --jobs /var/lib/celos/jobs`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := splitListen(&cfg, c.Flags().Changed("port")); err != nil {
 				return err

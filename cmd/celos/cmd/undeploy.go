@@ -42,7 +42,7 @@ failed or not deployed, 2 usage error.`,
 		Example: `  celos undeploy --target $PRODUCTION_TARGET                       # the project in the current directory
   celos undeploy --target $PRODUCTION_TARGET --project wordcount
   celos undeploy --target $STAGING_TARGET --project pr-123 --missing-ok`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if f.project == "" {
 				p, _, err := compileProject(f.deployDir)
