@@ -326,6 +326,13 @@ func TestParseErrors(t *testing.T) {
 		{"", "expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 0"},
 		{"0 0 0 * *", "expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 5"},
 		{"0 0 0 * * ? 2024 1", "expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 8"},
+		// A crontab line: its Quartz form is named when it is one for sure
+		// (day-of-week by name or *: crontab counts Sunday 0, Quartz 1).
+		{"0 * * * *", `expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 5 (a crontab line? Quartz starts with seconds and takes ? in one day field: "0 0 * * * ?")`},
+		{"30 2 * * MON-FRI", `expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 5 (a crontab line? Quartz starts with seconds and takes ? in one day field: "0 30 2 ? * MON-FRI")`},
+		{"0 0 1 * *", `expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 5 (a crontab line? Quartz starts with seconds and takes ? in one day field: "0 0 0 1 * ?")`},
+		{"0 0 * * 1", "expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 5"},
+		{"0 0 1 * MON", "expression: want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got 5"},
 		{"60 0 0 * * ?", "seconds: value 60 out of range 0-59"},
 		{"a 0 0 * * ?", `seconds: unexpected "A" (want a number)`},
 		{"? 0 0 * * ?", "seconds: '?' is allowed only in day-of-month and day-of-week"},

@@ -83,7 +83,11 @@ func Parse(expr string, loc *time.Location) (*Expr, error) {
 	}
 	parts := strings.Fields(expr)
 	if len(parts) != 6 && len(parts) != 7 {
-		return nil, &ParseError{"expression", fmt.Sprintf("want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got %d", len(parts))}
+		msg := fmt.Sprintf("want 6 or 7 fields (seconds minutes hours day-of-month month day-of-week [year]), got %d", len(parts))
+		if q := quartzOfCrontab(parts, loc); q != "" {
+			msg += fmt.Sprintf(" (a crontab line? Quartz starts with seconds and takes ? in one day field: %q)", q)
+		}
+		return nil, &ParseError{"expression", msg}
 	}
 	e := &Expr{src: strings.Join(parts, " "), loc: loc, anyYear: true}
 	var sets [7]uint64
@@ -350,4 +354,30 @@ func number(s string) (int, error) {
 		n = n*10 + int(c-'0')
 	}
 	return n, nil
+}
+
+// quartzOfCrontab is the Quartz expression of the crontab line f (minute
+// hour day-of-month month day-of-week), when it has one for sure: a
+// day-of-week of digits is left ("1" is Monday to crontab, Sunday to
+// Quartz), as are lines restricting both day fields (crontab takes
+// either; Quartz cannot say it) and whatever does not then parse. "" if
+// none.
+func quartzOfCrontab(f []string, loc *time.Location) string {
+	if len(f) != 5 || strings.ContainsAny(f[4], "0123456789") {
+		return ""
+	}
+	dom, dow := f[2], f[4]
+	switch {
+	case dow == "*":
+		dow = "?"
+	case dom == "*":
+		dom = "?"
+	default:
+		return ""
+	}
+	q := strings.Join([]string{"0", f[0], f[1], dom, f[3], dow}, " ")
+	if _, err := Parse(q, loc); err != nil {
+		return ""
+	}
+	return q
 }
