@@ -116,11 +116,15 @@ func (e *Engine) addDeparture(d departure, write bool) {
 	}
 }
 
-// readDepartures reads the departures the store records (at the first
-// step and after every change of the configuration: another instance,
-// or the engine before a restart, may have recorded some).
+// readDepartures reads the departures the store records: at the first
+// step and after every change of the configuration (the engine before a
+// restart may have recorded some), and, in a cluster (Options.Owns), at
+// every step: another instance may record a departure after this one
+// reloaded (the instances read the workflows directory at their own
+// steps), and one that sees the slots only RUNNING later notes none
+// itself.
 func (e *Engine) readDepartures() {
-	if e.departedRead {
+	if e.departedRead && e.opts.Owns == nil {
 		return
 	}
 	e.departedRead = true
@@ -136,6 +140,8 @@ func (e *Engine) readDepartures() {
 		return
 	}
 	e.departedErr = ""
+	bad := make(map[string]bool)
+	defer func() { e.departedBad = bad }()
 	for _, k := range keys {
 		v, err := e.regs.GetRegister(departedBucket, k)
 		if errors.Is(err, store.ErrNotFound) {
@@ -149,7 +155,9 @@ func (e *Engine) readDepartures() {
 			err = errors.New("not a departure record")
 		}
 		if err != nil {
-			e.log.Warn("departed workflows: a record of the store is unreadable, left as it is", "bucket", departedBucket, "key", k, "error", err)
+			if bad[k] = true; !e.departedBad[k] { // (a cluster reads them at every step)
+				e.log.Warn("departed workflows: a record of the store is unreadable, left as it is", "bucket", departedBucket, "key", k, "error", err)
+			}
 			continue
 		}
 		e.addDeparture(d, false)

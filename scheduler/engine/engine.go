@@ -141,7 +141,8 @@ type Engine struct {
 	// of the configuration. Guarded by stepMu.
 	departed     map[string]*departure
 	departedRead bool
-	departedErr  string // the last error reading them, logged once
+	departedErr  string          // the last error reading them, logged once
+	departedBad  map[string]bool // the unreadable records, logged once
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
