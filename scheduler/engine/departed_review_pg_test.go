@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
-	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/pgtest"
@@ -214,4 +216,32 @@ func TestDepartedRecordUnreadableLoggedOnceInACluster(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Errorf("the record written anew: logged %d times in all, want 2", n)
 	}
+}
+
+// TestDepartureTakenOverByTheOtherInstance: as above, B reloads without a
+// before a's slot runs and A records a's departure later; then A stops and
+// B takes a's lease over. B polls a's job (it knows the departure from
+// A's record) and records its end: a's slot is not left RUNNING for ever,
+// and B offers a to the cluster's leases meanwhile.
+func TestDepartureTakenOverByTheOtherInstance(t *testing.T) {
+	r := newDepartedRig(t)
+	r.wdirs[1], _ = poolOfTwo(t)
+	r.insts = []*departedInst{r.open(0), r.open(1)}
+	r.undeployA(r.wdirs[1])
+	r.step(1, true) // B reloads without a, which has no RUNNING slot: nothing to note
+	r.step(0, true) // WAITING → READY
+	r.step(0, true) // A, which still has a, submits its slot
+	r.undeployA(r.wdirs[0])
+	r.step(0, true)  // A notes the departure
+	r.owner["a"] = 1 // A stops; B holds a's lease
+	r.step(1, true)
+	if d := cmp.Diff([]string{"a", "b"}, r.insts[1].e.LeasedIDs()); d != "" {
+		t.Errorf("B's workflows to lease (-want +got):\n%s", d)
+	}
+	r.svc.finishSome(rand.New(rand.NewPCG(1, 2))) // a's job ends
+	r.step(1, true)
+	if got := r.status("a", r.start); got != slot.Success {
+		t.Errorf("a's slot is %s after its job ended and B took a over, want SUCCESS", got)
+	}
+	r.violations()
 }
