@@ -42,6 +42,10 @@ type departure struct {
 	// Slots are the slot times that were RUNNING when it left: the only
 	// slots the departure counts and polls.
 	Slots []time.Time `json:"slots"`
+	// read is the digest of the store's record as this engine last read
+	// or wrote it: a record read again unchanged is not merged again (a
+	// cluster reads them at every step).
+	read [sha256.Size]byte
 }
 
 // departedKey is the register key of workflow wf's departure from pool
@@ -111,6 +115,9 @@ func (e *Engine) addDeparture(d departure, write bool) {
 	if err == nil {
 		err = e.regs.PutRegister(departedBucket, k, v)
 	}
+	if err == nil {
+		e.departed[k].read = sha256.Sum256(v)
+	}
 	if err != nil && !errors.Is(err, errNoRegisters) {
 		e.log.Warn("departed workflow not recorded in the store: a restart forgets its running slots", "workflow", d.Workflow.ID, "error", err)
 	}
@@ -147,6 +154,10 @@ func (e *Engine) readDepartures() {
 		if errors.Is(err, store.ErrNotFound) {
 			continue // drained meanwhile
 		}
+		sum := sha256.Sum256(v)
+		if cur := e.departed[k]; err == nil && cur != nil && cur.read == sum {
+			continue // read before: its slots that still run are kept
+		}
 		var d departure
 		if err == nil {
 			err = json.Unmarshal(v, &d)
@@ -161,6 +172,7 @@ func (e *Engine) readDepartures() {
 			continue
 		}
 		e.addDeparture(d, false)
+		e.departed[k].read = sum
 	}
 }
 
