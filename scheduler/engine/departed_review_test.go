@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/external"
@@ -61,5 +64,64 @@ func TestDepartedSlotEndedIsNotCountedAgain(t *testing.T) {
 		if rep := step(); rep.Pools["etl"].Running != 1 {
 			t.Errorf("etl counts %d running slots, want 1 (a's 09:00, still a departure; 08:00 runs again in reports)", rep.Pools["etl"].Running)
 		}
+	}
+}
+
+// listHookRegs calls onList before each listing of a register bucket.
+type listHookRegs struct {
+	Registers
+	onList func(bucket string)
+}
+
+func (r listHookRegs) RegisterKeys(bucket, prefix string) ([]string, error) {
+	r.onList(bucket)
+	return r.Registers.RegisterKeys(bucket, prefix)
+}
+
+// TestLeasedIDsKeepADepartingWorkflowDuringTheStep: an engine of a
+// cluster offers the leases its loaded workflows and its departed ones
+// (LeasedIDs, asked by the cluster's renewal while a step runs). From the
+// moment a step's reload finds a's slot running and a gone, a is among
+// them: at no point of the step does a renewal see it missing (it would
+// release a's lease, and the step would not poll a's job).
+func TestLeasedIDsKeepADepartingWorkflowDuringTheStep(t *testing.T) {
+	r := newPoolRig(t, "", nil, pooledHourly("a", ""), pooledHourly("b", ""))
+	var mu sync.Mutex
+	var seen [][]string
+	regs := listHookRegs{Registers: r.db.(Registers), onList: func(bucket string) {
+		if bucket == departedBucket {
+			mu.Lock()
+			seen = append(seen, r.e.LeasedIDs())
+			mu.Unlock()
+		}
+	}}
+	var err error
+	r.e, err = New(Options{WorkflowsDir: r.wdir, Store: r.db, Registers: regs, Services: map[string]external.Service{workflow.ServiceCommand: r.svc},
+		Logger: discard, Owns: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.step(ts("2026-11-24T08:30Z"))
+	r.step(ts("2026-11-24T08:31Z"))
+	if got := r.state("a", ts("2026-11-24T08:00Z")).Status; got != slot.Running {
+		t.Fatalf("a's slot is %s, want RUNNING", got)
+	}
+	fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "")) // a undeployed
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	r.step(ts("2026-11-24T08:32Z"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("the step did not read the departures")
+	}
+	for _, ids := range seen {
+		if d := cmp.Diff([]string{"a", "b"}, ids); d != "" {
+			t.Errorf("LeasedIDs while the step reads the departures (-want +got):\n%s", d)
+		}
+	}
+	if d := cmp.Diff([]string{"a", "b"}, r.e.LeasedIDs()); d != "" {
+		t.Errorf("LeasedIDs after the step (-want +got):\n%s", d)
 	}
 }
