@@ -42,6 +42,10 @@ type departure struct {
 	// Slots are the slot times that were RUNNING when it left: the only
 	// slots the departure counts and polls.
 	Slots []time.Time `json:"slots"`
+	// read is the digest of the store's record as this engine last read
+	// or wrote it: a record read again unchanged is not merged again (a
+	// cluster reads them at every step).
+	read [sha256.Size]byte
 }
 
 // departedKey is the register key of workflow wf's departure from pool
@@ -111,16 +115,23 @@ func (e *Engine) addDeparture(d departure, write bool) {
 	if err == nil {
 		err = e.regs.PutRegister(departedBucket, k, v)
 	}
+	if err == nil {
+		e.departed[k].read = sha256.Sum256(v)
+	}
 	if err != nil && !errors.Is(err, errNoRegisters) {
 		e.log.Warn("departed workflow not recorded in the store: a restart forgets its running slots", "workflow", d.Workflow.ID, "error", err)
 	}
 }
 
-// readDepartures reads the departures the store records (at the first
-// step and after every change of the configuration: another instance,
-// or the engine before a restart, may have recorded some).
+// readDepartures reads the departures the store records: at the first
+// step and after every change of the configuration (the engine before a
+// restart may have recorded some), and, in a cluster (Options.Owns), at
+// every step: another instance may record a departure after this one
+// reloaded (the instances read the workflows directory at their own
+// steps), and one that sees the slots only RUNNING later notes none
+// itself.
 func (e *Engine) readDepartures() {
-	if e.departedRead {
+	if e.departedRead && e.opts.Owns == nil {
 		return
 	}
 	e.departedRead = true
@@ -136,10 +147,16 @@ func (e *Engine) readDepartures() {
 		return
 	}
 	e.departedErr = ""
+	bad := make(map[string]bool)
+	defer func() { e.departedBad = bad }()
 	for _, k := range keys {
 		v, err := e.regs.GetRegister(departedBucket, k)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // drained meanwhile
+		}
+		sum := sha256.Sum256(v)
+		if cur := e.departed[k]; err == nil && cur != nil && cur.read == sum {
+			continue // read before: its slots that still run are kept
 		}
 		var d departure
 		if err == nil {
@@ -149,10 +166,13 @@ func (e *Engine) readDepartures() {
 			err = errors.New("not a departure record")
 		}
 		if err != nil {
-			e.log.Warn("departed workflows: a record of the store is unreadable, left as it is", "bucket", departedBucket, "key", k, "error", err)
+			if bad[k] = true; !e.departedBad[k] { // (a cluster reads them at every step)
+				e.log.Warn("departed workflows: a record of the store is unreadable, left as it is", "bucket", departedBucket, "key", k, "error", err)
+			}
 			continue
 		}
 		e.addDeparture(d, false)
+		e.departed[k].read = sum
 	}
 }
 

@@ -141,7 +141,8 @@ type Engine struct {
 	// of the configuration. Guarded by stepMu.
 	departed     map[string]*departure
 	departedRead bool
-	departedErr  string // the last error reading them, logged once
+	departedErr  string          // the last error reading them, logged once
+	departedBad  map[string]bool // the unreadable records, logged once
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config
@@ -264,8 +265,9 @@ func (e *Engine) reload() *config {
 		e.log.Error("workflow schedule", "workflow", id, "error", err)
 	}
 	e.noteDepartures(e.cfg, c)
+	gone := e.departedIDs(c)
 	e.mu.Lock()
-	e.cfg = c
+	e.cfg, e.gone = c, gone // (together: LeasedIDs never lacks a workflow that left)
 	for k := range e.problems { // workflows that are gone have no problems
 		if c.workflows[k.wf] == nil {
 			delete(e.problems, k)
