@@ -148,7 +148,10 @@ func (e *Engine) Finished(wf, delivery string) {
 
 // Released forgets a delivery the sender let go of, marking its record
 // recorded (its state is: it was emitted after the state write): the next
-// scan offers it again.
+// scan offers it again. A record no longer there is not written back: the
+// workflow's new owner (the sender lets go of the deliveries of a
+// workflow no longer this instance's) may have delivered it meanwhile,
+// and the record written again was sent once more at its next scan.
 func (e *Engine) Released(wf, delivery string) {
 	e.out.mu.Lock()
 	o, ok := e.out.live[delivery]
@@ -156,6 +159,9 @@ func (e *Engine) Released(wf, delivery string) {
 	e.out.mu.Unlock()
 	if !ok || o.key == "" || o.rec.Recorded {
 		return
+	}
+	if _, err := e.regs.GetRegister(outboxBucket, o.key); errors.Is(err, store.ErrNotFound) {
+		return // finished by another instance
 	}
 	o.rec.Recorded = true
 	if err := e.putOutbox(o.key, o.rec); err != nil {
