@@ -28,7 +28,9 @@ package engine
 // had begun may be sent again.
 //
 // Bounds: a record older than MaxAge, or beyond the MaxEntries newest, is
-// removed, logged and counted (OnDrop) when the outbox is scanned.
+// removed, logged and counted (OnDrop) when the outbox is scanned; so is
+// a record that is not one (not JSON, another shape: it can never be
+// sent) the first time a scan reads it.
 
 import (
 	"crypto/rand"
@@ -342,27 +344,38 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 	}
 }
 
-// readOutbox reads the record of it; a record that cannot be read is
-// removed (logged).
-func (e *Engine) readOutbox(it outboxItem) (outboxRecord, bool) {
-	var rec outboxRecord
+// readOutbox reads the record of it. ok is false for a record gone
+// (finished meanwhile) or not read now (left for the next scan, logged),
+// and for one that is not an outbox record — not JSON, another shape, or
+// without the workflow, event, target and delivery id its key names:
+// such a record can never be sent, and bad says why (its content is not
+// quoted).
+func (e *Engine) readOutbox(it outboxItem) (rec outboxRecord, ok bool, bad string) {
 	raw, err := e.regs.GetRegister(outboxBucket, it.key)
-	if errors.Is(err, store.ErrNotFound) {
-		return rec, false // finished meanwhile
-	}
-	if err == nil {
-		err = json.Unmarshal(raw, &rec)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return rec, false, "" // finished meanwhile
+	case errors.Is(err, store.ErrCorrupt):
+		return rec, false, err.Error()
+	case err != nil:
 		e.log.Warn("outbox record not read: left for the next scan", "key", it.key, "error", err)
-		return rec, false
+		return rec, false, ""
 	}
-	return rec, true
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return rec, false, "not an outbox record: " + err.Error()
+	}
+	if rec.Workflow == "" || rec.Event == "" || rec.Target.URL == "" || rec.Delivery != it.id || slaPrefix(rec.Workflow) != it.prefix {
+		return rec, false, "not an outbox record: its workflow, event, target or delivery id is missing or not its key's"
+	}
+	return rec, true, ""
 }
 
 // offer hands one delivery of the outbox to OnEvent.
 func (e *Engine) offer(it outboxItem) {
-	rec, ok := e.readOutbox(it)
+	rec, ok, bad := e.readOutbox(it)
+	if bad != "" {
+		e.dropRecord(it, outboxRecord{}, bad)
+	}
 	if !ok {
 		return
 	}
@@ -391,15 +404,22 @@ func (e *Engine) offer(it outboxItem) {
 
 // dropOutbox removes a delivery the bounds exclude, logged and counted.
 func (e *Engine) dropOutbox(it outboxItem, why string) {
-	rec, _ := e.readOutbox(it)
+	rec, _, _ := e.readOutbox(it)
+	e.dropRecord(it, rec, why)
+}
+
+// dropRecord removes the record of it (rec, as far as it was read),
+// logged and counted.
+func (e *Engine) dropRecord(it outboxItem, rec outboxRecord, why string) {
 	e.deleteOutbox(it.key)
-	e.log.Warn("notification dropped from the outbox", "reason", why, "workflow", rec.Workflow, "event", rec.Event,
+	event := rec.Event
+	if event == "" {
+		event = "unknown" // (unreadable)
+	}
+	e.log.Warn("notification dropped from the outbox", "reason", why, "workflow", rec.Workflow, "event", event,
 		"delivery", it.id, "created", it.created.Format(time.RFC3339))
 	if e.out.opts.OnDrop != nil {
-		if rec.Event == "" {
-			rec.Event = "unknown" // (unreadable)
-		}
-		e.out.opts.OnDrop(rec.Event)
+		e.out.opts.OnDrop(event)
 	}
 }
 

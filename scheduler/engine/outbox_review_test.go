@@ -1,13 +1,26 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/pgtest"
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -65,4 +78,91 @@ func TestOutboxReleaseAfterTheNewOwnerDelivered(t *testing.T) {
 	if got := b.taken(); len(got) != 0 {
 		t.Errorf("B handed out %q again after delivering it", got)
 	}
+}
+
+// TestOutboxUnreadableRecords: records in the file store's outbox that
+// are not outbox records — not JSON, JSON of another shape, JSON without
+// a workflow, an event or a target — can never be sent: the first scan
+// removes them, logs each once and counts them dropped (event
+// "unknown"), instead of warning at every scan for the 7 days until the
+// bounds remove them (before: left, "left for the next scan"). A FIFO and
+// a symbolic link under a record's name neither hang the step nor are
+// followed; they are left to the bounds (the store does not tell a file
+// that is not regular from a read that failed).
+func TestOutboxUnreadableRecords(t *testing.T) {
+	wdir := t.TempDir()
+	w := fixture.Hourly("feed")
+	w.StartTime = ts("2026-11-24T08:00Z")
+	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
+	fixture.WriteProject(t, wdir, "p", w)
+	dir := t.TempDir()
+	db := openDB(t, dir)
+	created := ts("2026-11-24T08:00Z")
+	key := func(id string) string { return outboxKey("feed", created, id) }
+	if err := db.PutRegister(outboxBucket, key("shape"), json.RawMessage(`{"target": 5, "recorded": true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutRegister(outboxBucket, key("empty"), json.RawMessage(`{"recorded": true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutRegister(outboxBucket, key("nofields"), json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	bdir := filepath.Join(dir, "register", outboxBucket)
+	if err := os.WriteFile(filepath.Join(bdir, key("garbage")), []byte("not json \x00\xff"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(bdir, key("fifo")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(bdir, key("link"))); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	dropped := map[string]int{}
+	var clock atomic.Value
+	clock.Store(ts("2026-11-24T08:10Z"))
+	var events []scheduler.Event
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil)),
+		Clock: func() time.Time { return clock.Load().(time.Time) }, Services: map[string]external.Service{workflow.ServiceCommand: newFake()},
+		OnEvent: func(ev scheduler.Event) { events = append(events, ev) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.EnableOutbox(OutboxOptions{OnDrop: func(ev string) { mu.Lock(); dropped[ev]++; mu.Unlock() }})
+	for _, at := range []string{"2026-11-24T08:10Z", "2026-11-24T08:12Z", "2026-11-24T08:14Z"} {
+		clock.Store(ts(at))
+		if err := e.Step(context.Background(), ts(at), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(events) != 0 {
+		t.Errorf("handed out %+v, want nothing", events)
+	}
+	if diff := cmp.Diff([]string{key("fifo"), key("link")}, outboxKeys(t, db)); diff != "" {
+		t.Errorf("outbox after three scans (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(map[string]int{"unknown": 4}, dropped); diff != "" {
+		t.Errorf("dropped (-want +got):\n%s", diff)
+	}
+	if n := strings.Count(logs.String(), "dropped from the outbox"); n != 4 {
+		t.Errorf("%d records dropped in the log, want 4:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), "root:") {
+		t.Errorf("the log quotes the file a link points to:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
