@@ -76,6 +76,13 @@ type OutboxOptions struct {
 	MaxEntries int
 	// OnDrop, if set, hears of each delivery the bounds removed (metrics).
 	OnDrop func(event string)
+	// Undeployed, with several instances (Options.Owns), reports whether
+	// this instance sends the deliveries of a workflow no instance steps
+	// (not deployed), given the prefix of its records' keys (slaPrefix:
+	// the same on every instance): the server names one live instance
+	// per prefix. nil: none does, they wait for the bounds. Without Owns
+	// (one instance) this instance sends them.
+	Undeployed func(prefix string) bool
 }
 
 // outboxState is the engine's side of the outbox.
@@ -172,8 +179,32 @@ func (e *Engine) Released(wf, delivery string) {
 	}
 }
 
-// Mine reports whether this engine delivers the events of wf: it steps wf.
-func (e *Engine) Mine(wf string) bool { return e.owns(wf) }
+// Mine reports whether this engine delivers the events of wf: it steps
+// wf, or wf is not deployed and its deliveries are this instance's to
+// send (sendsUndeployed).
+func (e *Engine) Mine(wf string) bool {
+	e.mu.RLock()
+	c := e.cfg
+	e.mu.RUnlock()
+	if c != nil && c.workflows[wf] == nil {
+		return e.sendsUndeployed(slaPrefix(wf))
+	}
+	return e.owns(wf)
+}
+
+// sendsUndeployed reports whether this engine sends the deliveries of the
+// workflow of records prefix, which is not deployed (no instance steps
+// it): always with one instance, per OutboxOptions.Undeployed with
+// several.
+func (e *Engine) sendsUndeployed(prefix string) bool {
+	if e.opts.Owns == nil {
+		return true
+	}
+	e.out.mu.Lock()
+	f := e.out.opts.Undeployed
+	e.out.mu.Unlock()
+	return f != nil && f(prefix)
+}
 
 func newDeliveryID() string {
 	var b [12]byte
@@ -337,8 +368,8 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		case n >= e.out.opts.MaxEntries:
 			e.dropOutbox(it, "the outbox is full ("+strconv.Itoa(e.out.opts.MaxEntries)+" deliveries)")
 			continue
-		case !known && e.opts.Owns != nil:
-			continue // a removed workflow, with several instances: left to the bounds
+		case !known && !e.sendsUndeployed(it.prefix):
+			continue // a removed workflow, another instance's to send
 		}
 		e.offer(it)
 	}

@@ -166,3 +166,56 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestOutboxUndeployedSentByOneInstance: two instances on PostgreSQL; a
+// failure's delivery of feed is released (its target was down), then
+// feed is removed from the workflows. The instance OutboxOptions.
+// Undeployed names (B) hands it out at its next scan and counts itself
+// its sender (Mine); the other (A, which stepped feed) neither.
+func TestOutboxUndeployedSentByOneInstance(t *testing.T) {
+	dsn := pgtest.Shared(t).CreateDB(t)
+	wdir := t.TempDir()
+	w := fixture.Hourly("feed")
+	w.StartTime = ts("2026-11-24T08:00Z")
+	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
+	fixture.WriteProject(t, wdir, "p", w)
+	var owner atomic.Value
+	owner.Store("A")
+	open := func(id string) Store {
+		db, err := statepg.Open(context.Background(), dsn, statepg.Options{Fence: ownerFence{id, &owner}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	svc := newFake()
+	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("A"), func(string) bool { return owner.Load() == "A" },
+		OutboxOptions{Undeployed: func(p string) bool { return p != slaPrefix("feed") }})
+	b := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("B"), func(string) bool { return owner.Load() == "B" },
+		OutboxOptions{Undeployed: func(p string) bool { return p == slaPrefix("feed") }})
+	a.step(t, "2026-11-24T08:10Z") // READY
+	a.step(t, "2026-11-24T08:11Z") // RUNNING
+	svc.finishAll(false)
+	a.step(t, "2026-11-24T08:20Z") // FAILURE
+	b.step(t, "2026-11-24T08:20Z")
+	sent := a.taken()
+	if len(sent) != 1 {
+		t.Fatalf("A handed out %q, want one failure", sent)
+	}
+	a.e.Released("feed", strings.TrimPrefix(sent[0], "failure "))
+	other := fixture.Hourly("other")
+	other.StartTime = ts("2026-11-24T08:00Z")
+	fixture.WriteProject(t, wdir, "p", other) // feed removed
+	a.step(t, "2026-11-24T08:22Z")
+	b.step(t, "2026-11-24T08:22Z")
+	if got := a.taken(); len(got) != 0 {
+		t.Errorf("A handed out %q, another instance's to send", got)
+	}
+	if diff := cmp.Diff(sent, b.taken()); diff != "" {
+		t.Errorf("B handed out (-want +got):\n%s", diff)
+	}
+	if a.e.Mine("feed") || !b.e.Mine("feed") {
+		t.Errorf("Mine(feed): A %v, B %v; want B only", a.e.Mine("feed"), b.e.Mine("feed"))
+	}
+}
