@@ -65,12 +65,12 @@ func slowFailingOpener(cfg Config, d deps) (scheduler.Service, io.Closer, error)
 // /c): it answers 503 to the first attempt of every delivery (so each
 // one waits for its retry, in the sender's memory, for a second) and 200
 // to the others, after 0–50 ms (so that some are in flight). It counts
-// what it accepted by delivery id and by slot and target.
+// what it accepted by delivery id and by target, workflow and slot.
 type killLoopReceiver struct {
 	*httptest.Server
 	mu sync.Mutex
 	// byID: deliveries accepted per id; bySlot: the ids accepted per
-	// "target slot".
+	// "target workflow slot".
 	byID   map[string]int
 	bySlot map[string]map[string]bool
 }
@@ -79,6 +79,7 @@ func newKillLoopReceiver(t *testing.T) *killLoopReceiver {
 	h := &killLoopReceiver{byID: make(map[string]int), bySlot: make(map[string]map[string]bool)}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b struct {
+			Workflow string `json:"workflow"`
 			Slot     string `json:"slot"`
 			Delivery string `json:"delivery"`
 		}
@@ -94,7 +95,7 @@ func newKillLoopReceiver(t *testing.T) *killLoopReceiver {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.byID[b.Delivery]++
-		k := r.URL.Path + " " + b.Slot
+		k := r.URL.Path + " " + b.Workflow + " " + b.Slot
 		if h.bySlot[k] == nil {
 			h.bySlot[k] = make(map[string]bool)
 		}
@@ -246,7 +247,7 @@ func outboxRandomKills(t *testing.T, db func(t *testing.T, dir string) string) {
 	}
 	for _, s := range failed {
 		for _, target := range []string{"/a", "/b", "/c"} {
-			ids := hook.bySlot[target+" "+s]
+			ids := hook.bySlot[target+" etl "+s]
 			if len(ids) != 1 {
 				t.Errorf("the failure of %s reached %s under %d delivery ids, want 1: %v", s, target, len(ids), ids)
 			}
