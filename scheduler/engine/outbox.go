@@ -318,6 +318,15 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		return
 	}
 	now := e.clock()
+	// A workflow this engine no longer steps is forgotten: if it comes
+	// back (handed back within a minute), that is a take-over too.
+	if e.opts.Owns != nil {
+		for wf := range e.out.seen {
+			if !e.owns(wf) {
+				delete(e.out.seen, wf)
+			}
+		}
+	}
 	due := e.out.scanned.IsZero() || now.Sub(e.out.scanned) >= outboxRescan || now.Before(e.out.scanned)
 	for _, wf := range todo {
 		due = due || !e.out.seen[wf]

@@ -219,3 +219,53 @@ func TestOutboxUndeployedSentByOneInstance(t *testing.T) {
 		t.Errorf("Mine(feed): A %v, B %v; want B only", a.e.Mine("feed"), b.e.Mine("feed"))
 	}
 }
+
+// TestOutboxHandedBackIsATakeOver: two live instances on PostgreSQL; feed
+// goes from A to B and back to A within a minute. B, leaving, released
+// the delivery it had taken over (its target down); A's first step of
+// feed after it came back hands the delivery out, as at any take-over
+// (before: A had scanned with feed its own, so it waited for the
+// once-a-minute scan).
+func TestOutboxHandedBackIsATakeOver(t *testing.T) {
+	dsn := pgtest.Shared(t).CreateDB(t)
+	wdir := t.TempDir()
+	w := fixture.Hourly("feed")
+	w.StartTime = ts("2026-11-24T08:00Z")
+	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
+	fixture.WriteProject(t, wdir, "p", w)
+	var owner atomic.Value
+	owner.Store("A")
+	open := func(id string) Store {
+		db, err := statepg.Open(context.Background(), dsn, statepg.Options{Fence: ownerFence{id, &owner}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	svc := newFake()
+	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("A"), func(string) bool { return owner.Load() == "A" }, OutboxOptions{})
+	b := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("B"), func(string) bool { return owner.Load() == "B" }, OutboxOptions{})
+	a.step(t, "2026-11-24T08:10:00Z") // READY
+	a.step(t, "2026-11-24T08:10:10Z") // RUNNING
+	svc.finishAll(false)
+	a.step(t, "2026-11-24T08:10:20Z") // FAILURE
+	sent := a.taken()
+	if len(sent) != 1 {
+		t.Fatalf("A handed out %q, want one failure", sent)
+	}
+	id := strings.TrimPrefix(sent[0], "failure ")
+	owner.Store("B")
+	a.step(t, "2026-11-24T08:10:30Z") // A: not its own now
+	a.e.Released("feed", id)          // (A's sender let it go)
+	b.step(t, "2026-11-24T08:10:30Z")
+	if diff := cmp.Diff(sent, b.taken()); diff != "" {
+		t.Fatalf("B's first step after the take-over handed out (-want +got):\n%s", diff)
+	}
+	b.e.Released("feed", id) // B leaves: its sender lets it go
+	owner.Store("A")
+	a.step(t, "2026-11-24T08:10:40Z")
+	if diff := cmp.Diff(sent, a.taken()); diff != "" {
+		t.Errorf("A's first step after feed came back handed out (-want +got):\n%s", diff)
+	}
+}
