@@ -28,7 +28,9 @@ package engine
 // had begun may be sent again.
 //
 // Bounds: a record older than MaxAge, or beyond the MaxEntries newest, is
-// removed, logged and counted (OnDrop) when the outbox is scanned.
+// removed, logged and counted (OnDrop) when the outbox is scanned; so is
+// a record that is not one (not JSON, another shape: it can never be
+// sent) the first time a scan reads it.
 
 import (
 	"crypto/rand"
@@ -74,6 +76,13 @@ type OutboxOptions struct {
 	MaxEntries int
 	// OnDrop, if set, hears of each delivery the bounds removed (metrics).
 	OnDrop func(event string)
+	// Undeployed, with several instances (Options.Owns), reports whether
+	// this instance sends the deliveries of a workflow no instance steps
+	// (not deployed), given the prefix of its records' keys (slaPrefix:
+	// the same on every instance): the server names one live instance
+	// per prefix. nil: none does, they wait for the bounds. Without Owns
+	// (one instance) this instance sends them.
+	Undeployed func(prefix string) bool
 }
 
 // outboxState is the engine's side of the outbox.
@@ -148,7 +157,10 @@ func (e *Engine) Finished(wf, delivery string) {
 
 // Released forgets a delivery the sender let go of, marking its record
 // recorded (its state is: it was emitted after the state write): the next
-// scan offers it again.
+// scan offers it again. A record no longer there is not written back: the
+// workflow's new owner (the sender lets go of the deliveries of a
+// workflow no longer this instance's) may have delivered it meanwhile,
+// and the record written again was sent once more at its next scan.
 func (e *Engine) Released(wf, delivery string) {
 	e.out.mu.Lock()
 	o, ok := e.out.live[delivery]
@@ -157,6 +169,9 @@ func (e *Engine) Released(wf, delivery string) {
 	if !ok || o.key == "" || o.rec.Recorded {
 		return
 	}
+	if _, err := e.regs.GetRegister(outboxBucket, o.key); errors.Is(err, store.ErrNotFound) {
+		return // finished by another instance
+	}
 	o.rec.Recorded = true
 	if err := e.putOutbox(o.key, o.rec); err != nil {
 		e.log.Warn("outbox record not marked recorded: it is checked against its slot's state before it is sent again",
@@ -164,8 +179,32 @@ func (e *Engine) Released(wf, delivery string) {
 	}
 }
 
-// Mine reports whether this engine delivers the events of wf: it steps wf.
-func (e *Engine) Mine(wf string) bool { return e.owns(wf) }
+// Mine reports whether this engine delivers the events of wf: it steps
+// wf, or wf is not deployed and its deliveries are this instance's to
+// send (sendsUndeployed).
+func (e *Engine) Mine(wf string) bool {
+	e.mu.RLock()
+	c := e.cfg
+	e.mu.RUnlock()
+	if c != nil && c.workflows[wf] == nil {
+		return e.sendsUndeployed(slaPrefix(wf))
+	}
+	return e.owns(wf)
+}
+
+// sendsUndeployed reports whether this engine sends the deliveries of the
+// workflow of records prefix, which is not deployed (no instance steps
+// it): always with one instance, per OutboxOptions.Undeployed with
+// several.
+func (e *Engine) sendsUndeployed(prefix string) bool {
+	if e.opts.Owns == nil {
+		return true
+	}
+	e.out.mu.Lock()
+	f := e.out.opts.Undeployed
+	e.out.mu.Unlock()
+	return f != nil && f(prefix)
+}
 
 func newDeliveryID() string {
 	var b [12]byte
@@ -279,6 +318,15 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		return
 	}
 	now := e.clock()
+	// A workflow this engine no longer steps is forgotten: if it comes
+	// back (handed back within a minute), that is a take-over too.
+	if e.opts.Owns != nil {
+		for wf := range e.out.seen {
+			if !e.owns(wf) {
+				delete(e.out.seen, wf)
+			}
+		}
+	}
 	due := e.out.scanned.IsZero() || now.Sub(e.out.scanned) >= outboxRescan || now.Before(e.out.scanned)
 	for _, wf := range todo {
 		due = due || !e.out.seen[wf]
@@ -329,34 +377,45 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		case n >= e.out.opts.MaxEntries:
 			e.dropOutbox(it, "the outbox is full ("+strconv.Itoa(e.out.opts.MaxEntries)+" deliveries)")
 			continue
-		case !known && e.opts.Owns != nil:
-			continue // a removed workflow, with several instances: left to the bounds
+		case !known && !e.sendsUndeployed(it.prefix):
+			continue // a removed workflow, another instance's to send
 		}
 		e.offer(it)
 	}
 }
 
-// readOutbox reads the record of it; a record that cannot be read is
-// removed (logged).
-func (e *Engine) readOutbox(it outboxItem) (outboxRecord, bool) {
-	var rec outboxRecord
+// readOutbox reads the record of it. ok is false for a record gone
+// (finished meanwhile) or not read now (left for the next scan, logged),
+// and for one that is not an outbox record — not JSON, another shape, or
+// without the workflow, event, target and delivery id its key names:
+// such a record can never be sent, and bad says why (its content is not
+// quoted).
+func (e *Engine) readOutbox(it outboxItem) (rec outboxRecord, ok bool, bad string) {
 	raw, err := e.regs.GetRegister(outboxBucket, it.key)
-	if errors.Is(err, store.ErrNotFound) {
-		return rec, false // finished meanwhile
-	}
-	if err == nil {
-		err = json.Unmarshal(raw, &rec)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return rec, false, "" // finished meanwhile
+	case errors.Is(err, store.ErrCorrupt):
+		return rec, false, err.Error()
+	case err != nil:
 		e.log.Warn("outbox record not read: left for the next scan", "key", it.key, "error", err)
-		return rec, false
+		return rec, false, ""
 	}
-	return rec, true
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return rec, false, "not an outbox record: " + err.Error()
+	}
+	if rec.Workflow == "" || rec.Event == "" || rec.Target.URL == "" || rec.Delivery != it.id || slaPrefix(rec.Workflow) != it.prefix {
+		return rec, false, "not an outbox record: its workflow, event, target or delivery id is missing or not its key's"
+	}
+	return rec, true, ""
 }
 
 // offer hands one delivery of the outbox to OnEvent.
 func (e *Engine) offer(it outboxItem) {
-	rec, ok := e.readOutbox(it)
+	rec, ok, bad := e.readOutbox(it)
+	if bad != "" {
+		e.dropRecord(it, outboxRecord{}, bad)
+	}
 	if !ok {
 		return
 	}
@@ -385,15 +444,22 @@ func (e *Engine) offer(it outboxItem) {
 
 // dropOutbox removes a delivery the bounds exclude, logged and counted.
 func (e *Engine) dropOutbox(it outboxItem, why string) {
-	rec, _ := e.readOutbox(it)
+	rec, _, _ := e.readOutbox(it)
+	e.dropRecord(it, rec, why)
+}
+
+// dropRecord removes the record of it (rec, as far as it was read),
+// logged and counted.
+func (e *Engine) dropRecord(it outboxItem, rec outboxRecord, why string) {
 	e.deleteOutbox(it.key)
-	e.log.Warn("notification dropped from the outbox", "reason", why, "workflow", rec.Workflow, "event", rec.Event,
+	event := rec.Event
+	if event == "" {
+		event = "unknown" // (unreadable)
+	}
+	e.log.Warn("notification dropped from the outbox", "reason", why, "workflow", rec.Workflow, "event", event,
 		"delivery", it.id, "created", it.created.Format(time.RFC3339))
 	if e.out.opts.OnDrop != nil {
-		if rec.Event == "" {
-			rec.Event = "unknown" // (unreadable)
-		}
-		e.out.opts.OnDrop(rec.Event)
+		e.out.opts.OnDrop(event)
 	}
 }
 

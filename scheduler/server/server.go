@@ -250,7 +250,7 @@ func run(ctx context.Context, cfg Config, open opener) (err error) {
 			log.Error("close state database", "error", cerr)
 		}
 	}()
-	wireOutbox(engine, sender, m)
+	wireOutbox(engine, sender, m, member.membership())
 	if engine, err = member.attach(engine, engineCloser, m); err != nil { // (nil member: unchanged)
 		return err
 	}
@@ -468,12 +468,13 @@ type outboxEngine interface {
 // database (docs/server.md#webhooks): before the first step, so that
 // every event's deliveries are recorded; the deliveries its bounds drop
 // are counted as celos_notifications_total{result="dropped"}.
-func wireOutbox(svc scheduler.Service, sender *notify.Sender, m *metrics.Metrics) {
+func wireOutbox(svc scheduler.Service, sender *notify.Sender, m *metrics.Metrics, c *cluster.Cluster) {
 	e, ok := svc.(outboxEngine)
 	if !ok { // (a test's stub)
 		return
 	}
-	e.EnableOutbox(engine.OutboxOptions{OnDrop: func(event string) { m.Notification(event, notify.Dropped) }})
+	e.EnableOutbox(engine.OutboxOptions{OnDrop: func(event string) { m.Notification(event, notify.Dropped) },
+		Undeployed: undeployedSender(c)})
 	sender.SetOutbox(e)
 }
 
@@ -507,4 +508,16 @@ func abs(p string) string {
 // rebinding).
 func protect(h http.Handler, token string, hostOK func(string) bool, log *slog.Logger) http.Handler {
 	return api.Protect(h, token, hostOK, log)
+}
+
+// undeployedSender is the engine's OutboxOptions.Undeployed: with several
+// instances, the deliveries of a workflow no instance steps (no longer
+// deployed) are sent by one live instance, the one the workflow's record
+// prefix hashes to as a workflow hashes to its lease's holder. nil for a
+// nil Cluster (one instance: the engine sends them).
+func undeployedSender(c *cluster.Cluster) func(prefix string) bool {
+	if c == nil {
+		return nil
+	}
+	return func(prefix string) bool { return cluster.Owner(prefix, c.Live()) == c.ID() }
 }
