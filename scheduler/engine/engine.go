@@ -267,7 +267,7 @@ func (e *Engine) reload() *config {
 	e.noteDepartures(e.cfg, c)
 	gone := e.departedIDs(c)
 	e.mu.Lock()
-	e.cfg, e.gone = c, gone // (together: LeasedIDs never lacks a workflow that left)
+	e.cfg, e.gone = c, gone     // (together: LeasedIDs never lacks a workflow that left)
 	for k := range e.problems { // workflows that are gone have no problems
 		if c.workflows[k.wf] == nil {
 			delete(e.problems, k)

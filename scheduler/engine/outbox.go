@@ -144,15 +144,21 @@ func (e *Engine) EnableOutbox(o OutboxOptions) {
 func (e *Engine) Finished(wf, delivery string) {
 	e.out.mu.Lock()
 	o, ok := e.out.live[delivery]
-	delete(e.out.live, delivery)
 	e.out.mu.Unlock()
-	if !ok || o.key == "" {
+	if !ok {
 		return
 	}
-	if err := e.regs.DeleteRegister(outboxBucket, o.key); err != nil && !errors.Is(err, store.ErrNotFound) {
-		e.log.Warn("delivery finished but not removed from the outbox: it may be sent again after a restart",
-			"workflow", wf, "delivery", delivery, "error", err)
+	// The record goes before the delivery is forgotten: a scan in between
+	// would find a record that nothing holds and hand it out again.
+	if o.key != "" {
+		if err := e.regs.DeleteRegister(outboxBucket, o.key); err != nil && !errors.Is(err, store.ErrNotFound) {
+			e.log.Warn("delivery finished but not removed from the outbox: it may be sent again after a restart",
+				"workflow", wf, "delivery", delivery, "error", err)
+		}
 	}
+	e.out.mu.Lock()
+	delete(e.out.live, delivery)
+	e.out.mu.Unlock()
 }
 
 // Released forgets a delivery the sender let go of, marking its record

@@ -16,6 +16,7 @@ import (
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/statedb"
 	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -309,5 +310,62 @@ func TestOutboxReleasedDeliverySurvivesARerun(t *testing.T) {
 	b.step(t, "2026-11-24T08:30Z")
 	if diff := cmp.Diff(sent, b.taken()); diff != "" {
 		t.Errorf("after the rerun and the restart, handed out (-want +got):\n%s", diff)
+	}
+}
+
+// slowDeleteDB is the file store whose first removal of an outbox record
+// waits for release, after saying so on deleting.
+type slowDeleteDB struct {
+	*statedb.DB
+	once     sync.Once
+	deleting chan struct{}
+	release  chan struct{}
+}
+
+func (d *slowDeleteDB) DeleteRegister(bucket, key string) error {
+	if bucket == outboxBucket {
+		d.once.Do(func() {
+			close(d.deleting)
+			<-d.release
+		})
+	}
+	return d.DB.DeleteRegister(bucket, key)
+}
+
+// TestOutboxFinishedIsNotOfferedAgainWhileItsRecordGoes: Finished forgot
+// the delivery before it removed its record, so a scan of the outbox in
+// between (the once-a-minute one, in the step) found a record that no
+// delivery held and handed it out again: delivered twice by one instance.
+func TestOutboxFinishedIsNotOfferedAgainWhileItsRecordGoes(t *testing.T) {
+	wdir := t.TempDir()
+	w := fixture.Hourly("feed")
+	w.StartTime = ts("2026-11-24T08:00Z")
+	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
+	fixture.WriteProject(t, wdir, "p", w)
+	db := &slowDeleteDB{DB: openDB(t, t.TempDir()), deleting: make(chan struct{}), release: make(chan struct{})}
+	svc := newFake()
+	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, db, nil, OutboxOptions{})
+	a.step(t, "2026-11-24T08:10Z") // READY
+	a.step(t, "2026-11-24T08:11Z") // RUNNING
+	svc.finishAll(false)
+	a.step(t, "2026-11-24T08:20Z") // FAILURE
+	sent := a.taken()
+	if len(sent) != 1 {
+		t.Fatalf("handed out %q, want one failure", sent)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.e.Finished("feed", strings.TrimPrefix(sent[0], "failure "))
+	}()
+	<-db.deleting
+	a.step(t, "2026-11-24T08:25Z") // the outbox is scanned again (5 minutes on)
+	close(db.release)
+	<-done
+	if got := a.taken(); len(got) != 0 {
+		t.Errorf("a delivery being finished was handed out again: %q", got)
+	}
+	if keys := outboxKeys(t, db); len(keys) != 0 {
+		t.Errorf("outbox after Finished: %q", keys)
 	}
 }
