@@ -18,10 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
-	"github.com/celos-go/celos/internal/testenv/pgtest"
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/external"
-	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -34,34 +32,9 @@ import (
 // record back (before, it did: B's next scan sent the delivered event
 // again, a minute later).
 func TestOutboxReleaseAfterTheNewOwnerDelivered(t *testing.T) {
-	srv := pgtest.Shared(t)
-	dsn := srv.CreateDB(t)
-	wdir := t.TempDir()
-	w := fixture.Hourly("feed")
-	w.StartTime = ts("2026-11-24T08:00Z")
-	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
-	fixture.WriteProject(t, wdir, "p", w)
-	var owner atomic.Value
-	owner.Store("A")
-	open := func(id string) Store {
-		db, err := statepg.Open(context.Background(), dsn, statepg.Options{Fence: ownerFence{id, &owner}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	svc := newFake()
-	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("A"), func(string) bool { return owner.Load() == "A" }, OutboxOptions{})
-	b := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("B"), func(string) bool { return owner.Load() == "B" }, OutboxOptions{})
-	a.step(t, "2026-11-24T08:10Z") // READY
-	a.step(t, "2026-11-24T08:11Z") // RUNNING
-	svc.finishAll(false)
-	a.step(t, "2026-11-24T08:20Z") // FAILURE
-	sent := a.taken()
-	if len(sent) != 1 {
-		t.Fatalf("A handed out %q, want one failure", sent)
-	}
+	p := newPGPair(t, OutboxOptions{}, OutboxOptions{})
+	a, b, svc, owner := p.a, p.b, p.svc, p.owner
+	sent := failOn(t, a, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
 	id := strings.TrimPrefix(sent[0], "failure ")
 	owner.Store("B")
 	b.step(t, "2026-11-24T08:21Z")
@@ -90,11 +63,7 @@ func TestOutboxReleaseAfterTheNewOwnerDelivered(t *testing.T) {
 // followed; they are left to the bounds (the store does not tell a file
 // that is not regular from a read that failed).
 func TestOutboxUnreadableRecords(t *testing.T) {
-	wdir := t.TempDir()
-	w := fixture.Hourly("feed")
-	w.StartTime = ts("2026-11-24T08:00Z")
-	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
-	fixture.WriteProject(t, wdir, "p", w)
+	wdir := feedOnFailure(t)
 	dir := t.TempDir()
 	db := openDB(t, dir)
 	created := ts("2026-11-24T08:00Z")
@@ -173,40 +142,15 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // Undeployed names (B) hands it out at its next scan and counts itself
 // its sender (Mine); the other (A, which stepped feed) neither.
 func TestOutboxUndeployedSentByOneInstance(t *testing.T) {
-	dsn := pgtest.Shared(t).CreateDB(t)
-	wdir := t.TempDir()
-	w := fixture.Hourly("feed")
-	w.StartTime = ts("2026-11-24T08:00Z")
-	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
-	fixture.WriteProject(t, wdir, "p", w)
-	var owner atomic.Value
-	owner.Store("A")
-	open := func(id string) Store {
-		db, err := statepg.Open(context.Background(), dsn, statepg.Options{Fence: ownerFence{id, &owner}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	svc := newFake()
-	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("A"), func(string) bool { return owner.Load() == "A" },
-		OutboxOptions{Undeployed: func(p string) bool { return p != slaPrefix("feed") }})
-	b := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("B"), func(string) bool { return owner.Load() == "B" },
-		OutboxOptions{Undeployed: func(p string) bool { return p == slaPrefix("feed") }})
-	a.step(t, "2026-11-24T08:10Z") // READY
-	a.step(t, "2026-11-24T08:11Z") // RUNNING
-	svc.finishAll(false)
-	a.step(t, "2026-11-24T08:20Z") // FAILURE
+	feedIsB := func(prefix string) bool { return prefix == slaPrefix("feed") }
+	p := newPGPair(t, OutboxOptions{Undeployed: func(prefix string) bool { return !feedIsB(prefix) }}, OutboxOptions{Undeployed: feedIsB})
+	a, b, svc := p.a, p.b, p.svc
+	sent := failOn(t, a, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
 	b.step(t, "2026-11-24T08:20Z")
-	sent := a.taken()
-	if len(sent) != 1 {
-		t.Fatalf("A handed out %q, want one failure", sent)
-	}
 	a.e.Released("feed", strings.TrimPrefix(sent[0], "failure "))
 	other := fixture.Hourly("other")
 	other.StartTime = ts("2026-11-24T08:00Z")
-	fixture.WriteProject(t, wdir, "p", other) // feed removed
+	fixture.WriteProject(t, p.wdir, "p", other) // feed removed
 	a.step(t, "2026-11-24T08:22Z")
 	b.step(t, "2026-11-24T08:22Z")
 	if got := a.taken(); len(got) != 0 {
@@ -227,33 +171,9 @@ func TestOutboxUndeployedSentByOneInstance(t *testing.T) {
 // (before: A had scanned with feed its own, so it waited for the
 // once-a-minute scan).
 func TestOutboxHandedBackIsATakeOver(t *testing.T) {
-	dsn := pgtest.Shared(t).CreateDB(t)
-	wdir := t.TempDir()
-	w := fixture.Hourly("feed")
-	w.StartTime = ts("2026-11-24T08:00Z")
-	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
-	fixture.WriteProject(t, wdir, "p", w)
-	var owner atomic.Value
-	owner.Store("A")
-	open := func(id string) Store {
-		db, err := statepg.Open(context.Background(), dsn, statepg.Options{Fence: ownerFence{id, &owner}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	svc := newFake()
-	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("A"), func(string) bool { return owner.Load() == "A" }, OutboxOptions{})
-	b := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("B"), func(string) bool { return owner.Load() == "B" }, OutboxOptions{})
-	a.step(t, "2026-11-24T08:10:00Z") // READY
-	a.step(t, "2026-11-24T08:10:10Z") // RUNNING
-	svc.finishAll(false)
-	a.step(t, "2026-11-24T08:10:20Z") // FAILURE
-	sent := a.taken()
-	if len(sent) != 1 {
-		t.Fatalf("A handed out %q, want one failure", sent)
-	}
+	p := newPGPair(t, OutboxOptions{}, OutboxOptions{})
+	a, b, svc, owner := p.a, p.b, p.svc, p.owner
+	sent := failOn(t, a, svc, "2026-11-24T08:10:00Z", "2026-11-24T08:10:10Z", "2026-11-24T08:10:20Z")
 	id := strings.TrimPrefix(sent[0], "failure ")
 	owner.Store("B")
 	a.step(t, "2026-11-24T08:10:30Z") // A: not its own now

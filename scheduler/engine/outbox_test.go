@@ -87,6 +87,63 @@ func outboxKeys(t *testing.T, regs Registers) []string {
 	return keys
 }
 
+// feedOnFailure writes, in a new workflows directory, the project of
+// feed: hourly from 2026-11-24T08:00Z, a webhook for its failures (to a
+// port nobody listens on: the tests hand deliveries out, they do not
+// post them).
+func feedOnFailure(t *testing.T) (wdir string) {
+	t.Helper()
+	wdir = t.TempDir()
+	w := fixture.Hourly("feed")
+	w.StartTime = ts("2026-11-24T08:00Z")
+	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
+	fixture.WriteProject(t, wdir, "p", w)
+	return wdir
+}
+
+// pgPair is two engines, A and B, with their outboxes on, on one new
+// PostgreSQL database, stepping feedOnFailure's project; the workflows
+// are owner's ("A" at first), each store fenced by it.
+type pgPair struct {
+	wdir  string
+	a, b  *outboxEngine
+	svc   *fakeService
+	owner *atomic.Value
+}
+
+func newPGPair(t *testing.T, oa, ob OutboxOptions) *pgPair {
+	t.Helper()
+	dsn := pgtest.Shared(t).CreateDB(t)
+	p := &pgPair{wdir: feedOnFailure(t), svc: newFake(), owner: &atomic.Value{}}
+	p.owner.Store("A")
+	open := func(id string) Store {
+		db, err := statepg.Open(context.Background(), dsn, statepg.Options{Fence: ownerFence{id, p.owner}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	p.a = startOutboxEngine(t, p.wdir, "2026-11-24T08:00Z", p.svc, open("A"), func(string) bool { return p.owner.Load() == "A" }, oa)
+	p.b = startOutboxEngine(t, p.wdir, "2026-11-24T08:00Z", p.svc, open("B"), func(string) bool { return p.owner.Load() == "B" }, ob)
+	return p
+}
+
+// failOn steps feed's 08:00 slot on oe to READY, RUNNING and FAILURE at
+// the three times given and returns what it handed out: one failure.
+func failOn(t *testing.T, oe *outboxEngine, svc *fakeService, ready, running, failed string) []string {
+	t.Helper()
+	oe.step(t, ready)
+	oe.step(t, running)
+	svc.finishAll(false)
+	oe.step(t, failed)
+	sent := oe.taken()
+	if len(sent) != 1 {
+		t.Fatalf("handed out %q, want one failure", sent)
+	}
+	return sent
+}
+
 // TestOutboxTakenOverByTheNewOwner: two instances on one PostgreSQL
 // database. A steps feed's 08:00 slot to FAILURE and dies before its
 // sender delivers (nothing reports the delivery finished). B, stepping
@@ -97,34 +154,9 @@ func outboxKeys(t *testing.T, regs Registers) []string {
 // instances do not send it at once. Once B's sender finishes it, the
 // record is gone.
 func TestOutboxTakenOverByTheNewOwner(t *testing.T) {
-	srv := pgtest.Shared(t)
-	dsn := srv.CreateDB(t)
-	wdir := t.TempDir()
-	w := fixture.Hourly("feed")
-	w.StartTime = ts("2026-11-24T08:00Z")
-	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
-	fixture.WriteProject(t, wdir, "p", w)
-	var owner atomic.Value
-	owner.Store("A")
-	open := func(id string) Store {
-		db, err := statepg.Open(context.Background(), dsn, statepg.Options{Fence: ownerFence{id, &owner}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	svc := newFake()
-	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("A"), func(string) bool { return owner.Load() == "A" }, OutboxOptions{})
-	b := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, open("B"), func(string) bool { return owner.Load() == "B" }, OutboxOptions{})
-	a.step(t, "2026-11-24T08:10Z") // READY
-	a.step(t, "2026-11-24T08:11Z") // RUNNING
-	svc.finishAll(false)
-	a.step(t, "2026-11-24T08:20Z") // FAILURE
-	sent := a.taken()
-	if len(sent) != 1 {
-		t.Fatalf("A handed out %q, want one failure", sent)
-	}
+	p := newPGPair(t, OutboxOptions{}, OutboxOptions{})
+	a, b, svc, owner := p.a, p.b, p.svc, p.owner
+	sent := failOn(t, a, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
 	b.step(t, "2026-11-24T08:21Z")
 	if got := b.taken(); len(got) != 0 {
 		t.Fatalf("B handed out %q while A owns the workflow", got)
@@ -160,11 +192,7 @@ func TestOutboxTakenOverByTheNewOwner(t *testing.T) {
 // per event and removed from the store; a released delivery within the
 // bounds is handed out again at the next scan.
 func TestOutboxBounds(t *testing.T) {
-	wdir := t.TempDir()
-	w := fixture.Hourly("feed")
-	w.StartTime = ts("2026-11-24T08:00Z")
-	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
-	fixture.WriteProject(t, wdir, "p", w)
+	wdir := feedOnFailure(t)
 	db := openDB(t, t.TempDir())
 	var mu sync.Mutex
 	dropped := map[string]int{}
@@ -286,22 +314,11 @@ func TestSLAMissSentAgainUnderTheSameID(t *testing.T) {
 // marked its record recorded, so it is not mistaken for the record of a
 // state a kill left unwritten (whose slot's state is not the event's).
 func TestOutboxReleasedDeliverySurvivesARerun(t *testing.T) {
-	wdir := t.TempDir()
-	w := fixture.Hourly("feed")
-	w.StartTime = ts("2026-11-24T08:00Z")
-	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
-	fixture.WriteProject(t, wdir, "p", w)
+	wdir := feedOnFailure(t)
 	db := openDB(t, t.TempDir())
 	svc := newFake()
 	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, db, nil, OutboxOptions{})
-	a.step(t, "2026-11-24T08:10Z") // READY
-	a.step(t, "2026-11-24T08:11Z") // RUNNING
-	svc.finishAll(false)
-	a.step(t, "2026-11-24T08:20Z") // FAILURE
-	sent := a.taken()
-	if len(sent) != 1 {
-		t.Fatalf("handed out %q, want one failure", sent)
-	}
+	sent := failOn(t, a, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
 	a.e.Released("feed", strings.TrimPrefix(sent[0], "failure "))
 	if err := a.e.Rerun(context.Background(), slot.ID{Workflow: "feed", Time: ts("2026-11-24T08:00Z")}, ts("2026-11-24T08:25Z")); err != nil {
 		t.Fatal(err)
@@ -337,22 +354,11 @@ func (d *slowDeleteDB) DeleteRegister(bucket, key string) error {
 // between (the once-a-minute one, in the step) found a record that no
 // delivery held and handed it out again: delivered twice by one instance.
 func TestOutboxFinishedIsNotOfferedAgainWhileItsRecordGoes(t *testing.T) {
-	wdir := t.TempDir()
-	w := fixture.Hourly("feed")
-	w.StartTime = ts("2026-11-24T08:00Z")
-	w.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventFailure}}}
-	fixture.WriteProject(t, wdir, "p", w)
+	wdir := feedOnFailure(t)
 	db := &slowDeleteDB{DB: openDB(t, t.TempDir()), deleting: make(chan struct{}), release: make(chan struct{})}
 	svc := newFake()
 	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, db, nil, OutboxOptions{})
-	a.step(t, "2026-11-24T08:10Z") // READY
-	a.step(t, "2026-11-24T08:11Z") // RUNNING
-	svc.finishAll(false)
-	a.step(t, "2026-11-24T08:20Z") // FAILURE
-	sent := a.taken()
-	if len(sent) != 1 {
-		t.Fatalf("handed out %q, want one failure", sent)
-	}
+	sent := failOn(t, a, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
