@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/child"
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler"
 	"github.com/celos-go/celos/scheduler/api"
@@ -123,14 +124,7 @@ func killLoopProject(t *testing.T, dir, url string) string {
 		ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"false"}},
 		StartTime:       time.Now().UTC().Truncate(time.Hour).Add(-11 * time.Hour), WaitTimeoutSeconds: workflow.NeverTimeout,
 		Notify: notify}
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: []workflow.Workflow{w}}
-	data, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wdir, "p.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.WriteProject(t, wdir, "p", w)
 	return wdir
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/celos-go/celos/internal/testenv/child"
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/pgtest"
 	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler"
@@ -92,14 +93,7 @@ func failingProject(t *testing.T, dir, url string) string {
 		ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"false"}},
 		StartTime:       time.Now().UTC().Truncate(time.Hour), WaitTimeoutSeconds: workflow.NeverTimeout,
 		Notify: []workflow.Notification{{Type: workflow.NotifyWebhook, URL: url + "/hook", Events: []string{workflow.EventFailure}}}}
-	p := &workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: []workflow.Workflow{w}}
-	data, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wdir, "p.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fixture.WriteProject(t, wdir, "p", w)
 	return wdir
 }
 
