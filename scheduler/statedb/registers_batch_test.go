@@ -180,14 +180,15 @@ func TestRegisterBatchesOnAClosedDB(t *testing.T) {
 const registersCrashEnv = "CELOS_TEST_REGISTERS_CRASH_DIR"
 
 // TestPutRegistersKilledMidBatch kills (SIGKILL) a process that writes
-// batches of 300 new registers (as a step writes its outbox records), at
-// a moment that moves from one round to the next. Afterwards every batch
+// batches of 1,000 new registers (as a step writes its outbox records)
+// while it renames them into place (the child says when its first sync
+// is done), at a moment that moves from one round to the next. Afterwards every batch
 // the child saw return is whole, and every key listed is whole: its
 // batch's record, never torn, never a temporary file — what the engine
 // assumes of the outbox after a crash (a record is there or not; one
 // whose state was not written is checked against its slot).
 func TestPutRegistersKilledMidBatch(t *testing.T) {
-	const n = 300
+	const n = 1000
 	if dir := os.Getenv(registersCrashEnv); dir != "" {
 		registersCrashChild(dir, n)
 		return
@@ -214,12 +215,12 @@ func TestPutRegistersKilledMidBatch(t *testing.T) {
 			case "done":
 				done++
 			}
-			if begun == round+3 {
+			if begun == round+3 && sc.Text() == "renaming" {
 				break
 			}
 		}
 		deadline.Stop()
-		time.Sleep(time.Duration(round) * 5 * time.Millisecond) // a different moment of the batch each round
+		time.Sleep(time.Duration(round) * time.Millisecond) // a different moment of the renames each round
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -240,6 +241,7 @@ func TestPutRegistersKilledMidBatch(t *testing.T) {
 			}
 			perBatch[b]++
 		}
+		t.Logf("round %d: killed in batch %d with %d of its %d keys in place", round, begun-1, perBatch[begun-1], n)
 		for b := range done {
 			if perBatch[b] != n {
 				t.Fatalf("round %d: batch %d returned but %d of its %d keys are there", round, b, perBatch[b], n)
@@ -250,17 +252,27 @@ func TestPutRegistersKilledMidBatch(t *testing.T) {
 }
 
 // registersCrashChild writes batches of n new registers in dir until it
-// is killed, saying "batch" as each begins and "done" as it returns.
+// is killed, saying "batch" as each begins, "renaming" after its first
+// sync and "done" as it returns.
 func registersCrashChild(dir string, n int) {
 	db, err := Open(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	// Say when a batch's first sync is done: its renames begin.
+	syncs := 0
+	syncFS = func(fd int) error {
+		err := unix.Syncfs(fd)
+		if syncs++; syncs%2 == 1 {
+			fmt.Println("renaming")
+		}
+		return err
+	}
 	for b := 0; ; b++ {
 		kv := make(map[string]json.RawMessage, n)
 		for i := range n {
-			kv[fmt.Sprintf("b%d-k%03d", b, i)] = json.RawMessage(fmt.Sprintf(`{"batch":%d,"i":%d}`, b, i))
+			kv[fmt.Sprintf("b%d-k%04d", b, i)] = json.RawMessage(fmt.Sprintf(`{"batch":%d,"i":%d}`, b, i))
 		}
 		fmt.Println("batch")
 		if failed := db.PutRegisters("outbox", kv); failed != nil {
