@@ -6,7 +6,8 @@ package engine
 // until the sender reports each delivered or given up (EnableOutbox).
 //
 // A step writes one record per delivery (event × target), marked not yet
-// recorded, before its batched state write; after it, the records of the
+// recorded, all in one batch when the store offers it (registerBatcher),
+// durable before its batched state write; after it, the records of the
 // slots whose state could not be written are removed (no event), the
 // others are handed to Options.OnEvent with their delivery ids
 // (scheduler.Event.Deliveries). A record is marked recorded only when the
@@ -239,14 +240,25 @@ func parseOutboxKey(k string) (prefix string, created time.Time, id string, ok b
 }
 
 // prepareOutbox records the deliveries of the step's events before the
-// step writes the slot states (apply). A delivery that cannot be recorded
-// is sent as before, without a record (logged).
+// step writes the slot states (apply), all in one write when the store
+// offers it (registerBatcher: one transaction, or one pair of file-system
+// syncs, instead of one synced write per delivery), durable before it
+// returns. A delivery that cannot be recorded is sent as before, without
+// a record (logged).
 func (s *stepper) prepareOutbox() {
 	e := s.e
 	if !e.out.on || e.opts.OnEvent == nil || len(s.pendingEvents) == 0 {
 		return
 	}
 	created := e.clock().UTC()
+	type delivery struct {
+		i, j int // pendingEvents[i], target j
+		key  string
+		rec  outboxRecord
+	}
+	var ds []delivery
+	var keys []string // in the order of the deliveries, each once
+	raws := make(map[string]json.RawMessage)
 	for i := range s.pendingEvents {
 		pe := &s.pendingEvents[i]
 		pe.ev.Deliveries = make([]string, len(pe.ev.Targets))
@@ -261,17 +273,56 @@ func (s *stepper) prepareOutbox() {
 				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: id,
 				Created: created, Recorded: pe.slot.Time.IsZero()}
 			key := outboxKey(ev.Workflow, created, rec.Delivery)
-			if err := e.putOutbox(key, rec); err != nil {
-				if !errors.Is(err, errNoRegisters) {
-					e.log.Warn("notification not recorded in the outbox: sent, but lost if the server stops before it is delivered",
-						"workflow", ev.Workflow, "event", ev.Kind, "error", err)
-				}
+			raw, err := json.Marshal(rec)
+			if err != nil { // (never: the record is plain data)
+				e.log.Warn("notification not recorded in the outbox: sent, but lost if the server stops before it is delivered",
+					"workflow", ev.Workflow, "event", ev.Kind, "error", err)
 				continue
 			}
-			pe.out[j] = outboxEntry{key: key, rec: rec}
-			pe.ev.Deliveries[j] = rec.Delivery
+			// Two targets with one URL have one SLA delivery id: one
+			// record, the last, as when they were written one by one.
+			if _, dup := raws[key]; !dup {
+				keys = append(keys, key)
+			}
+			raws[key] = raw
+			ds = append(ds, delivery{i: i, j: j, key: key, rec: rec})
 		}
 	}
+	failed := e.putOutboxes(keys, raws)
+	for _, d := range ds {
+		if err := failed[d.key]; err != nil {
+			if !errors.Is(err, errNoRegisters) {
+				e.log.Warn("notification not recorded in the outbox: sent, but lost if the server stops before it is delivered",
+					"workflow", d.rec.Workflow, "event", d.rec.Event, "error", err)
+			}
+			continue
+		}
+		pe := &s.pendingEvents[d.i]
+		pe.out[d.j] = outboxEntry{key: d.key, rec: d.rec}
+		pe.ev.Deliveries[d.j] = d.rec.Delivery
+	}
+}
+
+// putOutboxes writes the records raws (keys: their keys, in order) in one
+// batch when the store offers it, otherwise one by one, and returns those
+// not written.
+func (e *Engine) putOutboxes(keys []string, raws map[string]json.RawMessage) map[string]error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if b, ok := e.regs.(registerBatcher); ok {
+		return b.PutRegisters(outboxBucket, raws)
+	}
+	var failed map[string]error
+	for _, k := range keys {
+		if err := e.regs.PutRegister(outboxBucket, k, raws[k]); err != nil {
+			if failed == nil {
+				failed = make(map[string]error)
+			}
+			failed[k] = err
+		}
+	}
+	return failed
 }
 
 func (e *Engine) putOutbox(key string, rec outboxRecord) error {
@@ -282,14 +333,41 @@ func (e *Engine) putOutbox(key string, rec outboxRecord) error {
 	return e.regs.PutRegister(outboxBucket, key, raw)
 }
 
-// discardOutbox removes the records of an event whose slot state could
-// not be written: it did not happen.
-func (e *Engine) discardOutbox(pe pendingEvent) {
-	for _, o := range pe.out {
-		if o.key == "" {
-			continue
+// discardOutbox removes the records of the events whose slot state could
+// not be written: they did not happen. The records go in one batch when
+// the store offers it (a failed batched state write fails every slot of
+// it), otherwise one by one.
+func (e *Engine) discardOutbox(pes ...pendingEvent) {
+	var recs []outboxEntry
+	for _, pe := range pes {
+		for _, o := range pe.out {
+			if o.key != "" {
+				recs = append(recs, o)
+			}
 		}
-		if err := e.regs.DeleteRegister(outboxBucket, o.key); err != nil && !errors.Is(err, store.ErrNotFound) {
+	}
+	if len(recs) == 0 {
+		return
+	}
+	var failed map[string]error
+	if b, ok := e.regs.(registerBatcher); ok {
+		keys := make([]string, len(recs))
+		for i, o := range recs {
+			keys[i] = o.key
+		}
+		failed = b.DeleteRegisters(outboxBucket, keys)
+	} else {
+		for _, o := range recs {
+			if err := e.regs.DeleteRegister(outboxBucket, o.key); err != nil {
+				if failed == nil {
+					failed = make(map[string]error)
+				}
+				failed[o.key] = err
+			}
+		}
+	}
+	for _, o := range recs {
+		if err := failed[o.key]; err != nil && !errors.Is(err, store.ErrNotFound) {
 			// The next scan finds it not recorded, and checks the slot.
 			e.log.Warn("outbox record of an event that did not happen not removed", "workflow", o.rec.Workflow, "delivery", o.rec.Delivery, "error", err)
 		}

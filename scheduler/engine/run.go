@@ -407,13 +407,15 @@ func (s *stepper) event(w *workflow.Workflow, kind string, st slot.State, detail
 // emit hands the step's events to OnEvent, but those whose slot's state
 // could not be recorded.
 func (s *stepper) emit(failed map[slot.ID]error) {
+	var discard []pendingEvent
 	for _, pe := range s.pendingEvents {
 		if _, bad := failed[pe.slot]; bad && !pe.slot.Time.IsZero() {
-			s.e.discardOutbox(pe)
+			discard = append(discard, pe)
 			continue
 		}
 		s.e.commitOutbox(pe)
 		s.e.opts.OnEvent(pe.ev)
 	}
+	s.e.discardOutbox(discard...) // (one write)
 	s.pendingEvents = nil
 }

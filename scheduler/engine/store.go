@@ -154,6 +154,18 @@ type (
 		// one.
 		RunsOf(wfs []string) (map[string][]store.Run, error)
 	}
+	// registerBatcher writes and removes many registers of one bucket
+	// together — one transaction, or one pair of file-system syncs — and
+	// returns the keys it could not write or remove; every key it does not
+	// report is durable when it returns, and a crash leaves each key old
+	// or new, never torn. The outbox's records of a step go through it
+	// (prepareOutbox) and so do those of the events whose state could not
+	// be written (discardOutbox). Without it, each record is a write of
+	// its own (a file, a rename and a directory fsync; a round trip).
+	registerBatcher interface {
+		PutRegisters(bucket string, kv map[string]json.RawMessage) map[string]error
+		DeleteRegisters(bucket string, keys []string) map[string]error
+	}
 	// reloader drops the store's cache (ClearCache).
 	reloader interface{ Reload() error }
 	// writeCounter counts the files the store wrote (StepReport.Writes).

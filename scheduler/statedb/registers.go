@@ -159,3 +159,111 @@ func (db *DB) HasRegister(bucket, key string) (bool, error) {
 	}
 	return st.Mode&unix.S_IFMT != unix.S_IFDIR, nil
 }
+
+// PutRegisters stores the JSON values of kv under their keys in bucket,
+// all together (writeMany): every value to a temporary file in the
+// bucket's directory, one syncfs makes their contents (and the directory,
+// if new) durable, they are renamed into place, and a second syncfs makes
+// the renames durable — two file-system syncs in all instead of a file
+// fsync and a directory fsync per key. When it returns, every key it does
+// not report is durable. A crash at any point leaves each key whole, old
+// or new (a rename replaces a file at once; the temporary files of an
+// unfinished batch are hidden dot files), never torn. It returns the keys
+// that could not be written, with the reason (a bad name or value: that
+// key alone; a failed sync: every key written).
+func (db *DB) PutRegisters(bucket string, kv map[string]json.RawMessage) map[string]error {
+	failed := make(map[string]error)
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	keys := make([]string, 0, len(kv))
+	ws := make([]fileWrite, 0, len(kv))
+	dir := filepath.Join("register", bucket)
+	for k, v := range kv {
+		switch {
+		case closed:
+			failed[k] = errClosed
+		case !json.Valid(v):
+			failed[k] = fmt.Errorf("%w: register value is not valid JSON", store.ErrBadName)
+		default:
+			if _, err := db.registerPath(bucket, k); err != nil {
+				failed[k] = err
+				continue
+			}
+			keys = append(keys, k)
+			ws = append(ws, fileWrite{dir: dir, name: k, data: v})
+		}
+	}
+	if len(ws) > 0 {
+		syncErr := db.writeMany(ws)
+		for i, k := range keys {
+			switch {
+			case ws[i].err != nil:
+				failed[k] = fmt.Errorf("put register %s/%s: %w", bucket, k, ws[i].err)
+			case syncErr != nil:
+				failed[k] = fmt.Errorf("put register %s/%s: %w", bucket, k, syncErr)
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
+
+// DeleteRegisters removes the keys of bucket (a missing one is not an
+// error) with one fsync of the bucket's directory in all. It returns the
+// keys that could not be removed, with the reason (a failed sync: every
+// key removed, which may come back after a crash).
+func (db *DB) DeleteRegisters(bucket string, keys []string) map[string]error {
+	failed := make(map[string]error)
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	dir := filepath.Join("register", bucket)
+	s := db.dirSet()
+	defer s.close()
+	var removed []string
+	for _, k := range keys {
+		if db.closed {
+			failed[k] = errClosed
+			continue
+		}
+		if _, err := db.registerPath(bucket, k); err != nil {
+			failed[k] = err
+			continue
+		}
+		if err := db.removeIn(s, dir, k, false); err != nil {
+			failed[k] = err
+			continue
+		}
+		removed = append(removed, k)
+	}
+	if len(removed) > 0 {
+		err := db.syncBucket(s, dir)
+		for _, k := range removed {
+			if err != nil {
+				failed[k] = fmt.Errorf("remove register %s/%s: %w", bucket, k, err)
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
+
+// syncBucket fsyncs the register directory dir after removals in it
+// through s (nothing if it does not exist: nothing was removed).
+func (db *DB) syncBucket(s *dirSet, dir string) error {
+	fd, err := s.open(dir, mkNone)
+	if isNotExist(err) {
+		return nil
+	}
+	if err == nil {
+		err = db.syncDirFD(fd)
+	}
+	if err != nil {
+		return fmt.Errorf("state database: sync %s: %w", filepath.Join(db.dir, dir), err)
+	}
+	return nil
+}

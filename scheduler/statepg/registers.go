@@ -67,11 +67,8 @@ func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
 	if err := validRegister(bucket, key); err != nil {
 		return err
 	}
-	if !json.Valid(value) || !utf8.Valid(value) {
-		return fmt.Errorf("%w: register value is not valid JSON", store.ErrBadName)
-	}
-	if strings.Contains(string(value), `\u0000`) || strings.ContainsRune(string(value), 0) {
-		return fmt.Errorf("%w: register value holds a NUL character, which PostgreSQL cannot store", store.ErrBadName)
+	if err := checkRegisterValue(value); err != nil {
+		return err
 	}
 	ctx, cancel := db.ctx()
 	defer cancel()
@@ -97,6 +94,93 @@ func (db *DB) DeleteRegister(bucket, key string) error {
 	}
 	db.writes.Add(tag.RowsAffected())
 	return nil
+}
+
+// checkRegisterValue checks a value as PutRegister stores it: valid JSON
+// in UTF-8, no NUL character.
+func checkRegisterValue(value json.RawMessage) error {
+	if !json.Valid(value) || !utf8.Valid(value) {
+		return fmt.Errorf("%w: register value is not valid JSON", store.ErrBadName)
+	}
+	if strings.Contains(string(value), `\u0000`) || strings.ContainsRune(string(value), 0) {
+		return fmt.Errorf("%w: register value holds a NUL character, which PostgreSQL cannot store", store.ErrBadName)
+	}
+	return nil
+}
+
+// PutRegisters stores the values of kv under their keys in bucket, byte
+// for byte, in one statement (one round trip, one transaction): the keys
+// it does not report are all durable when it returns, or none is. It
+// returns the keys that could not be written, with the reason (a bad
+// name or value: that key alone, the others are written; a failed
+// statement: every key).
+func (db *DB) PutRegisters(bucket string, kv map[string]json.RawMessage) map[string]error {
+	failed := make(map[string]error)
+	keys := make([]string, 0, len(kv))
+	values := make([]string, 0, len(kv))
+	for k, v := range kv {
+		if err := validRegister(bucket, k); err != nil {
+			failed[k] = err
+			continue
+		}
+		if err := checkRegisterValue(v); err != nil {
+			failed[k] = err
+			continue
+		}
+		keys = append(keys, k)
+		values = append(values, string(v))
+	}
+	if len(keys) > 0 {
+		ctx, cancel := db.ctx()
+		defer cancel()
+		_, err := db.pool.Exec(ctx, `INSERT INTO celos_registers (bucket, key, value)
+SELECT $1, k, v::json FROM unnest($2::text[], $3::text[]) AS t(k, v)
+ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value`, bucket, keys, values)
+		if err != nil {
+			err = pgError(err)
+			for _, k := range keys {
+				failed[k] = fmt.Errorf("PostgreSQL state store: put register %s/%s (one of %d): %w", bucket, k, len(keys), err)
+			}
+		} else {
+			db.writes.Add(int64(len(keys)))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
+
+// DeleteRegisters removes the keys of bucket (a missing one is not an
+// error) in one statement. It returns the keys that could not be removed,
+// with the reason (a failed statement: every key, none removed).
+func (db *DB) DeleteRegisters(bucket string, keys []string) map[string]error {
+	failed := make(map[string]error)
+	valid := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if err := validRegister(bucket, k); err != nil {
+			failed[k] = err
+			continue
+		}
+		valid = append(valid, k)
+	}
+	if len(valid) > 0 {
+		ctx, cancel := db.ctx()
+		defer cancel()
+		tag, err := db.pool.Exec(ctx, "DELETE FROM celos_registers WHERE bucket = $1 AND key = ANY($2::text[])", bucket, valid)
+		if err != nil {
+			err = pgError(err)
+			for _, k := range valid {
+				failed[k] = fmt.Errorf("PostgreSQL state store: delete register %s/%s (one of %d): %w", bucket, k, len(valid), err)
+			}
+		} else {
+			db.writes.Add(tag.RowsAffected())
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
 }
 
 func checkPrefix(bucket, prefix string) error {
