@@ -77,6 +77,33 @@ func (se *slaEngine) step(at string) {
 	}
 }
 
+// failThenStop starts an engine on db at 08:00 that steps slaWorkflow's
+// 08:00 slot to FAILURE and makes its last step at 10:30, before the
+// 3-hour SLA's deadline (11:00): then the server stops.
+func (r *slaRig) failThenStop(name string, db Store) *slaEngine {
+	r.t.Helper()
+	a := r.start(name, "2026-11-24T08:00Z", db, nil)
+	a.step("2026-11-24T08:10Z") // READY
+	a.step("2026-11-24T08:11Z") // RUNNING
+	r.svc.finishAll(false)
+	a.step("2026-11-24T08:20Z") // FAILURE
+	a.step("2026-11-24T10:30Z") // the last step before the stop
+	return a
+}
+
+// wantNoResendOf0800 starts an engine on db at 12:30 (after the restart
+// that sent the misses of 08:00) and fails if its step sends one again.
+func (r *slaRig) wantNoResendOf0800(name string, db Store) {
+	r.t.Helper()
+	c := r.start(name, "2026-11-24T12:30Z", db, nil)
+	c.step("2026-11-24T12:30Z")
+	for _, m := range r.slaMisses() {
+		if strings.Contains(m, "@24 08:00") {
+			r.t.Fatalf("the miss of 08:00 was sent again after a second restart: %s", m)
+		}
+	}
+}
+
 // slaMisses returns and forgets the SLA misses sent so far.
 func (r *slaRig) slaMisses() []string {
 	r.mu.Lock()
@@ -112,12 +139,7 @@ func TestSLAMissWhileTheServerWasDownIsSent(t *testing.T) {
 	r := &slaRig{t: t, wdir: t.TempDir(), svc: newFake()}
 	fixture.WriteProject(t, r.wdir, "p", slaWorkflow())
 	db := openDB(t, t.TempDir())
-	a := r.start("first", "2026-11-24T08:00Z", db, nil)
-	a.step("2026-11-24T08:10Z") // READY
-	a.step("2026-11-24T08:11Z") // RUNNING
-	r.svc.finishAll(false)
-	a.step("2026-11-24T08:20Z") // FAILURE
-	a.step("2026-11-24T10:30Z") // the last step before the stop
+	r.failThenStop("first", db)
 	if got := r.slaMisses(); len(got) != 0 {
 		t.Fatalf("misses sent before the deadline: %v", got)
 	}
@@ -126,13 +148,7 @@ func TestSLAMissWhileTheServerWasDownIsSent(t *testing.T) {
 	if got := r.slaMisses(); len(got) != 1 || got[0] != "second slaMissed@24 08:00" {
 		t.Fatalf("after the restart: sent %v, want the miss of 08:00 (deadline 11:00, the server was down) once", got)
 	}
-	c := r.start("third", "2026-11-24T12:30Z", db, nil)
-	c.step("2026-11-24T12:30Z")
-	for _, m := range r.slaMisses() {
-		if strings.Contains(m, "@24 08:00") {
-			t.Fatalf("the miss of 08:00 was sent again after a second restart: %s", m)
-		}
-	}
+	r.wantNoResendOf0800("third", db)
 	v, err := db.GetRegister(slaBucket, slaKey(slot.ID{Workflow: "feed", Time: ts("2026-11-24T08:00Z")}))
 	if err != nil || !strings.Contains(string(v), `"deadline":"2026-11-24T11:00:00.000Z"`) {
 		t.Errorf("the record of the miss sent: %s, %v", v, err)
@@ -142,12 +158,7 @@ func TestSLAMissWhileTheServerWasDownIsSent(t *testing.T) {
 	// deadline before the start may have been sent by it: not sent.
 	ddir := t.TempDir()
 	old := openDB(t, ddir)
-	d := r.start("older", "2026-11-24T08:00Z", old, nil)
-	d.step("2026-11-24T08:10Z")
-	d.step("2026-11-24T08:11Z")
-	r.svc.finishAll(false)
-	d.step("2026-11-24T08:20Z")
-	d.step("2026-11-24T10:30Z")
+	r.failThenStop("older", old)
 	if err := os.RemoveAll(filepath.Join(ddir, "register", slaBucket)); err != nil {
 		t.Fatal(err)
 	}
@@ -380,12 +391,7 @@ func TestSLARecordsListedOncePerStep(t *testing.T) {
 	}
 	fixture.WriteProject(t, r.wdir, "p", ws...)
 	db := &slaListingDB{DB: openDB(t, t.TempDir())}
-	a := r.start("first", "2026-11-24T08:00Z", db, nil)
-	a.step("2026-11-24T08:10Z") // READY
-	a.step("2026-11-24T08:11Z") // RUNNING
-	r.svc.finishAll(false)
-	a.step("2026-11-24T08:20Z") // FAILURE
-	a.step("2026-11-24T10:30Z") // the last step before the stop
+	r.failThenStop("first", db)
 	b := r.start("second", "2026-11-24T12:00Z", db, nil)
 	db.listings.Store(0)
 	b.step("2026-11-24T12:00Z")
@@ -395,11 +401,5 @@ func TestSLARecordsListedOncePerStep(t *testing.T) {
 	if got := r.slaMisses(); len(got) != n {
 		t.Fatalf("sent %d misses, want %d: %v", len(got), n, got)
 	}
-	c := r.start("third", "2026-11-24T12:30Z", db, nil)
-	c.step("2026-11-24T12:30Z")
-	for _, m := range r.slaMisses() {
-		if strings.Contains(m, "@24 08:00") {
-			t.Fatalf("the miss of 08:00 was sent again after a second restart: %s", m)
-		}
-	}
+	r.wantNoResendOf0800("third", db)
 }
