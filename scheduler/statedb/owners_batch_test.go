@@ -145,21 +145,10 @@ func TestWriteOwnersKilledMidBatch(t *testing.T) {
 	}
 	for round := range 4 {
 		dir := t.TempDir()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWriteOwnersKilledMidBatch$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, sc, deadline := startCrashChild(t, "TestWriteOwnersKilledMidBatch", crashEnv, dir)
 		// Kill it once it has written round+2 batches, mid-way through the
 		// next one (the child announces each batch as it begins).
-		sc := bufio.NewScanner(out)
 		batches := 0
-		deadline := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
 		for sc.Scan() {
 			if sc.Text() == "batch" {
 				batches++
@@ -219,4 +208,24 @@ func ownersCrashChild(dir string, n int) {
 			os.Exit(2)
 		}
 	}
+}
+
+// startCrashChild runs the test name of this binary as a child process
+// with env=dir set (the child writes in dir and announces its progress
+// on stdout, line by line), killed if it still runs after 2 minutes. The
+// caller reads the scanner, kills the child when it chooses, and waits
+// for it, then stops the returned timer.
+func startCrashChild(t *testing.T, name, env, dir string) (*exec.Cmd, *bufio.Scanner, *time.Timer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewScanner(out), time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
 }

@@ -1,12 +1,10 @@
 package statedb
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -195,19 +193,8 @@ func TestPutRegistersKilledMidBatch(t *testing.T) {
 	}
 	for round := range 4 {
 		dir := t.TempDir()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestPutRegistersKilledMidBatch$", "-test.count=1")
-		cmd.Env = append(os.Environ(), registersCrashEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
+		cmd, sc, deadline := startCrashChild(t, "TestPutRegistersKilledMidBatch", registersCrashEnv, dir)
 		begun, done := 0, 0
-		deadline := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
 		for sc.Scan() {
 			switch sc.Text() {
 			case "batch":
