@@ -86,13 +86,16 @@ const serverWait = 2 * time.Minute
 
 // waitserver FILE: wait until a `celos server --url-file FILE` started in
 // the background listens, and point CELOS_SERVER at it (and SERVER_PORT at
-// its port).
+// its port). It fails at once when that server has exited.
 func cmdWaitServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: waitserver URLFILE")
 	}
 	path := ts.MkAbs(args[0])
 	for deadline := time.Now().Add(serverWait); ; time.Sleep(20 * time.Millisecond) {
+		if exitedServer(ts, args[0]) {
+			ts.Fatalf("the celos server started with --url-file %s exited before it listened (its output follows the script's)", args[0])
+		}
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
 			u := strings.TrimSpace(string(b))
 			if resp, err := http.Get(u + "/healthz"); err == nil {
@@ -107,6 +110,63 @@ func cmdWaitServer(ts *testscript.TestScript, neg bool, args []string) {
 		if time.Now().After(deadline) {
 			ts.Fatalf("no server at %s after %v", path, serverWait)
 		}
+	}
+}
+
+// exitedServer reports whether the `celos server` started with --url-file
+// urlFile (relative to the script's directory, as the server took it) has
+// exited: TestMain's celos leaves urlFile+".exited" behind when it ends,
+// and no child of this process with that flag still runs (the marker may
+// be an earlier server's, the script reusing the file name).
+func exitedServer(ts *testscript.TestScript, urlFile string) bool {
+	if _, err := os.Stat(ts.MkAbs(urlFile) + ".exited"); err != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	me := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 || f[1] != me || f[0] == "Z" {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if urlFileOf(strings.Split(string(cmdline), "\x00")) == urlFile {
+			return false
+		}
+	}
+	return true
+}
+
+// urlFileOf is the value of the --url-file flag in args ("": none).
+func urlFileOf(args []string) string {
+	for i, a := range args {
+		if f, ok := strings.CutPrefix(a, "--url-file="); ok {
+			return f
+		}
+		if a == "--url-file" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// markExit is what TestMain's celos does when Main returns: a server
+// started with --url-file F leaves F.exited, for waitserver.
+func markExit(args []string, code int) {
+	if f := urlFileOf(args); f != "" {
+		os.WriteFile(f+".exited", []byte(strconv.Itoa(code)+"\n"), 0o644)
 	}
 }
 

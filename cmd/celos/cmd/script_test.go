@@ -12,7 +12,11 @@ import (
 // "exec celos ..." re-executes this test binary as celos.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"celos": func() { os.Exit(Main()) },
+		"celos": func() {
+			code := Main()
+			markExit(os.Args[1:], code)
+			os.Exit(code)
+		},
 	})
 }
 
