@@ -21,11 +21,13 @@ import (
 	"github.com/celos-go/celos/scheduler/loop"
 	"github.com/celos-go/celos/scheduler/metrics"
 	"github.com/celos-go/celos/scheduler/slot"
+	"github.com/celos-go/celos/scheduler/store"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
-// MaxBodyBytes bounds a PUT /register body.
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes bounds a PUT /register body: the largest value a store
+// keeps (store.MaxRegisterBytes).
+const MaxBodyBytes = store.MaxRegisterBytes
 
 // Options configure a Handler.
 type Options struct {

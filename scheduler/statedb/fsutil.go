@@ -83,25 +83,13 @@ func (db *DB) removeIn(s *dirSet, dir, name string, sync bool) error {
 	return nil
 }
 
-// validName checks a workflow id, register bucket or register key before it
-// becomes a path component: not empty, at most 255 bytes, no '/', '\\',
-// '.', NUL or other control characters (Celos forbids '/' and '.' in
-// register names; workflow ids are narrower still, schema.IDPattern, but a
-// dot-free rule here also keeps "." and ".." and hidden names out).
-func validName(kind, s string) error {
-	if s == "" {
-		return fmt.Errorf("%s is empty", kind)
-	}
-	if len(s) > 255 {
-		return fmt.Errorf("%s %.40q... is longer than 255 bytes", kind, s)
-	}
-	for _, r := range s {
-		if r == '/' || r == '\\' || r == '.' || r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%s %q may not contain '/', '\\', '.' or control characters", kind, s)
-		}
-	}
-	return nil
-}
+// validName checks a register bucket or key before it becomes a path
+// component, by the rules every store applies (store.CheckName: not empty,
+// at most 255 bytes, valid UTF-8, no '/', '\\', '.', NUL or other control
+// characters; Celos forbids '/' and '.' in register names, and a dot-free
+// rule also keeps "." and ".." and hidden names out). The error wraps
+// store.ErrBadName.
+func validName(kind, s string) error { return store.CheckName(kind, s) }
 
 // validWorkflow checks a workflow id: like validName, but '.' is allowed
 // inside (schema ids may hold dots) as long as the id is not "." or "..".

@@ -16,10 +16,10 @@ import (
 
 func (db *DB) registerPath(bucket, key string) (string, error) {
 	if err := validName("bucket", bucket); err != nil {
-		return "", fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return "", err
 	}
 	if err := validName("key", key); err != nil {
-		return "", fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return "", err
 	}
 	return filepath.Join(db.dir, "register", bucket, key), nil
 }
@@ -35,7 +35,7 @@ func (db *DB) GetRegister(bucket, key string) (json.RawMessage, error) {
 	if db.closed {
 		return nil, errClosed
 	}
-	data, err := db.readFile(filepath.Join("register", bucket, key))
+	data, err := db.readFileMax(filepath.Join("register", bucket, key), store.MaxRegisterBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: register %s/%s", store.ErrNotFound, bucket, key)
 	}
@@ -54,8 +54,8 @@ func (db *DB) PutRegister(bucket, key string, value json.RawMessage) error {
 	if _, err := db.registerPath(bucket, key); err != nil {
 		return err
 	}
-	if !json.Valid(value) {
-		return fmt.Errorf("%w: register value is not valid JSON", store.ErrBadName)
+	if err := store.CheckValue(value); err != nil {
+		return err
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -102,10 +102,13 @@ func (db *DB) DeleteRegistersWithPrefix(bucket, prefix string) error {
 // unknown bucket has no keys.
 func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
 	if err := validName("bucket", bucket); err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return nil, err
 	}
-	if prefix != "" && strings.ContainsAny(prefix, "/\\.") {
-		return nil, fmt.Errorf("%w: prefix %q may not contain '/', '\\' or '.'", store.ErrBadName, prefix)
+	if err := store.CheckPrefix(prefix); err != nil {
+		return nil, err
+	}
+	if db.isClosed() {
+		return nil, errClosed
 	}
 	entries, err := db.readDir(filepath.Join("register", bucket))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -124,6 +127,15 @@ func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
 	return out, nil
 }
 
+// isClosed reports whether Close was called (reads that take no lock
+// check it: a closed store answers nothing, its directory may be
+// another process's by now).
+func (db *DB) isClosed() bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.closed
+}
+
 // HasRegister reports whether bucket holds key exactly as RegisterKeys
 // would list it (an entry that is not a directory, under a valid name),
 // with one stat instead of a listing: an event trigger's cost does not
@@ -131,10 +143,13 @@ func (db *DB) RegisterKeys(bucket, prefix string) ([]string, error) {
 // an unknown bucket holds nothing.
 func (db *DB) HasRegister(bucket, key string) (bool, error) {
 	if err := validName("bucket", bucket); err != nil {
-		return false, fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return false, err
 	}
 	if validName("key", key) != nil {
 		return false, nil
+	}
+	if db.isClosed() {
+		return false, errClosed
 	}
 	d, err := db.openDir(filepath.Join("register", bucket))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -183,8 +198,8 @@ func (db *DB) PutRegisters(bucket string, kv map[string]json.RawMessage) map[str
 		switch {
 		case closed:
 			failed[k] = errClosed
-		case !json.Valid(v):
-			failed[k] = fmt.Errorf("%w: register value is not valid JSON", store.ErrBadName)
+		case store.CheckValue(v) != nil:
+			failed[k] = store.CheckValue(v)
 		default:
 			if _, err := db.registerPath(bucket, k); err != nil {
 				failed[k] = err

@@ -14,79 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
-	"github.com/celos-go/celos/scheduler/store"
+	"github.com/celos-go/celos/internal/testenv/storetest"
 )
-
-// registerContents reads every key of bucket.
-func registerContents(t *testing.T, db *DB, bucket string) map[string]string {
-	t.Helper()
-	keys, err := db.RegisterKeys(bucket, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(map[string]string, len(keys))
-	for _, k := range keys {
-		v, err := db.GetRegister(bucket, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[k] = string(v)
-	}
-	return got
-}
-
-// TestPutRegistersParity: PutRegisters leaves the bucket as PutRegister
-// of each key would (new keys, a key replaced, the bytes as given), and
-// refuses a bad key or value by itself, writing the others.
-func TestPutRegistersParity(t *testing.T) {
-	one, batch := open(t, t.TempDir()), open(t, t.TempDir())
-	for _, db := range []*DB{one, batch} {
-		if err := db.PutRegister("b", "old", json.RawMessage(`{"v": 0}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kv := map[string]json.RawMessage{"old": json.RawMessage(`{"v": 1}`), "k1": json.RawMessage(`[1, 2]`), "k2": json.RawMessage(`"x"`)}
-	for k, v := range kv {
-		if err := one.PutRegister("b", k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bad := map[string]json.RawMessage{"bad.key": json.RawMessage(`1`), "badvalue": json.RawMessage(`{`)}
-	all := map[string]json.RawMessage{}
-	for k, v := range kv {
-		all[k] = v
-	}
-	for k, v := range bad {
-		all[k] = v
-	}
-	failed := batch.PutRegisters("b", all)
-	if len(failed) != 2 || !errors.Is(failed["bad.key"], store.ErrBadName) || !errors.Is(failed["badvalue"], store.ErrBadName) {
-		t.Fatalf("failed: %v", failed)
-	}
-	if d := cmp.Diff(registerContents(t, one, "b"), registerContents(t, batch, "b")); d != "" {
-		t.Errorf("bucket after PutRegister each (-) and PutRegisters (+):\n%s", d)
-	}
-	if failed := batch.PutRegisters("b", nil); failed != nil {
-		t.Errorf("an empty batch: %v", failed)
-	}
-	// Removal: DeleteRegisters as DeleteRegister of each (a missing key
-	// is no error; a bad one is refused by itself).
-	for _, k := range []string{"old", "k2", "missing"} {
-		if err := one.DeleteRegister("b", k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	failed = batch.DeleteRegisters("b", []string{"old", "k2", "missing", "bad/key"})
-	if len(failed) != 1 || !errors.Is(failed["bad/key"], store.ErrBadName) {
-		t.Fatalf("DeleteRegisters failed: %v", failed)
-	}
-	if d := cmp.Diff(registerContents(t, one, "b"), registerContents(t, batch, "b")); d != "" {
-		t.Errorf("bucket after DeleteRegister each (-) and DeleteRegisters (+):\n%s", d)
-	}
-	if failed := batch.DeleteRegisters("nobucket", []string{"k"}); failed != nil {
-		t.Errorf("removal in a bucket that does not exist: %v", failed)
-	}
-}
 
 // TestPutRegistersSyncsBeforeAndAfterTheRenames: the records' contents
 // are made durable by a first syncfs before any is renamed into place,
@@ -131,7 +60,7 @@ func TestPutRegistersSyncsBeforeAndAfterTheRenames(t *testing.T) {
 	if d := db.dirSyncs.Load() - dirSyncs; d != 0 {
 		t.Errorf("%d directory fsyncs besides the syncfs", d)
 	}
-	if got := registerContents(t, db, "outbox"); len(got) != n || got["k-07"] != `{"i": 7}` {
+	if got := storetest.Contents(t, db, "outbox"); len(got) != n || got["k-07"] != `{"i": 7}` {
 		t.Errorf("bucket after the batch: %d keys, k-07 %q", len(got), got["k-07"])
 	}
 	syncs = nil
@@ -160,18 +89,6 @@ func TestPutRegistersSyncFailure(t *testing.T) {
 	failed := db.PutRegisters("outbox", map[string]json.RawMessage{"a": json.RawMessage(`1`), "b": json.RawMessage(`2`)})
 	if len(failed) != 2 || !strings.Contains(failed["a"].Error(), "put register outbox/a") || !strings.Contains(failed["b"].Error(), "injected") {
 		t.Fatalf("failed: %v", failed)
-	}
-}
-
-// TestRegisterBatchesOnAClosedDB: a closed database refuses every key.
-func TestRegisterBatchesOnAClosedDB(t *testing.T) {
-	db := open(t, t.TempDir())
-	db.Close()
-	if failed := db.PutRegisters("b", map[string]json.RawMessage{"a": json.RawMessage(`1`)}); !errors.Is(failed["a"], errClosed) {
-		t.Errorf("PutRegisters: %v", failed)
-	}
-	if failed := db.DeleteRegisters("b", []string{"a"}); !errors.Is(failed["a"], errClosed) {
-		t.Errorf("DeleteRegisters: %v", failed)
 	}
 }
 
@@ -216,7 +133,7 @@ func TestPutRegistersKilledMidBatch(t *testing.T) {
 			t.Fatalf("round %d: the child began %d batches before it ended", round, begun)
 		}
 		db := open(t, dir)
-		got := registerContents(t, db, "outbox")
+		got := storetest.Contents(t, db, "outbox")
 		perBatch := map[int]int{}
 		for k, v := range got {
 			var b, i int

@@ -7,33 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/celos-go/celos/scheduler/store"
 )
 
-// validName checks a bucket or key as the file store does: not empty, at
-// most 255 bytes, no '/', '\\', '.' or control character, valid UTF-8.
-func validName(kind, s string) error {
-	if s == "" {
-		return fmt.Errorf("%w: %s is empty", store.ErrBadName, kind)
-	}
-	if len(s) > 255 {
-		return fmt.Errorf("%w: %s %.40q... is longer than 255 bytes", store.ErrBadName, kind, s)
-	}
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", store.ErrBadName, kind, s)
-	}
-	for _, r := range s {
-		if r == '/' || r == '\\' || r == '.' || r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%w: %s %q may not contain '/', '\\', '.' or control characters", store.ErrBadName, kind, s)
-		}
-	}
-	return nil
-}
+// validName checks a bucket or key by the rules every store applies
+// (store.CheckName).
+func validName(kind, s string) error { return store.CheckName(kind, s) }
 
 func validRegister(bucket, key string) error {
 	if err := validName("bucket", bucket); err != nil {
@@ -96,17 +78,11 @@ func (db *DB) DeleteRegister(bucket, key string) error {
 	return nil
 }
 
-// checkRegisterValue checks a value as PutRegister stores it: valid JSON
-// in UTF-8, no NUL character.
-func checkRegisterValue(value json.RawMessage) error {
-	if !json.Valid(value) || !utf8.Valid(value) {
-		return fmt.Errorf("%w: register value is not valid JSON", store.ErrBadName)
-	}
-	if strings.Contains(string(value), `\u0000`) || strings.ContainsRune(string(value), 0) {
-		return fmt.Errorf("%w: register value holds a NUL character, which PostgreSQL cannot store", store.ErrBadName)
-	}
-	return nil
-}
+// checkRegisterValue checks a value as PutRegister stores it
+// (store.CheckValue). The column is json, not jsonb: it keeps the text
+// byte for byte and holds escapes such as \u0000, which jsonb refuses; a
+// NUL byte itself is not JSON.
+func checkRegisterValue(value json.RawMessage) error { return store.CheckValue(value) }
 
 // PutRegisters stores the values of kv under their keys in bucket, byte
 // for byte, in one statement (one round trip, one transaction): the keys
@@ -187,13 +163,7 @@ func checkPrefix(bucket, prefix string) error {
 	if err := validName("bucket", bucket); err != nil {
 		return err
 	}
-	if prefix != "" && strings.ContainsAny(prefix, "/\\.") {
-		return fmt.Errorf("%w: prefix %q may not contain '/', '\\' or '.'", store.ErrBadName, prefix)
-	}
-	if !utf8.ValidString(prefix) || strings.ContainsRune(prefix, 0) {
-		return fmt.Errorf("%w: prefix %q is not valid UTF-8 text", store.ErrBadName, prefix)
-	}
-	return nil
+	return store.CheckPrefix(prefix)
 }
 
 // DeleteRegistersWithPrefix removes every key of bucket starting with

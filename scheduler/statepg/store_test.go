@@ -95,7 +95,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("PutRegister key %q: %v", wf, err)
 		}
 	}
-	for _, v := range []string{"", "{", `"\u0000"`, "\"\xff\""} {
+	for _, v := range []string{"", "{", "\"\xff\""} { // "\u0000" is text: storetest
 		if err := db.PutRegister("b", "k", json.RawMessage(v)); !errors.Is(err, store.ErrBadName) {
 			t.Errorf("PutRegister value %q: %v", v, err)
 		}

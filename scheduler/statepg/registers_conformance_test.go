@@ -1,0 +1,16 @@
+package statepg
+
+import (
+	"testing"
+
+	"github.com/celos-go/celos/internal/testenv/storetest"
+)
+
+// TestRegistersConformance: the registers keep the promises both stores
+// make (internal/testenv/storetest).
+func TestRegistersConformance(t *testing.T) {
+	storetest.RunRegisters(t, func(t *testing.T) storetest.Registers {
+		db, _ := openTest(t)
+		return db
+	})
+}
