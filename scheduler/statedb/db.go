@@ -232,7 +232,7 @@ func (db *DB) index(wf string) (*wfIndex, error) {
 		return nil, errClosed
 	}
 	if err := validWorkflow(wf); err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return nil, err
 	}
 	if ix := db.wfs[wf]; ix != nil {
 		return ix, nil

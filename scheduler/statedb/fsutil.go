@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -91,22 +90,11 @@ func (db *DB) removeIn(s *dirSet, dir, name string, sync bool) error {
 // store.ErrBadName.
 func validName(kind, s string) error { return store.CheckName(kind, s) }
 
-// validWorkflow checks a workflow id: like validName, but '.' is allowed
-// inside (schema ids may hold dots) as long as the id is not "." or "..".
-func validWorkflow(id string) error {
-	if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") {
-		return fmt.Errorf("workflow id %q is empty or starts with a dot", id)
-	}
-	if len(id) > 255 {
-		return fmt.Errorf("workflow id %.40q... is longer than 255 bytes", id)
-	}
-	for _, r := range id {
-		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
-			return fmt.Errorf("workflow id %q may not contain '/', '\\' or control characters", id)
-		}
-	}
-	return nil
-}
+// validWorkflow checks a workflow id before it becomes a path component,
+// by the rules every store applies (store.CheckWorkflow: like validName,
+// but '.' is allowed inside, schema ids may hold dots, as long as the id
+// does not start with one). The error wraps store.ErrBadName.
+func validWorkflow(id string) error { return store.CheckWorkflow(id) }
 
 // writeRecords writes the JSON of each workflow's value of set as the
 // file dir/<workflow> (dir is owner or run; what names the record in
@@ -118,7 +106,7 @@ func writeRecords[T any](db *DB, dir, what string, set map[string]T, failed map[
 	ws := make([]fileWrite, 0, len(set))
 	for wf, v := range set {
 		if err := validWorkflow(wf); err != nil {
-			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
+			failed[wf] = err
 			continue
 		}
 		data, err := json.Marshal(v)

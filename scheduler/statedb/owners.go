@@ -63,7 +63,7 @@ func (db *DB) Owners() (map[string]store.Owner, error) {
 // SetOwner records o as the owner of workflow wf.
 func (db *DB) SetOwner(wf string, o store.Owner) error {
 	if err := validWorkflow(wf); err != nil {
-		return fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return err
 	}
 	data, err := json.Marshal(o)
 	if err != nil {
@@ -85,7 +85,7 @@ func (db *DB) SetOwner(wf string, o store.Owner) error {
 // not an error).
 func (db *DB) DeleteOwner(wf string) error {
 	if err := validWorkflow(wf); err != nil {
-		return fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return err
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -131,7 +131,7 @@ func (db *DB) WriteOwners(set map[string]store.Owner, remove []string) map[strin
 			continue
 		}
 		if err := validWorkflow(wf); err != nil {
-			failed[wf] = fmt.Errorf("%w: %v", store.ErrBadName, err)
+			failed[wf] = err
 			continue
 		}
 		if err := db.removeIn(s, dir, wf, false); err != nil {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-
-	"github.com/celos-go/celos/scheduler/store"
 )
 
 func (db *DB) loadPaused() error {
@@ -36,7 +34,7 @@ func (db *DB) Paused(wf string) bool {
 // SetPaused pauses (an empty file paused/<wf>) or unpauses a workflow.
 func (db *DB) SetPaused(wf string, paused bool) error {
 	if err := validWorkflow(wf); err != nil {
-		return fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return err
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -11,3 +11,9 @@ import (
 func TestRegistersConformance(t *testing.T) {
 	storetest.RunRegisters(t, func(t *testing.T) storetest.Registers { return open(t, t.TempDir()) })
 }
+
+// TestRecordsConformance: owners and submissions keep the promises both
+// stores make (internal/testenv/storetest).
+func TestRecordsConformance(t *testing.T) {
+	storetest.RunRecords(t, func(t *testing.T) storetest.Records { return open(t, t.TempDir()) })
+}

@@ -1,11 +1,13 @@
 package statedb
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/store"
@@ -21,12 +23,12 @@ import (
 // look-back of the whole 7-day window: about 10,000 runs of 80 bytes).
 const maxRunsFile = 4 << 20
 
-// Runs returns the submissions recorded for workflow wf, nil when there
-// is no record. A record that cannot be read or parsed is an error naming
+// Runs returns the submissions recorded for workflow wf, oldest first,
+// nil when there are none. A record that cannot be read or parsed is an error naming
 // the file (not its content), and is reported in Problems.
 func (db *DB) Runs(wf string) ([]store.Run, error) {
 	if err := validWorkflow(wf); err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrBadName, err)
+		return nil, err
 	}
 	rel := filepath.Join("run", wf)
 	path := filepath.Join(db.dir, rel)
@@ -53,7 +55,25 @@ func (db *DB) Runs(wf string) ([]store.Run, error) {
 		return nil, fmt.Errorf("%w: %s: %s", store.ErrCorrupt, path, db.problems[rel])
 	}
 	delete(db.problems, rel)
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	sortRuns(runs) // a record an earlier version wrote in the engine's order
 	return runs, nil
+}
+
+// sortRuns orders submissions oldest first (then by slot and attempt), as
+// both stores return them.
+func sortRuns(runs []store.Run) {
+	slices.SortStableFunc(runs, func(a, b store.Run) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		if c := a.Slot.Compare(b.Slot); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Attempt, b.Attempt)
+	})
 }
 
 func validRuns(runs []store.Run) bool {
@@ -94,6 +114,7 @@ func (db *DB) putRuns(set map[string][]store.Run) map[string]error {
 		for i, r := range runs {
 			rs[i] = store.Run{Slot: r.Slot.UTC(), Attempt: r.Attempt, At: store.CeilMilli(r.At)}
 		}
+		sortRuns(rs)
 		out[wf] = rs
 	}
 	writeRecords(db, "run", "the submissions", out, failed)

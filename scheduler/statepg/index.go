@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,26 +27,10 @@ const loadChunk = 500
 // would otherwise wait for 1,000 connect timeouts).
 const loadBackoff = 5 * time.Second
 
-// validWorkflow checks a workflow id as the file store does (so that a
-// state can be exported back to it): not empty, no leading dot, no '/',
-// '\\' or control character, at most 255 bytes, and valid UTF-8.
-func validWorkflow(id string) error {
-	if id == "" || strings.HasPrefix(id, ".") {
-		return fmt.Errorf("%w: workflow id %q is empty or starts with a dot", store.ErrBadName, id)
-	}
-	if len(id) > 255 {
-		return fmt.Errorf("%w: workflow id %.40q... is longer than 255 bytes", store.ErrBadName, id)
-	}
-	if !utf8.ValidString(id) {
-		return fmt.Errorf("%w: workflow id %q is not valid UTF-8", store.ErrBadName, id)
-	}
-	for _, r := range id {
-		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%w: workflow id %q may not contain '/', '\\' or control characters", store.ErrBadName, id)
-		}
-	}
-	return nil
-}
+// validWorkflow checks a workflow id by the rules every store applies
+// (store.CheckWorkflow), so that any state can be exported back to a
+// directory.
+func validWorkflow(id string) error { return store.CheckWorkflow(id) }
 
 // read calls fn with workflow wf's index, loading it first if needed; fn
 // runs with db.mu held.

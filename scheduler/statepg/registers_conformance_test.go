@@ -14,3 +14,12 @@ func TestRegistersConformance(t *testing.T) {
 		return db
 	})
 }
+
+// TestRecordsConformance: owners and submissions keep the promises both
+// stores make (internal/testenv/storetest).
+func TestRecordsConformance(t *testing.T) {
+	storetest.RunRecords(t, func(t *testing.T) storetest.Records {
+		db, _ := openTest(t)
+		return db
+	})
+}

@@ -1,7 +1,7 @@
 package store
 
-// The rules for register buckets, keys, prefixes and values that every
-// store applies alike, so that whatever one store accepts another can hold
+// The rules for workflow ids and register buckets, keys, prefixes and
+// values that every store applies alike, so that whatever one store accepts another can hold
 // (celos db migrate, celos db export) and read back.
 
 import (
@@ -32,6 +32,29 @@ func CheckName(kind, s string) error {
 	for _, r := range s {
 		if r == '/' || r == '\\' || r == '.' || r < 0x20 || r == 0x7f {
 			return fmt.Errorf("%w: %s %q may not contain '/', '\\', '.' or control characters", ErrBadName, kind, s)
+		}
+	}
+	return nil
+}
+
+// CheckWorkflow checks a workflow id as a store keeps it: not empty, not
+// starting with a dot ("." and ".." neither), at most 255 bytes, valid
+// UTF-8, no '/', '\\' or control character ('.' inside is allowed: schema
+// ids may hold dots; schema.IDPattern is narrower still). The error wraps
+// ErrBadName.
+func CheckWorkflow(id string) error {
+	if id == "" || id[0] == '.' {
+		return fmt.Errorf("%w: workflow id %q is empty or starts with a dot", ErrBadName, id)
+	}
+	if len(id) > 255 {
+		return fmt.Errorf("%w: workflow id %.40q... is longer than 255 bytes", ErrBadName, id)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: workflow id %q is not valid UTF-8", ErrBadName, id)
+	}
+	for _, r := range id {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%w: workflow id %q may not contain '/', '\\' or control characters", ErrBadName, id)
 		}
 	}
 	return nil
