@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +36,29 @@ func (db *DB) Workflows() ([]string, error) {
 	return out, nil
 }
 
+// prunable lists, sorted, the workflows with anything Prune may remove:
+// slot states, submit intents or rerun markers (a workflow may have
+// intents or markers and no slot state: an intent left by a crash before
+// its slot was written, of a workflow since undeployed).
+func (db *DB) prunable() ([]string, error) {
+	seen := make(map[string]bool)
+	for _, area := range []string{"state", "intent", "rerun"} {
+		entries, err := db.readDir(area)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("state database: %w", err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && validWorkflow(e.Name()) == nil {
+				seen[e.Name()] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
 // MinRetention is the shortest history Prune keeps: the engine's window
 // (scheduler.Window, 7 days) and a day more, so that a pruned final slot
 // can never reappear as WAITING.
@@ -59,7 +84,7 @@ func (db *DB) Prune(before, now time.Time) (int, error) {
 // back: see trigger.LookBacks). Every limit must be at least MinRetention
 // before now; a workflow whose limit is not is left alone and reported.
 func (db *DB) PruneBefore(now time.Time, before func(wf string) time.Time) (int, error) {
-	wfs, err := db.Workflows()
+	wfs, err := db.prunable()
 	if err != nil {
 		return 0, err
 	}

@@ -17,3 +17,11 @@ func TestRegistersConformance(t *testing.T) {
 func TestRecordsConformance(t *testing.T) {
 	storetest.RunRecords(t, func(t *testing.T) storetest.Records { return open(t, t.TempDir()) })
 }
+
+// TestPruneConformance: Prune deletes and keeps what both stores promise
+// (internal/testenv/storetest).
+func TestPruneConformance(t *testing.T) {
+	storetest.RunPrune(t, func(t *testing.T) storetest.Pruner {
+		return open(t, t.TempDir())
+	})
+}

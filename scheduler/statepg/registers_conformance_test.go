@@ -23,3 +23,12 @@ func TestRecordsConformance(t *testing.T) {
 		return db
 	})
 }
+
+// TestPruneConformance: Prune deletes and keeps what both stores promise
+// (internal/testenv/storetest).
+func TestPruneConformance(t *testing.T) {
+	storetest.RunPrune(t, func(t *testing.T) storetest.Pruner {
+		db, _ := openTest(t)
+		return db
+	})
+}
