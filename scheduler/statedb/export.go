@@ -65,7 +65,9 @@ func (db *DB) Intents(wf string) (map[time.Time]store.Intent, error) {
 	return out, nil
 }
 
-// RegisterBuckets lists the register buckets, sorted.
+// RegisterBuckets lists the register buckets that hold a key, sorted (a
+// bucket's directory stays when its last key is removed: it is no bucket,
+// as in PostgreSQL, where a bucket is its rows).
 func (db *DB) RegisterBuckets() ([]string, error) {
 	entries, err := db.readDir("register")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -76,7 +78,14 @@ func (db *DB) RegisterBuckets() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && validName("bucket", e.Name()) == nil {
+		if !e.IsDir() || validName("bucket", e.Name()) != nil {
+			continue
+		}
+		keys, err := db.RegisterKeys(e.Name(), "")
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) > 0 {
 			out = append(out, e.Name())
 		}
 	}

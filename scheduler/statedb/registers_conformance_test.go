@@ -25,3 +25,11 @@ func TestPruneConformance(t *testing.T) {
 		return open(t, t.TempDir())
 	})
 }
+
+// TestBucketsConformance: the buckets listed are those that hold a key,
+// in both stores (internal/testenv/storetest).
+func TestBucketsConformance(t *testing.T) {
+	storetest.RunBuckets(t, func(t *testing.T) storetest.Buckets {
+		return open(t, t.TempDir())
+	})
+}

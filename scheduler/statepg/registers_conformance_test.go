@@ -32,3 +32,12 @@ func TestPruneConformance(t *testing.T) {
 		return db
 	})
 }
+
+// TestBucketsConformance: the buckets listed are those that hold a key,
+// in both stores (internal/testenv/storetest).
+func TestBucketsConformance(t *testing.T) {
+	storetest.RunBuckets(t, func(t *testing.T) storetest.Buckets {
+		db, _ := openTest(t)
+		return db
+	})
+}

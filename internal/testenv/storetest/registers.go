@@ -338,3 +338,42 @@ func closed(t *testing.T, db Registers) {
 		t.Error("DeleteRegistersWithPrefix on a closed store: no error")
 	}
 }
+
+// Buckets is a Registers that lists its buckets (celos db export and
+// migrate copy them).
+type Buckets interface {
+	Registers
+	RegisterBuckets() ([]string, error)
+}
+
+// RunBuckets runs the bucket listing suite; open returns a new, empty
+// store.
+func RunBuckets(t *testing.T, open func(t *testing.T) Buckets) {
+	db := open(t)
+	if got, err := db.RegisterBuckets(); err != nil || len(got) != 0 {
+		t.Errorf("buckets of an empty store: %v, %v", got, err)
+	}
+	for _, b := range []string{"kept", "emptied", "prefix-emptied", "batch-emptied", "é", "A"} {
+		if err := db.PutRegister(b, "k", json.RawMessage(`1`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.DeleteRegister("emptied", "k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteRegistersWithPrefix("prefix-emptied", ""); err != nil {
+		t.Fatal(err)
+	}
+	if failed := db.DeleteRegisters("batch-emptied", []string{"k"}); failed != nil {
+		t.Fatal(failed)
+	}
+	got, err := db.RegisterBuckets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bucket is the buckets that hold a key: one emptied is gone, as
+	// an unknown one (RegisterKeys of it is empty either way).
+	if d := cmp.Diff([]string{"A", "kept", "é"}, got); d != "" {
+		t.Errorf("RegisterBuckets (-want +got):\n%s", d)
+	}
+}
