@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/celos-go/celos/scheduler/store"
@@ -17,8 +18,15 @@ import (
 // kind: slot states, rerun markers, submit intents, a paused flag, an
 // owner record or a record of submissions that is not empty.
 func (db *DB) AllWorkflows() ([]string, error) {
+	return db.workflowsIn([]string{"state", "rerun", "intent", "owner", "paused", "run"})
+}
+
+// workflowsIn lists, sorted, the workflows with a record in the areas
+// given: a directory in state, rerun and intent, a file in owner, paused
+// and run (a record of submissions that is not empty).
+func (db *DB) workflowsIn(areas []string) ([]string, error) {
 	seen := make(map[string]bool)
-	for _, area := range []string{"state", "rerun", "intent", "owner", "paused", "run"} {
+	for _, area := range areas {
 		entries, err := db.readDir(area)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -42,12 +50,7 @@ func (db *DB) AllWorkflows() ([]string, error) {
 			seen[e.Name()] = true
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for wf := range seen {
-		out = append(out, wf)
-	}
-	sort.Strings(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // Intents returns the submit intents of workflow wf by slot time.

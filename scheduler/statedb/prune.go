@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,22 +39,7 @@ func (db *DB) Workflows() ([]string, error) {
 // intents or markers and no slot state: an intent left by a crash before
 // its slot was written, of a workflow since undeployed).
 func (db *DB) prunable() ([]string, error) {
-	seen := make(map[string]bool)
-	for _, area := range []string{"state", "intent", "rerun"} {
-		entries, err := db.readDir(area)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("state database: %w", err)
-		}
-		for _, e := range entries {
-			if e.IsDir() && validWorkflow(e.Name()) == nil {
-				seen[e.Name()] = true
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(seen)), nil
+	return db.workflowsIn([]string{"state", "intent", "rerun"})
 }
 
 // MinRetention is the shortest history Prune keeps: the engine's window
