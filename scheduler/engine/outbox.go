@@ -267,7 +267,7 @@ func (s *stepper) prepareOutbox() {
 			ev := pe.ev
 			id := newDeliveryID()
 			if ev.Kind == workflow.EventSLAMissed {
-				id = slaDeliveryID(slot.ID{Workflow: ev.Workflow, Time: ev.Slot}, t.URL)
+				id = slaDeliveryID(slot.ID{Workflow: ev.Workflow, Time: ev.Slot}, t.URL, sameURLBefore(ev.Targets, j))
 			}
 			rec := outboxRecord{Event: ev.Kind, Workflow: ev.Workflow, Slot: ev.Slot.UTC(), Status: ev.Status, ExternalID: ev.ExternalID,
 				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: id,
@@ -279,8 +279,8 @@ func (s *stepper) prepareOutbox() {
 					"workflow", ev.Workflow, "event", ev.Kind, "error", err)
 				continue
 			}
-			// Two targets with one URL have one SLA delivery id: one
-			// record, the last, as when they were written one by one.
+			// (Two targets have one key only if a step sent one SLA
+			// miss twice to one target: one record, the last.)
 			if _, dup := raws[key]; !dup {
 				keys = append(keys, key)
 			}
@@ -301,6 +301,17 @@ func (s *stepper) prepareOutbox() {
 		pe.out[d.j] = outboxEntry{key: d.key, rec: d.rec}
 		pe.ev.Deliveries[d.j] = d.rec.Delivery
 	}
+}
+
+// sameURLBefore counts the targets before targets[j] with its URL.
+func sameURLBefore(targets []workflow.Notification, j int) int {
+	n := 0
+	for _, t := range targets[:j] {
+		if t.URL == targets[j].URL {
+			n++
+		}
+	}
+	return n
 }
 
 // putOutboxes writes the records raws (keys: their keys, in order) in one
