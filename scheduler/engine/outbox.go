@@ -38,6 +38,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,8 +113,14 @@ type outboxRecord struct {
 	At         time.Time             `json:"at"`
 	Detail     string                `json:"detail,omitempty"`
 	Target     workflow.Notification `json:"target"`
-	Delivery   string                `json:"delivery"`
-	Created    time.Time             `json:"created"`
+	// TargetIndex is the target's place in the workflow's notify list,
+	// NotifyURLs the URLs of that list, when the record was written (nil
+	// in a record of a version before them): how the target is found
+	// again after a redeploy (outbox_target.go).
+	TargetIndex int       `json:"targetIndex"`
+	NotifyURLs  []string  `json:"notifyURLs,omitempty"`
+	Delivery    string    `json:"delivery"`
+	Created     time.Time `json:"created"`
 	// Recorded: the slot state the event tells of is recorded (always
 	// for an event not tied to a state write: an SLA miss).
 	Recorded bool `json:"recorded"`
@@ -251,6 +258,9 @@ func (s *stepper) prepareOutbox() {
 		return
 	}
 	created := e.clock().UTC()
+	e.mu.RLock()
+	c := e.cfg // the step's (stepMu is held)
+	e.mu.RUnlock()
 	type delivery struct {
 		i, j int // pendingEvents[i], target j
 		key  string
@@ -263,6 +273,10 @@ func (s *stepper) prepareOutbox() {
 		pe := &s.pendingEvents[i]
 		pe.ev.Deliveries = make([]string, len(pe.ev.Targets))
 		pe.out = make([]outboxEntry, len(pe.ev.Targets))
+		places, urls := notifyPlaces(c.workflows[pe.ev.Workflow], pe.ev.Kind)
+		if len(places) != len(pe.ev.Targets) {
+			places, urls = nil, nil // (never: known by their URLs alone)
+		}
 		for j, t := range pe.ev.Targets {
 			ev := pe.ev
 			id := newDeliveryID()
@@ -271,10 +285,16 @@ func (s *stepper) prepareOutbox() {
 			}
 			rec := outboxRecord{Event: ev.Kind, Workflow: ev.Workflow, Slot: ev.Slot.UTC(), Status: ev.Status, ExternalID: ev.ExternalID,
 				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: id,
-				Created: created, Recorded: pe.slot.Time.IsZero()}
+				Created: created, Recorded: pe.slot.Time.IsZero(), NotifyURLs: urls}
+			if places != nil {
+				rec.TargetIndex = places[j]
+			}
 			key := outboxKey(ev.Workflow, created, rec.Delivery)
 			raw, err := json.Marshal(rec)
-			if err != nil { // (never: the record is plain data)
+			if err == nil && len(raw) > maxOutboxRecord { // (a service's detail of that length)
+				err = fmt.Errorf("its record would be %d bytes, more than the outbox takes (%d)", len(raw), maxOutboxRecord)
+			}
+			if err != nil {
 				e.log.Warn("notification not recorded in the outbox: sent, but lost if the server stops before it is delivered",
 					"workflow", ev.Workflow, "event", ev.Kind, "error", err)
 				continue
@@ -454,6 +474,7 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 	for _, wf := range c.ids {
 		byPrefix[slaPrefix(wf)] = wf
 	}
+	targets := &targetResolver{c: c}
 	for n, it := range items {
 		e.out.mu.Lock()
 		_, live := e.out.live[it.id]
@@ -475,7 +496,7 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		case !known && !e.sendsUndeployed(it.prefix):
 			continue // a removed workflow, another instance's to send
 		}
-		e.offer(it)
+		e.offer(it, targets)
 	}
 }
 
@@ -496,17 +517,24 @@ func (e *Engine) readOutbox(it outboxItem) (rec outboxRecord, ok bool, bad strin
 		e.log.Warn("outbox record not read: left for the next scan", "key", it.key, "error", err)
 		return rec, false, ""
 	}
+	if len(raw) > maxOutboxRecord {
+		return rec, false, badRecord(rec, len(raw))
+	}
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return rec, false, "not an outbox record: " + err.Error()
 	}
 	if rec.Workflow == "" || rec.Event == "" || rec.Target.URL == "" || rec.Delivery != it.id || slaPrefix(rec.Workflow) != it.prefix {
 		return rec, false, "not an outbox record: its workflow, event, target or delivery id is missing or not its key's"
 	}
+	if bad := badRecord(rec, len(raw)); bad != "" {
+		return rec, false, bad
+	}
 	return rec, true, ""
 }
 
-// offer hands one delivery of the outbox to OnEvent.
-func (e *Engine) offer(it outboxItem) {
+// offer hands one delivery of the outbox to OnEvent, for its target as
+// the configuration defines it now (outbox_target.go).
+func (e *Engine) offer(it outboxItem, targets *targetResolver) {
 	rec, ok, bad := e.readOutbox(it)
 	if bad != "" {
 		e.dropRecord(it, outboxRecord{}, bad)
@@ -528,13 +556,18 @@ func (e *Engine) offer(it outboxItem) {
 		}
 		// (Marked recorded if it is released again.)
 	}
+	target, gone := targets.target(rec)
+	if gone != "" {
+		e.dropRecord(it, rec, gone)
+		return
+	}
 	e.out.mu.Lock()
 	e.out.live[rec.Delivery] = outboxEntry{key: it.key, rec: rec}
 	e.out.mu.Unlock()
 	e.log.Info("notification from the outbox offered again", "workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery,
 		"created", rec.Created.Format(time.RFC3339))
 	e.opts.OnEvent(scheduler.Event{Kind: rec.Event, Workflow: rec.Workflow, Slot: rec.Slot, Status: rec.Status, ExternalID: rec.ExternalID,
-		RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{rec.Target}, Deliveries: []string{rec.Delivery}})
+		RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{target}, Deliveries: []string{rec.Delivery}})
 }
 
 // dropOutbox removes a delivery the bounds exclude, logged and counted.

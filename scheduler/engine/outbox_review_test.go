@@ -139,8 +139,9 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // TestOutboxUndeployedSentByOneInstance: two instances on PostgreSQL; a
 // failure's delivery of feed is released (its target was down), then
 // feed is removed from the workflows. The instance OutboxOptions.
-// Undeployed names (B) hands it out at its next scan and counts itself
-// its sender (Mine); the other (A, which stepped feed) neither.
+// Undeployed names (B) hands it out at its next scan (its target is one
+// a deployed workflow names) and counts itself its sender (Mine); the
+// other (A, which stepped feed) neither.
 func TestOutboxUndeployedSentByOneInstance(t *testing.T) {
 	feedIsB := func(prefix string) bool { return prefix == slaPrefix("feed") }
 	p := newPGPair(t, OutboxOptions{Undeployed: func(prefix string) bool { return !feedIsB(prefix) }}, OutboxOptions{Undeployed: feedIsB})
@@ -150,6 +151,9 @@ func TestOutboxUndeployedSentByOneInstance(t *testing.T) {
 	a.e.Released("feed", strings.TrimPrefix(sent[0], "failure "))
 	other := fixture.Hourly("other")
 	other.StartTime = ts("2026-11-24T08:00Z")
+	// (A deployed workflow names feed's target: a removed workflow's
+	// deliveries go only to a URL the configuration names.)
+	other.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventSLAMissed}}}
 	fixture.WriteProject(t, p.wdir, "p", other) // feed removed
 	a.step(t, "2026-11-24T08:22Z")
 	b.step(t, "2026-11-24T08:22Z")
