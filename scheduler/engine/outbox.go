@@ -169,27 +169,47 @@ func (e *Engine) Finished(wf, delivery string) {
 	e.out.mu.Unlock()
 }
 
-// Released forgets a delivery the sender let go of, marking its record
-// recorded (its state is: it was emitted after the state write): the next
-// scan offers it again. A record no longer there is not written back: the
-// workflow's new owner (the sender lets go of the deliveries of a
-// workflow no longer this instance's) may have delivered it meanwhile,
-// and the record written again was sent once more at its next scan.
-func (e *Engine) Released(wf, delivery string) {
+// Released forgets the deliveries the sender let go of, marking their
+// records recorded (their states are: they were emitted after the state
+// write): the next scan offers them again. The records are written
+// together, in one batch when the store offers it (registerBatcher: one
+// pair of file-system syncs, or one statement, for all the deliveries a
+// stop lets go of), one by one otherwise. A record no longer there is not
+// written back: the workflow's new owner (the sender lets go of the
+// deliveries of a workflow no longer this instance's) may have delivered
+// it meanwhile, and the record written again was sent once more at its
+// next scan.
+func (e *Engine) Released(deliveries ...string) {
 	e.out.mu.Lock()
-	o, ok := e.out.live[delivery]
-	delete(e.out.live, delivery)
+	var mark []outboxEntry
+	for _, id := range deliveries {
+		o, ok := e.out.live[id]
+		delete(e.out.live, id)
+		if ok && o.key != "" && !o.rec.Recorded {
+			mark = append(mark, o)
+		}
+	}
 	e.out.mu.Unlock()
-	if !ok || o.key == "" || o.rec.Recorded {
-		return
+	keys := make([]string, 0, len(mark))
+	raws := make(map[string]json.RawMessage, len(mark))
+	for _, o := range mark {
+		if _, err := e.regs.GetRegister(outboxBucket, o.key); errors.Is(err, store.ErrNotFound) {
+			continue // finished by another instance
+		}
+		o.rec.Recorded = true
+		raw, err := json.Marshal(o.rec)
+		if err != nil { // (never: plain data)
+			continue
+		}
+		keys = append(keys, o.key)
+		raws[o.key] = raw
 	}
-	if _, err := e.regs.GetRegister(outboxBucket, o.key); errors.Is(err, store.ErrNotFound) {
-		return // finished by another instance
-	}
-	o.rec.Recorded = true
-	if err := e.putOutbox(o.key, o.rec); err != nil {
-		e.log.Warn("outbox record not marked recorded: it is checked against its slot's state before it is sent again",
-			"workflow", wf, "delivery", delivery, "error", err)
+	failed := e.putOutboxes(keys, raws)
+	for _, o := range mark {
+		if err := failed[o.key]; err != nil {
+			e.log.Warn("outbox record not marked recorded: it is checked against its slot's state before it is sent again",
+				"workflow", o.rec.Workflow, "delivery", o.rec.Delivery, "error", err)
+		}
 	}
 }
 
@@ -354,14 +374,6 @@ func (e *Engine) putOutboxes(keys []string, raws map[string]json.RawMessage) map
 		}
 	}
 	return failed
-}
-
-func (e *Engine) putOutbox(key string, rec outboxRecord) error {
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return e.regs.PutRegister(outboxBucket, key, raw)
 }
 
 // discardOutbox removes the records of the events whose slot state could

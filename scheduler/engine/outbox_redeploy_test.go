@@ -81,7 +81,7 @@ func TestOutboxDeliveryGoesToTheTargetsCurrentDefinition(t *testing.T) {
 			}
 			var want []handed
 			for _, h := range sent {
-				x.e.Released("feed", h.ID)
+				x.e.Released(h.ID)
 				if to, ok := tc.want[h.URL]; ok {
 					want = append(want, handed{fail, h.ID, to.URL, to.Secret})
 				}

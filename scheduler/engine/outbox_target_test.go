@@ -132,7 +132,7 @@ func TestSLAMissToTwoTargetsWithOneURL(t *testing.T) {
 		t.Fatalf("outbox %q, want a record for each target", keys)
 	}
 	for _, h := range sent {
-		a.e.Released("feed", h.ID)
+		a.e.Released(h.ID)
 	}
 	b := startTargetEngine(t, wdir, "2026-11-24T11:02Z", svc, db)
 	b.step(t, "2026-11-24T11:02Z")
