@@ -42,7 +42,7 @@ func TestOutboxReleaseAfterTheNewOwnerDelivered(t *testing.T) {
 		t.Fatalf("B's first step after the take-over handed out %q, want %q", got, sent)
 	}
 	b.e.Finished("feed", id) // delivered by B
-	a.e.Released(id) // A's retry: not A's any more
+	a.e.Released(id)         // A's retry: not A's any more
 	regs := b.db.(Registers)
 	if keys := outboxKeys(t, regs); len(keys) != 0 {
 		t.Errorf("outbox %q after B delivered and A released, want empty", keys)
@@ -181,7 +181,7 @@ func TestOutboxHandedBackIsATakeOver(t *testing.T) {
 	id := strings.TrimPrefix(sent[0], "failure ")
 	owner.Store("B")
 	a.step(t, "2026-11-24T08:10:30Z") // A: not its own now
-	a.e.Released(id)          // (A's sender let it go)
+	a.e.Released(id)                  // (A's sender let it go)
 	b.step(t, "2026-11-24T08:10:30Z")
 	if diff := cmp.Diff(sent, b.taken()); diff != "" {
 		t.Fatalf("B's first step after the take-over handed out (-want +got):\n%s", diff)
