@@ -281,6 +281,10 @@ func (s *stepper) prepareOutbox() {
 	e.mu.RLock()
 	c := e.cfg // the step's (stepMu is held)
 	e.mu.RUnlock()
+	var wfs map[string]*workflow.Workflow
+	if c != nil {
+		wfs = c.workflows
+	}
 	type delivery struct {
 		i, j int // pendingEvents[i], target j
 		key  string
@@ -293,7 +297,7 @@ func (s *stepper) prepareOutbox() {
 		pe := &s.pendingEvents[i]
 		pe.ev.Deliveries = make([]string, len(pe.ev.Targets))
 		pe.out = make([]outboxEntry, len(pe.ev.Targets))
-		places, urls := notifyPlaces(c.workflows[pe.ev.Workflow], pe.ev.Kind)
+		places, urls := notifyPlaces(wfs[pe.ev.Workflow], pe.ev.Kind)
 		if len(places) != len(pe.ev.Targets) {
 			places, urls = nil, nil // (never: known by their URLs alone)
 		}
@@ -569,7 +573,11 @@ func (e *Engine) offer(it outboxItem, targets *targetResolver) {
 		// (Marked recorded if it is released again.)
 	}
 	target, gone := targets.target(rec)
-	if gone != "" {
+	switch {
+	case gone == errUnknownNow:
+		e.log.Debug("notification left in the outbox", "reason", gone, "workflow", rec.Workflow, "delivery", rec.Delivery)
+		return
+	case gone != "":
 		e.dropRecord(it, rec, gone)
 		return
 	}

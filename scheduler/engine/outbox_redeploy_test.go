@@ -202,3 +202,44 @@ type storeRegs interface {
 	Store
 	Registers
 }
+
+// TestOutboxUnknownWorkflowWaitsWhileAFileDoesNotLoad: feed's delivery is
+// pending when feed's file is replaced by one that does not load (at
+// the restart: no earlier version stays in effect). Feed may be in it, so
+// its delivery is neither sent nor given up; once the directory loads
+// again without feed (and no deployed workflow names its URL) it is given
+// up (before the fix's guard: given up at once, as if feed were removed).
+func TestOutboxUnknownWorkflowWaitsWhileAFileDoesNotLoad(t *testing.T) {
+	const a = "http://127.0.0.1:1/a"
+	wdir := t.TempDir()
+	feedNotifying(t, wdir, []workflow.Notification{hook(a, "", workflow.EventFailure)})
+	db := openDB(t, t.TempDir())
+	svc := newFake()
+	x := startTargetEngine(t, wdir, "2026-11-24T08:00Z", svc, db)
+	x.step(t, "2026-11-24T08:10Z")
+	x.step(t, "2026-11-24T08:11Z")
+	svc.finishAll(false)
+	x.step(t, "2026-11-24T08:20Z")
+	sent := x.taken()
+	if len(sent) != 1 {
+		t.Fatalf("handed out %+v, want one failure", sent)
+	}
+	x.e.Released(sent[0].ID)
+	if err := os.WriteFile(filepath.Join(wdir, "p.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	y := startTargetEngine(t, wdir, "2026-11-24T08:30Z", svc, db)
+	y.step(t, "2026-11-24T08:30Z")
+	if got, drops := y.taken(), y.drops(); len(got) != 0 || len(drops) != 0 {
+		t.Errorf("while p.json does not load: handed out %+v, dropped %v; want the delivery left alone", got, drops)
+	}
+	if keys := outboxKeys(t, db); len(keys) != 1 {
+		t.Fatalf("outbox %q, want the delivery kept", keys)
+	}
+	feedNotifying(t, wdir, nil, fixture.Hourly("other"))
+	z := startTargetEngine(t, wdir, "2026-11-24T08:40Z", svc, db)
+	z.step(t, "2026-11-24T08:40Z")
+	if diff := cmp.Diff(map[string]int{workflow.EventFailure: 1}, z.drops()); diff != "" {
+		t.Errorf("once everything loads, without feed: dropped (-want +got):\n%s", diff)
+	}
+}

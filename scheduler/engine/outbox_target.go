@@ -26,7 +26,10 @@ package engine
 // Otherwise — the target was removed, it no longer takes the event, the
 // workflow is gone and no deployed workflow names the URL — the delivery
 // is given up: removed, logged ("notification dropped from the outbox",
-// with the reason) and counted (OnDrop). A record of the previous version
+// with the reason) and counted (OnDrop). While a workflows file (or the
+// directory) does not load, a workflow the configuration does not know
+// may be in it: its deliveries wait (errUnknownNow), neither sent nor
+// given up, until a scan with everything loaded or the outbox's bounds. A record of the previous version
 // (no targetIndex) is known by its URL alone (of several targets with it:
 // the one with its secret file and events, else the first).
 //
@@ -56,8 +59,15 @@ type targetResolver struct {
 	byURL map[string][]workflow.Notification
 }
 
+// errUnknownNow is target's answer for a delivery of a workflow the
+// configuration does not know while a workflows file (or the directory)
+// does not load: the workflow may be in it, so the delivery is neither
+// sent nor given up; it waits for a scan with the file loaded (or for the
+// outbox's bounds).
+const errUnknownNow = "its workflow is not deployed, but a workflows file does not load: it may be there"
+
 // target returns the target rec's delivery goes to now, or why it has
-// none.
+// none (errUnknownNow: none now, perhaps later).
 func (r *targetResolver) target(rec outboxRecord) (workflow.Notification, string) {
 	if w := r.c.workflows[rec.Workflow]; w != nil {
 		return workflowTarget(w, rec)
@@ -73,7 +83,10 @@ func (r *targetResolver) target(rec outboxRecord) (workflow.Notification, string
 		}
 	}
 	named := r.byURL[rec.Target.URL]
-	if len(named) == 0 {
+	switch {
+	case len(named) == 0 && len(r.c.loadErrs) > 0:
+		return workflow.Notification{}, errUnknownNow
+	case len(named) == 0:
 		return workflow.Notification{}, "its workflow is no longer deployed, and no deployed workflow names its target's URL"
 	}
 	for _, n := range named {
