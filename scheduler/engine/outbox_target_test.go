@@ -170,7 +170,9 @@ func putOldSLARecord(t *testing.T, db Registers, target workflow.Notification, r
 // miss's record says it was sent (a stop while the target was down), the
 // outbox's delivery alone; when a kill came between the two records, the
 // step sends the miss again under the same id (the first target of a URL
-// keeps the id of the URL), so that the receiver deduplicates.
+// keeps the id of the URL), so that the receiver deduplicates. A
+// failure's record of the previous version goes to its target (by URL)
+// as it is defined now.
 func TestSLARecordOfThePreviousVersionSentOnce(t *testing.T) {
 	const u = "http://127.0.0.1:1/hook"
 	a1, b1 := hook(u, "/etc/celos/a.secret", workflow.EventSLAMissed), hook(u, "/etc/celos/b.secret", workflow.EventSLAMissed)
@@ -193,6 +195,25 @@ func TestSLARecordOfThePreviousVersionSentOnce(t *testing.T) {
 		n := startTargetEngine(t, wdir, "2026-11-24T11:05Z", r.svc, db)
 		n.step(t, "2026-11-24T11:05Z")
 		want := []handed{{workflow.EventSLAMissed, id, u, b1.SecretFile}}
+		if diff := cmp.Diff(want, n.taken()); diff != "" {
+			t.Errorf("after the upgrade, handed out (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a failure's record, its target's secret changed since", func(t *testing.T) {
+		wdir := t.TempDir()
+		fail := func(secret string) workflow.Notification { return hook(u, secret, workflow.EventFailure) }
+		feedNotifying(t, wdir, []workflow.Notification{fail("/etc/celos/new.secret")})
+		db := openDB(t, t.TempDir())
+		const id = "0123456789abcdef01234567"
+		tj, _ := json.Marshal(fail("/etc/celos/old.secret"))
+		raw := `{"event":"failure","workflow":"feed","slot":"2026-11-24T08:00:00Z","status":"FAILURE","retryCount":0,` +
+			`"at":"2026-11-24T08:20:00Z","target":` + string(tj) + `,"delivery":"` + id + `","created":"2026-11-24T08:20:00Z","recorded":true}`
+		if err := db.PutRegister(outboxBucket, outboxKey("feed", ts("2026-11-24T08:20Z"), id), json.RawMessage(raw)); err != nil {
+			t.Fatal(err)
+		}
+		n := startTargetEngine(t, wdir, "2026-11-24T08:25Z", newFake(), db)
+		n.step(t, "2026-11-24T08:25Z")
+		want := []handed{{workflow.EventFailure, id, u, "/etc/celos/new.secret"}}
 		if diff := cmp.Diff(want, n.taken()); diff != "" {
 			t.Errorf("after the upgrade, handed out (-want +got):\n%s", diff)
 		}
