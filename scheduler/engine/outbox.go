@@ -19,7 +19,9 @@ package engine
 // record: the first step after a start, one a minute after it
 // (outboxRescan) and one that steps a workflow the last scan did not (a
 // take-over) offer the records no delivery of this engine holds — those
-// of the workflows it steps (Options.Owns), every one without Owns. A
+// of the workflows it steps (Options.Owns), every one without Owns — each
+// to its target as the configuration defines it now, or give it up if
+// the target is gone (outbox_target.go). A
 // record not marked recorded is sent only if the slot's stored state is
 // the one the event tells of; otherwise the state write never happened
 // (a kill between the two writes) and the record is removed — or, rarely,
