@@ -19,7 +19,9 @@ package engine
 // record: the first step after a start, one a minute after it
 // (outboxRescan) and one that steps a workflow the last scan did not (a
 // take-over) offer the records no delivery of this engine holds — those
-// of the workflows it steps (Options.Owns), every one without Owns. A
+// of the workflows it steps (Options.Owns), every one without Owns — each
+// to its target as the configuration defines it now, or give it up if
+// the target is gone (outbox_target.go). A
 // record not marked recorded is sent only if the slot's stored state is
 // the one the event tells of; otherwise the state write never happened
 // (a kill between the two writes) and the record is removed — or, rarely,
@@ -38,6 +40,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,8 +115,14 @@ type outboxRecord struct {
 	At         time.Time             `json:"at"`
 	Detail     string                `json:"detail,omitempty"`
 	Target     workflow.Notification `json:"target"`
-	Delivery   string                `json:"delivery"`
-	Created    time.Time             `json:"created"`
+	// TargetIndex is the target's place in the workflow's notify list,
+	// NotifyURLs the URLs of that list, when the record was written (nil
+	// in a record of a version before them): how the target is found
+	// again after a redeploy (outbox_target.go).
+	TargetIndex int       `json:"targetIndex"`
+	NotifyURLs  []string  `json:"notifyURLs,omitempty"`
+	Delivery    string    `json:"delivery"`
+	Created     time.Time `json:"created"`
 	// Recorded: the slot state the event tells of is recorded (always
 	// for an event not tied to a state write: an SLA miss).
 	Recorded bool `json:"recorded"`
@@ -162,27 +171,47 @@ func (e *Engine) Finished(wf, delivery string) {
 	e.out.mu.Unlock()
 }
 
-// Released forgets a delivery the sender let go of, marking its record
-// recorded (its state is: it was emitted after the state write): the next
-// scan offers it again. A record no longer there is not written back: the
-// workflow's new owner (the sender lets go of the deliveries of a
-// workflow no longer this instance's) may have delivered it meanwhile,
-// and the record written again was sent once more at its next scan.
-func (e *Engine) Released(wf, delivery string) {
+// Released forgets the deliveries the sender let go of, marking their
+// records recorded (their states are: they were emitted after the state
+// write): the next scan offers them again. The records are written
+// together, in one batch when the store offers it (registerBatcher: one
+// pair of file-system syncs, or one statement, for all the deliveries a
+// stop lets go of), one by one otherwise. A record no longer there is not
+// written back: the workflow's new owner (the sender lets go of the
+// deliveries of a workflow no longer this instance's) may have delivered
+// it meanwhile, and the record written again was sent once more at its
+// next scan.
+func (e *Engine) Released(deliveries ...string) {
 	e.out.mu.Lock()
-	o, ok := e.out.live[delivery]
-	delete(e.out.live, delivery)
+	var mark []outboxEntry
+	for _, id := range deliveries {
+		o, ok := e.out.live[id]
+		delete(e.out.live, id)
+		if ok && o.key != "" && !o.rec.Recorded {
+			mark = append(mark, o)
+		}
+	}
 	e.out.mu.Unlock()
-	if !ok || o.key == "" || o.rec.Recorded {
-		return
+	keys := make([]string, 0, len(mark))
+	raws := make(map[string]json.RawMessage, len(mark))
+	for _, o := range mark {
+		if _, err := e.regs.GetRegister(outboxBucket, o.key); errors.Is(err, store.ErrNotFound) {
+			continue // finished by another instance
+		}
+		o.rec.Recorded = true
+		raw, err := json.Marshal(o.rec)
+		if err != nil { // (never: plain data)
+			continue
+		}
+		keys = append(keys, o.key)
+		raws[o.key] = raw
 	}
-	if _, err := e.regs.GetRegister(outboxBucket, o.key); errors.Is(err, store.ErrNotFound) {
-		return // finished by another instance
-	}
-	o.rec.Recorded = true
-	if err := e.putOutbox(o.key, o.rec); err != nil {
-		e.log.Warn("outbox record not marked recorded: it is checked against its slot's state before it is sent again",
-			"workflow", wf, "delivery", delivery, "error", err)
+	failed := e.putOutboxes(keys, raws)
+	for _, o := range mark {
+		if err := failed[o.key]; err != nil {
+			e.log.Warn("outbox record not marked recorded: it is checked against its slot's state before it is sent again",
+				"workflow", o.rec.Workflow, "delivery", o.rec.Delivery, "error", err)
+		}
 	}
 }
 
@@ -251,6 +280,13 @@ func (s *stepper) prepareOutbox() {
 		return
 	}
 	created := e.clock().UTC()
+	e.mu.RLock()
+	c := e.cfg // the step's (stepMu is held)
+	e.mu.RUnlock()
+	var wfs map[string]*workflow.Workflow
+	if c != nil {
+		wfs = c.workflows
+	}
 	type delivery struct {
 		i, j int // pendingEvents[i], target j
 		key  string
@@ -263,24 +299,34 @@ func (s *stepper) prepareOutbox() {
 		pe := &s.pendingEvents[i]
 		pe.ev.Deliveries = make([]string, len(pe.ev.Targets))
 		pe.out = make([]outboxEntry, len(pe.ev.Targets))
+		places, urls := notifyPlaces(wfs[pe.ev.Workflow], pe.ev.Kind)
+		if len(places) != len(pe.ev.Targets) {
+			places, urls = nil, nil // (never: known by their URLs alone)
+		}
 		for j, t := range pe.ev.Targets {
 			ev := pe.ev
 			id := newDeliveryID()
 			if ev.Kind == workflow.EventSLAMissed {
-				id = slaDeliveryID(slot.ID{Workflow: ev.Workflow, Time: ev.Slot}, t.URL)
+				id = slaDeliveryID(slot.ID{Workflow: ev.Workflow, Time: ev.Slot}, t.URL, sameURLBefore(ev.Targets, j))
 			}
 			rec := outboxRecord{Event: ev.Kind, Workflow: ev.Workflow, Slot: ev.Slot.UTC(), Status: ev.Status, ExternalID: ev.ExternalID,
 				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: id,
-				Created: created, Recorded: pe.slot.Time.IsZero()}
+				Created: created, Recorded: pe.slot.Time.IsZero(), NotifyURLs: urls}
+			if places != nil {
+				rec.TargetIndex = places[j]
+			}
 			key := outboxKey(ev.Workflow, created, rec.Delivery)
 			raw, err := json.Marshal(rec)
-			if err != nil { // (never: the record is plain data)
+			if err == nil && len(raw) > maxOutboxRecord { // (a service's detail of that length)
+				err = fmt.Errorf("its record would be %d bytes, more than the outbox takes (%d)", len(raw), maxOutboxRecord)
+			}
+			if err != nil {
 				e.log.Warn("notification not recorded in the outbox: sent, but lost if the server stops before it is delivered",
 					"workflow", ev.Workflow, "event", ev.Kind, "error", err)
 				continue
 			}
-			// Two targets with one URL have one SLA delivery id: one
-			// record, the last, as when they were written one by one.
+			// (Two targets have one key only if a step sent one SLA
+			// miss twice to one target: one record, the last.)
 			if _, dup := raws[key]; !dup {
 				keys = append(keys, key)
 			}
@@ -303,6 +349,17 @@ func (s *stepper) prepareOutbox() {
 	}
 }
 
+// sameURLBefore counts the targets before targets[j] with its URL.
+func sameURLBefore(targets []workflow.Notification, j int) int {
+	n := 0
+	for _, t := range targets[:j] {
+		if t.URL == targets[j].URL {
+			n++
+		}
+	}
+	return n
+}
+
 // putOutboxes writes the records raws (keys: their keys, in order) in one
 // batch when the store offers it, otherwise one by one, and returns those
 // not written.
@@ -323,14 +380,6 @@ func (e *Engine) putOutboxes(keys []string, raws map[string]json.RawMessage) map
 		}
 	}
 	return failed
-}
-
-func (e *Engine) putOutbox(key string, rec outboxRecord) error {
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return e.regs.PutRegister(outboxBucket, key, raw)
 }
 
 // discardOutbox removes the records of the events whose slot state could
@@ -443,6 +492,7 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 	for _, wf := range c.ids {
 		byPrefix[slaPrefix(wf)] = wf
 	}
+	targets := &targetResolver{c: c}
 	for n, it := range items {
 		e.out.mu.Lock()
 		_, live := e.out.live[it.id]
@@ -464,7 +514,7 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		case !known && !e.sendsUndeployed(it.prefix):
 			continue // a removed workflow, another instance's to send
 		}
-		e.offer(it)
+		e.offer(it, targets)
 	}
 }
 
@@ -485,17 +535,24 @@ func (e *Engine) readOutbox(it outboxItem) (rec outboxRecord, ok bool, bad strin
 		e.log.Warn("outbox record not read: left for the next scan", "key", it.key, "error", err)
 		return rec, false, ""
 	}
+	if len(raw) > maxOutboxRecord {
+		return rec, false, badRecord(rec, len(raw))
+	}
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return rec, false, "not an outbox record: " + err.Error()
 	}
 	if rec.Workflow == "" || rec.Event == "" || rec.Target.URL == "" || rec.Delivery != it.id || slaPrefix(rec.Workflow) != it.prefix {
 		return rec, false, "not an outbox record: its workflow, event, target or delivery id is missing or not its key's"
 	}
+	if bad := badRecord(rec, len(raw)); bad != "" {
+		return rec, false, bad
+	}
 	return rec, true, ""
 }
 
-// offer hands one delivery of the outbox to OnEvent.
-func (e *Engine) offer(it outboxItem) {
+// offer hands one delivery of the outbox to OnEvent, for its target as
+// the configuration defines it now (outbox_target.go).
+func (e *Engine) offer(it outboxItem, targets *targetResolver) {
 	rec, ok, bad := e.readOutbox(it)
 	if bad != "" {
 		e.dropRecord(it, outboxRecord{}, bad)
@@ -517,13 +574,22 @@ func (e *Engine) offer(it outboxItem) {
 		}
 		// (Marked recorded if it is released again.)
 	}
+	target, gone := targets.target(rec)
+	switch {
+	case gone == errUnknownNow:
+		e.log.Debug("notification left in the outbox", "reason", gone, "workflow", rec.Workflow, "delivery", rec.Delivery)
+		return
+	case gone != "":
+		e.dropRecord(it, rec, gone)
+		return
+	}
 	e.out.mu.Lock()
 	e.out.live[rec.Delivery] = outboxEntry{key: it.key, rec: rec}
 	e.out.mu.Unlock()
 	e.log.Info("notification from the outbox offered again", "workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery,
 		"created", rec.Created.Format(time.RFC3339))
 	e.opts.OnEvent(scheduler.Event{Kind: rec.Event, Workflow: rec.Workflow, Slot: rec.Slot, Status: rec.Status, ExternalID: rec.ExternalID,
-		RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{rec.Target}, Deliveries: []string{rec.Delivery}})
+		RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{target}, Deliveries: []string{rec.Delivery}})
 }
 
 // dropOutbox removes a delivery the bounds exclude, logged and counted.

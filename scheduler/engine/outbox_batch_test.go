@@ -346,3 +346,64 @@ func sortedCopy(s []string) []string {
 	slices.Sort(c)
 	return c
 }
+
+// TestOutboxReleasedInOneBatch: the six deliveries a stop lets go of at
+// once (one call of Released) are marked recorded with one batched write
+// on either store, one by one on a store without batches (before: one
+// write each, and on the file store its syncs); one finished meanwhile by
+// another instance (its record gone) is not written back. After a
+// restart the five still there are handed out again.
+func TestOutboxReleasedInOneBatch(t *testing.T) {
+	for name, open := range batchStores(t) {
+		t.Run(name, func(t *testing.T) {
+			db, regs, c := open(t)
+			svc := newFake()
+			wdir := threeFeeds(t)
+			oe := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, db, nil, OutboxOptions{})
+			sent := stepToFailure(t, oe, svc)
+			if len(sent) != 6 {
+				t.Fatalf("handed out %q, want six failures", sent)
+			}
+			ids := make([]string, len(sent))
+			for i, s := range sent {
+				ids[i] = strings.TrimPrefix(s, "failure ")
+			}
+			var gone string
+			for _, k := range outboxKeys(t, regs) {
+				if strings.HasSuffix(k, "-"+ids[0]) {
+					gone = k
+				}
+			}
+			if err := regs.DeleteRegister(outboxBucket, gone); err != nil {
+				t.Fatalf("the record of %s (%q): %v", ids[0], gone, err)
+			}
+			before := c.get()
+			oe.e.Released(ids...)
+			got := c.get()
+			got.Puts, got.Batches, got.BatchKeys = got.Puts-before.Puts, got.Batches-before.Batches, got.BatchKeys-before.BatchKeys
+			got.Deletes, got.DelBatches, got.DelKeys = 0, 0, 0
+			want := writes{Batches: 1, BatchKeys: 5}
+			if name == "file, one by one" {
+				want = writes{Puts: 5}
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("outbox writes of the release (-want +got):\n%s", d)
+			}
+			for _, k := range outboxKeys(t, regs) {
+				raw, err := regs.GetRegister(outboxBucket, k)
+				var rec outboxRecord
+				if err == nil {
+					err = json.Unmarshal(raw, &rec)
+				}
+				if err != nil || !rec.Recorded {
+					t.Errorf("record %s after the release: %+v, %v (want recorded)", k, rec, err)
+				}
+			}
+			again := startOutboxEngine(t, wdir, "2026-11-24T08:30Z", svc, db, nil, OutboxOptions{})
+			again.step(t, "2026-11-24T08:30Z")
+			if d := cmp.Diff(sortedCopy(sent[1:]), sortedCopy(again.taken())); d != "" {
+				t.Errorf("handed out after a restart (-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -42,7 +42,7 @@ func TestOutboxReleaseAfterTheNewOwnerDelivered(t *testing.T) {
 		t.Fatalf("B's first step after the take-over handed out %q, want %q", got, sent)
 	}
 	b.e.Finished("feed", id) // delivered by B
-	a.e.Released("feed", id) // A's retry: not A's any more
+	a.e.Released(id)         // A's retry: not A's any more
 	regs := b.db.(Registers)
 	if keys := outboxKeys(t, regs); len(keys) != 0 {
 		t.Errorf("outbox %q after B delivered and A released, want empty", keys)
@@ -139,17 +139,21 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // TestOutboxUndeployedSentByOneInstance: two instances on PostgreSQL; a
 // failure's delivery of feed is released (its target was down), then
 // feed is removed from the workflows. The instance OutboxOptions.
-// Undeployed names (B) hands it out at its next scan and counts itself
-// its sender (Mine); the other (A, which stepped feed) neither.
+// Undeployed names (B) hands it out at its next scan (its target is one
+// a deployed workflow names) and counts itself its sender (Mine); the
+// other (A, which stepped feed) neither.
 func TestOutboxUndeployedSentByOneInstance(t *testing.T) {
 	feedIsB := func(prefix string) bool { return prefix == slaPrefix("feed") }
 	p := newPGPair(t, OutboxOptions{Undeployed: func(prefix string) bool { return !feedIsB(prefix) }}, OutboxOptions{Undeployed: feedIsB})
 	a, b, svc := p.a, p.b, p.svc
 	sent := failOn(t, a, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
 	b.step(t, "2026-11-24T08:20Z")
-	a.e.Released("feed", strings.TrimPrefix(sent[0], "failure "))
+	a.e.Released(strings.TrimPrefix(sent[0], "failure "))
 	other := fixture.Hourly("other")
 	other.StartTime = ts("2026-11-24T08:00Z")
+	// (A deployed workflow names feed's target: a removed workflow's
+	// deliveries go only to a URL the configuration names.)
+	other.Notify = []workflow.Notification{{Type: workflow.NotifyWebhook, URL: "http://127.0.0.1:1/hook", Events: []string{workflow.EventSLAMissed}}}
 	fixture.WriteProject(t, p.wdir, "p", other) // feed removed
 	a.step(t, "2026-11-24T08:22Z")
 	b.step(t, "2026-11-24T08:22Z")
@@ -177,12 +181,12 @@ func TestOutboxHandedBackIsATakeOver(t *testing.T) {
 	id := strings.TrimPrefix(sent[0], "failure ")
 	owner.Store("B")
 	a.step(t, "2026-11-24T08:10:30Z") // A: not its own now
-	a.e.Released("feed", id)          // (A's sender let it go)
+	a.e.Released(id)                  // (A's sender let it go)
 	b.step(t, "2026-11-24T08:10:30Z")
 	if diff := cmp.Diff(sent, b.taken()); diff != "" {
 		t.Fatalf("B's first step after the take-over handed out (-want +got):\n%s", diff)
 	}
-	b.e.Released("feed", id) // B leaves: its sender lets it go
+	b.e.Released(id) // B leaves: its sender lets it go
 	owner.Store("A")
 	a.step(t, "2026-11-24T08:10:40Z")
 	if diff := cmp.Diff(sent, a.taken()); diff != "" {

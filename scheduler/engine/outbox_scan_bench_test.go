@@ -66,7 +66,7 @@ func benchOutboxScan(b *testing.B, st string, n int) {
 		Services: map[string]external.Service{workflow.ServiceCommand: failedJobs{}},
 		OnEvent: func(ev scheduler.Event) {
 			offered++
-			e.Released(ev.Workflow, ev.Deliveries[0])
+			e.Released(ev.Deliveries[0])
 		}})
 	if err != nil {
 		b.Fatal(err)

@@ -231,7 +231,7 @@ func TestOutboxBounds(t *testing.T) {
 			if !slices.Contains(ids, id) {
 				fresh = append(fresh, id)
 			}
-			e.Released("feed", id)
+			e.Released(id)
 		}
 		if len(fresh) != 1 {
 			t.Fatalf("%s: new deliveries %q, want one failure", at(20), fresh)
@@ -248,8 +248,8 @@ func TestOutboxBounds(t *testing.T) {
 	if diff := cmp.Diff([]string{ids[2], ids[1]}, oe.taken()); diff != "" {
 		t.Errorf("handed out again (-want +got):\n%s", diff)
 	}
-	e.Released("feed", ids[1])
-	e.Released("feed", ids[2])
+	e.Released(ids[1])
+	e.Released(ids[2])
 	// At 12:25 the one of 09:20 is older than 3 hours: dropped.
 	clock.Store(ts("2026-11-24T12:25Z"))
 	oe.step(t, "2026-11-24T12:25Z")
@@ -319,7 +319,7 @@ func TestOutboxReleasedDeliverySurvivesARerun(t *testing.T) {
 	svc := newFake()
 	a := startOutboxEngine(t, wdir, "2026-11-24T08:00Z", svc, db, nil, OutboxOptions{})
 	sent := failOn(t, a, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
-	a.e.Released("feed", strings.TrimPrefix(sent[0], "failure "))
+	a.e.Released(strings.TrimPrefix(sent[0], "failure "))
 	if err := a.e.Rerun(context.Background(), slot.ID{Workflow: "feed", Time: ts("2026-11-24T08:00Z")}, ts("2026-11-24T08:25Z")); err != nil {
 		t.Fatal(err)
 	}

@@ -174,11 +174,19 @@ func (s *stepper) recordSLA() {
 	s.slaMisses = nil
 }
 
-// slaDeliveryID is the delivery id of slot id's SLA miss to target url:
-// the same each time the miss is sent (a miss is sent once; again only
-// after a kill before its record), so that a receiver deduplicates.
-func slaDeliveryID(id slot.ID, url string) string {
-	h := sha256.Sum256([]byte(workflow.EventSLAMissed + "\x00" + id.String() + "\x00" + url))
+// slaDeliveryID is the delivery id of slot id's SLA miss to target url,
+// the nth (from 0) of the miss's targets with that URL: the same each
+// time the miss is sent (a miss is sent once; again only after a kill
+// before its record), so that a receiver deduplicates. The first target
+// of a URL has the id of the URL alone, as before targets were told
+// apart (a record of the previous version and the miss sent again after
+// it share their id); the others add their place among that URL's.
+func slaDeliveryID(id slot.ID, url string, nth int) string {
+	s := workflow.EventSLAMissed + "\x00" + id.String() + "\x00" + url
+	if nth > 0 {
+		s += "\x00" + strconv.Itoa(nth)
+	}
+	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:12])
 }
 

@@ -216,7 +216,7 @@ func (s *Sender) enqueue(d *delivery) {
 		}
 	}
 	s.mu.Unlock()
-	s.letGo(d, map[bool]string{true: "the sender is closed", false: "the queue is full"}[closed])
+	s.letGo(map[bool]string{true: "the sender is closed", false: "the queue is full"}[closed], d)
 }
 
 func (s *Sender) result(event, r string) {
@@ -227,16 +227,18 @@ func (s *Sender) result(event, r string) {
 
 // work attempts the queued deliveries until the sender stops; once Close
 // began, it attempts what is queued and returns when the queue is empty.
+// Once stopped it takes no delivery more (a select with the queue ready
+// too may pick either): Close lets what is queued go, together.
 func (s *Sender) work() {
 	defer s.wg.Done()
-	for {
+	for s.ctx.Err() == nil {
 		select {
 		case <-s.ctx.Done():
 			return
 		case d := <-s.queue:
 			s.attempt(d)
 		case <-s.closing:
-			for {
+			for s.ctx.Err() == nil {
 				select {
 				case <-s.ctx.Done():
 					return
@@ -266,7 +268,7 @@ func (e errCoolingDown) Error() string {
 // other targets' deliveries are not held back behind its timeouts.
 func (s *Sender) attempt(d *delivery) {
 	if d.durable && !s.mine(d.workflow) {
-		s.release(d, "the workflow is now another instance's, which sends it")
+		s.release("the workflow is now another instance's, which sends it", d)
 		return
 	}
 	d.attempt++
@@ -285,7 +287,7 @@ func (s *Sender) attempt(d *delivery) {
 		return
 	}
 	if s.ctx.Err() != nil { // stopped by Close: not an outcome
-		s.letGo(d, "the server stopped during the attempt")
+		s.letGo("the server stopped during the attempt", d)
 		return
 	}
 	if !retry || d.attempt >= s.opts.MaxAttempts {
@@ -310,7 +312,7 @@ func (s *Sender) attempt(d *delivery) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		s.letGo(d, "the sender is closed")
+		s.letGo("the sender is closed", d)
 		return
 	}
 	var t *time.Timer

@@ -21,10 +21,13 @@ type Outbox interface {
 	// Finished: the delivery was made or given up (attempts exhausted, an
 	// answer that is not retried); the outbox forgets it.
 	Finished(workflow, delivery string)
-	// Released: the sender let go of the delivery without an outcome (the
-	// sender stopped, its queue was full, the workflow is no longer this
-	// instance's); the outbox keeps it and offers it again later.
-	Released(workflow, delivery string)
+	// Released: the sender let go of the deliveries without an outcome
+	// (the sender stopped, its queue was full, the workflow is no longer
+	// this instance's); the outbox keeps them and offers them again
+	// later. What the sender lets go of at once (at a stop: every delivery
+	// waiting for its retry, then every one still queued) comes in one
+	// call, which the outbox writes together.
+	Released(deliveries ...string)
 	// Mine reports whether this instance delivers the events of workflow
 	// now (with several instances: it steps the workflow).
 	Mine(workflow string) bool
@@ -57,23 +60,34 @@ func (s *Sender) finished(d *delivery) {
 	}
 }
 
-// letGo gives up d without an outcome: released to the outbox if it keeps
-// d, dropped otherwise (counted and logged).
-func (s *Sender) letGo(d *delivery, reason string) {
-	if d.durable && s.getOutbox() != nil {
-		s.release(d, reason)
-		return
+// letGo gives up ds without an outcome: those the outbox keeps are
+// released to it, together; the others are dropped (counted and logged).
+func (s *Sender) letGo(reason string, ds ...*delivery) {
+	o := s.getOutbox()
+	var keep []*delivery
+	for _, d := range ds {
+		if d.durable && o != nil {
+			keep = append(keep, d)
+			continue
+		}
+		s.opts.Logger.Warn("notification dropped", "event", d.event, "url", redact(d.target.URL), "delivery", d.id, "reason", reason)
+		s.result(d.event, Dropped)
 	}
-	s.opts.Logger.Warn("notification dropped", "event", d.event, "url", redact(d.target.URL), "delivery", d.id, "reason", reason)
-	s.result(d.event, Dropped)
+	if len(keep) > 0 {
+		s.release(reason, keep...)
+	}
 }
 
-// release hands d back to the outbox, which keeps it.
-func (s *Sender) release(d *delivery, reason string) {
-	s.opts.Logger.Info("notification kept in the outbox for later", "event", d.event, "url", redact(d.target.URL),
-		"delivery", d.id, "reason", reason)
-	s.result(d.event, Kept)
-	s.getOutbox().Released(d.workflow, d.id)
+// release hands ds back to the outbox, which keeps them.
+func (s *Sender) release(reason string, ds ...*delivery) {
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		s.opts.Logger.Info("notification kept in the outbox for later", "event", d.event, "url", redact(d.target.URL),
+			"delivery", d.id, "reason", reason)
+		s.result(d.event, Kept)
+		ids[i] = d.id
+	}
+	s.getOutbox().Released(ids...)
 }
 
 // Close stops the sender. The deliveries queued are attempted once more
@@ -81,7 +95,9 @@ func (s *Sender) release(d *delivery, reason string) {
 // waiting for its retry is not waited for. What is left — still queued,
 // waiting for a retry, or in flight when the time is up (its request is
 // cancelled) — is released to the outbox, which keeps it for the next
-// start, or, for a delivery the outbox does not hold, dropped (counted).
+// start (those waiting, then those queued, each group in one call of
+// Released), or, for a delivery the outbox does not hold, dropped
+// (counted).
 // Close returns ctx's error if ctx ended first.
 func (s *Sender) Close(ctx context.Context) error {
 	s.mu.Lock()
@@ -98,9 +114,7 @@ func (s *Sender) Close(ctx context.Context) error {
 	s.timers = nil
 	s.mu.Unlock()
 	close(s.closing)
-	for _, d := range waiting {
-		s.letGo(d, "the server stopped while the delivery waited for its retry")
-	}
+	s.letGo("the server stopped while the delivery waited for its retry", waiting...)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	timer := time.NewTimer(s.opts.DrainTimeout)
@@ -114,11 +128,13 @@ func (s *Sender) Close(ctx context.Context) error {
 	}
 	s.stop() // cancels the attempts in flight; they let their delivery go
 	<-done
+	var left []*delivery
 	for {
 		select {
 		case d := <-s.queue:
-			s.letGo(d, "the server stopped before the delivery's turn")
+			left = append(left, d)
 		default:
+			s.letGo("the server stopped before the delivery's turn", left...)
 			return err
 		}
 	}

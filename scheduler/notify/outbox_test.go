@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ type recordingOutbox struct {
 	mu       sync.Mutex
 	finished []string
 	released []string
+	calls    [][]string // the deliveries of each call of Released
 	notMine  atomic.Bool
 }
 
@@ -27,10 +30,11 @@ func (o *recordingOutbox) Finished(wf, id string) {
 	o.finished = append(o.finished, wf+" "+id)
 }
 
-func (o *recordingOutbox) Released(wf, id string) {
+func (o *recordingOutbox) Released(ids ...string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.released = append(o.released, wf+" "+id)
+	o.released = append(o.released, ids...)
+	o.calls = append(o.calls, append([]string(nil), ids...))
 }
 
 func (o *recordingOutbox) Mine(string) bool { return !o.notMine.Load() }
@@ -83,7 +87,7 @@ func TestCloseKeepsWhatItCannotDeliver(t *testing.T) {
 	if diff := cmp.Diff([]string{"wf up-1"}, finished); diff != "" {
 		t.Errorf("finished (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"wf down-1"}, released); diff != "" {
+	if diff := cmp.Diff([]string{"down-1"}, released); diff != "" {
 		t.Errorf("released (-want +got):\n%s", diff)
 	}
 	if res.get("failure kept") != 1 || res.get("failure dropped") != 1 {
@@ -93,7 +97,7 @@ func TestCloseKeepsWhatItCannotDeliver(t *testing.T) {
 	late := event(srv.URL+"/up", "")
 	late.Deliveries = []string{"late-1"}
 	s.Send(late)
-	if _, released = ob.lists(); len(released) != 2 || released[1] != "wf late-1" {
+	if _, released = ob.lists(); len(released) != 2 || released[1] != "late-1" {
 		t.Errorf("released %q, want late-1 last", released)
 	}
 }
@@ -128,7 +132,7 @@ func TestCloseDrainsWithinItsBound(t *testing.T) {
 		t.Errorf("Close took %s with a 1 s drain bound", took)
 	}
 	_, released := ob.lists()
-	if diff := cmp.Diff([]string{"wf hung-1", "wf hung-2"}, released); diff != "" {
+	if diff := cmp.Diff([]string{"hung-1", "hung-2"}, released); diff != "" {
 		t.Errorf("released (-want +got):\n%s", diff)
 	}
 }
@@ -150,5 +154,59 @@ func TestNotMineIsReleasedNotAttempted(t *testing.T) {
 	waitFor(t, "the release", func() bool { _, r := ob.lists(); return len(r) == 1 })
 	if n := posts.Load(); n != 0 {
 		t.Errorf("%d posts of a delivery that is not this instance's", n)
+	}
+}
+
+// TestCloseReleasesTogether: at Close, the deliveries waiting for their
+// retry are released to the outbox in one call (one write of their
+// records), and so are those still queued when the drain's time is up
+// (before: one call, and one synced write, each).
+func TestCloseReleasesTogether(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	defer close(release) // (before srv.Close)
+	var res results
+	ob := &recordingOutbox{}
+	s := New(Options{Logger: quiet(), OnResult: res.add, Outbox: ob, Workers: 1, Backoff: time.Hour, DrainTimeout: time.Second,
+		Client: &http.Client{Timeout: time.Minute}})
+	var waiting, queued []string
+	for i := range 5 {
+		ev := event(srv.URL+"/down", "")
+		ev.Deliveries = []string{"down-" + strconv.Itoa(i)}
+		waiting = append(waiting, ev.Deliveries[0])
+		s.Send(ev)
+	}
+	waitFor(t, "five attempts answered 503", func() bool { return res.get("failure retried") == 5 })
+	for i := range 4 { // the first hangs the one worker; the others stay queued
+		ev := event(srv.URL+"/hang", "")
+		ev.Deliveries = []string{"hang-" + strconv.Itoa(i)}
+		if i > 0 {
+			queued = append(queued, ev.Deliveries[0])
+		}
+		s.Send(ev)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ob.mu.Lock()
+	calls := ob.calls
+	ob.mu.Unlock()
+	sort.Strings(waiting)
+	for _, c := range calls {
+		sort.Strings(c)
+	}
+	want := [][]string{waiting, {"hang-0"}, queued} // (the one in flight lets go on its own)
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("calls of Released (-want +got):\n%s", diff)
 	}
 }
