@@ -117,9 +117,8 @@ var cmpEmptyMap = cmp.FilterValues(func(x, y map[string]int) bool { return len(x
 // "file:///etc/passwd" in its own notify list goes to feed's configured
 // target, which took its place; one that is not a record the engine
 // writes (an unknown event, a target's place outside its list, over 64
-// KiB) is removed (counted as unknown) — on the file store, which does
-// not read a register file over 64 KiB, the long one is left to the
-// bounds, never sent (before: each was handed out with the URL it named).
+// KiB) is removed (counted as unknown), on both stores (before: each was
+// handed out with the URL it named).
 func TestOutboxHandWrittenRecordsPostOnlyToConfiguredTargets(t *testing.T) {
 	const a = "http://127.0.0.1:1/a"
 	for _, st := range []struct {
@@ -171,16 +170,13 @@ func TestOutboxHandWrittenRecordsPostOnlyToConfiguredTargets(t *testing.T) {
 			repointed, kept := record("feed", "failure", "file:///etc/passwd", `,"targetIndex":0,"notifyURLs":["file:///etc/passwd"]`)
 			record("feed", "exfiltrate", a, "")
 			record("feed", "failure", a, `,"targetIndex":5,"notifyURLs":["`+a+`"]`)
-			_, long := record("feed", "failure", a, `,"detail":"`+strings.Repeat("x", 100<<10)+`"`)
+			record("feed", "failure", a, `,"detail":"`+strings.Repeat("x", 100<<10)+`"`)
 			x := startTargetEngine(t, wdir, "2026-11-24T08:31Z", newFake(), db)
 			x.step(t, "2026-11-24T08:31Z")
 			if diff := cmp.Diff([]handed{{workflow.EventFailure, repointed, a, ""}}, x.taken()); diff != "" {
 				t.Errorf("handed out (-want +got):\n%s", diff)
 			}
 			wantDrops, wantKeys := map[string]int{workflow.EventFailure: 2, "unknown": 3}, []string{kept}
-			if st.name == "file" { // (not read: left to the bounds)
-				wantDrops["unknown"], wantKeys = 2, []string{kept, long}
-			}
 			if diff := cmp.Diff(wantDrops, x.drops()); diff != "" {
 				t.Errorf("dropped (-want +got):\n%s", diff)
 			}

@@ -45,9 +45,10 @@ import (
 	"github.com/celos-go/celos/schema/workflow"
 )
 
-// maxOutboxRecord bounds an outbox record (the file store's bound of a
-// register file too); the engine does not record a delivery whose record
-// would be longer (it is sent from memory only, logged).
+// maxOutboxRecord bounds an outbox record (a register may be up to
+// store.MaxRegisterBytes); the engine does not record a delivery whose
+// record would be longer (it is sent from memory only, logged), and
+// removes a longer one it finds (not one it wrote).
 const maxOutboxRecord = 64 << 10
 
 // targetResolver finds the current target of the records of one scan.
