@@ -59,6 +59,7 @@ func departedKey(wf, pool string) string {
 // configuration old that c no longer has, or has in another pool, while
 // slots of them are RUNNING (reload; stepMu is held).
 func (e *Engine) noteDepartures(old, c *config) {
+	e.defs.scan = true // (departed_defs.go)
 	if old == nil {
 		return
 	}
@@ -91,8 +92,9 @@ func (e *Engine) noteDepartures(old, c *config) {
 }
 
 // addDeparture merges d into the engine's departures and, if write,
-// records the result in the store.
-func (e *Engine) addDeparture(d departure, write bool) {
+// records the result in the store; it reports whether the record was
+// written (or, with a store that keeps no registers, need not be).
+func (e *Engine) addDeparture(d departure, write bool) bool {
 	k := departedKey(d.Workflow.ID, d.Pool)
 	if cur := e.departed[k]; cur != nil {
 		seen := make(map[int64]bool, len(cur.Slots))
@@ -109,7 +111,7 @@ func (e *Engine) addDeparture(d departure, write bool) {
 	}
 	e.departed[k] = &d
 	if !write {
-		return
+		return true
 	}
 	v, err := json.Marshal(d)
 	if err == nil {
@@ -120,7 +122,9 @@ func (e *Engine) addDeparture(d departure, write bool) {
 	}
 	if err != nil && !errors.Is(err, errNoRegisters) {
 		e.log.Warn("departed workflow not recorded in the store: a restart forgets its running slots", "workflow", d.Workflow.ID, "error", err)
+		return false
 	}
+	return true
 }
 
 // readDepartures reads the departures the store records: at the first
