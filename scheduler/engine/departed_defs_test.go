@@ -265,3 +265,57 @@ func TestDefinitionRecordsHostile(t *testing.T) {
 		}
 	}
 }
+
+// TestKillDepartedSlot: a's job runs when a is undeployed (a departure,
+// pool etl of 1, b held). Kill of a's slot kills the job with the
+// definition the departure keeps and records the slot KILLED; the next
+// step ends the departure and b runs. The same after a restart in which a
+// was undeployed while no engine ran (the departure comes from its
+// definition record). A slot of an undeployed workflow that is not
+// running when it left is still refused as of an unknown workflow.
+func TestKillDepartedSlot(t *testing.T) {
+	for _, offline := range []bool{false, true} {
+		t.Run(map[bool]string{false: "undeployed while running", true: "undeployed while stopped"}[offline], func(t *testing.T) {
+			start := ts("2026-11-24T08:00Z")
+			id := slot.ID{Workflow: "a", Time: start}
+			r := newPoolRig(t, `{"pools": {"etl": {"limit": 1}}}`, nil, pooledHourly("a", "etl"), pooledHourly("b", "etl"))
+			r.step(ts("2026-11-24T08:30Z"))
+			r.step(ts("2026-11-24T08:31Z"))
+			ext := r.state("a", start).ExternalID
+			fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "etl"))
+			if offline {
+				r.reopen()
+			}
+			r.step(ts("2026-11-24T08:32Z"))
+			if st := r.state("b", start); st.Status != slot.Ready {
+				t.Fatalf("b is %s while a's job runs, want READY", st.Status)
+			}
+			if err := r.e.Kill(context.Background(), slot.ID{Workflow: "a", Time: ts("2026-11-24T09:00Z")}); !errors.Is(err, slot.ErrUnknownWorkflow) {
+				t.Errorf("kill of a slot of undeployed a that is no departure's: %v, want ErrUnknownWorkflow", err)
+			}
+			if err := r.e.Kill(context.Background(), id); err != nil {
+				t.Fatalf("kill of undeployed a's running slot: %v", err)
+			}
+			if st := r.state("a", start); st.Status != slot.Killed || st.ExternalID != ext {
+				t.Errorf("a's slot after the kill: %+v, want KILLED with external ID %s", st, ext)
+			}
+			r.svc.mu.Lock()
+			kills := append([]string(nil), r.svc.kills...)
+			r.svc.mu.Unlock()
+			if !cmp.Equal(kills, []string{ext}) {
+				t.Errorf("jobs killed on the service: %q, want a's %s", kills, ext)
+			}
+			if err := r.e.Kill(context.Background(), id); !errors.Is(err, slot.ErrIllegalTransition) {
+				t.Errorf("second kill: %v, want ErrIllegalTransition (KILLED is final)", err)
+			}
+			r.step(ts("2026-11-24T08:33Z"))
+			r.step(ts("2026-11-24T08:34Z"))
+			if st := r.state("b", start); st.Status != slot.Running {
+				t.Fatalf("b is %s after a's job was killed, want RUNNING (the pool freed)", st.Status)
+			}
+			if got := r.e.LeasedIDs(); !cmp.Equal(got, []string{"b"}) {
+				t.Errorf("LeasedIDs %q, want b only (a's departure ended)", got)
+			}
+		})
+	}
+}
