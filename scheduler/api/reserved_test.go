@@ -15,7 +15,8 @@ import (
 
 // TestReservedBucketsAreReadOnly: the buckets the scheduler keeps its own
 // records in (the SLA misses sent, the webhook outbox, the workflows that
-// left while their slots ran) can be listed
+// left while their slots ran, the definitions of the workflows that
+// submitted jobs) can be listed
 // through the API but not written or deleted: 403, code reserved_bucket,
 // naming the bucket, and the record stays. The SLA records can be read;
 // the outbox's and the departures' cannot (they name the targets' URLs,
@@ -25,7 +26,7 @@ import (
 // webhook delivery.) Other buckets are written as before.
 func TestReservedBucketsAreReadOnly(t *testing.T) {
 	s := newRealServer(t, time.Date(2015, 9, 13, 13, 40, 0, 0, time.UTC))
-	for _, bucket := range []string{"celos-sla-missed", "celos-outbox", "celos-departed"} {
+	for _, bucket := range []string{"celos-sla-missed", "celos-outbox", "celos-departed", "celos-defined"} {
 		if err := s.db.PutRegister(bucket, "rec", json.RawMessage(`{"mine":true}`)); err != nil {
 			t.Fatal(err)
 		}

@@ -223,11 +223,13 @@ func (e *Engine) lowerDone(id slot.ID) {
 // with a leftover submit intent is looked up on the service (Recoverer)
 // so that a job submitted just before a crash is killed too, and so is a
 // slot whose record cannot be read (its newest job, which may run). A
-// final slot gives ErrIllegalTransition.
+// final slot gives ErrIllegalTransition. The slot of a workflow no longer
+// deployed whose job still ran when it left (a departure) is killed too,
+// with the definition the departure keeps (departed_kill.go).
 func (e *Engine) Kill(ctx context.Context, id slot.ID) error {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
-	w, st, _, err := e.inSchedule(id)
+	w, st, err := e.killable(id) // (a departed workflow's slot too)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,12 @@ package engine
 // own (drain) that records how their jobs end and starts nothing. The
 // departures are kept in the store's registers (bucket departedBucket),
 // so they outlive a restart and are seen by the other instances sharing
-// a PostgreSQL database.
+// a PostgreSQL database. A record is never rewritten: each write is a new
+// key (departedKey, then a digest of the value), so that two instances
+// noting the same departure at once each keep their record, and every
+// reader merges the records of a workflow and pool; a writer removes the
+// records its own merged one replaces, and the last one when the
+// departure ends.
 
 import (
 	"context"
@@ -42,10 +47,11 @@ type departure struct {
 	// Slots are the slot times that were RUNNING when it left: the only
 	// slots the departure counts and polls.
 	Slots []time.Time `json:"slots"`
-	// read is the digest of the store's record as this engine last read
-	// or wrote it: a record read again unchanged is not merged again (a
-	// cluster reads them at every step).
-	read [sha256.Size]byte
+	// keys are the store's records of it this engine read or wrote, with
+	// the digest of each as read: a record read again is not merged again
+	// (a cluster lists them at every step), and a record of a key with a
+	// digest (departedRecordKey) is not even read again: it never changes.
+	keys map[string][sha256.Size]byte
 }
 
 // departedKey is the register key of workflow wf's departure from pool
@@ -55,10 +61,31 @@ func departedKey(wf, pool string) string {
 	return hex.EncodeToString(h[:16])
 }
 
+// departedRecordKey is the key of departure record v of base (its
+// departedKey): base, '-' and a digest of v.
+func departedRecordKey(base string, v []byte) string {
+	h := sha256.Sum256(v)
+	return base + "-" + hex.EncodeToString(h[:8])
+}
+
+// departedBase returns the departedKey a record key k belongs to ("": k
+// is not a departure's key), and whether k carries a digest (a record
+// of a celos before them has the departedKey alone, rewritten in place).
+func departedBase(k string) (base string, digest bool) {
+	switch {
+	case len(k) == 32:
+		return k, false
+	case len(k) == 32+1+16 && k[32] == '-':
+		return k[:32], true
+	}
+	return "", false
+}
+
 // noteDepartures records the departures of the workflows of the previous
 // configuration old that c no longer has, or has in another pool, while
 // slots of them are RUNNING (reload; stepMu is held).
 func (e *Engine) noteDepartures(old, c *config) {
+	e.defs.scan = true // (departed_defs.go)
 	if old == nil {
 		return
 	}
@@ -91,8 +118,9 @@ func (e *Engine) noteDepartures(old, c *config) {
 }
 
 // addDeparture merges d into the engine's departures and, if write,
-// records the result in the store.
-func (e *Engine) addDeparture(d departure, write bool) {
+// records the result in the store; it reports whether the record was
+// written (or, with a store that keeps no registers, need not be).
+func (e *Engine) addDeparture(d departure, write bool) bool {
 	k := departedKey(d.Workflow.ID, d.Pool)
 	if cur := e.departed[k]; cur != nil {
 		seen := make(map[int64]bool, len(cur.Slots))
@@ -107,20 +135,41 @@ func (e *Engine) addDeparture(d departure, write bool) {
 		sort.Slice(cur.Slots, func(i, j int) bool { return cur.Slots[i].Before(cur.Slots[j]) })
 		d = *cur
 	}
+	if d.keys == nil {
+		d.keys = make(map[string][sha256.Size]byte)
+	}
 	e.departed[k] = &d
 	if !write {
-		return
+		return true
 	}
 	v, err := json.Marshal(d)
+	rk := ""
 	if err == nil {
-		err = e.regs.PutRegister(departedBucket, k, v)
+		rk = departedRecordKey(k, v)
+		err = e.regs.PutRegister(departedBucket, rk, v)
 	}
-	if err == nil {
-		e.departed[k].read = sha256.Sum256(v)
+	if err != nil {
+		if !errors.Is(err, errNoRegisters) {
+			e.log.Warn("departed workflow not recorded in the store: a restart forgets its running slots", "workflow", d.Workflow.ID, "error", err)
+			return false
+		}
+		return true
 	}
-	if err != nil && !errors.Is(err, errNoRegisters) {
-		e.log.Warn("departed workflow not recorded in the store: a restart forgets its running slots", "workflow", d.Workflow.ID, "error", err)
+	// The records this one merges are removed (another instance's
+	// written meanwhile, unknown here, stays: it is merged when read).
+	cur := e.departed[k]
+	for old := range cur.keys {
+		if old == rk {
+			continue
+		}
+		if err := e.regs.DeleteRegister(departedBucket, old); err != nil && !errors.Is(err, store.ErrNotFound) {
+			e.log.Warn("departed workflow: a record its new one replaces could not be removed; removed when the departure ends", "workflow", d.Workflow.ID, "error", err)
+			continue
+		}
+		delete(cur.keys, old)
 	}
+	cur.keys[rk] = sha256.Sum256(v)
+	return true
 }
 
 // readDepartures reads the departures the store records: at the first
@@ -150,19 +199,26 @@ func (e *Engine) readDepartures() {
 	bad := make(map[string]bool)
 	defer func() { e.departedBad = bad }()
 	for _, k := range keys {
+		base, digest := departedBase(k)
+		cur := e.departed[base]
+		if cur != nil && digest {
+			if _, known := cur.keys[k]; known {
+				continue // read before, and never rewritten
+			}
+		}
 		v, err := e.regs.GetRegister(departedBucket, k)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // drained meanwhile
 		}
 		sum := sha256.Sum256(v)
-		if cur := e.departed[k]; err == nil && cur != nil && cur.read == sum {
+		if err == nil && cur != nil && cur.keys[k] == sum {
 			continue // read before: its slots that still run are kept
 		}
 		var d departure
 		if err == nil {
 			err = json.Unmarshal(v, &d)
 		}
-		if err == nil && (d.Workflow == nil || d.Workflow.ID == "" || departedKey(d.Workflow.ID, d.Pool) != k) {
+		if err == nil && (d.Workflow == nil || d.Workflow.ID == "" || base == "" || departedKey(d.Workflow.ID, d.Pool) != base) {
 			err = errors.New("not a departure record")
 		}
 		if err != nil {
@@ -172,7 +228,7 @@ func (e *Engine) readDepartures() {
 			continue
 		}
 		e.addDeparture(d, false)
-		e.departed[k].read = sum
+		e.departed[base].keys[k] = sum
 	}
 }
 
@@ -206,8 +262,10 @@ func (e *Engine) pruneDepartures(c *config) {
 			}
 			e.mu.Unlock()
 		}
-		if err := e.regs.DeleteRegister(departedBucket, k); err != nil && !errors.Is(err, errNoRegisters) && !errors.Is(err, store.ErrNotFound) {
-			e.log.Warn("departed workflow: its record could not be removed", "workflow", id, "error", err)
+		for rk := range d.keys {
+			if err := e.regs.DeleteRegister(departedBucket, rk); err != nil && !errors.Is(err, errNoRegisters) && !errors.Is(err, store.ErrNotFound) {
+				e.log.Warn("departed workflow: its record could not be removed", "workflow", id, "error", err)
+			}
 		}
 		e.log.Info("departed workflow: none of its slots runs any more", "workflow", id, "pool", d.Pool)
 	}

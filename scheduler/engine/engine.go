@@ -143,6 +143,9 @@ type Engine struct {
 	departedRead bool
 	departedErr  string          // the last error reading them, logged once
 	departedBad  map[string]bool // the unreadable records, logged once
+	// defs: the definitions recorded before submission
+	// (departed_defs.go). Guarded by stepMu.
+	defs definedState
 
 	mu       sync.RWMutex // guards the fields below
 	cfg      *config

@@ -67,8 +67,8 @@ const (
 
 // ReservedBuckets are the register buckets the engine keeps its own
 // records in: the API refuses to write them, and to read the records of
-// outboxBucket and departedBucket (GetRegister).
-var ReservedBuckets = []string{slaBucket, outboxBucket, departedBucket}
+// outboxBucket, departedBucket and definedBucket (GetRegister).
+var ReservedBuckets = []string{slaBucket, outboxBucket, departedBucket, definedBucket}
 
 // OutboxOptions configure the outbox (EnableOutbox).
 type OutboxOptions struct {

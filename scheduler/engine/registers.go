@@ -31,14 +31,16 @@ func registerErr(err error) error {
 // GetRegister returns the JSON under bucket/key (scheduler.ErrRegisterNotFound if none).
 // The outbox's records are not read through it (they name the webhook
 // targets' URLs, whose query or user information may hold a token, and
-// a read needs no token), nor the departures' (a workflow's definition):
-// their keys are listed, their values refused.
+// a read needs no token), nor the departures' and the definitions'
+// (workflow definitions): their keys are listed, their values refused.
 func (e *Engine) GetRegister(ctx context.Context, bucket, key string) (json.RawMessage, error) {
 	switch bucket {
 	case outboxBucket:
 		return nil, fmt.Errorf("%w: %s holds webhook deliveries, whose target URLs may carry tokens: list its keys, or read the state database", scheduler.ErrReservedBucket, bucket)
 	case departedBucket:
 		return nil, fmt.Errorf("%w: %s holds the definitions of workflows that left while their slots ran (Oozie properties included): list its keys, or read the state database", scheduler.ErrReservedBucket, bucket)
+	case definedBucket:
+		return nil, fmt.Errorf("%w: %s holds the definitions of workflows that submitted jobs (Oozie properties included): list its keys, or read the state database", scheduler.ErrReservedBucket, bucket)
 	}
 	v, err := e.regs.GetRegister(bucket, key)
 	return v, registerErr(err)

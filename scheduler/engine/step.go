@@ -45,6 +45,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 	writes0 := e.writes()
 	c := e.reload()
 	pools := e.loadPools()
+	e.scanDefinitions(c)
 	e.readDepartures()
 	e.pruneDepartures(c)
 	rep.LoadErrors = len(c.loadErrs)

@@ -95,6 +95,7 @@ func (s *stepper) submitAll(ctx context.Context) {
 		todo = append(todo, p)
 	}
 	todo = s.holdUnresolved(todo, intents, unresolved)
+	todo = s.recordDefinitions(todo, intents)
 	if len(todo) == 0 {
 		return
 	}
