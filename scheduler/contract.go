@@ -22,8 +22,10 @@ var ErrRegisterNotFound = errors.New("register not found")
 
 // ErrReservedBucket is returned (wrapped) by PutRegister, DeleteRegister
 // and DeleteRegistersWithPrefix for a bucket the scheduler keeps its own
-// records in (celos-sla-missed, celos-outbox), and by GetRegister for
-// celos-outbox (its records name webhook URLs); the HTTP API answers 403.
+// records in (celos-sla-missed, celos-outbox, celos-departed,
+// celos-defined: engine.ReservedBuckets), and by GetRegister for all but
+// celos-sla-missed (webhook URLs, workflow definitions); the HTTP API
+// answers 403.
 var ErrReservedBucket = errors.New("reserved register bucket")
 
 // ErrUnschedulable is wrapped by the operations on a workflow whose
