@@ -178,10 +178,9 @@ func (s *session) hdfsLocal(ctx context.Context) (bool, error) {
 // checkOverlap refuses an Oozie directory (HDFS_ROOT/NAME) that is,
 // contains or is inside the workflows or defaults directory, when they
 // share a file system: a deploy swaps the Oozie directory and an undeploy
-// removes it, with everything in it. Paths are compared cleaned and, on
-// the local disk, also resolved through symbolic links. Over SFTP the
-// cleaned paths are compared (the server's symbolic links are not
-// resolved).
+// removes it, with everything in it. Paths are compared cleaned and
+// also resolved through symbolic links: on the local disk, and over SFTP
+// on the server (realpath).
 func (s *session) checkOverlap(ctx context.Context, dir string) error {
 	local, err := s.hdfsLocal(ctx)
 	if err != nil || !local {
@@ -204,6 +203,12 @@ func (s *session) checkOverlap(ctx context.Context, dir string) error {
 		pairs := [][2]string{{path.Clean(dir), path.Clean(o.loc.Path)}}
 		if o.loc.Scheme == "file" {
 			pairs = append(pairs, [2]string{filepath.ToSlash(realPath(filepath.FromSlash(dir))), filepath.ToSlash(realPath(filepath.FromSlash(o.loc.Path)))})
+		} else {
+			real, err := s.serverRealPaths(ctx, o.loc, dir)
+			if err != nil {
+				return err
+			}
+			pairs = append(pairs, real)
 		}
 		for _, p := range pairs {
 			rel := ""
@@ -225,6 +230,26 @@ func (s *session) checkOverlap(ctx context.Context, dir string) error {
 		return s.checkProjectOverlap(dir)
 	}
 	return nil
+}
+
+// serverRealPaths resolves dir and loc's path through the symbolic links
+// of loc's server (SFTP realpath): a workflows directory reached through a
+// link (a home directory linking elsewhere) is the same directory as the
+// link's target.
+func (s *session) serverRealPaths(ctx context.Context, loc targets.Location, dir string) ([2]string, error) {
+	fsys, err := s.o.Connector.Open(ctx, loc)
+	if err != nil {
+		return [2]string{}, fmt.Errorf("%s: %w", loc, err)
+	}
+	a, err := targets.ResolvePath(fsys, dir)
+	if err != nil {
+		return [2]string{}, fmt.Errorf("resolve %s: %w", s.hdfsURLOf(dir), err)
+	}
+	b, err := targets.ResolvePath(fsys, loc.Path)
+	if err != nil {
+		return [2]string{}, fmt.Errorf("resolve %s: %w", loc, err)
+	}
+	return [2]string{a, b}, nil
 }
 
 // checkProjectOverlap refuses, on a local installation, an Oozie
