@@ -7,14 +7,21 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/sshtest"
+	"github.com/celos-go/celos/targets"
 )
 
 // TestOverlapThroughServerSymlinkOpenSSH: on the real OpenSSH server, the
@@ -60,5 +67,157 @@ func TestOverlapThroughServerSymlinkOpenSSH(t *testing.T) {
 				t.Fatalf("%s changed the installation (-before +after):\n%s", cmd, diff)
 			}
 		})
+	}
+}
+
+// hookFS calls before(op, name) ahead of Remove and Rename (from), and
+// keeps the hard links of the file system it wraps.
+type hookFS struct {
+	targets.FS
+	before func(op, name string)
+}
+
+func (h *hookFS) Remove(name string) error {
+	h.before("remove", name)
+	return h.FS.Remove(name)
+}
+
+func (h *hookFS) Rename(from, to string) error {
+	h.before("rename", from)
+	return h.FS.Rename(from, to)
+}
+
+func (h *hookFS) Link(oldname, newname string) error {
+	l, ok := h.FS.(targets.Linker)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return l.Link(oldname, newname)
+}
+
+// lockSession opens a session of the project wordcount on r's target,
+// its workflows directory wrapped by wrap (if not nil).
+func lockSession(t *testing.T, r *remote, breakLock bool, wrap func(targets.FS) targets.FS) *session {
+	t.Helper()
+	o := r.options(t)
+	o.Project = "wordcount"
+	o.BreakLock = breakLock
+	o.Connector.Wrap = wrap
+	s, err := openSession(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// heldLockID is the id in the project's lock file on r ("" if none).
+func heldLockID(t *testing.T, r *remote) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(r.wfDir, StateDir, "wordcount.lock"))
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l lockInfo
+	if err := json.Unmarshal(data, &l); err != nil {
+		t.Fatal(err)
+	}
+	return l.ID
+}
+
+// TestStaleLockTakenOverOnce: a lock left by a dead process of this
+// machine (a deploy killed with kill -9), and two deploys of the project
+// started again at once, which both find it stale. The first removes it
+// and takes the lock; the second, which read the stale lock before,
+// removed the first one's new lock and took the lock too: two deploys
+// held it at once. Now exactly one holds it, the other is told who.
+// On the real OpenSSH server; the second deploy is held between reading
+// the stale lock and removing it until the first has the lock.
+func TestStaleLockTakenOverOnce(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := json.Marshal(lockInfo{ID: "stale", Project: "wordcount", User: "ci", Host: host, PID: dead.Process.Pid, Since: time.Now().Add(-time.Minute)})
+	writeFiles(t, filepath.Join(r.wfDir, StateDir), map[string]string{"wordcount.lock": string(stale)})
+
+	lockFile := path.Join(filepath.ToSlash(r.wfDir), StateDir, "wordcount.lock")
+	bRead, aHolds := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b := lockSession(t, r, false, func(fsys targets.FS) targets.FS {
+		return &hookFS{FS: fsys, before: func(op, name string) {
+			if name == lockFile {
+				once.Do(func() { close(bRead); <-aHolds })
+			}
+		}}
+	})
+	a := lockSession(t, r, false, nil)
+
+	type got struct {
+		lk  *lock
+		err error
+	}
+	bDone := make(chan got, 1)
+	go func() {
+		lk, err := b.acquireLock(context.Background(), "deploy")
+		bDone <- got{lk, err}
+	}()
+	<-bRead // B has read the stale lock and is about to remove it; A takes it now.
+	lkA, err := a.acquireLock(context.Background(), "deploy")
+	if err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	close(aHolds)
+	gb := <-bDone
+	if gb.err == nil {
+		t.Errorf("B took the lock too while A held it (lock file now %q, A's %q)", heldLockID(t, r), lkA.id)
+		gb.lk.release()
+	} else if le := (*LockedError)(nil); !errors.As(gb.err, &le) {
+		t.Errorf("B: want LockedError, got %v", gb.err)
+	}
+	if id := heldLockID(t, r); id != lkA.id {
+		t.Errorf("the lock file holds %q, not A's %q", id, lkA.id)
+	}
+	lkA.release()
+}
+
+// TestLockReleaseKeepsABreakersLock: deploy A holds the lock; B takes it
+// over with --break-lock (A looked hung); when A ends, its release
+// removed B's lock, so a third deploy C ran beside B. Now A leaves a lock
+// that is no longer its own, with a warning, and C is refused.
+func TestLockReleaseKeepsABreakersLock(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	ctx := context.Background()
+	var warnings []string
+	a := lockSession(t, r, false, nil)
+	a.o.Warn = func(s string) { warnings = append(warnings, s) }
+	lkA, err := a.acquireLock(ctx, "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lkB, err := lockSession(t, r, true, nil).acquireLock(ctx, "deploy")
+	if err != nil {
+		t.Fatalf("B with --break-lock: %v", err)
+	}
+	lkA.release()
+	if id := heldLockID(t, r); id != lkB.id {
+		t.Errorf("after A's release the lock file holds %q, not B's %q", id, lkB.id)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "taken over") {
+		t.Errorf("A's warnings %q, want one saying its lock was taken over", warnings)
+	}
+	if lkC, err := lockSession(t, r, false, nil).acquireLock(ctx, "deploy"); err == nil {
+		lkC.release()
+		t.Errorf("C took the lock while B held it")
+	}
+	lkB.release()
+	if id := heldLockID(t, r); id != "" {
+		t.Errorf("B's release left the lock %q", id)
 	}
 }
