@@ -540,7 +540,7 @@ func (s *session) staleHDFSDir(prev *Manifest, hasTree bool) string {
 		return ""
 	}
 	if prev.HDFS.FS != s.hdfsName {
-		s.warn("the previous deploy wrote %s%s, which this target's HDFS (%s) cannot reach; remove it by hand", prev.HDFS.FS, prev.HDFS.Dir, s.hdfsName)
+		s.warn("the previous deploy wrote %s%s, which this target's HDFS (%s) cannot reach; remove it by hand", shown(prev.HDFS.FS), shown(prev.HDFS.Dir), s.hdfsName)
 		return ""
 	}
 	return prev.HDFS.Dir

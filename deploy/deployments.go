@@ -91,7 +91,7 @@ func (s *session) listedManifest(project string) *Manifest {
 		return nil
 	}
 	if m.WorkflowsDir != "" && m.WorkflowsDir != s.wfKey() {
-		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", p, m.WorkflowsDir, s.wfKey())
+		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", p, shown(m.WorkflowsDir), s.wfKey())
 		return nil
 	}
 	return &m

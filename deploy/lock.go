@@ -100,6 +100,7 @@ func (s *session) acquireLock(ctx context.Context, command string) (*lock, error
 				other.Since = fi.ModTime()
 			}
 		}
+		other.User, other.Host, other.Command = shown(other.User), shown(other.Host), shown(other.Command)
 		if s.o.BreakLock || deadLocalOwner(other, host) {
 			removed, err := s.removeLockAsRead(p, raw, rerr == nil)
 			if err != nil {
@@ -201,7 +202,7 @@ func (l *lock) release() {
 	var cur lockInfo
 	if err == nil && json.Unmarshal(raw, &cur) == nil && cur.ID != l.id {
 		l.s.warn("the lock %s was taken over by %s@%s (pid %d, %s) while this command ran (--break-lock); it is left to it",
-			l.path, cur.User, cur.Host, cur.PID, cur.Command)
+			l.path, shown(cur.User), shown(cur.Host), cur.PID, shown(cur.Command))
 		return
 	}
 	if err := l.s.wf.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {

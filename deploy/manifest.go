@@ -80,7 +80,7 @@ func (s *session) readManifest() (*Manifest, error) {
 	// along with it) describes another installation. Manifests of older
 	// celos versions have no workflowsDir and are trusted as before.
 	if m.WorkflowsDir != "" && m.WorkflowsDir != s.wfKey() {
-		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", s.manifestPath(), m.WorkflowsDir, s.wfKey())
+		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", s.manifestPath(), shown(m.WorkflowsDir), s.wfKey())
 		return nil, nil
 	}
 	// Deploy writes only HDFS_ROOT/NAME: a manifest naming another

@@ -411,10 +411,10 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 	if p.HDFSDir != "" {
 		fmt.Fprintf(w, "HDFS directory %s\n", p.HDFSDir)
 		for _, f := range p.FilesAdded {
-			fmt.Fprintf(w, "  + %s (%s)\n", f.Path, HumanBytes(f.NewSize))
+			fmt.Fprintf(w, "  + %s (%s)\n", shown(f.Path), HumanBytes(f.NewSize))
 		}
 		for _, f := range p.FilesRemoved {
-			fmt.Fprintf(w, "  - %s (%s)\n", f.Path, HumanBytes(f.OldSize))
+			fmt.Fprintf(w, "  - %s (%s)\n", shown(f.Path), HumanBytes(f.OldSize))
 		}
 		for _, f := range p.FilesChanged {
 			size := HumanBytes(f.OldSize) + " -> " + HumanBytes(f.NewSize)
@@ -424,7 +424,7 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 			if f.NoDiff != "" {
 				size += ", " + f.NoDiff
 			}
-			fmt.Fprintf(w, "  ~ %s (%s)\n", f.Path, size)
+			fmt.Fprintf(w, "  ~ %s (%s)\n", shown(f.Path), size)
 			if f.Diff != "" {
 				writeDiff(w, f.Diff, diffLines)
 			}
@@ -433,6 +433,19 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 	n := len(p.WorkflowsAdded) + len(p.WorkflowsRemoved) + len(p.WorkflowsChanged)
 	m := len(p.FilesAdded) + len(p.FilesRemoved) + len(p.FilesChanged)
 	fmt.Fprintf(w, "%d workflow(s) and %d file(s) would change.\n", n, m)
+}
+
+// shown writes a name or value read from the target (a file name of the
+// live Oozie directory, an owner record's or a manifest's claim, a lock's
+// owner) as it is, or quoted when it is not UTF-8 or holds a control or
+// format character: a newline would forge lines of the plan or of an
+// error, an escape sequence restyle the terminal or CI log, a bidi
+// override reorder what reviewers read.
+func shown(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func orNone(s string) string {

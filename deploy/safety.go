@@ -346,7 +346,7 @@ func (s *session) checkOwner(hfs targets.FS, dir string, m *Manifest) error {
 		}
 		return fmt.Errorf("%s was deployed through the workflows directory %s, not %s (this target's %s); "+
 			"a typo in the target file, or another installation sharing the HDFS root? Deploy or undeploy it with that installation's target%.0w",
-			s.hdfsURL(dir), rec.WorkflowsDir, s.wfKey(), targets.KeyWorkflowsDir, ErrOwnedElsewhere)
+			s.hdfsURL(dir), shown(rec.WorkflowsDir), s.wfKey(), targets.KeyWorkflowsDir, ErrOwnedElsewhere)
 	}
 	if m != nil && (m.HDFS == nil || m.HDFS.Dir != dir) {
 		return fmt.Errorf("%s exists, has no celos owner record, and this workflows directory's manifest of %s does not name it: "+

@@ -221,3 +221,76 @@ func TestLockReleaseKeepsABreakersLock(t *testing.T) {
 		t.Errorf("B's release left the lock %q", id)
 	}
 }
+
+// TestPlanQuotesHostileRemoteNames: files put into the live Oozie
+// directory on the target by hand or by another tool (a shared HDFS root
+// others can write) have any names; plan printed the removed ones as
+// they were, so a newline forged lines of the plan reviewers read in CI
+// and an escape sequence restyled the terminal or CI log. They are shown
+// quoted now, as the local names that hdfs/ refuses would be.
+func TestPlanQuotesHostileRemoteNames(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := Deploy(ctx, f.options()); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(f.hdfsRoot, "wordcount")
+	writeFiles(t, live, map[string]string{
+		"x\n  + lib/forged.jar (1 B)": "x",
+		"\x1b]0;pwned\x07title":       "x",
+		"lib/\u202egpj.exe":           "x",
+	})
+	p, err := MakePlan(ctx, f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	p.WriteText(&b)
+	out := b.String()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) == "+ lib/forged.jar (1 B)" {
+			t.Errorf("a remote file name forged a line of the plan:\n%s", out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\x07\u202e") {
+		t.Errorf("the plan carries an escape sequence or a bidi control of a remote name: %q", out)
+	}
+	for _, want := range []string{`"x\n  + lib/forged.jar (1 B)"`, `"\x1b]0;pwned\atitle"`, `"lib/\u202egpj.exe"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan does not show %s quoted:\n%s", want, out)
+		}
+	}
+}
+
+// TestHostileOwnerRecordNotEchoed: an owner record claiming the Oozie
+// directory for another workflows directory, whose claim holds a newline
+// and an escape sequence, is refused; the error quotes the claim rather
+// than printing it raw into the terminal or CI log.
+func TestHostileOwnerRecordNotEchoed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := Deploy(ctx, f.options()); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(ownerRecord{Format: OwnerFormat, Project: "wordcount", WorkflowsDir: "sftp://evil/wf\nThe previous deployment is intact.\x1b[2J"})
+	writeFiles(t, filepath.Join(f.hdfsRoot, "wordcount"), map[string]string{OwnerFile: string(rec)})
+	for _, cmd := range []string{"deploy", "plan", "undeploy"} {
+		o := f.options()
+		o.Project = "wordcount"
+		var err error
+		switch cmd {
+		case "deploy":
+			_, err = Deploy(ctx, o)
+		case "plan":
+			_, err = MakePlan(ctx, o)
+		case "undeploy":
+			_, err = Undeploy(ctx, o)
+		}
+		if !errors.Is(err, ErrOwnedElsewhere) {
+			t.Fatalf("%s: want ErrOwnedElsewhere, got %v", cmd, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "\x1b") || strings.Contains(msg, "\nThe previous deployment is intact.\x1b") {
+			t.Errorf("%s: the owner record's claim is printed raw: %q", cmd, msg)
+		}
+	}
+}
