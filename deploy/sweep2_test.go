@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -292,5 +293,83 @@ func TestHostileOwnerRecordNotEchoed(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, "\x1b") || strings.Contains(msg, "\nThe previous deployment is intact.\x1b") {
 			t.Errorf("%s: the owner record's claim is printed raw: %q", cmd, msg)
 		}
+	}
+}
+
+// freezingSFTP freezes the SFTP sessions of srv once the upload has sent
+// 1 MiB of a big file.
+type freezingSFTP struct {
+	targets.FS
+	once   *sync.Once
+	freeze func()
+}
+
+func (f *freezingSFTP) WriteNew(ctx context.Context, name string, r io.Reader, size int64, durable bool) error {
+	if size > 4<<20 {
+		r = &killAfter{r: r, n: 1 << 20, once: f.once, kill: f.freeze}
+	}
+	return f.FS.WriteNew(ctx, name, r, size, durable)
+}
+
+// TestDeploySFTPSessionsStalled: in the middle of a redeploy's upload the
+// real OpenSSH server's SFTP session processes stop answering (SIGSTOP: an
+// sftp-server stuck on a hung mount), while the SSH connection itself
+// answers keep-alives. The deploy hung for ever. It must fail within its
+// SFTP deadline, naming the operation, with the previous deployment
+// intact, and a rerun succeed once the server answers again.
+func TestDeploySFTPSessionsStalled(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	ctx := context.Background()
+	if _, err := Deploy(ctx, r.options(t)); err != nil {
+		t.Fatal(err)
+	}
+	beforeWF := tree(t, filepath.Join(srv.Root, "celos"))["workflows/wordcount.json"]
+	beforeHDFS := tree(t, filepath.Join(srv.Root, "hdfs", "wordcount"))
+
+	r.project = project("wordcount", "wordcount-v2")
+	writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{"lib/big.jar": strings.Repeat("0123456789abcdef", 1<<20)})
+	o := r.options(t)
+	o.Connector.SFTPTimeout = 3 * time.Second
+	var once sync.Once
+	thaw := func() {}
+	t.Cleanup(func() { thaw() })
+	o.Connector.Wrap = func(fsys targets.FS) targets.FS {
+		return &freezingSFTP{FS: fsys, once: &once, freeze: func() { thaw = srv.FreezeSessions() }}
+	}
+	type result struct{ err error }
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() { _, err := Deploy(ctx, o); done <- result{err} }()
+	var err error
+	select {
+	case res := <-done:
+		err = res.err
+	case <-time.After(2 * time.Minute):
+		thaw()
+		t.Fatalf("the deploy still runs 2 minutes after the SFTP sessions stopped answering")
+	}
+	t.Logf("stalled: %v (after %s)", err, time.Since(start))
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "upload HDFS directory" || !se.Intact {
+		t.Fatalf("want an intact failure at the upload, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "no answer") {
+		t.Errorf("the error does not say the server stopped answering: %v", err)
+	}
+	thaw()
+	if got := tree(t, filepath.Join(srv.Root, "celos"))["workflows/wordcount.json"]; got != beforeWF {
+		t.Fatalf("workflows file changed")
+	}
+	if d := cmp.Diff(beforeHDFS, tree(t, filepath.Join(srv.Root, "hdfs", "wordcount"))); d != "" {
+		t.Fatalf("Oozie dir changed (-before +after):\n%s", d)
+	}
+	o = r.options(t)
+	o.BreakLock = true // the stalled deploy's lock may not have been removed
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if got := r.workflowsFile(t); got != marshal(t, r.project) {
+		t.Fatal("rerun did not deploy the new workflows")
 	}
 }
