@@ -386,7 +386,7 @@ func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *local
 		return nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
 	}
 	tmp := targets.TempName(live, "tmp")
-	up, err := upload(ctx, hfs, tree, uploadPlan{dest: tmp, link: same, from: live, start: start}, parallel, progress)
+	up, err := upload(ctx, hfs, tree, uploadPlan{dest: tmp, link: same, from: live, start: start, stamps: distinctStamps(tree, st, start)}, parallel, progress)
 	if err == nil {
 		owner := s.ownerData()
 		if werr := hfs.WriteNew(ctx, path.Join(tmp, OwnerFile), bytes.NewReader(owner), int64(len(owner)), true); werr != nil {

@@ -373,3 +373,78 @@ func TestDeploySFTPSessionsStalled(t *testing.T) {
 		t.Fatal("rerun did not deploy the new workflows")
 	}
 }
+
+// TestDeployNoticesFilesSwappedOnTheServer: every file a deploy uploaded
+// had the same modification time (the deploy's start minus a minute), so
+// a file copied over another of the same size with its time kept (cp -p,
+// hdfs dfs -cp -p) or moved onto it (mv keeps the time) still showed the
+// recorded size and time: an unchanged redeploy kept the wrong content,
+// and a changed one hard-linked it into the new directory, recording the
+// local checksum. Now no two files of a deployment share a time, so the
+// listing shows the swap. On the real OpenSSH server (file:///, with
+// hardlink@openssh.com).
+func TestDeployNoticesFilesSwappedOnTheServer(t *testing.T) {
+	for _, how := range []string{"cp -p", "mv"} {
+		t.Run(how, func(t *testing.T) {
+			srv := sshtest.Start(t, sshtest.Options{})
+			r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+			writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{"conf/a.xml": "<a/>\n", "conf/b.xml": "<b/>\n"})
+			ctx := context.Background()
+			if _, err := Deploy(ctx, r.options(t)); err != nil {
+				t.Fatal(err)
+			}
+			live := filepath.Join(srv.Root, "hdfs", "wordcount")
+			a, b := filepath.Join(live, "conf/a.xml"), filepath.Join(live, "conf/b.xml")
+			switch how {
+			case "cp -p":
+				fi, err := os.Stat(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := exec.Command("cp", "-p", a, b).Run(); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := os.Stat(b); !got.ModTime().Equal(fi.ModTime()) {
+					t.Fatalf("cp -p did not keep the time")
+				}
+			case "mv":
+				if err := os.Rename(a, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := MakePlan(ctx, r.options(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.HasChanges() {
+				t.Errorf("plan sees no change after %s of a.xml onto b.xml", how)
+			}
+			res, err := Deploy(ctx, r.options(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tree(t, filepath.Join(r.deployDir, "hdfs")), deployed(t, tree(t, live))); d != "" {
+				t.Fatalf("after %s on the server the redeploy left (-want +got):\n%s\nresult %+v", how, d, sentOf(res))
+			}
+		})
+	}
+}
+
+// TestDistinctStamps: the files of a deployment never share a time, with
+// the trusted live files that may be linked or among themselves (files
+// checked out in the same second), and stay whole seconds, not racy.
+func TestDistinctStamps(t *testing.T) {
+	start := time.Date(2026, 11, 24, 10, 0, 0, 500, time.UTC)
+	base := start.Add(-stampAge).Truncate(time.Second)
+	checkout := start.Add(-2 * time.Hour)
+	tree := &localTree{files: []localFile{{rel: "a", mtime: start}, {rel: "b", mtime: start}, {rel: "c", mtime: checkout}, {rel: "d", mtime: checkout.Add(300 * time.Millisecond)}}}
+	st := &liveState{trusted: map[string]ManifestFile{"x": {ModTime: base}, "y": {ModTime: base.Add(-2 * time.Second)}}}
+	got := distinctStamps(tree, st, start)
+	want := map[string]time.Time{
+		"a": base.Add(-time.Second), "b": base.Add(-3 * time.Second),
+		"c": checkout.Truncate(time.Second), "d": checkout.Truncate(time.Second).Add(-time.Second),
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("stamps (-want +got):\n%s", d)
+	}
+}
