@@ -68,11 +68,15 @@ func (s *session) readManifest() (*Manifest, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, targets.ErrTooLarge) {
 		return nil, err
 	}
 	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil || m.Format != ManifestFormat || m.Project != s.o.Project {
+	if err != nil || json.Unmarshal(data, &m) != nil || m.Format != ManifestFormat || m.Project != s.o.Project {
+		// Not "no manifest": checkOwner then takes over no Oozie
+		// directory without an owner record, which this manifest might
+		// have said another tool wrote.
+		s.manifestUnreadable = true
 		s.warn("ignoring the unreadable deploy manifest %s", s.manifestPath())
 		return nil, nil
 	}

@@ -352,6 +352,10 @@ func (s *session) checkOwner(hfs targets.FS, dir string, m *Manifest) error {
 		return fmt.Errorf("%s exists, has no celos owner record, and this workflows directory's manifest of %s does not name it: "+
 			"another installation or tool wrote it; remove it by hand if it is not in use%.0w%.0w", s.hdfsURL(dir), s.o.Project, ErrOwnedElsewhere, errUnrecorded)
 	}
+	if m == nil && s.manifestUnreadable {
+		return fmt.Errorf("%s exists, has no celos owner record, and this workflows directory's manifest of %s is unreadable, so whether this project deployed it cannot be told: "+
+			"remove it by hand if it is not in use (or restore the manifest)%.0w%.0w", s.hdfsURL(dir), s.o.Project, ErrOwnedElsewhere, errUnrecorded)
+	}
 	if m == nil {
 		s.warn("%s has no celos owner record (deployed by Celos CI or an older celos); treating it as this workflows directory's (%s)", s.hdfsURL(dir), s.wfKey())
 	}

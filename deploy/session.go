@@ -148,6 +148,9 @@ type session struct {
 	// manifestDirDropped: the manifest named an Oozie directory other
 	// than HDFS_ROOT/NAME, which readManifest dropped.
 	manifestDirDropped bool
+	// manifestUnreadable: the project has a manifest that could not be
+	// read (truncated, not a manifest, too large).
+	manifestUnreadable bool
 	// atRisk: a deployment exists and the command holds the lock to
 	// change it (see StepError.AtRisk).
 	atRisk bool

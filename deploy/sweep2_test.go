@@ -448,3 +448,101 @@ func TestDistinctStamps(t *testing.T) {
 		t.Fatalf("stamps (-want +got):\n%s", d)
 	}
 }
+
+// corruptManifest damages the project's manifest: "truncated" (a crash
+// after a write that was not synced, a disk full) or "huge" (65 MiB, over
+// what deploy reads).
+func corruptManifest(t *testing.T, f *fixture, how string) {
+	t.Helper()
+	p := filepath.Join(f.wfDir, StateDir, "wordcount.manifest.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch how {
+	case "truncated":
+		err = os.WriteFile(p, data[:len(data)/2], 0o644)
+	case "huge":
+		err = os.Truncate(p, 65<<20) // a sparse tail of NULs
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCorruptManifestTakesNothingOver: a project without hdfs/ is
+// deployed (its manifest names no Oozie directory), and HDFS_ROOT/NAME
+// was written by another tool (no owner record). With the manifest
+// intact, deploy refuses that directory and undeploy leaves it. With the
+// manifest truncated, it was read as "no manifest" (a Celos CI
+// deployment): deploy took the directory over and removed it, undeploy
+// removed it. With the manifest over 64 MiB, deploy and undeploy failed
+// at "read manifest" for good. Now an unreadable manifest takes over no
+// directory without an owner record, and does not block the project.
+func TestCorruptManifestTakesNothingOver(t *testing.T) {
+	for _, how := range []string{"truncated", "huge"} {
+		for _, cmd := range []string{"deploy", "undeploy"} {
+			t.Run(how+"/"+cmd, func(t *testing.T) {
+				f := newFixture(t)
+				ctx := context.Background()
+				hdfsDir := filepath.Join(f.deployDir, "hdfs")
+				saved := tree(t, hdfsDir)
+				os.RemoveAll(hdfsDir)
+				if _, err := Deploy(ctx, f.options()); err != nil {
+					t.Fatal(err)
+				}
+				foreign := filepath.Join(f.hdfsRoot, "wordcount")
+				writeFiles(t, foreign, map[string]string{"precious.jar": "another tool's"})
+				writeFiles(t, hdfsDir, saved)
+				corruptManifest(t, f, how)
+				var warnings []string
+				o := f.options()
+				o.Project = "wordcount"
+				o.Warn = func(s string) { warnings = append(warnings, s) }
+				var err error
+				if cmd == "deploy" {
+					_, err = Deploy(ctx, o)
+					if !errors.Is(err, ErrOwnedElsewhere) {
+						t.Errorf("deploy: want ErrOwnedElsewhere, got %v", err)
+					}
+				} else if _, err = Undeploy(ctx, o); err != nil {
+					t.Errorf("undeploy: %v", err)
+				}
+				if d := cmp.Diff(map[string]string{"precious.jar": "another tool's"}, tree(t, foreign)); d != "" {
+					t.Fatalf("%s with a %s manifest changed %s (-want +got):\n%s\nerror %v, warnings %q", cmd, how, foreign, d, err, warnings)
+				}
+				if cmd == "undeploy" {
+					if _, err := os.Stat(filepath.Join(f.wfDir, "wordcount.json")); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("undeploy left the workflows file: %v", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestHugeManifestDoesNotBlockDeploys: a manifest grown over 64 MiB (by
+// hand, or a runaway tool) stopped every deploy of the project at "read
+// manifest". It is now read as unreadable, with a warning: the deploy
+// proceeds (its own Oozie directory has its owner record) and writes a
+// new manifest.
+func TestHugeManifestDoesNotBlockDeploys(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := Deploy(ctx, f.options()); err != nil {
+		t.Fatal(err)
+	}
+	corruptManifest(t, f, "huge")
+	var warnings []string
+	o := f.options()
+	o.Warn = func(s string) { warnings = append(warnings, s) }
+	if _, err := Deploy(ctx, o); err != nil {
+		t.Fatalf("deploy with a huge manifest: %v", err)
+	}
+	if len(warnings) == 0 || !strings.Contains(strings.Join(warnings, "\n"), "unreadable") {
+		t.Errorf("warnings %q, want one about the unreadable manifest", warnings)
+	}
+	if m := readManifestFile(t, f); m.HDFS == nil || len(m.HDFS.Files) != 3 {
+		t.Fatalf("the manifest was not rewritten: %+v", m)
+	}
+}
