@@ -546,3 +546,35 @@ func TestHugeManifestDoesNotBlockDeploys(t *testing.T) {
 		t.Fatalf("the manifest was not rewritten: %+v", m)
 	}
 }
+
+// TestDeploymentsListsSymlinkedWorkflowsFiles: the server schedules a
+// workflows file that is a symbolic link to a regular file (an
+// administrator's NAME.json linking to a versioned copy); celos
+// deployments left it out, so the listing of what is deployed missed a
+// project the server runs. A broken link, which the server loads nothing
+// from, stays out.
+func TestDeploymentsListsSymlinkedWorkflowsFiles(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := Deploy(ctx, f.options()); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, filepath.Join(f.root, "versions"), map[string]string{"legacy-v3.json": `{"project":"legacy","workflows":[]}`})
+	if err := os.Symlink(filepath.Join(f.root, "versions", "legacy-v3.json"), filepath.Join(f.wfDir, "legacy.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(f.root, "versions", "gone.json"), filepath.Join(f.wfDir, "broken.json")); err != nil {
+		t.Fatal(err)
+	}
+	_, ds, err := Deployments(ctx, f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.Project)
+	}
+	if d := cmp.Diff([]string{"legacy", "wordcount"}, got); d != "" {
+		t.Fatalf("projects listed (-want +got):\n%s", d)
+	}
+}
