@@ -578,3 +578,38 @@ func TestDeploymentsListsSymlinkedWorkflowsFiles(t *testing.T) {
 		t.Fatalf("projects listed (-want +got):\n%s", d)
 	}
 }
+
+// TestDeployNoticesFilesCopiedOnHDFS: the same on the real HDFS mini
+// cluster: hdfs dfs -cp -p -f of a file of the deployment onto another
+// of the same size keeps its modification time; the unchanged redeploy
+// must not keep the wrong content. (A file moved onto another, hdfs dfs
+// -mv, leaves one missing: HDFS then uploads the whole tree.)
+func TestDeployNoticesFilesCopiedOnHDFS(t *testing.T) {
+	r, cl, root := newHDFSRemote(t)
+	writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{"conf/a.xml": "<a/>\n", "conf/b.xml": "<b/>\n"})
+	ctx := context.Background()
+	c := cl.Client()
+	if _, err := Deploy(ctx, r.options(t)); err != nil {
+		t.Fatal(err)
+	}
+	live := root + "/wordcount"
+	a, err := c.Stat(live + "/conf/a.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Remove(live + "/conf/b.xml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CopyToRemote(filepath.Join(r.deployDir, "hdfs", "conf", "a.xml"), live+"/conf/b.xml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Chtimes(live+"/conf/b.xml", a.ModTime(), a.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Deploy(ctx, r.options(t)); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(tree(t, filepath.Join(r.deployDir, "hdfs")), deployed(t, hdfsTree(t, c, live))); d != "" {
+		t.Fatalf("after hdfs dfs -cp -p the redeploy left (-want +got):\n%s", d)
+	}
+}
