@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -83,8 +82,12 @@ func splitLines(data []byte) []string {
 	return lines
 }
 
+// readLocalBounded reads at most maxDiffBytes+1 bytes of a file of the
+// tree, opened as every read of hdfs/ is (openLocal: a symbolic link or
+// a FIFO put there since the scan is refused, never followed or waited
+// on).
 func readLocalBounded(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := openLocal(name)
 	if err != nil {
 		return nil, err
 	}

@@ -10,12 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 
 	"github.com/celos-go/celos/internal/testenv/sshtest"
 	"github.com/celos-go/celos/targets"
+	"github.com/celos-go/celos/targets/hadoopconf"
 )
 
 // TestOverlapThroughServerSymlinkOpenSSH: on the real OpenSSH server, the
@@ -611,5 +614,87 @@ func TestDeployNoticesFilesCopiedOnHDFS(t *testing.T) {
 	}
 	if d := cmp.Diff(tree(t, filepath.Join(r.deployDir, "hdfs")), deployed(t, hdfsTree(t, c, live))); d != "" {
 		t.Fatalf("after hdfs dfs -cp -p the redeploy left (-want +got):\n%s", d)
+	}
+}
+
+// swapOnListFS calls swap once, when the live Oozie directory is first
+// listed (after the project's hdfs/ was scanned, before plan reads the
+// changed files for their diff).
+type swapOnListFS struct {
+	targets.FS
+	once *sync.Once
+	swap func()
+}
+
+func (s *swapOnListFS) ReadDir(name string) ([]fs.FileInfo, error) {
+	if strings.HasSuffix(name, "/wordcount") {
+		s.once.Do(s.swap)
+	}
+	return s.FS.ReadDir(name)
+}
+
+// TestPlanDiffOpensLocalFilesSafely: plan read a changed local file for
+// its diff with a plain open, unlike every other read of hdfs/
+// (O_NOFOLLOW|O_NONBLOCK, regular files only): a file replaced after the
+// scan by a symbolic link out of the project had the linked file's
+// content printed in the plan, and one replaced by a FIFO hung the plan.
+// Both are refused now.
+func TestPlanDiffOpensLocalFilesSafely(t *testing.T) {
+	for _, kind := range []string{"symlink", "fifo"} {
+		t.Run(kind, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if _, err := Deploy(ctx, f.options()); err != nil {
+				t.Fatal(err)
+			}
+			local := filepath.Join(f.deployDir, "hdfs", "workflow.xml")
+			writeFiles(t, f.deployDir, map[string]string{"hdfs/workflow.xml": "<workflow-app name='changed, longer'/>\n"})
+			secret := filepath.Join(f.root, "secret.txt")
+			writeFiles(t, f.root, map[string]string{"secret.txt": "password=hunter2\n"})
+			o := f.options()
+			o.Connector = targets.NewConnector(targets.SSHOptions{}, hadoopconf.Options{})
+			t.Cleanup(func() { o.Connector.Close() })
+			var once sync.Once
+			o.Connector.Wrap = func(fsys targets.FS) targets.FS {
+				return &swapOnListFS{FS: fsys, once: &once, swap: func() {
+					os.Remove(local)
+					var err error
+					if kind == "symlink" {
+						err = os.Symlink(secret, local)
+					} else {
+						err = syscall.Mkfifo(local, 0o644)
+					}
+					if err != nil {
+						t.Error(err)
+					}
+				}}
+			}
+			type result struct {
+				p   *Plan
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { p, err := MakePlan(ctx, o); done <- result{p, err} }()
+			var res result
+			select {
+			case res = <-done:
+			case <-time.After(30 * time.Second):
+				if w, err := os.OpenFile(local, os.O_WRONLY, 0); err == nil {
+					w.Close() // let the blocked open return
+				}
+				t.Fatal("plan hung on a FIFO put in place of a changed file")
+			}
+			if res.err == nil {
+				var b strings.Builder
+				res.p.WriteTextDiff(&b, -1)
+				if strings.Contains(b.String(), "hunter2") {
+					t.Fatalf("plan printed the content of a file outside the project:\n%s", b.String())
+				}
+				t.Fatalf("plan accepted a %s in place of a changed file:\n%s\n%+v", kind, b.String(), res.p)
+			}
+			if !errors.Is(res.err, ErrUnsafeLocalFile) || strings.Contains(res.err.Error(), "hunter2") {
+				t.Errorf("want ErrUnsafeLocalFile without the content, got %v", res.err)
+			}
+		})
 	}
 }
