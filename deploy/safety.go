@@ -241,15 +241,23 @@ func (s *session) serverRealPaths(ctx context.Context, loc targets.Location, dir
 	if err != nil {
 		return [2]string{}, fmt.Errorf("%s: %w", loc, err)
 	}
-	a, err := targets.ResolvePath(fsys, dir)
-	if err != nil {
-		return [2]string{}, fmt.Errorf("resolve %s: %w", s.hdfsURLOf(dir), err)
+	var real [2]string
+	for i, p := range []string{dir, loc.Path} {
+		key := serverKey(loc) + p
+		if r, ok := s.realPaths[key]; ok {
+			real[i] = r // each check runs more than once per command
+			continue
+		}
+		r, err := targets.ResolvePath(fsys, p)
+		if err != nil {
+			return [2]string{}, fmt.Errorf("resolve %s%s: %w", loc.Server(), p, err)
+		}
+		if s.realPaths == nil {
+			s.realPaths = map[string]string{}
+		}
+		s.realPaths[key], real[i] = r, r
 	}
-	b, err := targets.ResolvePath(fsys, loc.Path)
-	if err != nil {
-		return [2]string{}, fmt.Errorf("resolve %s: %w", loc, err)
-	}
-	return [2]string{a, b}, nil
+	return real, nil
 }
 
 // checkProjectOverlap refuses, on a local installation, an Oozie

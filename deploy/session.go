@@ -154,6 +154,8 @@ type session struct {
 	// atRisk: a deployment exists and the command holds the lock to
 	// change it (see StepError.AtRisk).
 	atRisk bool
+	// realPaths caches serverRealPaths (server key and path).
+	realPaths map[string]string
 	// warned are the warnings given, each given once though a check
 	// that warns may run more than once (checkOwner).
 	warned map[string]bool

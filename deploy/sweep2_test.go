@@ -37,40 +37,52 @@ import (
 // every project's workflows file, and undeploy removed it. Both must be
 // refused, as on the local disk, with nothing changed.
 func TestOverlapThroughServerSymlinkOpenSSH(t *testing.T) {
-	for _, cmd := range []string{"deploy", "plan", "undeploy"} {
-		t.Run(cmd, func(t *testing.T) {
-			srv := sshtest.Start(t, sshtest.Options{})
-			real := filepath.Join(srv.Root, "srv")
-			home := filepath.Join(srv.Root, "home")
-			if err := os.MkdirAll(real, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(real, home); err != nil {
-				t.Fatal(err)
-			}
-			// The installation as the target file names it: through the link.
-			r := newRemoteIn(t, srv, home, localCore, filepath.Join(real, "celos"))
-			writeFiles(t, r.wfDir, map[string]string{"other.json": `{"project":"other","workflows":[]}`})
-			before := tree(t, real)
-			o := r.options(t)
-			o.Project = "workflows"
-			r.project = project("workflows", "workflows-x")
-			var err error
-			switch cmd {
-			case "deploy":
-				_, err = Deploy(context.Background(), o)
-			case "plan":
-				_, err = MakePlan(context.Background(), o)
-			case "undeploy":
-				_, err = Undeploy(context.Background(), o)
-			}
-			if !errors.Is(err, ErrHDFSDirOverlaps) {
-				t.Errorf("%s: want ErrHDFSDirOverlaps, got %v", cmd, err)
-			}
-			if diff := cmp.Diff(before, tree(t, real)); diff != "" {
-				t.Fatalf("%s changed the installation (-before +after):\n%s", cmd, diff)
-			}
-		})
+	for _, tc := range []struct {
+		name, project string
+		viaLink       bool // the HDFS root named through the link, the workflows directory not
+	}{
+		{"workflows dir through the link", "workflows", false},
+		{"HDFS root through the link, not yet deployed", "wordcount", true},
+	} {
+		for _, cmd := range []string{"deploy", "plan", "undeploy"} {
+			t.Run(tc.name+"/"+cmd, func(t *testing.T) {
+				srv := sshtest.Start(t, sshtest.Options{})
+				real := filepath.Join(srv.Root, "srv")
+				home := filepath.Join(srv.Root, "home")
+				if err := os.MkdirAll(real, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(real, home); err != nil {
+					t.Fatal(err)
+				}
+				// The installation as the target file names it.
+				base, hdfsRoot := home, filepath.Join(real, "celos")
+				if tc.viaLink {
+					base, hdfsRoot = real, filepath.Join(home, "celos", "workflows")
+				}
+				r := newRemoteIn(t, srv, base, localCore, hdfsRoot)
+				writeFiles(t, filepath.Join(real, "celos", "workflows"), map[string]string{"other.json": `{"project":"other","workflows":[]}`})
+				before := tree(t, real)
+				o := r.options(t)
+				o.Project = tc.project
+				r.project = project(tc.project, tc.project+"-x")
+				var err error
+				switch cmd {
+				case "deploy":
+					_, err = Deploy(context.Background(), o)
+				case "plan":
+					_, err = MakePlan(context.Background(), o)
+				case "undeploy":
+					_, err = Undeploy(context.Background(), o)
+				}
+				if !errors.Is(err, ErrHDFSDirOverlaps) {
+					t.Errorf("%s: want ErrHDFSDirOverlaps, got %v", cmd, err)
+				}
+				if diff := cmp.Diff(before, tree(t, real)); diff != "" {
+					t.Fatalf("%s changed the installation (-before +after):\n%s", cmd, diff)
+				}
+			})
+		}
 	}
 }
 

@@ -90,10 +90,11 @@ func (s *SFTP) RealPath(name string) (string, error) {
 }
 
 // ResolvePath returns the absolute path name with the symbolic links of
-// its longest existing prefix resolved on fsys, the rest appended (the
+// its longest resolvable prefix resolved on fsys, the rest appended (the
 // last components may not exist yet). On a file system that is not a
-// RealPather it returns name cleaned. A lost connection is an error;
-// a prefix that cannot be resolved otherwise counts as missing.
+// RealPather it returns name cleaned. A lost connection is an error; a
+// prefix that cannot be resolved otherwise counts as missing. An
+// existing path costs one round trip over SFTP.
 func ResolvePath(fsys FS, name string) (string, error) {
 	name = path.Clean(name)
 	rp, ok := fsys.(RealPather)
@@ -102,15 +103,11 @@ func ResolvePath(fsys FS, name string) (string, error) {
 	}
 	rest := ""
 	for cur := name; ; {
-		if _, err := fsys.Stat(cur); err == nil {
-			r, err := rp.RealPath(cur)
-			if err == nil && path.IsAbs(r) {
-				return path.Join(r, rest), nil
-			}
-			if errors.Is(err, ErrConnectionLost) {
-				return "", err
-			}
-		} else if errors.Is(err, ErrConnectionLost) {
+		r, err := rp.RealPath(cur)
+		if err == nil && path.IsAbs(r) {
+			return path.Join(r, rest), nil
+		}
+		if errors.Is(err, ErrConnectionLost) {
 			return "", err
 		}
 		parent := path.Dir(cur)
