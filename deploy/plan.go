@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -73,6 +74,10 @@ type FileChange struct {
 	// NoDiff says why there is none ("binary", "larger than 512.0 kB").
 	Diff   string `json:"diff,omitempty"`
 	NoDiff string `json:"noDiff,omitempty"`
+	// Kind says what a removed entry is when it is not a regular file
+	// ("directory", "symbolic link", "named pipe", ...): the deploy
+	// rebuilds the Oozie directory without it.
+	Kind string `json:"kind,omitempty"`
 }
 
 // HasChanges reports whether deploying would change anything.
@@ -182,7 +187,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 // are unchanged, else the remote file is read).
 func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manifest) error {
 	remote := map[string]targets.File{}
-	files, _, err := targets.Walk(hfs, live)
+	files, others, err := walkLive(hfs, live, tree)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("list %s: %w", p.HDFSDir, err)
 	}
@@ -218,8 +223,50 @@ func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manif
 	for _, r := range remote {
 		p.FilesRemoved = append(p.FilesRemoved, FileChange{Path: r.Path, OldSize: r.Size, NewSize: -1})
 	}
+	p.FilesRemoved = append(p.FilesRemoved, others...)
 	sort.Slice(p.FilesRemoved, func(i, j int) bool { return p.FilesRemoved[i].Path < p.FilesRemoved[j].Path })
 	return nil
+}
+
+// walkLive lists the live Oozie directory: its regular files, and what
+// else a deploy of tree would not keep: entries that are neither regular
+// files nor directories, and directories tree does not have that hold
+// nothing (one holding something shows by what it holds).
+func walkLive(hfs targets.FS, live string, tree *localTree) (files []targets.File, others []FileChange, err error) {
+	dirs := map[string]bool{}
+	for _, d := range tree.dirs {
+		dirs[d] = true
+	}
+	var walk func(rel string) (empty bool, err error)
+	walk = func(rel string) (bool, error) {
+		entries, err := hfs.ReadDir(path.Join(live, rel))
+		if err != nil {
+			return false, err
+		}
+		sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+		for _, e := range entries {
+			p := path.Join(rel, e.Name())
+			switch {
+			case e.IsDir():
+				empty, err := walk(p)
+				if err != nil {
+					return false, err
+				}
+				if empty && !dirs[p] {
+					others = append(others, FileChange{Path: p + "/", NewSize: -1, Kind: regfile.Kind(e.Mode())})
+				}
+			case e.Mode().IsRegular():
+				files = append(files, targets.File{Path: p, Size: e.Size(), Info: e})
+			default:
+				others = append(others, FileChange{Path: p, NewSize: -1, Kind: regfile.Kind(e.Mode())})
+			}
+		}
+		return len(entries) == 0, nil
+	}
+	if _, err := walk(""); err != nil {
+		return nil, nil, err
+	}
+	return files, others, nil
 }
 
 // sameContent compares a local file with a remote one of the same size:
@@ -414,7 +461,11 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 			fmt.Fprintf(w, "  + %s (%s)\n", shown(f.Path), HumanBytes(f.NewSize))
 		}
 		for _, f := range p.FilesRemoved {
-			fmt.Fprintf(w, "  - %s (%s)\n", shown(f.Path), HumanBytes(f.OldSize))
+			what := HumanBytes(f.OldSize)
+			if f.Kind != "" {
+				what = f.Kind
+			}
+			fmt.Fprintf(w, "  - %s (%s)\n", shown(f.Path), what)
 		}
 		for _, f := range p.FilesChanged {
 			size := HumanBytes(f.OldSize) + " -> " + HumanBytes(f.NewSize)

@@ -710,3 +710,50 @@ func TestPlanDiffOpensLocalFilesSafely(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSeesWhatDeployWouldRemove: an empty directory, a symbolic link
+// or a FIFO put into the live Oozie directory makes the next deploy
+// rebuild it without them, but plan said "No changes" (it compared
+// regular files only). Plan now lists them as removed, and says what
+// they are. On the real OpenSSH server (file:///).
+func TestPlanSeesWhatDeployWouldRemove(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		make       func(live string) error
+	}{
+		{"empty directory", "  - tmp/ (directory)", func(live string) error { return os.Mkdir(filepath.Join(live, "tmp"), 0o755) }},
+		{"symbolic link", "  - lib/current.jar (symbolic link)", func(live string) error {
+			return os.Symlink("wc.jar", filepath.Join(live, "lib", "current.jar"))
+		}},
+		{"fifo", "  - pipe (named pipe)", func(live string) error { return syscall.Mkfifo(filepath.Join(live, "pipe"), 0o644) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := sshtest.Start(t, sshtest.Options{})
+			r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+			ctx := context.Background()
+			if _, err := Deploy(ctx, r.options(t)); err != nil {
+				t.Fatal(err)
+			}
+			live := filepath.Join(srv.Root, "hdfs", "wordcount")
+			if err := tc.make(live); err != nil {
+				t.Fatal(err)
+			}
+			p, err := MakePlan(ctx, r.options(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			p.WriteText(&b)
+			if !p.HasChanges() || !strings.Contains(b.String(), tc.want+"\n") {
+				t.Fatalf("plan, want a line %q:\n%s", tc.want, b.String())
+			}
+			res, err := Deploy(ctx, r.options(t))
+			if err != nil || res.HDFSUnchanged {
+				t.Fatalf("deploy: %+v %v", res, err)
+			}
+			if p, err := MakePlan(ctx, r.options(t)); err != nil || p.HasChanges() {
+				t.Fatalf("plan after the deploy: %+v %v", p, err)
+			}
+		})
+	}
+}
