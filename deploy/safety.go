@@ -356,6 +356,16 @@ func (s *session) checkOwner(hfs targets.FS, dir string, m *Manifest) error {
 			"a typo in the target file, or another installation sharing the HDFS root? Deploy or undeploy it with that installation's target%.0w",
 			s.hdfsURL(dir), shown(rec.WorkflowsDir), s.wfKey(), targets.KeyWorkflowsDir, ErrOwnedElsewhere)
 	}
+	// Without a record it may be taken over below: never a directory that
+	// holds another deployment's Oozie directory (an HDFS root named one
+	// level too high: /user/celos for /user/celos/app and a project app).
+	if inner, other, err := containedDeployment(hfs, dir); err != nil {
+		return fmt.Errorf("cannot tell whether %s holds other Oozie directories: %w", s.hdfsURL(dir), err)
+	} else if other != nil {
+		return fmt.Errorf("%s has no celos owner record and holds the Oozie directory %s of project %s (deployed through %s): "+
+			"it is an HDFS root, not an Oozie directory; is --hdfs-root (or hdfs.root in the target file) right?%.0w",
+			s.hdfsURL(dir), s.hdfsURL(inner), shown(other.Project), shown(other.WorkflowsDir), ErrOwnedElsewhere)
+	}
 	if m != nil && (m.HDFS == nil || m.HDFS.Dir != dir) {
 		return fmt.Errorf("%s exists, has no celos owner record, and this workflows directory's manifest of %s does not name it: "+
 			"another installation or tool wrote it; remove it by hand if it is not in use%.0w%.0w", s.hdfsURL(dir), s.o.Project, ErrOwnedElsewhere, errUnrecorded)
@@ -368,6 +378,39 @@ func (s *session) checkOwner(hfs targets.FS, dir string, m *Manifest) error {
 		s.warn("%s has no celos owner record (deployed by Celos CI or an older celos); treating it as this workflows directory's (%s)", s.hdfsURL(dir), s.wfKey())
 	}
 	return nil
+}
+
+// containedDeployment returns a directory one or two levels below dir
+// that has a celos owner record, and that record (nil if none is found
+// within maxContainedChecks directories).
+func containedDeployment(hfs targets.FS, dir string) (string, *ownerRecord, error) {
+	const maxContainedChecks = 256
+	checked := 0
+	level := []string{dir}
+	for depth := 0; depth < 2; depth++ {
+		var next []string
+		for _, d := range level {
+			entries, err := hfs.ReadDir(d)
+			if err != nil {
+				return "", nil, err
+			}
+			for _, e := range entries {
+				if !e.IsDir() {
+					continue
+				}
+				if checked++; checked > maxContainedChecks {
+					return "", nil, nil
+				}
+				child := path.Join(d, e.Name())
+				if rec, err := readOwner(hfs, child); err == nil && rec != nil {
+					return child, rec, nil
+				}
+				next = append(next, child)
+			}
+		}
+		level = next
+	}
+	return "", nil, nil
 }
 
 // ownerData is the owner record this deploy writes.

@@ -757,3 +757,45 @@ func TestPlanSeesWhatDeployWouldRemove(t *testing.T) {
 		})
 	}
 }
+
+// TestHDFSRootOfOthersNotTakenOver: a project named like the last
+// component of the HDFS root (app) deployed or undeployed with
+// --hdfs-root one level too high (/user/celos for /user/celos/app) has
+// HDFS_ROOT/NAME = the real HDFS root, holding every other project's
+// Oozie directory. It has no owner record and the project no manifest,
+// so it was taken over as a Celos CI deployment: deploy swapped it aside
+// and removed it, undeploy removed it. A directory that holds another
+// deployment's Oozie directory (an owner record one or two levels down)
+// is never taken over now. On the real HDFS mini cluster.
+func TestHDFSRootOfOthersNotTakenOver(t *testing.T) {
+	for _, cmd := range []string{"deploy", "plan", "undeploy"} {
+		t.Run(cmd, func(t *testing.T) {
+			r, cl, root := newHDFSRemote(t) // root is /<test>/app
+			ctx := context.Background()
+			c := cl.Client()
+			if _, err := Deploy(ctx, r.options(t)); err != nil {
+				t.Fatal(err)
+			}
+			before := hdfsTree(t, c, root)
+			o := r.options(t)
+			o.Project = "app"
+			o.HDFSRoot = path.Dir(root)
+			r.project = project("app", "app-x")
+			var err error
+			switch cmd {
+			case "deploy":
+				_, err = Deploy(ctx, o)
+			case "plan":
+				_, err = MakePlan(ctx, o)
+			case "undeploy":
+				_, err = Undeploy(ctx, o)
+			}
+			if !errors.Is(err, ErrOwnedElsewhere) {
+				t.Errorf("%s: want ErrOwnedElsewhere, got %v", cmd, err)
+			}
+			if d := cmp.Diff(before, hdfsTree(t, c, root)); d != "" {
+				t.Fatalf("%s with the HDFS root one level up changed the real HDFS root (-before +after):\n%s", cmd, d)
+			}
+		})
+	}
+}
