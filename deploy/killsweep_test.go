@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/child"
+	"github.com/celos-go/celos/internal/testenv/hdfstest"
 	"github.com/celos-go/celos/internal/testenv/sshtest"
 	"github.com/celos-go/celos/schema/workflow"
 	"github.com/celos-go/celos/targets"
@@ -25,16 +27,17 @@ import (
 // its child: where to deploy, and before which change of the target to
 // kill itself.
 type killAtParams struct {
-	Target, KnownHosts, Key, DeployDir string
-	Project                            *workflow.Project
-	At                                 int64
+	Target, KnownHosts, Key, DeployDir, User string
+	Project                                  *workflow.Project
+	At                                       int64
 }
 
 const killAtEnv = "CELOS_TEST_KILL_AT"
 
 // killingAtFS SIGKILLs its own process before the at-th change it is
 // asked to make (a write, link, time set, rename, removal or mkdir),
-// keeping the links, times and real paths of the file system it wraps.
+// keeping the times of the file system it wraps (linkingKillFS its links
+// and real paths too).
 type killingAtFS struct {
 	targets.FS
 	at    int64
@@ -56,7 +59,12 @@ func (k *killingAtFS) Rename(from, to string) error { k.change(); return k.FS.Re
 func (k *killingAtFS) Remove(name string) error     { k.change(); return k.FS.Remove(name) }
 func (k *killingAtFS) RemoveAll(name string) error  { k.change(); return k.FS.RemoveAll(name) }
 func (k *killingAtFS) MkdirAll(name string) error   { k.change(); return k.FS.MkdirAll(name) }
-func (k *killingAtFS) Link(oldname, newname string) error {
+
+// linkingKillFS is killingAtFS on a file system with hard links and
+// real paths (the local disk, OpenSSH).
+type linkingKillFS struct{ *killingAtFS }
+
+func (k linkingKillFS) Link(oldname, newname string) error {
 	k.change()
 	return k.FS.(targets.Linker).Link(oldname, newname)
 }
@@ -64,8 +72,54 @@ func (k *killingAtFS) SetModTime(name string, mtime time.Time) error {
 	k.change()
 	return k.FS.(targets.TimeSetter).SetModTime(name, mtime)
 }
-func (k *killingAtFS) RealPath(name string) (string, error) {
+func (k linkingKillFS) RealPath(name string) (string, error) {
 	return k.FS.(targets.RealPather).RealPath(name)
+}
+
+// killAtChild is the child of the kill sweeps: the deploy of
+// killAtParams, killed before its At-th change.
+func killAtChild() error {
+	var p killAtParams
+	if err := json.Unmarshal([]byte(os.Getenv(killAtEnv)), &p); err != nil {
+		return err
+	}
+	conn := targets.NewConnector(targets.SSHOptions{KnownHosts: []string{p.KnownHosts}, Identities: []string{p.Key}, NoAgent: true, Timeout: 10 * time.Second},
+		hadoopconf.Options{User: p.User, DialTimeout: 5 * time.Second})
+	var count atomic.Int64
+	conn.Wrap = func(fsys targets.FS) targets.FS {
+		k := &killingAtFS{FS: fsys, at: p.At, count: &count}
+		if _, ok := fsys.(targets.Linker); ok {
+			return linkingKillFS{k}
+		}
+		return k
+	}
+	_, err := Deploy(context.Background(), Options{Target: p.Target, DeployDir: p.DeployDir, Connector: conn, Parallel: 1,
+		Compile: func(string) (*workflow.Project, []string, error) { q := *p.Project; return &q, nil, nil }})
+	return err
+}
+
+// runKilledAt starts the child deploying r's project killed before its
+// at-th change, and reports whether it was killed (else it ran to the
+// end).
+func runKilledAt(t *testing.T, r *remote, at int64) (killed bool) {
+	t.Helper()
+	params, _ := json.Marshal(killAtParams{Target: r.target, KnownHosts: r.srv.KnownHostsPath, Key: r.srv.ClientKeyPath,
+		DeployDir: r.deployDir, User: r.user, Project: r.project, At: at})
+	t.Setenv(killAtEnv, string(params))
+	p := child.Start(t, 4<<30, nil)
+	deadline := time.Now().Add(2 * time.Minute)
+	for exited, _ := p.Exited(); !exited; exited, _ = p.Exited() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the child did not end within 2 minutes:\n%s", p.Output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err := p.Exited()
+	killed = err != nil && strings.Contains(err.Error(), "killed")
+	if err != nil && !killed {
+		t.Fatalf("the child failed: %v\n%s", err, p.Output())
+	}
+	return killed
 }
 
 // TestDeployKilledAtEveryChange: an incremental redeploy on the real
@@ -80,18 +134,7 @@ func (k *killingAtFS) RealPath(name string) (string, error) {
 // else; and a deploy after it changes nothing.
 func TestDeployKilledAtEveryChange(t *testing.T) {
 	if child.Is(t) {
-		child.Start(t, 4<<30, func() error {
-			var p killAtParams
-			if err := json.Unmarshal([]byte(os.Getenv(killAtEnv)), &p); err != nil {
-				return err
-			}
-			conn := targets.NewConnector(targets.SSHOptions{KnownHosts: []string{p.KnownHosts}, Identities: []string{p.Key}, NoAgent: true, Timeout: 10 * time.Second}, hadoopconf.Options{DialTimeout: 5 * time.Second})
-			var count atomic.Int64
-			conn.Wrap = func(fsys targets.FS) targets.FS { return &killingAtFS{FS: fsys, at: p.At, count: &count} }
-			_, err := Deploy(context.Background(), Options{Target: p.Target, DeployDir: p.DeployDir, Connector: conn, Parallel: 1,
-				Compile: func(string) (*workflow.Project, []string, error) { q := *p.Project; return &q, nil, nil }})
-			return err
-		})
+		child.Start(t, 4<<30, killAtChild)
 		return
 	}
 	v1 := map[string]string{"conf/a.xml": "<a/>\n", "conf/b.xml": "<b/>\n", "workflow.xml": "<workflow-app name='v1'/>\n"}
@@ -126,21 +169,7 @@ func killDeployAt(t *testing.T, at int64, v1, v2 map[string]string) (ranToEnd bo
 	r.project = project("wordcount", "wordcount-v2")
 	wf2 := marshal(t, r.project)
 
-	params, _ := json.Marshal(killAtParams{Target: r.target, KnownHosts: srv.KnownHostsPath, Key: srv.ClientKeyPath, DeployDir: r.deployDir, Project: r.project, At: at})
-	t.Setenv(killAtEnv, string(params))
-	p := child.Start(t, 4<<30, nil)
-	deadline := time.Now().Add(2 * time.Minute)
-	for exited, _ := p.Exited(); !exited; exited, _ = p.Exited() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the child did not end within 2 minutes:\n%s", p.Output())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	_, err := p.Exited()
-	killed := err != nil && strings.Contains(err.Error(), "killed")
-	if err != nil && !killed {
-		t.Fatalf("the child failed: %v\n%s", err, p.Output())
-	}
+	killed := runKilledAt(t, r, at)
 
 	live := filepath.Join(srv.Root, "hdfs", "wordcount")
 	got := tree(t, live)
@@ -208,4 +237,79 @@ func hasPrefixIn(names []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestDeployKilledAtEveryChangeHDFS: the same sweep with the Oozie
+// directory on the real HDFS mini cluster (no hard links: a changed
+// project is uploaded whole; renames and removals on the NameNode).
+func TestDeployKilledAtEveryChangeHDFS(t *testing.T) {
+	if child.Is(t) {
+		child.Start(t, 4<<30, killAtChild)
+		return
+	}
+	cl := hdfstest.Shared(t)
+	c := cl.Client()
+	v1 := map[string]string{"conf/a.xml": "<a/>\n", "conf/b.xml": "<b/>\n", "workflow.xml": "<workflow-app name='v1'/>\n"}
+	v2 := map[string]string{"conf/a.xml": "<a/>\n", "conf/c.xml": "<c/>\n", "workflow.xml": "<workflow-app name='v2'/>\n"}
+	for at := int64(1); ; at++ {
+		if at > 100 {
+			t.Fatal("the deploy was still killed at its 100th change")
+		}
+		srv := sshtest.Start(t, sshtest.Options{})
+		root := fmt.Sprintf("/%s/%d/app", t.Name(), at)
+		r := newRemote(t, srv, cl.CoreSite(t), root)
+		r.user = cl.User()
+		hdfsDir := filepath.Join(r.deployDir, "hdfs")
+		os.RemoveAll(hdfsDir)
+		writeFiles(t, hdfsDir, v1)
+		ctx := context.Background()
+		if _, err := Deploy(ctx, r.options(t)); err != nil {
+			t.Fatal(err)
+		}
+		wf1 := r.workflowsFile(t)
+		os.RemoveAll(hdfsDir)
+		writeFiles(t, hdfsDir, v2)
+		r.project = project("wordcount", "wordcount-v2")
+		wf2 := marshal(t, r.project)
+		killed := runKilledAt(t, r, at)
+
+		live := root + "/wordcount"
+		got := hdfsTree(t, c, live)
+		delete(got, OwnerFile)
+		wf := r.workflowsFile(t)
+		switch {
+		case len(got) == 0:
+			if !hasPrefixIn(hdfsNames(t, c, root), ".wordcount.old-") || wf != wf1 {
+				t.Fatalf("killed at change %d: the live Oozie directory is gone (previous one beside it: %v, old workflows file: %v)",
+					at, hasPrefixIn(hdfsNames(t, c, root), ".wordcount.old-"), wf == wf1)
+			}
+		case cmp.Equal(got, v1):
+			if wf != wf1 {
+				t.Fatalf("killed at change %d: the new workflows file runs against the old Oozie directory", at)
+			}
+		case cmp.Equal(got, v2):
+		default:
+			t.Fatalf("killed at change %d: the live Oozie directory is neither the old nor the new one: %v", at, got)
+		}
+		if _, err := Deploy(ctx, r.options(t)); err != nil {
+			t.Fatalf("killed at change %d, the rerun: %v", at, err)
+		}
+		if d := cmp.Diff(v2, deployed(t, hdfsTree(t, c, live))); d != "" {
+			t.Fatalf("killed at change %d, after the rerun (-want +got):\n%s", at, d)
+		}
+		if r.workflowsFile(t) != wf2 {
+			t.Fatalf("killed at change %d, after the rerun: not the new workflows file", at)
+		}
+		if d := cmp.Diff([]string{"wordcount"}, hdfsNames(t, c, root)); d != "" {
+			t.Fatalf("killed at change %d, HDFS root after the rerun (-want +got):\n%s", at, d)
+		}
+		if res, err := Deploy(ctx, r.options(t)); err != nil || !res.HDFSUnchanged || !res.WorkflowsUnchanged {
+			t.Fatalf("killed at change %d, a deploy after the rerun changed something: %+v %v", at, res, err)
+		}
+		srv.Stop()
+		if !killed {
+			t.Logf("the deploy ran to the end: it makes %d changes", at-1)
+			return
+		}
+	}
 }
