@@ -486,6 +486,10 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 	fmt.Fprintf(w, "%d workflow(s) and %d file(s) would change.\n", n, m)
 }
 
+// Shown is shown, for the commands that print what deploy read from a
+// target (celos deployments).
+func Shown(s string) string { return shown(s) }
+
 // shown writes a name or value read from the target (a file name of the
 // live Oozie directory, an owner record's or a manifest's claim, a lock's
 // owner) as it is, or quoted when it is not UTF-8 or holds a control or
