@@ -30,6 +30,7 @@ type killAtParams struct {
 	Target, KnownHosts, Key, DeployDir, User string
 	Project                                  *workflow.Project
 	At                                       int64
+	Undeploy                                 bool
 }
 
 const killAtEnv = "CELOS_TEST_KILL_AT"
@@ -93,18 +94,25 @@ func killAtChild() error {
 		}
 		return k
 	}
-	_, err := Deploy(context.Background(), Options{Target: p.Target, DeployDir: p.DeployDir, Connector: conn, Parallel: 1,
-		Compile: func(string) (*workflow.Project, []string, error) { q := *p.Project; return &q, nil, nil }})
+	o := Options{Target: p.Target, DeployDir: p.DeployDir, Connector: conn, Parallel: 1,
+		Compile: func(string) (*workflow.Project, []string, error) { q := *p.Project; return &q, nil, nil }}
+	var err error
+	if p.Undeploy {
+		o.Project = p.Project.Project
+		_, err = Undeploy(context.Background(), o)
+	} else {
+		_, err = Deploy(context.Background(), o)
+	}
 	return err
 }
 
 // runKilledAt starts the child deploying r's project killed before its
 // at-th change, and reports whether it was killed (else it ran to the
 // end).
-func runKilledAt(t *testing.T, r *remote, at int64) (killed bool) {
+func runKilledAt(t *testing.T, r *remote, at int64, undeploy bool) (killed bool) {
 	t.Helper()
 	params, _ := json.Marshal(killAtParams{Target: r.target, KnownHosts: r.srv.KnownHostsPath, Key: r.srv.ClientKeyPath,
-		DeployDir: r.deployDir, User: r.user, Project: r.project, At: at})
+		DeployDir: r.deployDir, User: r.user, Project: r.project, At: at, Undeploy: undeploy})
 	t.Setenv(killAtEnv, string(params))
 	p := child.Start(t, 4<<30, nil)
 	deadline := time.Now().Add(2 * time.Minute)
@@ -169,7 +177,7 @@ func killDeployAt(t *testing.T, at int64, v1, v2 map[string]string) (ranToEnd bo
 	r.project = project("wordcount", "wordcount-v2")
 	wf2 := marshal(t, r.project)
 
-	killed := runKilledAt(t, r, at)
+	killed := runKilledAt(t, r, at, false)
 
 	live := filepath.Join(srv.Root, "hdfs", "wordcount")
 	got := tree(t, live)
@@ -271,7 +279,7 @@ func TestDeployKilledAtEveryChangeHDFS(t *testing.T) {
 		writeFiles(t, hdfsDir, v2)
 		r.project = project("wordcount", "wordcount-v2")
 		wf2 := marshal(t, r.project)
-		killed := runKilledAt(t, r, at)
+		killed := runKilledAt(t, r, at, false)
 
 		live := root + "/wordcount"
 		got := hdfsTree(t, c, live)
@@ -309,6 +317,67 @@ func TestDeployKilledAtEveryChangeHDFS(t *testing.T) {
 		srv.Stop()
 		if !killed {
 			t.Logf("the deploy ran to the end: it makes %d changes", at-1)
+			return
+		}
+	}
+}
+
+// TestUndeployKilledAtEveryChange: an undeploy on the real OpenSSH server
+// (file:///) is killed before each of its changes in turn. The workflows
+// file goes first: whenever the Oozie directory is not whole any more,
+// the server has no workflow left to run against it. Rerun, the undeploy
+// removes the rest (lock, directory, manifest, leftovers); a deploy then
+// works and plan sees no change.
+func TestUndeployKilledAtEveryChange(t *testing.T) {
+	if child.Is(t) {
+		child.Start(t, 4<<30, killAtChild)
+		return
+	}
+	v1 := map[string]string{"conf/a.xml": "<a/>\n", "lib/wc.jar": "jar", "workflow.xml": "<workflow-app name='v1'/>\n"}
+	for at := int64(1); ; at++ {
+		if at > 100 {
+			t.Fatal("the undeploy was still killed at its 100th change")
+		}
+		srv := sshtest.Start(t, sshtest.Options{})
+		r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+		hdfsDir := filepath.Join(r.deployDir, "hdfs")
+		os.RemoveAll(hdfsDir)
+		writeFiles(t, hdfsDir, v1)
+		ctx := context.Background()
+		if _, err := Deploy(ctx, r.options(t)); err != nil {
+			t.Fatal(err)
+		}
+		killed := runKilledAt(t, r, at, true)
+
+		live := filepath.Join(srv.Root, "hdfs", "wordcount")
+		got := tree(t, live)
+		delete(got, OwnerFile)
+		_, wfErr := os.Stat(filepath.Join(r.wfDir, "wordcount.json"))
+		if !cmp.Equal(got, v1) && wfErr == nil {
+			t.Fatalf("killed at change %d: the workflows file is still there, its Oozie directory not whole: %v", at, got)
+		}
+		o := r.options(t)
+		o.Project = "wordcount"
+		if _, err := Undeploy(ctx, o); err != nil {
+			t.Fatalf("killed at change %d, the rerun: %v", at, err)
+		}
+		for _, dir := range []string{filepath.Join(srv.Root, "hdfs"), filepath.Join(r.wfDir, StateDir)} {
+			if n := names(t, dir); len(n) != 0 {
+				t.Fatalf("killed at change %d, after the rerun %s holds %v", at, dir, n)
+			}
+		}
+		if d := cmp.Diff([]string{StateDir}, names(t, r.wfDir)); d != "" {
+			t.Fatalf("killed at change %d, workflows directory after the rerun (-want +got):\n%s", at, d)
+		}
+		if _, err := Deploy(ctx, r.options(t)); err != nil {
+			t.Fatalf("killed at change %d, a deploy after the rerun: %v", at, err)
+		}
+		if p, err := MakePlan(ctx, r.options(t)); err != nil || p.HasChanges() {
+			t.Fatalf("killed at change %d, plan after the new deploy: %+v %v", at, p, err)
+		}
+		srv.Stop()
+		if !killed {
+			t.Logf("the undeploy ran to the end: it makes %d changes", at-1)
 			return
 		}
 	}
