@@ -100,7 +100,8 @@ func (s *session) acquireLock(ctx context.Context, command string) (*lock, error
 				other.Since = fi.ModTime()
 			}
 		}
-		other.User, other.Host, other.Command = shown(other.User), shown(other.Host), shown(other.Command)
+		// Read from the target: quoted in messages when not printable.
+		who := shown(other.User) + "@" + shown(other.Host)
 		if s.o.BreakLock || deadLocalOwner(other, host) {
 			removed, err := s.removeLockAsRead(p, raw, rerr == nil)
 			if err != nil {
@@ -110,15 +111,15 @@ func (s *session) acquireLock(ctx context.Context, command string) (*lock, error
 				continue // another lock was there by then: look at it
 			}
 			if s.o.BreakLock {
-				s.warn("broke the lock held by %s@%s (pid %d) since %s", other.User, other.Host, other.PID, other.Since.UTC().Format(time.RFC3339))
+				s.warn("broke the lock held by %s (pid %d) since %s", who, other.PID, other.Since.UTC().Format(time.RFC3339))
 			} else {
-				s.warn("removed a stale lock left by %s@%s (pid %d, no longer running)", other.User, other.Host, other.PID)
+				s.warn("removed a stale lock left by %s (pid %d, no longer running)", who, other.PID)
 			}
 			continue
 		}
 		return nil, &LockedError{
 			Path:  s.target.WorkflowsDir.Join(StateDir, s.o.Project+".lock").String(),
-			Owner: fmt.Sprintf("%s@%s (pid %d, %s)", other.User, other.Host, other.PID, other.Command),
+			Owner: fmt.Sprintf("%s (pid %d, %s)", who, other.PID, shown(other.Command)),
 			Since: other.Since,
 			Age:   time.Since(other.Since),
 		}
