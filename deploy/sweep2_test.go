@@ -799,3 +799,23 @@ func TestHDFSRootOfOthersNotTakenOver(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileLockOwnerQuoted: a lock file whose owner fields hold a
+// newline and an escape sequence (written by hand, or by a hostile user
+// of the target) is named quoted in the "locked" error.
+func TestHostileLockOwnerQuoted(t *testing.T) {
+	f := newFixture(t)
+	other, _ := json.Marshal(lockInfo{ID: "x", Project: "wordcount", User: "eve\nThe previous deployment is intact.", Host: "h\x1b[2J", PID: 1, Since: time.Now(), Command: "deploy\x1b]0;t\x07"})
+	writeFiles(t, filepath.Join(f.wfDir, StateDir), map[string]string{"wordcount.lock": string(other)})
+	_, err := Deploy(context.Background(), f.options())
+	var le *LockedError
+	if !errors.As(err, &le) {
+		t.Fatalf("want LockedError, got %v", err)
+	}
+	if msg := err.Error(); strings.ContainsAny(msg, "\x1b\x07") || strings.Contains(msg, "\nThe previous deployment is intact.") {
+		t.Errorf("the lock's owner is printed raw: %q", msg)
+	}
+	if !strings.Contains(err.Error(), `"eve\nThe previous deployment is intact."@"h\x1b[2J"`) {
+		t.Errorf("the owner is not shown quoted: %q", err.Error())
+	}
+}
