@@ -172,10 +172,11 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	if err := s.checkOwner(hfs, live, m); err != nil {
 		return nil, err
 	}
-	if err := diffHDFSDir(p, hfs, live, c.tree, m); err != nil {
+	listed, err := diffHDFSDir(p, hfs, live, c.tree, m)
+	if err != nil {
 		return nil, err
 	}
-	if err := addTextDiffs(p, hfs, live, c.tree); err != nil {
+	if err := addTextDiffs(p, hfs, live, c.tree, listed); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -184,15 +185,18 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 // diffHDFSDir compares the project's hdfs/ tree with the Oozie directory
 // live on the target, file by file, into p's Files* fields: sizes first,
 // then content (the manifest m's checksums while a file's size and time
-// are unchanged, else the remote file is read).
-func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manifest) error {
+// are unchanged, else the remote file is read). It returns the regular
+// files listed, by relative path.
+func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manifest) (map[string]fs.FileInfo, error) {
 	remote := map[string]targets.File{}
 	files, others, err := walkLive(hfs, live, tree)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("list %s: %w", p.HDFSDir, err)
+		return nil, fmt.Errorf("list %s: %w", p.HDFSDir, err)
 	}
+	listed := make(map[string]fs.FileInfo, len(files))
 	for _, f := range files {
 		remote[f.Path] = f
+		listed[f.Path] = f.Info
 	}
 	delete(remote, OwnerFile) // written by deploy, not part of hdfs/
 	known := map[string]ManifestFile{}
@@ -214,7 +218,7 @@ func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manif
 		}
 		same, err := sameContent(hfs, path.Join(live, f.rel), r, m, known[f.rel], f.path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !same {
 			p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
@@ -225,7 +229,7 @@ func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manif
 	}
 	p.FilesRemoved = append(p.FilesRemoved, others...)
 	sort.Slice(p.FilesRemoved, func(i, j int) bool { return p.FilesRemoved[i].Path < p.FilesRemoved[j].Path })
-	return nil
+	return listed, nil
 }
 
 // walkLive lists the live Oozie directory: its regular files, and what
@@ -280,7 +284,7 @@ func sameContent(hfs targets.FS, remotePath string, r targets.File, m *Manifest,
 	if m != nil && m.trusts(rec, r.Size, r.Info.ModTime()) {
 		return rec.SHA256 == want, nil
 	}
-	f, err := hfs.Open(remotePath)
+	f, err := openListed(hfs, remotePath, r.Info)
 	if err != nil {
 		return false, err
 	}
@@ -290,6 +294,29 @@ func sameContent(hfs targets.FS, remotePath string, r targets.File, m *Manifest,
 		return false, fmt.Errorf("read %s: %w", remotePath, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)) == want, nil
+}
+
+// openListed opens the remote file listed as info, and refuses it when
+// the file opened is not the one listed (its handle's size and time):
+// SFTP's open follows a symbolic link put in its place since the listing,
+// to a file of the server the plan would print. (HDFS has no links.)
+func openListed(hfs targets.FS, name string, info fs.FileInfo) (io.ReadCloser, error) {
+	f, err := hfs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok && info != nil {
+		fi, err := st.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s%s: %w", hfs, name, err)
+		}
+		if !fi.Mode().IsRegular() || fi.Size() != info.Size() || !fi.ModTime().Equal(info.ModTime()) {
+			f.Close()
+			return nil, fmt.Errorf("%s%s changed since it was listed (rewritten, or replaced by a symbolic link); run the plan again", hfs, name)
+		}
+	}
+	return f, nil
 }
 
 // diffDocuments compares the deployed workflows file with the new one.

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -30,7 +31,7 @@ const DefaultDiffLines = 40
 // old and new versions are both text (UTF-8 without control characters
 // other than tab, CR and form feed, at most maxDiffBytes and
 // maxDiffLines), and marks the others binary or too large.
-func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree) error {
+func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree, listed map[string]fs.FileInfo) error {
 	local := map[string]string{}
 	for _, f := range tree.files {
 		local[f.rel] = f.path
@@ -45,7 +46,7 @@ func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree) error {
 		if err != nil {
 			return err
 		}
-		oldData, err := targets.ReadFile(hfs, path.Join(live, fc.Path), maxDiffBytes)
+		oldData, err := readListed(hfs, path.Join(live, fc.Path), listed[fc.Path])
 		if err != nil {
 			return fmt.Errorf("read %s: %w", fc.Path, err)
 		}
@@ -67,6 +68,24 @@ func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree) error {
 		fc.Diff = d
 	}
 	return nil
+}
+
+// readListed reads the remote file listed as info (openListed), at
+// most maxDiffBytes.
+func readListed(hfs targets.FS, name string, info fs.FileInfo) ([]byte, error) {
+	f, err := openListed(hfs, name, info)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxDiffBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s%s: %w", hfs, name, err)
+	}
+	if len(data) > maxDiffBytes {
+		return nil, fmt.Errorf("%s%s grew since it was listed; run the plan again", hfs, name)
+	}
+	return data, nil
 }
 
 // splitLines splits data after each newline; a last line without one

@@ -819,3 +819,73 @@ func TestHostileLockOwnerQuoted(t *testing.T) {
 		t.Errorf("the owner is not shown quoted: %q", err.Error())
 	}
 }
+
+// swapOnOpenFS calls swap once, before the first file of the live Oozie
+// directory named name is opened for reading.
+type swapOnOpenFS struct {
+	targets.FS
+	name string
+	once *sync.Once
+	swap func()
+}
+
+func (s *swapOnOpenFS) Open(name string) (io.ReadCloser, error) {
+	if strings.HasSuffix(name, "/wordcount/"+s.name) {
+		s.once.Do(s.swap)
+	}
+	return s.FS.Open(name)
+}
+
+// TestPlanReadsOnlyTheListedRemoteFile: a file of the live Oozie
+// directory on the server (file:/// over SFTP) replaced by a symbolic
+// link to another file of the server after plan listed it, before plan
+// read it for its diff or its checksum: SFTP's open follows the link, and
+// the plan printed the other file. A file whose opened handle is not the
+// one listed (size and time) is refused now. On the real OpenSSH server.
+func TestPlanReadsOnlyTheListedRemoteFile(t *testing.T) {
+	for _, tc := range []struct{ name, local string }{
+		{"diff", "<workflow-app name='a longer one, changed'/>\n"},
+		{"checksum", "<workflow-app name='WORDCOUNT'/>\n"}, // same size: read back unless trusted
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := sshtest.Start(t, sshtest.Options{})
+			r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+			ctx := context.Background()
+			if _, err := Deploy(ctx, r.options(t)); err != nil {
+				t.Fatal(err)
+			}
+			live := filepath.Join(srv.Root, "hdfs", "wordcount")
+			secret := filepath.Join(srv.Root, "secret.txt")
+			writeFiles(t, srv.Root, map[string]string{"secret.txt": "password=hunter2 and more of the same size\n"[:33]})
+			if tc.name == "checksum" {
+				os.Remove(filepath.Join(r.wfDir, StateDir, "wordcount.manifest.json")) // nothing trusted: read back
+			}
+			writeFiles(t, filepath.Join(r.deployDir, "hdfs"), map[string]string{"workflow.xml": tc.local})
+			o := r.options(t)
+			var once sync.Once
+			o.Connector.Wrap = func(fsys targets.FS) targets.FS {
+				return &swapOnOpenFS{FS: fsys, name: "workflow.xml", once: &once, swap: func() {
+					p := filepath.Join(live, "workflow.xml")
+					if err := os.Remove(p); err != nil {
+						t.Error(err)
+					}
+					if err := os.Symlink(secret, p); err != nil {
+						t.Error(err)
+					}
+				}}
+			}
+			p, err := MakePlan(ctx, o)
+			if err == nil {
+				var b strings.Builder
+				p.WriteTextDiff(&b, -1)
+				if strings.Contains(b.String(), "hunter2") {
+					t.Fatalf("plan printed a file the live directory only linked to:\n%s", b.String())
+				}
+				t.Fatalf("plan read through a link put in place of a listed file:\n%s", b.String())
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("the error shows the linked file: %v", err)
+			}
+		})
+	}
+}
