@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/sshtest"
@@ -615,8 +616,18 @@ func TestDeployNoticesFilesCopiedOnHDFS(t *testing.T) {
 	if err := c.Remove(live + "/conf/b.xml"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CopyToRemote(filepath.Join(r.deployDir, "hdfs", "conf", "a.xml"), live+"/conf/b.xml"); err != nil {
+	w, err := c.Create(live + "/conf/b.xml") // a's content: hdfs dfs -cp -p -f
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := io.WriteString(w, "<a/>\n"); err != nil {
+		t.Fatal(err)
+	}
+	for err := w.Close(); err != nil; err = w.Close() {
+		if !hdfs.IsErrReplicating(err) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // the NameNode has not seen the replica yet
 	}
 	if err := c.Chtimes(live+"/conf/b.xml", a.ModTime(), a.ModTime()); err != nil {
 		t.Fatal(err)
