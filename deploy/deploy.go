@@ -386,7 +386,7 @@ func (s *session) uploadAndSwap(ctx context.Context, hfs targets.FS, tree *local
 		return nil, s.fail(fmt.Errorf("create HDFS root %s: %w", s.hdfsURL(s.hdfsRoot), err), true)
 	}
 	tmp := targets.TempName(live, "tmp")
-	up, err := upload(ctx, hfs, tree, uploadPlan{dest: tmp, link: same, from: live, start: start}, parallel, progress)
+	up, err := upload(ctx, hfs, tree, uploadPlan{dest: tmp, link: same, from: live, start: start, stamps: distinctStamps(tree, st, start)}, parallel, progress)
 	if err == nil {
 		owner := s.ownerData()
 		if werr := hfs.WriteNew(ctx, path.Join(tmp, OwnerFile), bytes.NewReader(owner), int64(len(owner)), true); werr != nil {
@@ -540,7 +540,7 @@ func (s *session) staleHDFSDir(prev *Manifest, hasTree bool) string {
 		return ""
 	}
 	if prev.HDFS.FS != s.hdfsName {
-		s.warn("the previous deploy wrote %s%s, which this target's HDFS (%s) cannot reach; remove it by hand", prev.HDFS.FS, prev.HDFS.Dir, s.hdfsName)
+		s.warn("the previous deploy wrote %s%s, which this target's HDFS (%s) cannot reach; remove it by hand", shown(prev.HDFS.FS), shown(prev.HDFS.Dir), s.hdfsName)
 		return ""
 	}
 	return prev.HDFS.Dir

@@ -57,8 +57,18 @@ func Deployments(ctx context.Context, o Options) (target string, ds []Deployment
 	for _, e := range entries {
 		name := e.Name()
 		project, ok := strings.CutSuffix(name, ".json")
-		if !ok || !e.Mode().IsRegular() || ValidateProjectName(project) != nil {
+		if !ok || ValidateProjectName(project) != nil {
 			continue // a temporary file, the state directory, something else
+		}
+		if e.Mode()&fs.ModeSymlink != 0 {
+			// The server loads a link to a regular file, as checkIDClash
+			// reads it; a broken link gives it nothing.
+			if e, err = s.wf.Stat(path.Join(s.wfDir, name)); err != nil {
+				continue
+			}
+		}
+		if !e.Mode().IsRegular() {
+			continue
 		}
 		d := Deployment{Project: project, WorkflowsFile: s.target.WorkflowsDir.Join(name).String()}
 		if m := s.listedManifest(project); m != nil {
@@ -91,7 +101,7 @@ func (s *session) listedManifest(project string) *Manifest {
 		return nil
 	}
 	if m.WorkflowsDir != "" && m.WorkflowsDir != s.wfKey() {
-		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", p, m.WorkflowsDir, s.wfKey())
+		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", p, shown(m.WorkflowsDir), s.wfKey())
 		return nil
 	}
 	return &m

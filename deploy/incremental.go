@@ -61,6 +61,32 @@ func uploadStamp(local, start time.Time) time.Time {
 	return t.Truncate(time.Second)
 }
 
+// distinctStamps gives each file of tree its uploadStamp, moved back a
+// second at a time until no other file of the deployment has it: neither
+// another uploaded file nor a trusted live file that may be hard-linked
+// (kept with its time). With one time for all, a file copied onto
+// another of the same size with its time kept (cp -p, hdfs dfs -cp -p),
+// or moved onto it (mv), listed as the recorded size and time, and was
+// trusted with the wrong content.
+func distinctStamps(tree *localTree, st *liveState, start time.Time) map[string]time.Time {
+	used := map[int64]bool{}
+	if st != nil {
+		for _, m := range st.trusted {
+			used[m.ModTime.Unix()] = true
+		}
+	}
+	stamps := make(map[string]time.Time, len(tree.files))
+	for _, f := range tree.files {
+		t := uploadStamp(f.mtime, start)
+		for used[t.Unix()] {
+			t = t.Add(-time.Second)
+		}
+		used[t.Unix()] = true
+		stamps[f.rel] = t
+	}
+	return stamps
+}
+
 // liveState is the live Oozie directory compared with the previous
 // manifest.
 type liveState struct {

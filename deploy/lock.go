@@ -100,25 +100,79 @@ func (s *session) acquireLock(ctx context.Context, command string) (*lock, error
 				other.Since = fi.ModTime()
 			}
 		}
+		// Read from the target: quoted in messages when not printable.
+		who := shown(other.User) + "@" + shown(other.Host)
 		if s.o.BreakLock || deadLocalOwner(other, host) {
-			if s.o.BreakLock {
-				s.warn("broke the lock held by %s@%s (pid %d) since %s", other.User, other.Host, other.PID, other.Since.UTC().Format(time.RFC3339))
-			} else {
-				s.warn("removed a stale lock left by %s@%s (pid %d, no longer running)", other.User, other.Host, other.PID)
+			removed, err := s.removeLockAsRead(p, raw, rerr == nil)
+			if err != nil {
+				return nil, err
 			}
-			if err := s.wf.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("remove lock %s: %w", p, err)
+			if !removed {
+				continue // another lock was there by then: look at it
+			}
+			if s.o.BreakLock {
+				s.warn("broke the lock held by %s (pid %d) since %s", who, other.PID, other.Since.UTC().Format(time.RFC3339))
+			} else {
+				s.warn("removed a stale lock left by %s (pid %d, no longer running)", who, other.PID)
 			}
 			continue
 		}
 		return nil, &LockedError{
 			Path:  s.target.WorkflowsDir.Join(StateDir, s.o.Project+".lock").String(),
-			Owner: fmt.Sprintf("%s@%s (pid %d, %s)", other.User, other.Host, other.PID, other.Command),
+			Owner: fmt.Sprintf("%s (pid %d, %s)", who, other.PID, shown(other.Command)),
 			Since: other.Since,
 			Age:   time.Since(other.Since),
 		}
 	}
 	return nil, fmt.Errorf("could not take the lock %s after 3 attempts", p)
+}
+
+// removeLockAsRead removes the lock file p if it still is the lock read
+// (raw, when readOK) and reports whether it did. Between reading a stale
+// lock and removing it, another deploy that found it stale too may have
+// removed it and taken the lock: removing by name would remove that new
+// lock, and both deploys would hold it. So the lock is moved aside first
+// (one rename: whoever moves it has it alone), compared with what was
+// read, and put back if it is another one. A lock that could not be read
+// (no permission) counts as the one read if it still cannot be.
+func (s *session) removeLockAsRead(p string, raw []byte, readOK bool) (bool, error) {
+	aside := targets.TempName(p, "old")
+	if err := s.wf.Rename(p, aside); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // released or taken away meanwhile
+		}
+		return false, fmt.Errorf("remove lock %s: %w", p, err)
+	}
+	got, err := targets.ReadFile(s.wf, aside, 1<<16)
+	if (err == nil && readOK && bytes.Equal(got, raw)) || (err != nil && !readOK) {
+		if err := s.wf.Remove(aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("remove lock %s: %w", aside, err)
+		}
+		return true, nil
+	}
+	// Another deploy's lock, created since: put it back, never over a
+	// lock created in the meantime (a hard link fails on an existing
+	// name).
+	back := errors.ErrUnsupported
+	if l, ok := s.wf.(targets.Linker); ok {
+		if back = l.Link(aside, p); back == nil {
+			_ = s.wf.Remove(aside)
+		}
+	}
+	if errors.Is(back, errors.ErrUnsupported) {
+		// No hard links (an SFTP server without hardlink@openssh.com):
+		// a rename, unless a lock is there again.
+		if exists, err := targets.Exists(s.wf, p); err != nil || exists {
+			back = fmt.Errorf("%s exists again", p)
+		} else {
+			back = s.wf.Rename(aside, p)
+		}
+	}
+	if back != nil {
+		return false, fmt.Errorf("another deploy took the lock %s while this one removed a stale lock, and it could not be put back from %s (%v): "+
+			"two deploys or undeploys may be running; wait for them, then remove %s", p, aside, back, aside)
+	}
+	return false, nil
 }
 
 // deadLocalOwner reports whether a lock was left by a process of this
@@ -141,6 +195,17 @@ func deadLocalOwner(l lockInfo, host string) bool {
 // this machine, or broken with --break-lock.
 func (l *lock) release() {
 	held.Delete(l.id)
+	// A lock taken over with --break-lock is the other deploy's now.
+	raw, err := targets.ReadFile(l.s.wf, l.path, 1<<16)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var cur lockInfo
+	if err == nil && json.Unmarshal(raw, &cur) == nil && cur.ID != l.id {
+		l.s.warn("the lock %s was taken over by %s@%s (pid %d, %s) while this command ran (--break-lock); it is left to it",
+			l.path, shown(cur.User), shown(cur.Host), cur.PID, shown(cur.Command))
+		return
+	}
 	if err := l.s.wf.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		l.s.warn("could not remove the lock %s: %v", l.path, err)
 	}

@@ -68,11 +68,15 @@ func (s *session) readManifest() (*Manifest, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, targets.ErrTooLarge) {
 		return nil, err
 	}
 	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil || m.Format != ManifestFormat || m.Project != s.o.Project {
+	if err != nil || json.Unmarshal(data, &m) != nil || m.Format != ManifestFormat || m.Project != s.o.Project {
+		// Not "no manifest": checkOwner then takes over no Oozie
+		// directory without an owner record, which this manifest might
+		// have said another tool wrote.
+		s.manifestUnreadable = true
 		s.warn("ignoring the unreadable deploy manifest %s", s.manifestPath())
 		return nil, nil
 	}
@@ -80,7 +84,7 @@ func (s *session) readManifest() (*Manifest, error) {
 	// along with it) describes another installation. Manifests of older
 	// celos versions have no workflowsDir and are trusted as before.
 	if m.WorkflowsDir != "" && m.WorkflowsDir != s.wfKey() {
-		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", s.manifestPath(), m.WorkflowsDir, s.wfKey())
+		s.warn("ignoring the deploy manifest %s: it was written through the workflows directory %s, not this one (%s)", s.manifestPath(), shown(m.WorkflowsDir), s.wfKey())
 		return nil, nil
 	}
 	// Deploy writes only HDFS_ROOT/NAME: a manifest naming another

@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/celos-go/celos/internal/regfile"
 	"github.com/celos-go/celos/targets"
 )
 
@@ -73,6 +74,10 @@ type FileChange struct {
 	// NoDiff says why there is none ("binary", "larger than 512.0 kB").
 	Diff   string `json:"diff,omitempty"`
 	NoDiff string `json:"noDiff,omitempty"`
+	// Kind says what a removed entry is when it is not a regular file
+	// ("directory", "symbolic link", "named pipe", ...): the deploy
+	// rebuilds the Oozie directory without it.
+	Kind string `json:"kind,omitempty"`
 }
 
 // HasChanges reports whether deploying would change anything.
@@ -167,10 +172,11 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	if err := s.checkOwner(hfs, live, m); err != nil {
 		return nil, err
 	}
-	if err := diffHDFSDir(p, hfs, live, c.tree, m); err != nil {
+	listed, err := diffHDFSDir(p, hfs, live, c.tree, m)
+	if err != nil {
 		return nil, err
 	}
-	if err := addTextDiffs(p, hfs, live, c.tree); err != nil {
+	if err := addTextDiffs(p, hfs, live, c.tree, listed); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -179,15 +185,18 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 // diffHDFSDir compares the project's hdfs/ tree with the Oozie directory
 // live on the target, file by file, into p's Files* fields: sizes first,
 // then content (the manifest m's checksums while a file's size and time
-// are unchanged, else the remote file is read).
-func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manifest) error {
+// are unchanged, else the remote file is read). It returns the regular
+// files listed, by relative path.
+func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manifest) (map[string]fs.FileInfo, error) {
 	remote := map[string]targets.File{}
-	files, _, err := targets.Walk(hfs, live)
+	files, others, err := walkLive(hfs, live, tree)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("list %s: %w", p.HDFSDir, err)
+		return nil, fmt.Errorf("list %s: %w", p.HDFSDir, err)
 	}
+	listed := make(map[string]fs.FileInfo, len(files))
 	for _, f := range files {
 		remote[f.Path] = f
+		listed[f.Path] = f.Info
 	}
 	delete(remote, OwnerFile) // written by deploy, not part of hdfs/
 	known := map[string]ManifestFile{}
@@ -209,7 +218,7 @@ func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manif
 		}
 		same, err := sameContent(hfs, path.Join(live, f.rel), r, m, known[f.rel], f.path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !same {
 			p.FilesChanged = append(p.FilesChanged, FileChange{Path: f.rel, OldSize: r.Size, NewSize: f.size})
@@ -218,8 +227,50 @@ func diffHDFSDir(p *Plan, hfs targets.FS, live string, tree *localTree, m *Manif
 	for _, r := range remote {
 		p.FilesRemoved = append(p.FilesRemoved, FileChange{Path: r.Path, OldSize: r.Size, NewSize: -1})
 	}
+	p.FilesRemoved = append(p.FilesRemoved, others...)
 	sort.Slice(p.FilesRemoved, func(i, j int) bool { return p.FilesRemoved[i].Path < p.FilesRemoved[j].Path })
-	return nil
+	return listed, nil
+}
+
+// walkLive lists the live Oozie directory: its regular files, and what
+// else a deploy of tree would not keep: entries that are neither regular
+// files nor directories, and directories tree does not have that hold
+// nothing (one holding something shows by what it holds).
+func walkLive(hfs targets.FS, live string, tree *localTree) (files []targets.File, others []FileChange, err error) {
+	dirs := map[string]bool{}
+	for _, d := range tree.dirs {
+		dirs[d] = true
+	}
+	var walk func(rel string) (empty bool, err error)
+	walk = func(rel string) (bool, error) {
+		entries, err := hfs.ReadDir(path.Join(live, rel))
+		if err != nil {
+			return false, err
+		}
+		sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+		for _, e := range entries {
+			p := path.Join(rel, e.Name())
+			switch {
+			case e.IsDir():
+				empty, err := walk(p)
+				if err != nil {
+					return false, err
+				}
+				if empty && !dirs[p] {
+					others = append(others, FileChange{Path: p + "/", NewSize: -1, Kind: regfile.Kind(e.Mode())})
+				}
+			case e.Mode().IsRegular():
+				files = append(files, targets.File{Path: p, Size: e.Size(), Info: e})
+			default:
+				others = append(others, FileChange{Path: p, NewSize: -1, Kind: regfile.Kind(e.Mode())})
+			}
+		}
+		return len(entries) == 0, nil
+	}
+	if _, err := walk(""); err != nil {
+		return nil, nil, err
+	}
+	return files, others, nil
 }
 
 // sameContent compares a local file with a remote one of the same size:
@@ -233,7 +284,7 @@ func sameContent(hfs targets.FS, remotePath string, r targets.File, m *Manifest,
 	if m != nil && m.trusts(rec, r.Size, r.Info.ModTime()) {
 		return rec.SHA256 == want, nil
 	}
-	f, err := hfs.Open(remotePath)
+	f, err := openListed(hfs, remotePath, r.Info)
 	if err != nil {
 		return false, err
 	}
@@ -243,6 +294,29 @@ func sameContent(hfs targets.FS, remotePath string, r targets.File, m *Manifest,
 		return false, fmt.Errorf("read %s: %w", remotePath, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)) == want, nil
+}
+
+// openListed opens the remote file listed as info, and refuses it when
+// the file opened is not the one listed (its handle's size and time):
+// SFTP's open follows a symbolic link put in its place since the listing,
+// to a file of the server the plan would print. (HDFS has no links.)
+func openListed(hfs targets.FS, name string, info fs.FileInfo) (io.ReadCloser, error) {
+	f, err := hfs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok && info != nil {
+		fi, err := st.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s%s: %w", hfs, name, err)
+		}
+		if !fi.Mode().IsRegular() || fi.Size() != info.Size() || !fi.ModTime().Equal(info.ModTime()) {
+			f.Close()
+			return nil, fmt.Errorf("%s%s changed since it was listed (rewritten, or replaced by a symbolic link); run the plan again", hfs, name)
+		}
+	}
+	return f, nil
 }
 
 // diffDocuments compares the deployed workflows file with the new one.
@@ -411,10 +485,14 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 	if p.HDFSDir != "" {
 		fmt.Fprintf(w, "HDFS directory %s\n", p.HDFSDir)
 		for _, f := range p.FilesAdded {
-			fmt.Fprintf(w, "  + %s (%s)\n", f.Path, HumanBytes(f.NewSize))
+			fmt.Fprintf(w, "  + %s (%s)\n", shown(f.Path), HumanBytes(f.NewSize))
 		}
 		for _, f := range p.FilesRemoved {
-			fmt.Fprintf(w, "  - %s (%s)\n", f.Path, HumanBytes(f.OldSize))
+			what := HumanBytes(f.OldSize)
+			if f.Kind != "" {
+				what = f.Kind
+			}
+			fmt.Fprintf(w, "  - %s (%s)\n", shown(f.Path), what)
 		}
 		for _, f := range p.FilesChanged {
 			size := HumanBytes(f.OldSize) + " -> " + HumanBytes(f.NewSize)
@@ -424,7 +502,7 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 			if f.NoDiff != "" {
 				size += ", " + f.NoDiff
 			}
-			fmt.Fprintf(w, "  ~ %s (%s)\n", f.Path, size)
+			fmt.Fprintf(w, "  ~ %s (%s)\n", shown(f.Path), size)
 			if f.Diff != "" {
 				writeDiff(w, f.Diff, diffLines)
 			}
@@ -433,6 +511,23 @@ func (p *Plan) WriteTextDiff(w io.Writer, diffLines int) {
 	n := len(p.WorkflowsAdded) + len(p.WorkflowsRemoved) + len(p.WorkflowsChanged)
 	m := len(p.FilesAdded) + len(p.FilesRemoved) + len(p.FilesChanged)
 	fmt.Fprintf(w, "%d workflow(s) and %d file(s) would change.\n", n, m)
+}
+
+// Shown is shown, for the commands that print what deploy read from a
+// target (celos deployments).
+func Shown(s string) string { return shown(s) }
+
+// shown writes a name or value read from the target (a file name of the
+// live Oozie directory, an owner record's or a manifest's claim, a lock's
+// owner) as it is, or quoted when it is not UTF-8 or holds a control or
+// format character: a newline would forge lines of the plan or of an
+// error, an escape sequence restyle the terminal or CI log, a bidi
+// override reorder what reviewers read.
+func shown(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func orNone(s string) string {

@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -31,7 +31,7 @@ const DefaultDiffLines = 40
 // old and new versions are both text (UTF-8 without control characters
 // other than tab, CR and form feed, at most maxDiffBytes and
 // maxDiffLines), and marks the others binary or too large.
-func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree) error {
+func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree, listed map[string]fs.FileInfo) error {
 	local := map[string]string{}
 	for _, f := range tree.files {
 		local[f.rel] = f.path
@@ -46,7 +46,7 @@ func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree) error {
 		if err != nil {
 			return err
 		}
-		oldData, err := targets.ReadFile(hfs, path.Join(live, fc.Path), maxDiffBytes)
+		oldData, err := readListed(hfs, path.Join(live, fc.Path), listed[fc.Path])
 		if err != nil {
 			return fmt.Errorf("read %s: %w", fc.Path, err)
 		}
@@ -70,6 +70,24 @@ func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree) error {
 	return nil
 }
 
+// readListed reads the remote file listed as info (openListed), at
+// most maxDiffBytes.
+func readListed(hfs targets.FS, name string, info fs.FileInfo) ([]byte, error) {
+	f, err := openListed(hfs, name, info)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxDiffBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s%s: %w", hfs, name, err)
+	}
+	if len(data) > maxDiffBytes {
+		return nil, fmt.Errorf("%s%s grew since it was listed; run the plan again", hfs, name)
+	}
+	return data, nil
+}
+
 // splitLines splits data after each newline; a last line without one
 // gets one (difflib.SplitLines would add an empty line after a final
 // newline).
@@ -83,8 +101,12 @@ func splitLines(data []byte) []string {
 	return lines
 }
 
+// readLocalBounded reads at most maxDiffBytes+1 bytes of a file of the
+// tree, opened as every read of hdfs/ is (openLocal: a symbolic link or
+// a FIFO put there since the scan is refused, never followed or waited
+// on).
 func readLocalBounded(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := openLocal(name)
 	if err != nil {
 		return nil, err
 	}

@@ -178,10 +178,9 @@ func (s *session) hdfsLocal(ctx context.Context) (bool, error) {
 // checkOverlap refuses an Oozie directory (HDFS_ROOT/NAME) that is,
 // contains or is inside the workflows or defaults directory, when they
 // share a file system: a deploy swaps the Oozie directory and an undeploy
-// removes it, with everything in it. Paths are compared cleaned and, on
-// the local disk, also resolved through symbolic links. Over SFTP the
-// cleaned paths are compared (the server's symbolic links are not
-// resolved).
+// removes it, with everything in it. Paths are compared cleaned and
+// also resolved through symbolic links: on the local disk, and over SFTP
+// on the server (realpath).
 func (s *session) checkOverlap(ctx context.Context, dir string) error {
 	local, err := s.hdfsLocal(ctx)
 	if err != nil || !local {
@@ -204,6 +203,12 @@ func (s *session) checkOverlap(ctx context.Context, dir string) error {
 		pairs := [][2]string{{path.Clean(dir), path.Clean(o.loc.Path)}}
 		if o.loc.Scheme == "file" {
 			pairs = append(pairs, [2]string{filepath.ToSlash(realPath(filepath.FromSlash(dir))), filepath.ToSlash(realPath(filepath.FromSlash(o.loc.Path)))})
+		} else {
+			real, err := s.serverRealPaths(ctx, o.loc, dir)
+			if err != nil {
+				return err
+			}
+			pairs = append(pairs, real)
 		}
 		for _, p := range pairs {
 			rel := ""
@@ -225,6 +230,34 @@ func (s *session) checkOverlap(ctx context.Context, dir string) error {
 		return s.checkProjectOverlap(dir)
 	}
 	return nil
+}
+
+// serverRealPaths resolves dir and loc's path through the symbolic links
+// of loc's server (SFTP realpath): a workflows directory reached through a
+// link (a home directory linking elsewhere) is the same directory as the
+// link's target.
+func (s *session) serverRealPaths(ctx context.Context, loc targets.Location, dir string) ([2]string, error) {
+	fsys, err := s.o.Connector.Open(ctx, loc)
+	if err != nil {
+		return [2]string{}, fmt.Errorf("%s: %w", loc, err)
+	}
+	var real [2]string
+	for i, p := range []string{dir, loc.Path} {
+		key := serverKey(loc) + p
+		if r, ok := s.realPaths[key]; ok {
+			real[i] = r // each check runs more than once per command
+			continue
+		}
+		r, err := targets.ResolvePath(fsys, p)
+		if err != nil {
+			return [2]string{}, fmt.Errorf("resolve %s%s: %w", loc.Server(), p, err)
+		}
+		if s.realPaths == nil {
+			s.realPaths = map[string]string{}
+		}
+		s.realPaths[key], real[i] = r, r
+	}
+	return real, nil
 }
 
 // checkProjectOverlap refuses, on a local installation, an Oozie
@@ -321,16 +354,63 @@ func (s *session) checkOwner(hfs targets.FS, dir string, m *Manifest) error {
 		}
 		return fmt.Errorf("%s was deployed through the workflows directory %s, not %s (this target's %s); "+
 			"a typo in the target file, or another installation sharing the HDFS root? Deploy or undeploy it with that installation's target%.0w",
-			s.hdfsURL(dir), rec.WorkflowsDir, s.wfKey(), targets.KeyWorkflowsDir, ErrOwnedElsewhere)
+			s.hdfsURL(dir), shown(rec.WorkflowsDir), s.wfKey(), targets.KeyWorkflowsDir, ErrOwnedElsewhere)
+	}
+	// Without a record it may be taken over below: never a directory that
+	// holds another deployment's Oozie directory (an HDFS root named one
+	// level too high: /user/celos for /user/celos/app and a project app).
+	if inner, other, err := containedDeployment(hfs, dir); err != nil {
+		return fmt.Errorf("cannot tell whether %s holds other Oozie directories: %w", s.hdfsURL(dir), err)
+	} else if other != nil {
+		return fmt.Errorf("%s has no celos owner record and holds the Oozie directory %s of project %s (deployed through %s): "+
+			"it is an HDFS root, not an Oozie directory; is --hdfs-root (or hdfs.root in the target file) right?%.0w",
+			s.hdfsURL(dir), s.hdfsURL(inner), shown(other.Project), shown(other.WorkflowsDir), ErrOwnedElsewhere)
 	}
 	if m != nil && (m.HDFS == nil || m.HDFS.Dir != dir) {
 		return fmt.Errorf("%s exists, has no celos owner record, and this workflows directory's manifest of %s does not name it: "+
 			"another installation or tool wrote it; remove it by hand if it is not in use%.0w%.0w", s.hdfsURL(dir), s.o.Project, ErrOwnedElsewhere, errUnrecorded)
 	}
+	if m == nil && s.manifestUnreadable {
+		return fmt.Errorf("%s exists, has no celos owner record, and this workflows directory's manifest of %s is unreadable, so whether this project deployed it cannot be told: "+
+			"remove it by hand if it is not in use (or restore the manifest)%.0w%.0w", s.hdfsURL(dir), s.o.Project, ErrOwnedElsewhere, errUnrecorded)
+	}
 	if m == nil {
 		s.warn("%s has no celos owner record (deployed by Celos CI or an older celos); treating it as this workflows directory's (%s)", s.hdfsURL(dir), s.wfKey())
 	}
 	return nil
+}
+
+// containedDeployment returns a directory one or two levels below dir
+// that has a celos owner record, and that record (nil if none is found
+// within maxContainedChecks directories).
+func containedDeployment(hfs targets.FS, dir string) (string, *ownerRecord, error) {
+	const maxContainedChecks = 256
+	checked := 0
+	level := []string{dir}
+	for depth := 0; depth < 2; depth++ {
+		var next []string
+		for _, d := range level {
+			entries, err := hfs.ReadDir(d)
+			if err != nil {
+				return "", nil, err
+			}
+			for _, e := range entries {
+				if !e.IsDir() {
+					continue
+				}
+				if checked++; checked > maxContainedChecks {
+					return "", nil, nil
+				}
+				child := path.Join(d, e.Name())
+				if rec, err := readOwner(hfs, child); err == nil && rec != nil {
+					return child, rec, nil
+				}
+				next = append(next, child)
+			}
+		}
+		level = next
+	}
+	return "", nil, nil
 }
 
 // ownerData is the owner record this deploy writes.

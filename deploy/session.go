@@ -148,9 +148,14 @@ type session struct {
 	// manifestDirDropped: the manifest named an Oozie directory other
 	// than HDFS_ROOT/NAME, which readManifest dropped.
 	manifestDirDropped bool
+	// manifestUnreadable: the project has a manifest that could not be
+	// read (truncated, not a manifest, too large).
+	manifestUnreadable bool
 	// atRisk: a deployment exists and the command holds the lock to
 	// change it (see StepError.AtRisk).
 	atRisk bool
+	// realPaths caches serverRealPaths (server key and path).
+	realPaths map[string]string
 	// warned are the warnings given, each given once though a check
 	// that warns may run more than once (checkOwner).
 	warned map[string]bool

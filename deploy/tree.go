@@ -228,8 +228,10 @@ type uploadPlan struct {
 	link map[string]string
 	from string
 	// start is the deploy's start: uploaded files are stamped with
-	// uploadStamp on a targets.TimeSetter.
-	start time.Time
+	// uploadStamp on a targets.TimeSetter, or with stamps[rel] when set
+	// (distinctStamps).
+	start  time.Time
+	stamps map[string]time.Time
 }
 
 // uploaded is what upload did.
@@ -307,7 +309,11 @@ func (u *uploader) one(ctx context.Context, f localFile) error {
 		var sent atomic.Int64 // this attempt's bytes
 		// bytesDone grows while the file is read, so the progress of a
 		// big file shows; a failed attempt takes its bytes back.
-		sum, err = uploadFile(ctx, u.fsys, f, path.Join(u.plan.dest, f.rel), uploadStamp(f.mtime, u.plan.start), &sent, &u.bytesDone)
+		stamp, ok := u.plan.stamps[f.rel]
+		if !ok {
+			stamp = uploadStamp(f.mtime, u.plan.start)
+		}
+		sum, err = uploadFile(ctx, u.fsys, f, path.Join(u.plan.dest, f.rel), stamp, &sent, &u.bytesDone)
 		if err == nil {
 			u.done(f, sum, true)
 			return nil

@@ -93,7 +93,7 @@ func Undeploy(ctx context.Context, o Options) (*Result, error) {
 			return nil, &StepError{Step: s.step, Err: connErr, Note: "The workflows file is removed, so the server no longer schedules the project; its Oozie directory is still there: rerun the undeploy."}
 		}
 		if m != nil && m.HDFS != nil && m.HDFS.FS != s.hdfsName {
-			s.warn("the project was deployed to %s, the target now names %s; removing %s there", m.HDFS.FS, s.hdfsName, hdfsDir)
+			s.warn("the project was deployed to %s, the target now names %s; removing %s there", shown(m.HDFS.FS), s.hdfsName, hdfsDir)
 		}
 		s.begin("remove HDFS directory")
 		if ok, err := targets.Exists(hfs, hdfsDir); err != nil {

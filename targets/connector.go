@@ -24,6 +24,11 @@ type Connector struct {
 	// HDFSCallTimeout bounds each HDFS operation (default
 	// DefaultHDFSCallTimeout): see HDFSOptions.CallTimeout.
 	HDFSCallTimeout time.Duration
+	// SFTPTimeout is how long an SFTP request may wait without any
+	// answer from the server before the connection is closed (default
+	// DefaultSFTPTimeout): an sftp-server stuck on a hung mount answers
+	// no request, while the SSH connection answers keep-alives.
+	SFTPTimeout time.Duration
 	// Wrap, if set, wraps every file system opened (tests inject faults
 	// with it).
 	Wrap func(FS) FS
@@ -63,7 +68,7 @@ func (c *Connector) Open(ctx context.Context, l Location) (FS, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := NewSFTP(key, conn)
+		s, err := NewSFTP(key, conn, c.SFTPTimeout)
 		if err != nil {
 			conn.Close()
 			return nil, err

@@ -49,6 +49,9 @@ type FS interface {
 var ErrConnectionLost = errors.New("connection to the server lost")
 
 // ReadFile reads a whole file of at most limit bytes.
+// ErrTooLarge: ReadFile found more than its limit.
+var ErrTooLarge = errors.New("file larger than the limit")
+
 func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
@@ -60,7 +63,7 @@ func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s%s: %w", fsys, name, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s%s is larger than %d bytes", fsys, name, limit)
+		return nil, fmt.Errorf("%s%s is larger than %d bytes%.0w", fsys, name, limit, ErrTooLarge)
 	}
 	return data, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 )
@@ -63,4 +64,57 @@ func (h *HDFS) SetModTime(name string, mtime time.Time) error {
 	return h.do(context.Background(), "settimes", name, func(c *hdfsConn) error {
 		return who(c, c.client.Chtimes(name, mtime, mtime))
 	})
+}
+
+// RealPather is a file system that resolves symbolic links: deploy
+// compares the real paths of the Oozie directory and the workflows
+// directory, so that a link on the server (a home directory that links
+// elsewhere) does not hide that they are the same.
+type RealPather interface {
+	// RealPath returns name with every symbolic link resolved; name
+	// must exist.
+	RealPath(name string) (string, error)
+}
+
+// RealPath resolves name's symbolic links on the local disk.
+func (Local) RealPath(name string) (string, error) {
+	p, err := filepath.EvalSymlinks(filepath.FromSlash(name))
+	return filepath.ToSlash(p), err
+}
+
+// RealPath resolves name's symbolic links on the server (SFTP realpath,
+// which OpenSSH answers with realpath(3)).
+func (s *SFTP) RealPath(name string) (string, error) {
+	p, err := s.c.RealPath(name)
+	return p, s.wrap("realpath", name, err)
+}
+
+// ResolvePath returns the absolute path name with the symbolic links of
+// its longest resolvable prefix resolved on fsys, the rest appended (the
+// last components may not exist yet). On a file system that is not a
+// RealPather it returns name cleaned. A lost connection is an error; a
+// prefix that cannot be resolved otherwise counts as missing. An
+// existing path costs one round trip over SFTP.
+func ResolvePath(fsys FS, name string) (string, error) {
+	name = path.Clean(name)
+	rp, ok := fsys.(RealPather)
+	if !ok {
+		return name, nil
+	}
+	rest := ""
+	for cur := name; ; {
+		r, err := rp.RealPath(cur)
+		if err == nil && path.IsAbs(r) {
+			return path.Join(r, rest), nil
+		}
+		if errors.Is(err, ErrConnectionLost) {
+			return "", err
+		}
+		parent := path.Dir(cur)
+		if parent == cur {
+			return name, nil
+		}
+		rest = path.Join(path.Base(cur), rest)
+		cur = parent
+	}
 }

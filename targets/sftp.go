@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -27,6 +28,7 @@ type SFTP struct {
 	name        string
 	c           *sftp.Client
 	conn        *ssh.Client // nil for NewSFTPClient: no extra sessions
+	watch       *stallWatch // nil for NewSFTPClient
 	posixRename bool
 	hardlink    bool
 	fsync       bool
@@ -59,27 +61,57 @@ const sftpPacket = 32 * 1024
 const openSSHPacket = 255 * 1024
 
 // NewSFTP starts an SFTP session over an SSH connection. name is the URL
-// that identifies the server in messages (sftp://user@host:port).
-func NewSFTP(name string, conn *ssh.Client) (*SFTP, error) {
-	c, err := newSFTPSession(conn)
+// that identifies the server in messages (sftp://user@host:port). A
+// request that waits timeout (DefaultSFTPTimeout when 0) without any
+// answer from the server closes conn (sftpstall.go).
+func NewSFTP(name string, conn *ssh.Client, timeout time.Duration) (*SFTP, error) {
+	w := newStallWatch(conn, timeout)
+	c, err := newSFTPSession(conn, w)
 	if err != nil {
+		w.close()
 		return nil, fmt.Errorf("%s: start SFTP: %w", name, err)
 	}
 	s, err := newSFTP(name, c)
 	if err != nil {
+		w.close()
 		c.Close()
 		return nil, err
 	}
-	s.conn = conn
+	s.conn, s.watch = conn, w
 	return s, nil
 }
 
-func newSFTPSession(conn *ssh.Client) (*sftp.Client, error) {
-	return sftp.NewClient(conn,
+// newSFTPSession starts an SFTP session on conn, watched by w.
+func newSFTPSession(conn *ssh.Client, w *stallWatch) (*sftp.Client, error) {
+	sess, err := conn.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	wr, err := sess.StdinPipe()
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	rd, err := sess.StdoutPipe()
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	if err := sess.RequestSubsystem("sftp"); err != nil {
+		sess.Close()
+		return nil, err
+	}
+	rd, wr = w.session(rd, wr)
+	c, err := sftp.NewClientPipe(rd, wr,
 		sftp.UseConcurrentWrites(true),
 		sftp.UseConcurrentReads(true),
 		sftp.MaxConcurrentRequestsPerFile(64),
 	)
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // session returns the upload session with the fewest files in flight;
@@ -118,7 +150,7 @@ func (s *SFTP) sessions() int {
 func (s *SFTP) openPool() {
 	pool := []*sftpSession{{c: s.c}}
 	for i := 1; s.conn != nil && i < uploadSessions; i++ {
-		c, err := newSFTPSession(s.conn)
+		c, err := newSFTPSession(s.conn, s.watch)
 		if err != nil {
 			break
 		}
@@ -154,6 +186,9 @@ func (s *SFTP) String() string { return s.name }
 func (s *SFTP) wrap(op, name string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if s.watch != nil && s.watch.stalled.Load() {
+		return fmt.Errorf("%s %s%s: no answer from the SFTP server within %s, connection closed: %w (%v)", op, s.name, name, s.watch.timeout, ErrConnectionLost, err)
 	}
 	if errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s %s%s: %w (%v)", op, s.name, name, ErrConnectionLost, err)
@@ -418,6 +453,9 @@ func (s *SFTP) Close() error {
 	pool := s.pool
 	s.pool = nil
 	s.poolMu.Unlock()
+	if s.watch != nil {
+		s.watch.close()
+	}
 	err := s.c.Close()
 	for _, p := range pool {
 		if p.c != s.c {

@@ -81,24 +81,24 @@ func writeDeployments(w io.Writer, target string, ds []deploy.Deployment) {
 	fmt.Fprintln(tw, "PROJECT\tWORKFLOWS\tCOMMIT\tDEPLOYED\tBY")
 	for _, d := range ds {
 		if !d.Manifest {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t- (no deploy manifest: Celos CI or by hand)\n", printable(d.Project))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t- (no deploy manifest: Celos CI or by hand)\n", deploy.Shown(d.Project))
 			continue
 		}
 		commit := "-"
 		if d.GitCommit != "" {
-			commit = printable(fmt.Sprintf("%.12s", d.GitCommit))
+			commit = deploy.Shown(fmt.Sprintf("%.12s", d.GitCommit))
 		}
 		if d.GitDirty {
 			commit += " (dirty)"
 		}
-		by := printable(d.User)
+		by := deploy.Shown(d.User)
 		if d.Host != "" {
-			by += "@" + printable(d.Host)
+			by += "@" + deploy.Shown(d.Host)
 		}
 		if by == "" {
 			by = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", printable(d.Project), d.Workflows, commit, deployedAt(d.DeployedAt), by)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", deploy.Shown(d.Project), d.Workflows, commit, deployedAt(d.DeployedAt), by)
 	}
 	tw.Flush()
 }

@@ -41,3 +41,16 @@ func TestWriteJSONEscapesDELAndC1(t *testing.T) {
 		t.Errorf("user not escaped in %s", got)
 	}
 }
+
+// TestWriteDeploymentsQuotesBidi: a bidi override in a manifest's field
+// (U+202E, a format character, not a control one) reordered the row on a
+// terminal; it is quoted as well.
+func TestWriteDeploymentsQuotesBidi(t *testing.T) {
+	var b strings.Builder
+	writeDeployments(&b, "file:///t.json", []deploy.Deployment{{
+		Project: "wc", Manifest: true, Workflows: 1, User: "bob", Host: "vm\u202eevil",
+	}})
+	if got := b.String(); strings.ContainsRune(got, '\u202e') || !strings.Contains(got, `bob@"vm\u202eevil"`) {
+		t.Errorf("the bidi override is not quoted:\n%q", got)
+	}
+}

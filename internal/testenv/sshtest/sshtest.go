@@ -486,6 +486,27 @@ func (s *Server) DropConnections() error {
 	return nil
 }
 
+// FreezeSessions SIGSTOPs the processes that serve the open sessions
+// (with internal-sftp, one per SFTP session: the leaves of the process
+// tree), leaving the listener and each connection's own process running:
+// the SSH connection answers keep-alives, but no SFTP request is answered
+// (as an sftp-server stuck on a hung NFS mount). thaw SIGCONTs them.
+func (s *Server) FreezeSessions() (thaw func()) {
+	var frozen []int
+	for _, pid := range descendants(s.PID()) {
+		if len(descendants(pid)) == 0 {
+			if syscall.Kill(pid, syscall.SIGSTOP) == nil {
+				frozen = append(frozen, pid)
+			}
+		}
+	}
+	return func() {
+		for _, pid := range frozen {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+}
+
 // Restart kills the server if it runs and starts it again on the same port.
 func (s *Server) Restart(ctx context.Context) error {
 	s.Kill()
