@@ -54,6 +54,18 @@ type departure struct {
 	keys map[string][sha256.Size]byte
 }
 
+// drainDefinition returns a copy of w without what a drain does not use
+// and must not: notification targets, SLA and run constraints. It is
+// applied to the definitions the engine records and to those it reads
+// back, so that a record written by hand into the store (a file of the
+// state directory, a row of the database) cannot make a drain post
+// events anywhere.
+func drainDefinition(w *workflow.Workflow) *workflow.Workflow {
+	def := *w
+	def.Notify, def.SLA, def.Constraints = nil, nil, nil
+	return &def
+}
+
 // departedKey is the register key of workflow wf's departure from pool
 // (a workflow id may be 255 bytes long and hold '.', a key neither).
 func departedKey(wf, pool string) string {
@@ -108,9 +120,7 @@ func (e *Engine) noteDepartures(old, c *config) {
 		if len(running) == 0 {
 			continue
 		}
-		def := *w
-		def.Notify, def.SLA, def.Constraints = nil, nil, nil
-		e.addDeparture(departure{Workflow: &def, Pool: w.Pool, Slots: running}, true)
+		e.addDeparture(departure{Workflow: drainDefinition(w), Pool: w.Pool, Slots: running}, true)
 		e.log.Info("workflow left while slots of it run: they keep their pool's place and are polled until they end",
 			"workflow", id, "pool", w.Pool, "running", len(running), "deployed", nw != nil)
 	}
@@ -227,6 +237,7 @@ func (e *Engine) readDepartures() {
 			}
 			continue
 		}
+		d.Workflow = drainDefinition(d.Workflow) // (a record written by hand may name more)
 		e.addDeparture(d, false)
 		e.departed[base].keys[k] = sum
 	}

@@ -80,9 +80,7 @@ func (e *Engine) definedOf(w *workflow.Workflow) (defined, error) {
 	if d, ok := e.defs.keys[w]; ok {
 		return d, nil
 	}
-	def := *w
-	def.Notify, def.SLA, def.Constraints = nil, nil, nil
-	v, err := json.Marshal(definition{Workflow: &def, Pool: w.Pool})
+	v, err := json.Marshal(definition{Workflow: drainDefinition(w), Pool: w.Pool})
 	if err != nil {
 		return defined{}, fmt.Errorf("encode the definition of workflow %s: %w", w.ID, err)
 	}
@@ -255,6 +253,7 @@ func (e *Engine) scanDefinition(c *config, k string) bool {
 		return true
 	}
 	id := d.Workflow.ID
+	d.Workflow = drainDefinition(d.Workflow) // (a record written by hand may name more)
 	w := c.workflows[id]
 	if w != nil && (d.Pool == "" || w.Pool == d.Pool) {
 		// Still here, in the same pool: an older definition, removed
