@@ -9,7 +9,11 @@ package engine
 // definition (as a departure keeps it) and pool in the store, once per
 // definition: register bucket definedBucket, one record per workflow and
 // definition. A step that submits again under the same definition writes
-// nothing (a map lookup). When the configuration changes (the first step
+// nothing (a map lookup) — but in a cluster (Options.Owns), where it is
+// written again, in the step's one batch: an instance whose configuration
+// lacks the workflow (a rolling restart onto a new one) removes its record
+// when nothing of it runs, and the instance that still has it would
+// otherwise submit its next slots with no record naming them. When the configuration changes (the first step
 // included), the engine lists the bucket: a record of a workflow the
 // configuration lacks, or has in another pool, whose slots are RUNNING
 // becomes a departure (departed.go), so that those slots keep their
@@ -94,8 +98,8 @@ func (e *Engine) definedOf(w *workflow.Workflow) (defined, error) {
 }
 
 // recordDefinitions records, before the slots of todo are submitted, the
-// definitions of their workflows that the store does not hold yet, in one
-// batch, and returns todo without the slots of the workflows whose record
+// definitions of their workflows that the store does not hold yet (in a
+// cluster, all of them: see above), in one batch, and returns todo without the slots of the workflows whose record
 // could not be written: they stay READY (a problem of op "submit") until
 // it can, since a job submitted without it could be lost to a server that
 // starts without the workflow. A store that keeps no registers records
@@ -115,8 +119,8 @@ func (s *stepper) recordDefinitions(todo []pendingSubmit, intents map[slot.ID]st
 			failed[id] = err
 			continue
 		}
-		if e.defs.recorded[id] == d.key {
-			continue
+		if e.defs.recorded[id] == d.key && e.opts.Owns == nil {
+			continue // (in a cluster, another instance may have removed it: written again)
 		}
 		kv[d.key], keyOf[id] = d.val, d.key
 	}

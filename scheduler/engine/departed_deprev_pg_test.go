@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/celos-go/celos/scheduler/slot"
+)
+
+// finishAll ends every running job of the service successfully.
+func (p *poolService) finishAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ext := range p.live {
+		delete(p.live, ext)
+		p.done[ext] = true
+	}
+}
+
+// TestRollingRestartKeepsTheDefinitionRecord: a rolling restart of two
+// instances onto a configuration without workflow a. A (old
+// configuration, owns a) has recorded a's definition and run its 09:00
+// slot to its end. B restarts first, with the new configuration: its
+// first step finds a's record with nothing of a running and removes it.
+// A, still on the old configuration, submits a's 10:00 slot. Then A
+// restarts with the new configuration: a's 10:00 job must be found
+// (through a's definition record) and polled to its end, not left
+// RUNNING for ever.
+func TestRollingRestartKeepsTheDefinitionRecord(t *testing.T) {
+	r := newDepartedRig(t)
+	r.wdirs[1], _ = poolOfTwo(t) // B's copy of the directory
+	r.insts = []*departedInst{r.open(0), r.open(1)}
+	r.step(0, true) // WAITING → READY
+	r.step(0, true) // a's 09:00 submitted, its definition recorded
+	if got := r.status("a", r.start); got != slot.Running {
+		t.Fatalf("a's 09:00 slot is %s, want RUNNING", got)
+	}
+	r.svc.finishAll()
+	r.step(0, true)
+	if got := r.status("a", r.start); got != slot.Success {
+		t.Fatalf("a's 09:00 slot is %s after its job ended, want SUCCESS", got)
+	}
+	// B restarts with the new configuration.
+	r.undeployA(r.wdirs[1])
+	r.insts[1] = r.open(1)
+	r.step(1, true)
+	// A, on the old one, runs a's next slot.
+	next := r.start.Add(time.Hour)
+	r.now = next.Add(5 * time.Minute)
+	r.step(0, true)
+	r.step(0, true)
+	if got := r.status("a", next); got != slot.Running {
+		t.Fatalf("a's 10:00 slot is %s, want RUNNING", got)
+	}
+	// A restarts with the new configuration.
+	r.undeployA(r.wdirs[0])
+	r.insts[0] = r.open(0)
+	r.step(0, true)
+	r.step(1, true)
+	r.svc.finishAll()
+	r.step(0, true)
+	if got := r.status("a", next); got != slot.Success {
+		t.Errorf("a's 10:00 slot is %s after its job ended, want SUCCESS: submitted by A after B removed a's definition record, "+
+			"it is unknown to A restarted without a (never polled, its pool place taken for ever)", got)
+	}
+	r.violations()
+}
