@@ -246,7 +246,9 @@ func (e *Engine) readDepartures() {
 // pruneDepartures keeps, of each departure, the slots that are RUNNING
 // in the store now, and forgets (and removes from the store) the
 // departures with none left, and those of a workflow c has again in the
-// same pool: its own steps poll and count those slots (stepMu is held).
+// same pool: its own steps poll and count those slots — once its
+// definition is recorded (keepDefinition), since the definition record a
+// departure replaced is gone (stepMu is held).
 func (e *Engine) pruneDepartures(c *config) {
 	for k, d := range e.departed {
 		id := d.Workflow.ID
@@ -262,6 +264,8 @@ func (e *Engine) pruneDepartures(c *config) {
 			if len(kept) > 0 {
 				continue
 			}
+		} else if !e.keepDefinition(w) {
+			continue // the departure stays what tells of its slots; tried again
 		}
 		delete(e.departed, k)
 		if c.workflows[id] == nil { // (its drain's problems: a job that could not be asked about)

@@ -173,6 +173,32 @@ func (e *Engine) definedWritten(id, key string) {
 	}
 }
 
+// keepDefinition records w's definition unless it is recorded already,
+// for a workflow deployed again in the pool it departed from while its
+// slots may still run: the departure ends (the workflow's own steps poll
+// and count the slots), and the definition record it replaced was
+// removed, so without this a server that starts after w is undeployed
+// again, while no server runs, would not know those slots. It reports
+// false if the store refused the record (stepMu is held).
+func (e *Engine) keepDefinition(w *workflow.Workflow) bool {
+	d, err := e.definedOf(w)
+	if err == nil && e.defs.recorded[w.ID] == d.key {
+		return true
+	}
+	if err == nil {
+		err = e.regs.PutRegister(definedBucket, d.key, d.val)
+	}
+	switch {
+	case errors.Is(err, errNoRegisters):
+		return true
+	case err != nil:
+		e.log.Warn("the definition of a workflow deployed again while its slots run could not be recorded; its departure is kept until it is", "workflow", w.ID, "error", err)
+		return false
+	}
+	e.definedWritten(w.ID, d.key)
+	return true
+}
+
 // putRegisters writes kv into bucket, in one batch where the store can,
 // and returns the keys it could not write.
 func putRegisters(regs Registers, bucket string, kv map[string]json.RawMessage) map[string]error {

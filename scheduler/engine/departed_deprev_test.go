@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +90,118 @@ func TestHostileRecordsPostNowhere(t *testing.T) {
 				if ev.Workflow == "a" {
 					t.Errorf("event %s of departed a handed out to %v: targets a hand-written record named", ev.Kind, ev.Targets)
 				}
+			}
+		})
+	}
+}
+
+// TestRecordsBoundedUnderChurn: twenty hours of redeploys of a — moved
+// between pools, renamed, with another definition, undeployed — some
+// while its jobs run, some while no engine runs (a restart), b deployed
+// throughout. Once everything is undeployed but b and every job has
+// ended, no slot is RUNNING, no departure record is left, and the only
+// definition record is b's: neither bucket grows with the changes.
+func TestRecordsBoundedUnderChurn(t *testing.T) {
+	pools := `{"pools": {"etl": {"limit": 3}, "rep": {"limit": 3}}}`
+	r := newPoolRig(t, pools, nil, pooledHourly("a", "etl"), pooledHourly("b", "etl"))
+	hour := ts("2026-11-24T08:00Z")
+	ids := map[string]bool{"a": true, "b": true}
+	for i := range 20 {
+		a := pooledHourly("a", "etl")
+		switch i % 5 {
+		case 1:
+			a.Pool = "rep"
+		case 2:
+			a.ID = fmt.Sprintf("a-%d", i)
+			a.StartTime = hour
+		case 3:
+			a.MaxRetryCount = i
+		}
+		ids[a.ID] = true
+		if i%5 == 4 {
+			fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "etl"))
+		} else {
+			fixture.WriteProject(t, r.wdir, "p", a, pooledHourly("b", "etl"))
+		}
+		if i%2 == 0 {
+			r.reopen()
+		}
+		r.step(hour.Add(30 * time.Minute))
+		r.step(hour.Add(31 * time.Minute))
+		if i%3 == 0 {
+			r.svc.finishAll(true)
+		}
+		hour = hour.Add(time.Hour)
+	}
+	fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "etl"))
+	r.reopen()
+	for m := range 3 {
+		r.svc.finishAll(true)
+		r.step(hour.Add(time.Duration(m) * time.Minute))
+	}
+	for id := range ids {
+		active, err := r.db.Active(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range active {
+			if st.Status == slot.Running {
+				t.Errorf("%s is still RUNNING after every job ended", st.ID)
+			}
+		}
+	}
+	if keys, err := regsOf(r).RegisterKeys(departedBucket, ""); err != nil || len(keys) != 0 {
+		t.Errorf("departure records left once nothing runs: %q (%v)", keys, err)
+	}
+	for _, k := range definedKeys(t, r) {
+		if !strings.HasPrefix(k, definedPrefix("b")) {
+			t.Errorf("definition record %s left of a workflow no longer deployed", k)
+		}
+	}
+	if keys := definedKeys(t, r); len(keys) != 1 {
+		t.Errorf("definition records %q, want b's one", keys)
+	}
+}
+
+// TestRedeployedWhileRunningThenUndeployedWhileStopped: pool etl of 1,
+// a's 08:00 slot RUNNING, b's held. a is undeployed (its departure noted,
+// its definition record removed: the departure holds the definition) and
+// deployed again in the same pool while its job still runs (the
+// departure ends: a's own steps poll and count the slot). The engine
+// stops; a is undeployed; a new engine starts. a's job must still be
+// known: b held while it runs, a's slot polled to SUCCESS.
+func TestRedeployedWhileRunningThenUndeployedWhileStopped(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			r := newPoolRig(t, `{"pools": {"etl": {"limit": 1}}}`, nil, pooledHourly("a", "etl"), pooledHourly("b", "etl"))
+			r.step(ts("2026-11-24T08:30Z"))
+			r.step(ts("2026-11-24T08:31Z"))
+			if a, b := r.state("a", start).Status, r.state("b", start).Status; a != slot.Running || b != slot.Ready {
+				t.Fatalf("a %s, b %s; want RUNNING, READY", a, b)
+			}
+			fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "etl")) // a undeployed
+			if restart {
+				r.reopen()
+			}
+			r.step(ts("2026-11-24T08:32Z"))
+			fixture.WriteProject(t, r.wdir, "p", pooledHourly("a", "etl"), pooledHourly("b", "etl")) // and back
+			if restart {
+				r.reopen()
+			}
+			r.step(ts("2026-11-24T08:33Z"))
+			fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "etl")) // undeployed while no engine runs
+			r.reopen()
+			for m := range 3 {
+				r.step(ts("2026-11-24T08:34Z").Add(time.Duration(m) * time.Minute))
+				if st := r.state("b", start); st.Status != slot.Ready {
+					t.Fatalf("b is %s while a's job runs in etl of 1 (a undeployed while no engine ran); want READY", st.Status)
+				}
+			}
+			r.svc.finish(slot.ID{Workflow: "a", Time: start}, true)
+			r.step(ts("2026-11-24T08:40Z"))
+			if st := r.state("a", start); st.Status != slot.Success {
+				t.Errorf("a's slot is %s after its job succeeded, want SUCCESS", st.Status)
 			}
 		})
 	}
