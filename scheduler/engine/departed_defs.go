@@ -182,8 +182,8 @@ func (e *Engine) definedWritten(id, key string) {
 // false if the store refused the record (stepMu is held).
 func (e *Engine) keepDefinition(w *workflow.Workflow) bool {
 	d, err := e.definedOf(w)
-	if err == nil && e.defs.recorded[w.ID] == d.key {
-		return true
+	if err == nil && e.defs.recorded[w.ID] == d.key && e.opts.Owns == nil {
+		return true // (in a cluster, the instance that noted the departure removed it)
 	}
 	if err == nil {
 		err = e.regs.PutRegister(definedBucket, d.key, d.val)

@@ -65,3 +65,39 @@ func TestRollingRestartKeepsTheDefinitionRecord(t *testing.T) {
 	}
 	r.violations()
 }
+
+// TestRollingRestartWhileItRuns: as above, but a's 09:00 job still runs
+// when B restarts with the configuration without a: B notes its
+// departure (from a's definition record, which it then removes: the
+// departure holds the definition), and A, which still has a in the same
+// pool, ends that departure at its next step (a's own steps poll the
+// slot). Then A restarts without a: a's job must still be found and
+// polled to its end.
+func TestRollingRestartWhileItRuns(t *testing.T) {
+	r := newDepartedRig(t)
+	r.wdirs[1], _ = poolOfTwo(t)
+	r.insts = []*departedInst{r.open(0), r.open(1)}
+	r.step(0, true)
+	r.step(0, true) // a's 09:00 submitted, its definition recorded
+	if got := r.status("a", r.start); got != slot.Running {
+		t.Fatalf("a's 09:00 slot is %s, want RUNNING", got)
+	}
+	r.undeployA(r.wdirs[1])
+	r.insts[1] = r.open(1)
+	r.step(1, true) // B notes a's departure
+	r.step(0, true) // A, with a in etl, ends it
+	r.step(0, true)
+	r.undeployA(r.wdirs[0])
+	r.insts[0] = r.open(0)
+	r.step(0, true)
+	r.step(1, true)
+	if got := r.status("b", r.start); got != slot.Ready {
+		t.Errorf("b's slot is %s while a's job runs (pool limit 1), want READY", got)
+	}
+	r.svc.finishAll()
+	r.step(0, true)
+	if got := r.status("a", r.start); got != slot.Success {
+		t.Errorf("a's 09:00 slot is %s after its job ended, want SUCCESS (found after A restarted without a)", got)
+	}
+	r.violations()
+}
