@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
+	"github.com/google/go-cmp/cmp"
 )
 
 // reopenWithEvents is reopen with the rig's OnEvent: a restart of a
@@ -204,5 +206,45 @@ func TestRedeployedWhileRunningThenUndeployedWhileStopped(t *testing.T) {
 				t.Errorf("a's slot is %s after its job succeeded, want SUCCESS", st.Status)
 			}
 		})
+	}
+}
+
+// TestKillRefusesWhatAHostileDepartureNames: a's 08:00 slot RUNNING, a
+// undeployed (a genuine departure). Records written by hand into the
+// bucket name x (never deployed) at 08:00 — with an externalID field,
+// which no departure has — and a at 09:00 (never run). /kill of either
+// is refused, and no job is killed; a's 08:00 job is killed.
+func TestKillRefusesWhatAHostileDepartureNames(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	r := newPoolRig(t, "", nil, pooledHourly("a", ""), pooledHourly("b", ""))
+	r.step(ts("2026-11-24T08:30Z"))
+	r.step(ts("2026-11-24T08:31Z"))
+	ext := r.state("a", start).ExternalID
+	for _, h := range []struct{ wf, at string }{{"x", "2026-11-24T08:00Z"}, {"a", "2026-11-24T09:00Z"}} {
+		w := pooledHourly(h.wf, "")
+		v, err := json.Marshal(map[string]any{"workflow": &w, "slots": []time.Time{ts(h.at)}, "externalID": ext})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := regsOf(r).PutRegister(departedBucket, departedRecordKey(departedKey(h.wf, ""), v), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", ""))
+	r.reopen()
+	r.step(ts("2026-11-24T09:30Z"))
+	for _, id := range []slot.ID{{Workflow: "x", Time: start}, {Workflow: "a", Time: ts("2026-11-24T09:00Z")}} {
+		if err := r.e.Kill(context.Background(), id); err == nil {
+			t.Errorf("kill %s, named only by a hand-written departure record, succeeded; want refused", id)
+		}
+	}
+	if r.svc.kills != nil {
+		t.Fatalf("jobs killed %q through hand-written records, want none", r.svc.kills)
+	}
+	if err := r.e.Kill(context.Background(), slot.ID{Workflow: "a", Time: start}); err != nil {
+		t.Fatalf("kill of a's running departed slot: %v", err)
+	}
+	if d := cmp.Diff([]string{ext}, r.svc.kills); d != "" {
+		t.Errorf("jobs killed (-want +got):\n%s", d)
 	}
 }
