@@ -228,7 +228,9 @@ func (e *Engine) readDepartures() {
 		if err == nil {
 			err = json.Unmarshal(v, &d)
 		}
-		if err == nil && (d.Workflow == nil || d.Workflow.ID == "" || base == "" || departedKey(d.Workflow.ID, d.Pool) != base) {
+		if err == nil && (d.Workflow == nil || store.CheckWorkflow(d.Workflow.ID) != nil || base == "" || departedKey(d.Workflow.ID, d.Pool) != base) {
+			// (an id no store takes: its slots could never be read, and
+			// the departure would hold its pool place for ever)
 			err = errors.New("not a departure record")
 		}
 		if err != nil {

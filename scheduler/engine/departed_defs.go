@@ -277,7 +277,7 @@ func (e *Engine) scanDefinition(c *config, k string) bool {
 		return false
 	}
 	var d definition
-	if err := json.Unmarshal(v, &d); err != nil || d.Workflow == nil || d.Workflow.ID == "" ||
+	if err := json.Unmarshal(v, &d); err != nil || d.Workflow == nil || store.CheckWorkflow(d.Workflow.ID) != nil ||
 		!strings.HasPrefix(k, definedPrefix(d.Workflow.ID)) {
 		e.log.Warn("a record of the definitions bucket is not a definition, left as it is", "bucket", definedBucket, "key", k)
 		return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,46 @@ func TestKillRefusesWhatAHostileDepartureNames(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{ext}, r.svc.kills); d != "" {
 		t.Errorf("jobs killed (-want +got):\n%s", d)
+	}
+}
+
+// TestHostileRecordsOfBadWorkflowIDs: records written by hand whose
+// workflow id no store accepts ("a/b": every read of its slots fails).
+// A departure record of it, from pool etl (limit 1), must not hold the
+// pool's place for ever — b runs — and a definition record of it is
+// logged once, not looked at again and logged at every step.
+func TestHostileRecordsOfBadWorkflowIDs(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	r := newPoolRig(t, `{"pools": {"etl": {"limit": 1}}}`, nil, pooledHourly("b", "etl"))
+	w := pooledHourly("a/b", "etl")
+	dep, err := json.Marshal(departure{Workflow: &w, Pool: "etl", Slots: []time.Time{start}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := json.Marshal(definition{Workflow: &w, Pool: "etl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := regsOf(r).PutRegister(departedBucket, departedRecordKey(departedKey(w.ID, "etl"), dep), dep); err != nil {
+		t.Fatal(err)
+	}
+	if err := regsOf(r).PutRegister(definedBucket, definedPrefix(w.ID)+"0123456789abcdef", def); err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	e, err := New(Options{WorkflowsDir: r.wdir, Store: r.db, Services: map[string]external.Service{workflow.ServiceCommand: r.svc},
+		Logger: slog.New(slog.NewTextHandler(&out, nil)), PoolsFile: r.pools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.e = e
+	for m := range 4 {
+		r.step(ts("2026-11-24T08:30Z").Add(time.Duration(m) * time.Minute))
+	}
+	if st := r.state("b", start); st.Status != slot.Running {
+		t.Errorf("b is %s in etl of 1, where nothing runs but what a hand-written record of workflow %q names; want RUNNING", st.Status, w.ID)
+	}
+	if n := strings.Count(out.String(), "level=WARN"); n != 2 {
+		t.Errorf("%d warnings in 4 steps, want 2: each record of %q once:\n%s", n, w.ID, out.String())
 	}
 }
