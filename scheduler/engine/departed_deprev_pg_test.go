@@ -7,6 +7,25 @@ import (
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
+// noRecordsOf checks, after a step of each instance, that no definition
+// or departure record of workflow wf is left.
+func (r *departedRig) noRecordsOf(wf string) {
+	r.t.Helper()
+	r.step(0, true)
+	r.step(1, true)
+	defs, err := r.count.RegisterKeys(definedBucket, definedPrefix(wf))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	deps, err := r.count.RegisterKeys(departedBucket, "")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if len(defs)+len(deps) > 0 {
+		r.t.Errorf("records left once nothing of %s runs: definitions %q, departures %q", wf, defs, deps)
+	}
+}
+
 // finishAll ends every running job of the service successfully.
 func (p *poolService) finishAll() {
 	p.mu.Lock()
@@ -64,6 +83,7 @@ func TestRollingRestartKeepsTheDefinitionRecord(t *testing.T) {
 			"it is unknown to A restarted without a (never polled, its pool place taken for ever)", got)
 	}
 	r.violations()
+	r.noRecordsOf("a")
 }
 
 // TestRollingRestartWhileItRuns: as above, but a's 09:00 job still runs
@@ -100,4 +120,5 @@ func TestRollingRestartWhileItRuns(t *testing.T) {
 		t.Errorf("a's 09:00 slot is %s after its job ended, want SUCCESS (found after A restarted without a)", got)
 	}
 	r.violations()
+	r.noRecordsOf("a")
 }
