@@ -302,7 +302,10 @@ func (e *Engine) scanDefinition(c *config, k string) bool {
 			running = append(running, st.ID.Time)
 		}
 	}
-	if len(running) > 0 && !e.departureHas(departedKey(id, d.Pool), running) {
+	// In a cluster the departure is written even if this engine knows it:
+	// the instance that has the workflow in that pool again may have ended
+	// it, removing its records, since (keepDefinition).
+	if len(running) > 0 && (e.opts.Owns != nil || !e.departureHas(departedKey(id, d.Pool), running)) {
 		if !e.addDeparture(departure{Workflow: d.Workflow, Pool: d.Pool, Slots: running}, true) {
 			return false // the record stays: it is what tells of them
 		}

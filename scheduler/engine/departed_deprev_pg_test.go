@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/scheduler/slot"
 )
 
@@ -114,6 +115,39 @@ func TestRollingRestartWhileItRuns(t *testing.T) {
 	if got := r.status("b", r.start); got != slot.Ready {
 		t.Errorf("b's slot is %s while a's job runs (pool limit 1), want READY", got)
 	}
+	r.svc.finishAll()
+	r.step(0, true)
+	if got := r.status("a", r.start); got != slot.Success {
+		t.Errorf("a's 09:00 slot is %s after its job ended, want SUCCESS (found after A restarted without a)", got)
+	}
+	r.violations()
+	r.noRecordsOf("a")
+}
+
+// TestRollingRestartWhileItRunsThenBChanges: as above, and after A ended
+// the departure B noted (writing a's definition again), B's configuration
+// changes once more (b's retries): B lists the definitions again and
+// finds a's, whose departure it still remembers. Its record must not be
+// removed with nothing in the store naming a's job: A, restarted without
+// a, must still find it.
+func TestRollingRestartWhileItRunsThenBChanges(t *testing.T) {
+	r := newDepartedRig(t)
+	r.wdirs[1], _ = poolOfTwo(t)
+	r.insts = []*departedInst{r.open(0), r.open(1)}
+	r.step(0, true)
+	r.step(0, true) // a's 09:00 submitted, its definition recorded
+	r.undeployA(r.wdirs[1])
+	r.insts[1] = r.open(1)
+	r.step(1, true) // B notes a's departure, removes a's definition record
+	r.step(0, true) // A, with a in etl, writes it again and ends the departure
+	b := fixture.Hourly("b")
+	b.StartTime, b.Pool, b.MaxRetryCount = r.start, "etl", 2
+	fixture.WriteProject(t, r.wdirs[1], "p", b)
+	r.step(1, true) // B's configuration changed: the definitions listed again
+	r.step(0, true)
+	r.undeployA(r.wdirs[0])
+	r.insts[0] = r.open(0)
+	r.step(0, true)
 	r.svc.finishAll()
 	r.step(0, true)
 	if got := r.status("a", r.start); got != slot.Success {
