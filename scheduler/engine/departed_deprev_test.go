@@ -290,3 +290,49 @@ func TestHostileRecordsOfBadWorkflowIDs(t *testing.T) {
 		t.Errorf("%d warnings in 4 steps, want 2: each record of %q once:\n%s", n, w.ID, out.String())
 	}
 }
+
+// TestRedefinedWhileRunningThenUndeployedWhileStopped: a's 08:00 job
+// runs under one definition; a is deployed again under the same id with
+// another (more retries; in the same pool or another), hot and across a
+// restart; the
+// engine stops, a is undeployed, a new engine starts: a's job is found
+// (the older definition's record is kept until the new one is written),
+// counted in etl, where it was admitted, and polled to its end.
+func TestRedefinedWhileRunningThenUndeployedWhileStopped(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	for _, c := range []struct {
+		restart bool
+		pool    string
+	}{{false, "etl"}, {true, "etl"}, {false, "rep"}, {true, "rep"}} {
+		restart := c.restart
+		t.Run(fmt.Sprintf("restart=%v,pool=%s", restart, c.pool), func(t *testing.T) {
+			r := newPoolRig(t, `{"pools": {"etl": {"limit": 1}, "rep": {"limit": 1}}}`, nil, pooledHourly("a", "etl"), pooledHourly("b", "etl"))
+			r.step(ts("2026-11-24T08:30Z"))
+			r.step(ts("2026-11-24T08:31Z"))
+			a := pooledHourly("a", c.pool)
+			a.MaxRetryCount = 3
+			fixture.WriteProject(t, r.wdir, "p", a, pooledHourly("b", "etl"))
+			if restart {
+				r.reopen()
+			}
+			r.step(ts("2026-11-24T08:32Z"))
+			fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "etl"))
+			r.reopen()
+			for m := range 3 {
+				r.step(ts("2026-11-24T08:33Z").Add(time.Duration(m) * time.Minute))
+				if st := r.state("b", start); st.Status != slot.Ready {
+					t.Fatalf("b is %s while a's job, admitted to etl, runs; want READY", st.Status)
+				}
+			}
+			r.svc.finish(slot.ID{Workflow: "a", Time: start}, true)
+			r.step(ts("2026-11-24T08:40Z"))
+			if st := r.state("a", start); st.Status != slot.Success {
+				t.Errorf("a's slot is %s after its job succeeded, want SUCCESS", st.Status)
+			}
+			r.step(ts("2026-11-24T08:41Z"))
+			if st := r.state("b", start); st.Status != slot.Running {
+				t.Errorf("b is %s once a's job ended, want RUNNING", st.Status)
+			}
+		})
+	}
+}
