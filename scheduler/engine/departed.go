@@ -144,6 +144,8 @@ func (e *Engine) addDeparture(d departure, write bool) bool {
 		}
 		sort.Slice(cur.Slots, func(i, j int) bool { return cur.Slots[i].Before(cur.Slots[j]) })
 		d = *cur
+	} else {
+		d.Slots = uniqueTimes(d.Slots) // (a record written by hand may repeat one: counted once)
 	}
 	if d.keys == nil {
 		d.keys = make(map[string][sha256.Size]byte)
@@ -180,6 +182,22 @@ func (e *Engine) addDeparture(d departure, write bool) bool {
 	}
 	cur.keys[rk] = sha256.Sum256(v)
 	return true
+}
+
+// uniqueTimes returns ts sorted, each slot time (to the millisecond, as
+// slots are named) once.
+func uniqueTimes(ts []time.Time) []time.Time {
+	out := append([]time.Time(nil), ts...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	n := 0
+	for i, t := range out {
+		if i > 0 && t.UnixMilli() == out[n-1].UnixMilli() {
+			continue
+		}
+		out[n] = t
+		n++
+	}
+	return out[:n]
 }
 
 // readDepartures reads the departures the store records: at the first

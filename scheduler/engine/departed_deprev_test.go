@@ -336,3 +336,38 @@ func TestRedefinedWhileRunningThenUndeployedWhileStopped(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileDepartureDuplicateSlots: pool etl of 2; a's 08:00 job runs,
+// a is undeployed while no engine runs, and a departure record written
+// by hand names that slot three times. The slot takes one place: b's
+// 09:00 slot runs beside it.
+func TestHostileDepartureDuplicateSlots(t *testing.T) {
+	start := ts("2026-11-24T08:00Z")
+	r := newPoolRig(t, `{"pools": {"etl": {"limit": 2}}}`, nil, pooledHourly("a", "etl"), pooledHourly("b", "etl"))
+	r.step(ts("2026-11-24T08:30Z"))
+	r.step(ts("2026-11-24T08:31Z"))
+	r.svc.finish(slot.ID{Workflow: "b", Time: start}, true)
+	for _, k := range definedKeys(t, r) { // (the hand-written record is what tells of a)
+		if err := regsOf(r).DeleteRegister(definedBucket, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := pooledHourly("a", "etl")
+	v, err := json.Marshal(departure{Workflow: &w, Pool: "etl", Slots: []time.Time{start, start, start}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := regsOf(r).PutRegister(departedBucket, departedRecordKey(departedKey("a", "etl"), v), v); err != nil {
+		t.Fatal(err)
+	}
+	fixture.WriteProject(t, r.wdir, "p", pooledHourly("b", "etl"))
+	r.reopen()
+	r.step(ts("2026-11-24T09:30Z"))
+	r.step(ts("2026-11-24T09:31Z"))
+	if st := r.state("a", start); st.Status != slot.Running {
+		t.Fatalf("a's slot is %s, want RUNNING", st.Status)
+	}
+	if st := r.state("b", ts("2026-11-24T09:00Z")); st.Status != slot.Running {
+		t.Errorf("b's 09:00 slot is %s in etl of 2 beside a's one running slot, want RUNNING (a's slot counted once)", st.Status)
+	}
+}
