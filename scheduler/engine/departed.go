@@ -54,6 +54,18 @@ type departure struct {
 	keys map[string][sha256.Size]byte
 }
 
+// drainDefinition returns a copy of w without what a drain does not use
+// and must not: notification targets, SLA and run constraints. It is
+// applied to the definitions the engine records and to those it reads
+// back, so that a record written by hand into the store (a file of the
+// state directory, a row of the database) cannot make a drain post
+// events anywhere.
+func drainDefinition(w *workflow.Workflow) *workflow.Workflow {
+	def := *w
+	def.Notify, def.SLA, def.Constraints = nil, nil, nil
+	return &def
+}
+
 // departedKey is the register key of workflow wf's departure from pool
 // (a workflow id may be 255 bytes long and hold '.', a key neither).
 func departedKey(wf, pool string) string {
@@ -108,9 +120,7 @@ func (e *Engine) noteDepartures(old, c *config) {
 		if len(running) == 0 {
 			continue
 		}
-		def := *w
-		def.Notify, def.SLA, def.Constraints = nil, nil, nil
-		e.addDeparture(departure{Workflow: &def, Pool: w.Pool, Slots: running}, true)
+		e.addDeparture(departure{Workflow: drainDefinition(w), Pool: w.Pool, Slots: running}, true)
 		e.log.Info("workflow left while slots of it run: they keep their pool's place and are polled until they end",
 			"workflow", id, "pool", w.Pool, "running", len(running), "deployed", nw != nil)
 	}
@@ -134,6 +144,8 @@ func (e *Engine) addDeparture(d departure, write bool) bool {
 		}
 		sort.Slice(cur.Slots, func(i, j int) bool { return cur.Slots[i].Before(cur.Slots[j]) })
 		d = *cur
+	} else {
+		d.Slots = uniqueTimes(d.Slots) // (a record written by hand may repeat one: counted once)
 	}
 	if d.keys == nil {
 		d.keys = make(map[string][sha256.Size]byte)
@@ -170,6 +182,22 @@ func (e *Engine) addDeparture(d departure, write bool) bool {
 	}
 	cur.keys[rk] = sha256.Sum256(v)
 	return true
+}
+
+// uniqueTimes returns ts sorted, each slot time (to the millisecond, as
+// slots are named) once.
+func uniqueTimes(ts []time.Time) []time.Time {
+	out := append([]time.Time(nil), ts...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	n := 0
+	for i, t := range out {
+		if i > 0 && t.UnixMilli() == out[n-1].UnixMilli() {
+			continue
+		}
+		out[n] = t
+		n++
+	}
+	return out[:n]
 }
 
 // readDepartures reads the departures the store records: at the first
@@ -218,7 +246,9 @@ func (e *Engine) readDepartures() {
 		if err == nil {
 			err = json.Unmarshal(v, &d)
 		}
-		if err == nil && (d.Workflow == nil || d.Workflow.ID == "" || base == "" || departedKey(d.Workflow.ID, d.Pool) != base) {
+		if err == nil && (d.Workflow == nil || store.CheckWorkflow(d.Workflow.ID) != nil || base == "" || departedKey(d.Workflow.ID, d.Pool) != base) {
+			// (an id no store takes: its slots could never be read, and
+			// the departure would hold its pool place for ever)
 			err = errors.New("not a departure record")
 		}
 		if err != nil {
@@ -227,6 +257,7 @@ func (e *Engine) readDepartures() {
 			}
 			continue
 		}
+		d.Workflow = drainDefinition(d.Workflow) // (a record written by hand may name more)
 		e.addDeparture(d, false)
 		e.departed[base].keys[k] = sum
 	}
@@ -235,7 +266,9 @@ func (e *Engine) readDepartures() {
 // pruneDepartures keeps, of each departure, the slots that are RUNNING
 // in the store now, and forgets (and removes from the store) the
 // departures with none left, and those of a workflow c has again in the
-// same pool: its own steps poll and count those slots (stepMu is held).
+// same pool: its own steps poll and count those slots — once its
+// definition is recorded (keepDefinition), since the definition record a
+// departure replaced is gone (stepMu is held).
 func (e *Engine) pruneDepartures(c *config) {
 	for k, d := range e.departed {
 		id := d.Workflow.ID
@@ -251,6 +284,8 @@ func (e *Engine) pruneDepartures(c *config) {
 			if len(kept) > 0 {
 				continue
 			}
+		} else if !e.keepDefinition(w) {
+			continue // the departure stays what tells of its slots; tried again
 		}
 		delete(e.departed, k)
 		if c.workflows[id] == nil { // (its drain's problems: a job that could not be asked about)

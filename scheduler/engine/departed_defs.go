@@ -9,7 +9,11 @@ package engine
 // definition (as a departure keeps it) and pool in the store, once per
 // definition: register bucket definedBucket, one record per workflow and
 // definition. A step that submits again under the same definition writes
-// nothing (a map lookup). When the configuration changes (the first step
+// nothing (a map lookup) — but in a cluster (Options.Owns), where it is
+// written again, in the step's one batch: an instance whose configuration
+// lacks the workflow (a rolling restart onto a new one) removes its record
+// when nothing of it runs, and the instance that still has it would
+// otherwise submit its next slots with no record naming them. When the configuration changes (the first step
 // included), the engine lists the bucket: a record of a workflow the
 // configuration lacks, or has in another pool, whose slots are RUNNING
 // becomes a departure (departed.go), so that those slots keep their
@@ -80,9 +84,7 @@ func (e *Engine) definedOf(w *workflow.Workflow) (defined, error) {
 	if d, ok := e.defs.keys[w]; ok {
 		return d, nil
 	}
-	def := *w
-	def.Notify, def.SLA, def.Constraints = nil, nil, nil
-	v, err := json.Marshal(definition{Workflow: &def, Pool: w.Pool})
+	v, err := json.Marshal(definition{Workflow: drainDefinition(w), Pool: w.Pool})
 	if err != nil {
 		return defined{}, fmt.Errorf("encode the definition of workflow %s: %w", w.ID, err)
 	}
@@ -96,8 +98,8 @@ func (e *Engine) definedOf(w *workflow.Workflow) (defined, error) {
 }
 
 // recordDefinitions records, before the slots of todo are submitted, the
-// definitions of their workflows that the store does not hold yet, in one
-// batch, and returns todo without the slots of the workflows whose record
+// definitions of their workflows that the store does not hold yet (in a
+// cluster, all of them: see above), in one batch, and returns todo without the slots of the workflows whose record
 // could not be written: they stay READY (a problem of op "submit") until
 // it can, since a job submitted without it could be lost to a server that
 // starts without the workflow. A store that keeps no registers records
@@ -117,8 +119,8 @@ func (s *stepper) recordDefinitions(todo []pendingSubmit, intents map[slot.ID]st
 			failed[id] = err
 			continue
 		}
-		if e.defs.recorded[id] == d.key {
-			continue
+		if e.defs.recorded[id] == d.key && e.opts.Owns == nil {
+			continue // (in a cluster, another instance may have removed it: written again)
 		}
 		kv[d.key], keyOf[id] = d.val, d.key
 	}
@@ -169,6 +171,32 @@ func (e *Engine) definedWritten(id, key string) {
 			e.log.Warn("an older definition record of a workflow could not be removed; removed when the configuration changes", "workflow", id, "key", k, "error", err)
 		}
 	}
+}
+
+// keepDefinition records w's definition unless it is recorded already,
+// for a workflow deployed again in the pool it departed from while its
+// slots may still run: the departure ends (the workflow's own steps poll
+// and count the slots), and the definition record it replaced was
+// removed, so without this a server that starts after w is undeployed
+// again, while no server runs, would not know those slots. It reports
+// false if the store refused the record (stepMu is held).
+func (e *Engine) keepDefinition(w *workflow.Workflow) bool {
+	d, err := e.definedOf(w)
+	if err == nil && e.defs.recorded[w.ID] == d.key && e.opts.Owns == nil {
+		return true // (in a cluster, the instance that noted the departure removed it)
+	}
+	if err == nil {
+		err = e.regs.PutRegister(definedBucket, d.key, d.val)
+	}
+	switch {
+	case errors.Is(err, errNoRegisters):
+		return true
+	case err != nil:
+		e.log.Warn("the definition of a workflow deployed again while its slots run could not be recorded; its departure is kept until it is", "workflow", w.ID, "error", err)
+		return false
+	}
+	e.definedWritten(w.ID, d.key)
+	return true
 }
 
 // putRegisters writes kv into bucket, in one batch where the store can,
@@ -249,12 +277,13 @@ func (e *Engine) scanDefinition(c *config, k string) bool {
 		return false
 	}
 	var d definition
-	if err := json.Unmarshal(v, &d); err != nil || d.Workflow == nil || d.Workflow.ID == "" ||
+	if err := json.Unmarshal(v, &d); err != nil || d.Workflow == nil || store.CheckWorkflow(d.Workflow.ID) != nil ||
 		!strings.HasPrefix(k, definedPrefix(d.Workflow.ID)) {
 		e.log.Warn("a record of the definitions bucket is not a definition, left as it is", "bucket", definedBucket, "key", k)
 		return true
 	}
 	id := d.Workflow.ID
+	d.Workflow = drainDefinition(d.Workflow) // (a record written by hand may name more)
 	w := c.workflows[id]
 	if w != nil && (d.Pool == "" || w.Pool == d.Pool) {
 		// Still here, in the same pool: an older definition, removed
@@ -273,7 +302,10 @@ func (e *Engine) scanDefinition(c *config, k string) bool {
 			running = append(running, st.ID.Time)
 		}
 	}
-	if len(running) > 0 && !e.departureHas(departedKey(id, d.Pool), running) {
+	// In a cluster the departure is written even if this engine knows it:
+	// the instance that has the workflow in that pool again may have ended
+	// it, removing its records, since (keepDefinition).
+	if len(running) > 0 && (e.opts.Owns != nil || !e.departureHas(departedKey(id, d.Pool), running)) {
 		if !e.addDeparture(departure{Workflow: d.Workflow, Pool: d.Pool, Slots: running}, true) {
 			return false // the record stays: it is what tells of them
 		}
