@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/schema/workflow"
+)
+
+// TestOutboxTargetsOfOneURLAfterARedeploy: a workflow names one URL for
+// several targets (other secrets, other events); a redeploy inserts,
+// swaps, removes or changes some of them while a failure's deliveries
+// are pending. Each delivery goes to its own target when it is still
+// there unchanged, wherever it moved in the list; a target removed gives
+// its delivery up, and does not pass it to the target that kept its URL
+// (before: a delivery went to whatever target of its URL stood at its
+// old place — a target of the URL inserted in front for other events
+// made the unchanged one's delivery be given up, two swapped got each
+// other's, signed with the other's secret).
+func TestOutboxTargetsOfOneURLAfterARedeploy(t *testing.T) {
+	const (
+		a = "http://127.0.0.1:1/a"
+		b = "http://127.0.0.1:1/b"
+	)
+	fail, sla := workflow.EventFailure, workflow.EventSLAMissed
+	for _, tc := range []struct {
+		name          string
+		before, after []workflow.Notification
+		// want maps each delivery's secret file before to its target
+		// after (absent: given up).
+		want    map[string]handed
+		dropped int
+	}{
+		{name: "one of its URL inserted in front, for other events",
+			before: []workflow.Notification{hook(a, "/s/1", fail)},
+			after:  []workflow.Notification{hook(a, "/s/2", sla), hook(a, "/s/1", fail)},
+			want:   map[string]handed{"/s/1": {URL: a, Secret: "/s/1"}}},
+		{name: "two of one URL swapped",
+			before: []workflow.Notification{hook(a, "/s/1", fail), hook(a, "/s/2", fail)},
+			after:  []workflow.Notification{hook(a, "/s/2", fail), hook(a, "/s/1", fail)},
+			want:   map[string]handed{"/s/1": {URL: a, Secret: "/s/1"}, "/s/2": {URL: a, Secret: "/s/2"}}},
+		{name: "another URL inserted in front of two of one URL",
+			before: []workflow.Notification{hook(a, "/s/1", fail), hook(a, "/s/2", fail)},
+			after:  []workflow.Notification{hook(b, "", fail), hook(a, "/s/1", fail), hook(a, "/s/2", fail)},
+			want:   map[string]handed{"/s/1": {URL: a, Secret: "/s/1"}, "/s/2": {URL: a, Secret: "/s/2"}}},
+		{name: "the first of two of one URL removed",
+			before: []workflow.Notification{hook(a, "/s/1", fail), hook(a, "/s/2", fail)},
+			after:  []workflow.Notification{hook(a, "/s/2", fail)},
+			want:   map[string]handed{"/s/2": {URL: a, Secret: "/s/2"}}, dropped: 1},
+		{name: "the secret of one of two of one URL changed",
+			before: []workflow.Notification{hook(a, "/s/1", fail), hook(a, "/s/2", fail)},
+			after:  []workflow.Notification{hook(a, "/s/3", fail), hook(a, "/s/2", fail)},
+			want:   map[string]handed{"/s/1": {URL: a, Secret: "/s/3"}, "/s/2": {URL: a, Secret: "/s/2"}}},
+		{name: "the events of one of two of one URL changed, then swapped",
+			before: []workflow.Notification{hook(a, "/s/1", fail), hook(a, "/s/2", fail)},
+			after:  []workflow.Notification{hook(a, "/s/2", fail, sla), hook(a, "/s/1", fail)},
+			want:   map[string]handed{"/s/1": {URL: a, Secret: "/s/1"}, "/s/2": {URL: a, Secret: "/s/2"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wdir := t.TempDir()
+			feedNotifying(t, wdir, tc.before)
+			db := openDB(t, t.TempDir())
+			svc := newFake()
+			x := startTargetEngine(t, wdir, "2026-11-24T08:00Z", svc, db)
+			x.step(t, "2026-11-24T08:10Z")
+			x.step(t, "2026-11-24T08:11Z")
+			svc.finishAll(false)
+			x.step(t, "2026-11-24T08:20Z")
+			sent := x.taken()
+			if len(sent) != len(tc.before) {
+				t.Fatalf("handed out %+v, want a failure for each target", sent)
+			}
+			var want []handed
+			for _, h := range sent {
+				x.e.Released(h.ID)
+				if to, ok := tc.want[h.Secret]; ok {
+					want = append(want, handed{fail, h.ID, to.URL, to.Secret})
+				}
+			}
+			feedNotifying(t, wdir, tc.after)
+			y := startTargetEngine(t, wdir, "2026-11-24T08:30Z", svc, db)
+			y.step(t, "2026-11-24T08:30Z")
+			if diff := cmp.Diff(want, y.taken()); diff != "" {
+				t.Errorf("after the redeploy, handed out (-want +got):\n%s", diff)
+			}
+			var wantDrops map[string]int
+			if tc.dropped > 0 {
+				wantDrops = map[string]int{fail: tc.dropped}
+			}
+			if diff := cmp.Diff(wantDrops, y.drops(), cmpEmptyMap); diff != "" {
+				t.Errorf("dropped (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
