@@ -119,10 +119,14 @@ type outboxRecord struct {
 	// NotifyURLs the URLs of that list, when the record was written (nil
 	// in a record of a version before them): how the target is found
 	// again after a redeploy (outbox_target.go).
-	TargetIndex int       `json:"targetIndex"`
-	NotifyURLs  []string  `json:"notifyURLs,omitempty"`
-	Delivery    string    `json:"delivery"`
-	Created     time.Time `json:"created"`
+	TargetIndex int      `json:"targetIndex"`
+	NotifyURLs  []string `json:"notifyURLs,omitempty"`
+	// Notify is that whole list (nil in a record of a version before it,
+	// or one that would be too long with it): how targets of one URL are
+	// told apart (matchTarget).
+	Notify   []workflow.Notification `json:"notify,omitempty"`
+	Delivery string                  `json:"delivery"`
+	Created  time.Time               `json:"created"`
 	// Recorded: the slot state the event tells of is recorded (always
 	// for an event not tied to a state write: an SLA miss).
 	Recorded bool `json:"recorded"`
@@ -313,10 +317,14 @@ func (s *stepper) prepareOutbox() {
 				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: id,
 				Created: created, Recorded: pe.slot.Time.IsZero(), NotifyURLs: urls}
 			if places != nil {
-				rec.TargetIndex = places[j]
+				rec.TargetIndex, rec.Notify = places[j], wfs[ev.Workflow].Notify
 			}
 			key := outboxKey(ev.Workflow, created, rec.Delivery)
 			raw, err := json.Marshal(rec)
+			if err == nil && len(raw) > maxOutboxRecord && rec.Notify != nil { // a long list: its URLs alone
+				rec.Notify = nil
+				raw, err = json.Marshal(rec)
+			}
 			if err == nil && len(raw) > maxOutboxRecord { // (a service's detail of that length)
 				err = fmt.Errorf("its record would be %d bytes, more than the outbox takes (%d)", len(raw), maxOutboxRecord)
 			}

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"encoding/json"
+	"fmt"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,5 +95,53 @@ func TestOutboxTargetsOfOneURLAfterARedeploy(t *testing.T) {
 				t.Errorf("dropped (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestOutboxRecordsOfRoundTwoAndListsThatLie: records without the whole
+// notify list (written by the version before this one: the list's URLs
+// and their own target) still go to their own target among several of
+// one URL; a record whose lists lie — a notify list whose URLs are not
+// its notifyURLs, a notify list without them, a place far outside a
+// record without a list — never makes the server post to a URL feed does
+// not name, nor panic the step: the first two are removed (counted
+// unknown), the last is known by its URL.
+func TestOutboxRecordsOfRoundTwoAndListsThatLie(t *testing.T) {
+	const (
+		a    = "http://127.0.0.1:1/a"
+		evil = "http://169.254.169.254/latest/meta-data"
+	)
+	fail := workflow.EventFailure
+	wdir := t.TempDir()
+	feedNotifying(t, wdir, []workflow.Notification{hook(a, "/s/2", workflow.EventSLAMissed), hook(a, "/s/1", fail), hook(a, "/s/3", fail)})
+	db := openDB(t, t.TempDir())
+	n := 0
+	record := func(target, extra string) string {
+		n++
+		id := fmt.Sprintf("%024x", n)
+		raw := `{"event":"failure","workflow":"feed","slot":"2026-11-24T08:00:00Z","status":"FAILURE","retryCount":0,` +
+			`"at":"2026-11-24T08:20:00Z","target":` + target + `,"delivery":"` + id + `","created":"2026-11-24T08:30:00Z","recorded":true` + extra + `}`
+		if err := db.PutRegister(outboxBucket, keyLike("feed", id), json.RawMessage(raw)); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	s1 := `{"type":"webhook","url":"` + a + `","secretFile":"/s/1","events":["failure"]}`
+	s3 := `{"type":"webhook","url":"` + a + `","secretFile":"/s/3","events":["failure"]}`
+	// Round two's records of [a /s/3, a /s/1]: now [a /s/2 (SLA), a /s/1, a /s/3].
+	roundTwo1 := record(s1, `,"targetIndex":1,"notifyURLs":["`+a+`","`+a+`"]`)
+	roundTwo3 := record(s3, `,"targetIndex":0,"notifyURLs":["`+a+`","`+a+`"]`)
+	record(s1, `,"targetIndex":0,"notifyURLs":["`+a+`"],"notify":[{"type":"webhook","url":"`+evil+`","events":["failure"]}]`)
+	record(s1, `,"targetIndex":0,"notify":[`+s1+`]`)
+	farOut := record(s1, `,"targetIndex":7`)
+	x := startTargetEngine(t, wdir, "2026-11-24T08:31Z", newFake(), db)
+	x.step(t, "2026-11-24T08:31Z")
+	want := []handed{{fail, roundTwo1, a, "/s/1"}, {fail, roundTwo3, a, "/s/3"}, {fail, farOut, a, "/s/1"}}
+	sort.Slice(want, func(i, j int) bool { return want[i].ID < want[j].ID })
+	if diff := cmp.Diff(want, x.taken()); diff != "" {
+		t.Errorf("handed out (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"unknown": 2}, x.drops()); diff != "" {
+		t.Errorf("dropped (-want +got):\n%s", diff)
 	}
 }
