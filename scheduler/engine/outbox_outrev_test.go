@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/celos-go/celos/internal/testenv/fixture"
+	"github.com/celos-go/celos/internal/testenv/pgtest"
+	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -143,5 +147,62 @@ func TestOutboxRecordsOfRoundTwoAndListsThatLie(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"unknown": 2}, x.drops()); diff != "" {
 		t.Errorf("dropped (-want +got):\n%s", diff)
+	}
+}
+
+// TestOutboxRollingDeployLeavesTheSteppingInstancesDeliveries: two live
+// instances on PostgreSQL during a rolling deploy: B has the new
+// configuration, with feed, and steps it (feed's lease is B's); A still
+// has the old one, without feed. The deliveries of a workflow no instance
+// steps are sent by the instance that would hold its lease (the server's
+// Undeployed: the rendezvous owner among the live instances, here owner),
+// asked for the workflow, not for its records' key prefix: A leaves
+// B's pending delivery of feed alone — neither sends it nor, naming no
+// such URL, gives it up under B — and B's next scan sends it (before: A,
+// the owner of the prefix, removed the record of a delivery B held, lost
+// if B then stopped or was killed).
+func TestOutboxRollingDeployLeavesTheSteppingInstancesDeliveries(t *testing.T) {
+	dsn := pgtest.Shared(t).CreateDB(t)
+	open := func() Store {
+		db, err := statepg.Open(t.Context(), dsn, statepg.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	// owner is the instance that would step x: feed is B's, every other
+	// workflow (and key prefix) A's.
+	owner := func(x string) string {
+		if x == "feed" {
+			return "B"
+		}
+		return "A"
+	}
+	oldDir := t.TempDir()
+	other := fixture.Hourly("other")
+	other.StartTime = ts("2026-11-24T08:00Z")
+	fixture.WriteProject(t, oldDir, "p", other)
+	dropped := 0
+	svc := newFake()
+	a := startOutboxEngine(t, oldDir, "2026-11-24T08:00Z", svc, open(), func(wf string) bool { return owner(wf) == "A" },
+		OutboxOptions{Undeployed: func(x string) bool { return owner(x) == "A" }, OnDrop: func(string) { dropped++ }})
+	b := startOutboxEngine(t, feedOnFailure(t), "2026-11-24T08:00Z", svc, open(), func(wf string) bool { return owner(wf) == "B" },
+		OutboxOptions{Undeployed: func(x string) bool { return owner(x) == "B" }})
+	sent := failOn(t, b, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
+	b.e.Released(strings.TrimPrefix(sent[0], "failure ")) // (B's queue was full)
+	a.step(t, "2026-11-24T08:20:30Z")
+	if got := a.taken(); len(got) != 0 || dropped != 0 {
+		t.Errorf("A, without feed: handed out %q, gave up %d; want B's delivery left alone", got, dropped)
+	}
+	if keys := outboxKeys(t, b.db.(Registers)); len(keys) != 1 {
+		t.Fatalf("outbox %q, want B's delivery kept", keys)
+	}
+	b.step(t, "2026-11-24T08:21:30Z")
+	if diff := cmp.Diff(sent, b.taken()); diff != "" {
+		t.Errorf("B's next scan handed out (-want +got):\n%s", diff)
+	}
+	if !b.e.Mine("feed") || a.e.Mine("feed") {
+		t.Errorf("Mine(feed): A %v, B %v; want B only", a.e.Mine("feed"), b.e.Mine("feed"))
 	}
 }
