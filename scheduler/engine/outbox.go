@@ -81,12 +81,13 @@ type OutboxOptions struct {
 	// OnDrop, if set, hears of each delivery the bounds removed (metrics).
 	OnDrop func(event string)
 	// Undeployed, with several instances (Options.Owns), reports whether
-	// this instance sends the deliveries of a workflow no instance steps
-	// (not deployed), given the prefix of its records' keys (slaPrefix:
-	// the same on every instance): the server names one live instance
-	// per prefix. nil: none does, they wait for the bounds. Without Owns
+	// this instance sends the deliveries of workflow wf, which its
+	// configuration does not deploy: the server names the live instance
+	// that would hold wf's lease, so that during a rolling deploy an
+	// instance without wf leaves alone the deliveries of the one that
+	// steps it. nil: none does, they wait for the bounds. Without Owns
 	// (one instance) this instance sends them.
-	Undeployed func(prefix string) bool
+	Undeployed func(wf string) bool
 }
 
 // outboxState is the engine's side of the outbox.
@@ -227,23 +228,22 @@ func (e *Engine) Mine(wf string) bool {
 	c := e.cfg
 	e.mu.RUnlock()
 	if c != nil && c.workflows[wf] == nil {
-		return e.sendsUndeployed(slaPrefix(wf))
+		return e.sendsUndeployed(wf)
 	}
 	return e.owns(wf)
 }
 
-// sendsUndeployed reports whether this engine sends the deliveries of the
-// workflow of records prefix, which is not deployed (no instance steps
-// it): always with one instance, per OutboxOptions.Undeployed with
-// several.
-func (e *Engine) sendsUndeployed(prefix string) bool {
+// sendsUndeployed reports whether this engine sends the deliveries of
+// workflow wf, which its configuration does not deploy: always with one
+// instance, per OutboxOptions.Undeployed with several.
+func (e *Engine) sendsUndeployed(wf string) bool {
 	if e.opts.Owns == nil {
 		return true
 	}
 	e.out.mu.Lock()
 	f := e.out.opts.Undeployed
 	e.out.mu.Unlock()
-	return f != nil && f(prefix)
+	return f != nil && f(wf)
 }
 
 func newDeliveryID() string {
@@ -519,10 +519,8 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		case n >= e.out.opts.MaxEntries:
 			e.dropOutbox(it, "the outbox is full ("+strconv.Itoa(e.out.opts.MaxEntries)+" deliveries)")
 			continue
-		case !known && !e.sendsUndeployed(it.prefix):
-			continue // a removed workflow, another instance's to send
 		}
-		e.offer(it, targets)
+		e.offer(it, targets, !known)
 	}
 }
 
@@ -559,14 +557,16 @@ func (e *Engine) readOutbox(it outboxItem) (rec outboxRecord, ok bool, bad strin
 }
 
 // offer hands one delivery of the outbox to OnEvent, for its target as
-// the configuration defines it now (outbox_target.go).
-func (e *Engine) offer(it outboxItem, targets *targetResolver) {
+// the configuration defines it now (outbox_target.go). Of a workflow the
+// configuration does not deploy (undeployed), only if this instance
+// sends its deliveries (sendsUndeployed: the record names the workflow).
+func (e *Engine) offer(it outboxItem, targets *targetResolver, undeployed bool) {
 	rec, ok, bad := e.readOutbox(it)
 	if bad != "" {
 		e.dropRecord(it, outboxRecord{}, bad)
 	}
-	if !ok {
-		return
+	if !ok || undeployed && !e.sendsUndeployed(rec.Workflow) {
+		return // (another instance's: it steps the workflow, or would)
 	}
 	if !rec.Recorded {
 		st, found, err := e.db.Get(slot.ID{Workflow: rec.Workflow, Time: rec.Slot})
