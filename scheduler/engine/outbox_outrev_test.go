@@ -206,3 +206,47 @@ func TestOutboxRollingDeployLeavesTheSteppingInstancesDeliveries(t *testing.T) {
 		t.Errorf("Mine(feed): A %v, B %v; want B only", a.e.Mine("feed"), b.e.Mine("feed"))
 	}
 }
+
+// TestOutboxDeliveryFollowsTwoRedeploys: a delivery pending over two
+// redeploys, offered between them: its target re-pointed from a to b
+// (it goes to b, which the sender lets go of: b down, a stop), then a
+// target c inserted in front of b. It goes to b, the target it was
+// offered to, not to c, which took the place a had in the list the
+// record was written with (before: the record kept its first list, and
+// the second redeploy sent the delivery to c, b never got it).
+func TestOutboxDeliveryFollowsTwoRedeploys(t *testing.T) {
+	const (
+		a = "http://127.0.0.1:1/a"
+		b = "http://127.0.0.1:1/b"
+		c = "http://127.0.0.1:1/c"
+	)
+	fail := workflow.EventFailure
+	wdir := t.TempDir()
+	feedNotifying(t, wdir, []workflow.Notification{hook(a, "", fail)})
+	db := openDB(t, t.TempDir())
+	svc := newFake()
+	x := startTargetEngine(t, wdir, "2026-11-24T08:00Z", svc, db)
+	x.step(t, "2026-11-24T08:10Z")
+	x.step(t, "2026-11-24T08:11Z")
+	svc.finishAll(false)
+	x.step(t, "2026-11-24T08:20Z")
+	sent := x.taken()
+	if len(sent) != 1 {
+		t.Fatalf("handed out %+v, want one failure", sent)
+	}
+	id := sent[0].ID
+	x.e.Released(id)
+	feedNotifying(t, wdir, []workflow.Notification{hook(b, "", fail)})
+	y := startTargetEngine(t, wdir, "2026-11-24T08:30Z", svc, db)
+	y.step(t, "2026-11-24T08:30Z")
+	if diff := cmp.Diff([]handed{{fail, id, b, ""}}, y.taken()); diff != "" {
+		t.Fatalf("after the first redeploy, handed out (-want +got):\n%s", diff)
+	}
+	y.e.Released(id)
+	feedNotifying(t, wdir, []workflow.Notification{hook(c, "", fail), hook(b, "", fail)})
+	z := startTargetEngine(t, wdir, "2026-11-24T08:40Z", svc, db)
+	z.step(t, "2026-11-24T08:40Z")
+	if diff := cmp.Diff([]handed{{fail, id, b, ""}}, z.taken()); diff != "" {
+		t.Errorf("after the second redeploy, handed out (-want +got):\n%s", diff)
+	}
+}
