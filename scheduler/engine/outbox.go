@@ -582,7 +582,7 @@ func (e *Engine) offer(it outboxItem, targets *targetResolver, undeployed bool) 
 		}
 		// (Marked recorded if it is released again.)
 	}
-	target, gone := targets.target(rec)
+	target, rebased, gone := targets.target(rec)
 	switch {
 	case gone == errUnknownNow:
 		e.log.Debug("notification left in the outbox", "reason", gone, "workflow", rec.Workflow, "delivery", rec.Delivery)
@@ -590,6 +590,13 @@ func (e *Engine) offer(it outboxItem, targets *targetResolver, undeployed bool) 
 	case gone != "":
 		e.dropRecord(it, rec, gone)
 		return
+	case rebased != nil:
+		// A redeploy changed the target or the list: the record tells
+		// of them as they are now, so that the next redeploy is followed
+		// from there (written before the sender may finish it).
+		if e.putRebased(it.key, rebased) {
+			rec = *rebased
+		}
 	}
 	e.out.mu.Lock()
 	e.out.live[rec.Delivery] = outboxEntry{key: it.key, rec: rec}
@@ -598,6 +605,29 @@ func (e *Engine) offer(it outboxItem, targets *targetResolver, undeployed bool) 
 		"created", rec.Created.Format(time.RFC3339))
 	e.opts.OnEvent(scheduler.Event{Kind: rec.Event, Workflow: rec.Workflow, Slot: rec.Slot, Status: rec.Status, ExternalID: rec.ExternalID,
 		RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{target}, Deliveries: []string{rec.Delivery}})
+}
+
+// putRebased writes rec, rebased (targetResolver.target), as the record
+// of key; false if it is not written (logged: the record tells of the
+// target as before, and the delivery is sent all the same).
+func (e *Engine) putRebased(key string, rec *outboxRecord) bool {
+	raw, err := json.Marshal(rec)
+	if err == nil && len(raw) > maxOutboxRecord && rec.Notify != nil { // a long list: its URLs alone
+		rec.Notify = nil
+		raw, err = json.Marshal(rec)
+	}
+	if err == nil && len(raw) > maxOutboxRecord {
+		err = fmt.Errorf("its record would be %d bytes, more than the outbox takes (%d)", len(raw), maxOutboxRecord)
+	}
+	if err == nil {
+		err = e.regs.PutRegister(outboxBucket, key, raw)
+	}
+	if err != nil {
+		e.log.Warn("outbox record not brought up to the redeployed target: a later redeploy is followed from the target it was written for",
+			"workflow", rec.Workflow, "delivery", rec.Delivery, "error", err)
+		return false
+	}
+	return true
 }
 
 // dropOutbox removes a delivery the bounds exclude, logged and counted.

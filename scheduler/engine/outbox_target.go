@@ -73,10 +73,17 @@ type targetResolver struct {
 const errUnknownNow = "its workflow is not deployed, but a workflows file does not load: it may be there"
 
 // target returns the target rec's delivery goes to now, or why it has
-// none (errUnknownNow: none now, perhaps later).
-func (r *targetResolver) target(rec outboxRecord) (workflow.Notification, string) {
+// none (errUnknownNow: none now, perhaps later). rebased, for a deployed
+// workflow's target whose definition or list changed since rec was
+// written, is rec told of the target as it is now (rebase): the record to
+// keep, so that a later redeploy is followed from there.
+func (r *targetResolver) target(rec outboxRecord) (n workflow.Notification, rebased *outboxRecord, why string) {
 	if w := r.c.workflows[rec.Workflow]; w != nil {
-		return workflowTarget(w, rec)
+		pick, why := workflowTarget(w, rec)
+		if why != "" {
+			return n, nil, why
+		}
+		return w.Notify[pick], rebase(w, rec, pick), ""
 	}
 	if r.byURL == nil {
 		r.byURL = make(map[string][]workflow.Notification)
@@ -91,33 +98,50 @@ func (r *targetResolver) target(rec outboxRecord) (workflow.Notification, string
 	named := r.byURL[rec.Target.URL]
 	switch {
 	case len(named) == 0 && len(r.c.loadErrs) > 0:
-		return workflow.Notification{}, errUnknownNow
+		return n, nil, errUnknownNow
 	case len(named) == 0:
-		return workflow.Notification{}, "its workflow is no longer deployed, and no deployed workflow names its target's URL"
+		return n, nil, "its workflow is no longer deployed, and no deployed workflow names its target's URL"
 	}
 	for _, n := range named {
 		if n.SecretFile == rec.Target.SecretFile {
-			return n, ""
+			return n, nil, ""
 		}
 	}
-	return named[0], ""
+	return named[0], nil, ""
+}
+
+// rebase returns rec told of its target at place pick of w's notify list
+// as they are now, or nil if rec tells of them already.
+func rebase(w *workflow.Workflow, rec outboxRecord, pick int) *outboxRecord {
+	_, urls := notifyPlaces(w, rec.Event)
+	if rec.TargetIndex == pick && sameTarget(rec.Target, w.Notify[pick]) && slices.Equal(rec.NotifyURLs, urls) &&
+		slices.EqualFunc(rec.Notify, w.Notify, sameTarget) {
+		return nil
+	}
+	rec.Target, rec.TargetIndex, rec.NotifyURLs, rec.Notify = w.Notify[pick], pick, urls, w.Notify
+	return &rec
+}
+
+// sameTarget reports whether a and b are the same definition.
+func sameTarget(a, b workflow.Notification) bool {
+	return a.Type == b.Type && a.URL == b.URL && a.SecretFile == b.SecretFile && slices.Equal(a.Events, b.Events)
 }
 
 // workflowTarget returns the target of deployed workflow w rec's
 // delivery goes to, or why it has none (see above).
-func workflowTarget(w *workflow.Workflow, rec outboxRecord) (workflow.Notification, string) {
+func workflowTarget(w *workflow.Workflow, rec outboxRecord) (pick int, why string) {
 	i := rec.TargetIndex
 	if rec.NotifyURLs == nil {
 		i = 0 // (the version before's: its own target alone)
 	}
-	pick := matchTarget(recordedList(rec), w.Notify, i, rec.NotifyURLs != nil)
+	pick = matchTarget(recordedList(rec), w.Notify, i, rec.NotifyURLs != nil)
 	if pick < 0 {
-		return workflow.Notification{}, "its target is no longer among the workflow's notify targets"
+		return -1, "its target is no longer among the workflow's notify targets"
 	}
 	if n := w.Notify[pick]; n.Wants(rec.Event) {
-		return n, ""
+		return pick, ""
 	}
-	return workflow.Notification{}, "its target (number " + strconv.Itoa(pick+1) + " of the workflow's notify list) no longer takes " + rec.Event + " events"
+	return -1, "its target (number " + strconv.Itoa(pick+1) + " of the workflow's notify list) no longer takes " + rec.Event + " events"
 }
 
 // listedTarget is a target of the notify list a record was written with;
@@ -138,6 +162,7 @@ func recordedList(rec outboxRecord) []listedTarget {
 		for i, n := range rec.Notify {
 			was[i] = listedTarget{n, true}
 		}
+		was[rec.TargetIndex] = listedTarget{rec.Target, true} // (its own, as it says)
 		return was
 	case rec.NotifyURLs != nil:
 		was := make([]listedTarget, len(rec.NotifyURLs))
