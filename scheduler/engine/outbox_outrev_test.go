@@ -1,16 +1,21 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/celos-go/celos/internal/testenv/fixture"
 	"github.com/celos-go/celos/internal/testenv/pgtest"
+	"github.com/celos-go/celos/scheduler"
+	"github.com/celos-go/celos/scheduler/external"
 	"github.com/celos-go/celos/scheduler/statepg"
 	"github.com/celos-go/celos/schema/workflow"
 )
@@ -248,5 +253,107 @@ func TestOutboxDeliveryFollowsTwoRedeploys(t *testing.T) {
 	z.step(t, "2026-11-24T08:40Z")
 	if diff := cmp.Diff([]handed{{fail, id, b, ""}}, z.taken()); diff != "" {
 		t.Errorf("after the second redeploy, handed out (-want +got):\n%s", diff)
+	}
+}
+
+// startOwnedTargetEngine is startTargetEngine for one of several
+// instances: it steps the workflows owns gives it.
+func startOwnedTargetEngine(t *testing.T, wdir, at string, svc external.Service, db Store, owns func(string) bool) *targetEngine {
+	t.Helper()
+	te := &targetEngine{db: db, now: ts(at), dropped: map[string]int{}}
+	clock := func() time.Time { te.mu.Lock(); defer te.mu.Unlock(); return te.now }
+	e, err := New(Options{WorkflowsDir: wdir, Store: db, Logger: discard, Clock: clock, Owns: owns,
+		Services: map[string]external.Service{workflow.ServiceCommand: svc},
+		OnEvent: func(ev scheduler.Event) {
+			te.mu.Lock()
+			defer te.mu.Unlock()
+			for i, id := range ev.Deliveries {
+				te.got = append(te.got, handed{ev.Kind, id, ev.Targets[i].URL, ev.Targets[i].SecretFile})
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.EnableOutbox(OutboxOptions{OnDrop: func(ev string) {
+		te.mu.Lock()
+		te.dropped[ev]++
+		te.mu.Unlock()
+	}})
+	te.e = e
+	return te
+}
+
+// TestOutboxRollingDeployOfANewURL: two live instances on PostgreSQL
+// during a rolling deploy that re-points feed's target: A still has a,
+// B has b already. Feed's pending delivery goes, wherever feed is
+// stepped, to the URL that instance's configuration names — b when B
+// takes feed over, a when it comes back to A (its record rewritten each
+// time for the target it was offered to) — never to both at once, and
+// is not given up.
+func TestOutboxRollingDeployOfANewURL(t *testing.T) {
+	const (
+		a = "http://127.0.0.1:1/a"
+		b = "http://127.0.0.1:1/b"
+	)
+	fail := workflow.EventFailure
+	dsn := pgtest.Shared(t).CreateDB(t)
+	open := func() Store {
+		db, err := statepg.Open(t.Context(), dsn, statepg.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	var owner atomic.Value
+	owner.Store("A")
+	oldDir, newDir := t.TempDir(), t.TempDir()
+	feedNotifying(t, oldDir, []workflow.Notification{hook(a, "", fail)})
+	feedNotifying(t, newDir, []workflow.Notification{hook(b, "", fail)})
+	svc := newFake()
+	ia := startOwnedTargetEngine(t, oldDir, "2026-11-24T08:00Z", svc, open(), func(string) bool { return owner.Load() == "A" })
+	ib := startOwnedTargetEngine(t, newDir, "2026-11-24T08:00Z", svc, open(), func(string) bool { return owner.Load() == "B" })
+	ia.step(t, "2026-11-24T08:10Z")
+	ia.step(t, "2026-11-24T08:11Z")
+	svc.finishAll(false)
+	ia.step(t, "2026-11-24T08:20Z")
+	sent := ia.taken()
+	if len(sent) != 1 || sent[0].URL != a {
+		t.Fatalf("A handed out %+v, want one failure to a", sent)
+	}
+	id := sent[0].ID
+	for i, to := range []struct{ owner, url string }{{"B", b}, {"A", a}, {"B", b}} {
+		owner.Store(to.owner)
+		from, next := ia, ib
+		if to.owner == "A" {
+			from, next = ib, ia
+		}
+		at := ts("2026-11-24T08:21Z").Add(time.Duration(i) * 10 * time.Second).Format(time.RFC3339)
+		refresh(t, from.db)
+		from.step(t, at) // (no longer its own)
+		from.e.Released(id)
+		refresh(t, next.db)
+		next.step(t, at)
+		if diff := cmp.Diff([]handed{{fail, id, to.url, ""}}, next.taken()); diff != "" {
+			t.Fatalf("hand-over %d, to %s: handed out (-want +got):\n%s", i+1, to.owner, diff)
+		}
+		if got := from.taken(); len(got) != 0 {
+			t.Errorf("hand-over %d: the instance that let feed go handed out %+v", i+1, got)
+		}
+	}
+	if d := len(ia.drops()) + len(ib.drops()); d != 0 {
+		t.Errorf("dropped: A %v, B %v; want none", ia.drops(), ib.drops())
+	}
+}
+
+// refresh makes a PostgreSQL store read what another instance wrote.
+func refresh(t *testing.T, db Store) {
+	t.Helper()
+	if rf, ok := db.(interface {
+		Refresh(context.Context) (bool, error)
+	}); ok {
+		if _, err := rf.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
