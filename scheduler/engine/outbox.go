@@ -501,12 +501,14 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		byPrefix[slaPrefix(wf)] = wf
 	}
 	targets := &targetResolver{c: c}
+	var offers []offered
+	handing := make(map[string]bool)
 	for n, it := range items {
 		e.out.mu.Lock()
 		_, live := e.out.live[it.id]
 		e.out.mu.Unlock()
-		if live {
-			continue
+		if live || handing[it.id] {
+			continue // (two records of one SLA miss's delivery: a kill between its two records)
 		}
 		wf, known := byPrefix[it.prefix]
 		if known && !e.owns(wf) {
@@ -520,8 +522,21 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 			e.dropOutbox(it, "the outbox is full ("+strconv.Itoa(e.out.opts.MaxEntries)+" deliveries)")
 			continue
 		}
-		e.offer(it, targets, !known)
+		if o, ok := e.offer(it, targets, !known); ok {
+			offers = append(offers, o)
+			handing[it.id] = true
+		}
 	}
+	e.handOut(offers)
+}
+
+// offered is a delivery of the outbox to hand out (offer): its record, as
+// read and, if a redeploy changed its target, rebased, and its target.
+type offered struct {
+	key     string
+	rec     outboxRecord
+	rebased *outboxRecord
+	target  workflow.Notification
 }
 
 // readOutbox reads the record of it. ok is false for a record gone
@@ -556,29 +571,30 @@ func (e *Engine) readOutbox(it outboxItem) (rec outboxRecord, ok bool, bad strin
 	return rec, true, ""
 }
 
-// offer hands one delivery of the outbox to OnEvent, for its target as
-// the configuration defines it now (outbox_target.go). Of a workflow the
-// configuration does not deploy (undeployed), only if this instance
-// sends its deliveries (sendsUndeployed: the record names the workflow).
-func (e *Engine) offer(it outboxItem, targets *targetResolver, undeployed bool) {
+// offer returns the delivery of it to hand out, for its target as the
+// configuration defines it now (outbox_target.go); ok is false for one
+// not handed out now (removed, given up, left). Of a workflow the
+// configuration does not deploy (undeployed), only if this instance sends
+// its deliveries (sendsUndeployed: the record names the workflow).
+func (e *Engine) offer(it outboxItem, targets *targetResolver, undeployed bool) (o offered, ok bool) {
 	rec, ok, bad := e.readOutbox(it)
 	if bad != "" {
 		e.dropRecord(it, outboxRecord{}, bad)
 	}
 	if !ok || undeployed && !e.sendsUndeployed(rec.Workflow) {
-		return // (another instance's: it steps the workflow, or would)
+		return o, false // (another instance's: it steps the workflow, or would)
 	}
 	if !rec.Recorded {
 		st, found, err := e.db.Get(slot.ID{Workflow: rec.Workflow, Time: rec.Slot})
 		if err != nil {
 			e.log.Warn("outbox: slot state not read: the delivery waits for the next scan", "workflow", rec.Workflow, "delivery", rec.Delivery, "error", err)
-			return
+			return o, false
 		}
 		if !found || st.Status != rec.Status || st.RetryCount != rec.RetryCount || st.ExternalID != rec.ExternalID {
 			e.log.Info("outbox: delivery removed: the state it tells of was never recorded (a stop between the two writes)",
 				"workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery)
 			e.deleteOutbox(it.key)
-			return
+			return o, false
 		}
 		// (Marked recorded if it is released again.)
 	}
@@ -586,48 +602,70 @@ func (e *Engine) offer(it outboxItem, targets *targetResolver, undeployed bool) 
 	switch {
 	case gone == errUnknownNow:
 		e.log.Debug("notification left in the outbox", "reason", gone, "workflow", rec.Workflow, "delivery", rec.Delivery)
-		return
+		return o, false
 	case gone != "":
 		e.dropRecord(it, rec, gone)
-		return
-	case rebased != nil:
-		// A redeploy changed the target or the list: the record tells
-		// of them as they are now, so that the next redeploy is followed
-		// from there (written before the sender may finish it).
-		if e.putRebased(it.key, rebased) {
-			rec = *rebased
-		}
+		return o, false
 	}
-	e.out.mu.Lock()
-	e.out.live[rec.Delivery] = outboxEntry{key: it.key, rec: rec}
-	e.out.mu.Unlock()
-	e.log.Info("notification from the outbox offered again", "workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery,
-		"created", rec.Created.Format(time.RFC3339))
-	e.opts.OnEvent(scheduler.Event{Kind: rec.Event, Workflow: rec.Workflow, Slot: rec.Slot, Status: rec.Status, ExternalID: rec.ExternalID,
-		RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{target}, Deliveries: []string{rec.Delivery}})
+	return offered{key: it.key, rec: rec, rebased: rebased, target: target}, true
 }
 
-// putRebased writes rec, rebased (targetResolver.target), as the record
-// of key; false if it is not written (logged: the record tells of the
-// target as before, and the delivery is sent all the same).
-func (e *Engine) putRebased(key string, rec *outboxRecord) bool {
+// handOut hands the deliveries of a scan to OnEvent. First, the records
+// of those whose target a redeploy changed are rewritten for the target
+// and list as they are now (rebase), so that the next redeploy is
+// followed from there — all in one batch when the store offers it (a
+// redeploy that re-points a target rewrites every delivery pending for
+// it), before the sender may finish one. A record not rewritten is
+// logged; its delivery is sent all the same.
+func (e *Engine) handOut(offers []offered) {
+	var keys []string
+	raws := make(map[string]json.RawMessage)
+	for i := range offers {
+		if r := offers[i].rebased; r != nil {
+			raw, err := rebasedRecord(r)
+			if err != nil {
+				e.log.Warn("outbox record not brought up to the redeployed target: a later redeploy is followed from the target it was written for",
+					"workflow", r.Workflow, "delivery", r.Delivery, "error", err)
+				offers[i].rebased = nil
+				continue
+			}
+			keys = append(keys, offers[i].key)
+			raws[offers[i].key] = raw
+		}
+	}
+	failed := e.putOutboxes(keys, raws)
+	for _, o := range offers {
+		rec := o.rec
+		if o.rebased != nil {
+			if err := failed[o.key]; err != nil {
+				e.log.Warn("outbox record not brought up to the redeployed target: a later redeploy is followed from the target it was written for",
+					"workflow", rec.Workflow, "delivery", rec.Delivery, "error", err)
+			} else {
+				rec = *o.rebased
+			}
+		}
+		e.out.mu.Lock()
+		e.out.live[rec.Delivery] = outboxEntry{key: o.key, rec: rec}
+		e.out.mu.Unlock()
+		e.log.Info("notification from the outbox offered again", "workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery,
+			"created", rec.Created.Format(time.RFC3339))
+		e.opts.OnEvent(scheduler.Event{Kind: rec.Event, Workflow: rec.Workflow, Slot: rec.Slot, Status: rec.Status, ExternalID: rec.ExternalID,
+			RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{o.target}, Deliveries: []string{rec.Delivery}})
+	}
+}
+
+// rebasedRecord encodes rec, rebased: without its notify list if the
+// list makes it too long (the list's URLs tell the places).
+func rebasedRecord(rec *outboxRecord) (json.RawMessage, error) {
 	raw, err := json.Marshal(rec)
-	if err == nil && len(raw) > maxOutboxRecord && rec.Notify != nil { // a long list: its URLs alone
+	if err == nil && len(raw) > maxOutboxRecord && rec.Notify != nil {
 		rec.Notify = nil
 		raw, err = json.Marshal(rec)
 	}
 	if err == nil && len(raw) > maxOutboxRecord {
 		err = fmt.Errorf("its record would be %d bytes, more than the outbox takes (%d)", len(raw), maxOutboxRecord)
 	}
-	if err == nil {
-		err = e.regs.PutRegister(outboxBucket, key, raw)
-	}
-	if err != nil {
-		e.log.Warn("outbox record not brought up to the redeployed target: a later redeploy is followed from the target it was written for",
-			"workflow", rec.Workflow, "delivery", rec.Delivery, "error", err)
-		return false
-	}
-	return true
+	return raw, err
 }
 
 // dropOutbox removes a delivery the bounds exclude, logged and counted.
