@@ -113,13 +113,18 @@ func (r *targetResolver) target(rec outboxRecord) (n workflow.Notification, reba
 // rebase returns rec told of its target at place pick of w's notify list
 // as they are now, or nil if rec tells of them already.
 func rebase(w *workflow.Workflow, rec outboxRecord, pick int) *outboxRecord {
-	_, urls := notifyPlaces(w, rec.Event)
-	if rec.TargetIndex == pick && sameTarget(rec.Target, w.Notify[pick]) && slices.Equal(rec.NotifyURLs, urls) &&
-		slices.EqualFunc(rec.Notify, w.Notify, sameTarget) {
+	if rec.TargetIndex == pick && sameTarget(rec.Target, w.Notify[pick]) && sameList(rec, w) {
 		return nil
 	}
+	_, urls := notifyPlaces(w, rec.Event)
 	rec.Target, rec.TargetIndex, rec.NotifyURLs, rec.Notify = w.Notify[pick], pick, urls, w.Notify
 	return &rec
+}
+
+// sameList reports whether rec was written with w's notify list as it is.
+func sameList(rec outboxRecord, w *workflow.Workflow) bool {
+	return slices.EqualFunc(rec.Notify, w.Notify, sameTarget) &&
+		slices.EqualFunc(rec.NotifyURLs, w.Notify, func(u string, n workflow.Notification) bool { return u == n.URL })
 }
 
 // sameTarget reports whether a and b are the same definition.
@@ -131,10 +136,15 @@ func sameTarget(a, b workflow.Notification) bool {
 // delivery goes to, or why it has none (see above).
 func workflowTarget(w *workflow.Workflow, rec outboxRecord) (pick int, why string) {
 	i := rec.TargetIndex
-	if rec.NotifyURLs == nil {
+	switch {
+	case rec.NotifyURLs == nil:
 		i = 0 // (the version before's: its own target alone)
+		pick = matchTarget(recordedList(rec), w.Notify, i, false)
+	case sameList(rec, w) && sameTarget(rec.Target, w.Notify[i]):
+		pick = i // (no redeploy since: most records)
+	default:
+		pick = matchTarget(recordedList(rec), w.Notify, i, true)
 	}
-	pick = matchTarget(recordedList(rec), w.Notify, i, rec.NotifyURLs != nil)
 	if pick < 0 {
 		return -1, "its target is no longer among the workflow's notify targets"
 	}
