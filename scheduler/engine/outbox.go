@@ -501,7 +501,7 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		byPrefix[slaPrefix(wf)] = wf
 	}
 	targets := &targetResolver{c: c}
-	var offers []offered
+	offers := make([]offered, 0, len(items))
 	handing := make(map[string]bool)
 	for n, it := range items {
 		e.out.mu.Lock()
