@@ -81,12 +81,13 @@ type OutboxOptions struct {
 	// OnDrop, if set, hears of each delivery the bounds removed (metrics).
 	OnDrop func(event string)
 	// Undeployed, with several instances (Options.Owns), reports whether
-	// this instance sends the deliveries of a workflow no instance steps
-	// (not deployed), given the prefix of its records' keys (slaPrefix:
-	// the same on every instance): the server names one live instance
-	// per prefix. nil: none does, they wait for the bounds. Without Owns
+	// this instance sends the deliveries of workflow wf, which its
+	// configuration does not deploy: the server names the live instance
+	// that would hold wf's lease, so that during a rolling deploy an
+	// instance without wf leaves alone the deliveries of the one that
+	// steps it. nil: none does, they wait for the bounds. Without Owns
 	// (one instance) this instance sends them.
-	Undeployed func(prefix string) bool
+	Undeployed func(wf string) bool
 }
 
 // outboxState is the engine's side of the outbox.
@@ -119,10 +120,14 @@ type outboxRecord struct {
 	// NotifyURLs the URLs of that list, when the record was written (nil
 	// in a record of a version before them): how the target is found
 	// again after a redeploy (outbox_target.go).
-	TargetIndex int       `json:"targetIndex"`
-	NotifyURLs  []string  `json:"notifyURLs,omitempty"`
-	Delivery    string    `json:"delivery"`
-	Created     time.Time `json:"created"`
+	TargetIndex int      `json:"targetIndex"`
+	NotifyURLs  []string `json:"notifyURLs,omitempty"`
+	// Notify is that whole list (nil in a record of a version before it,
+	// or one that would be too long with it): how targets of one URL are
+	// told apart (matchTarget).
+	Notify   []workflow.Notification `json:"notify,omitempty"`
+	Delivery string                  `json:"delivery"`
+	Created  time.Time               `json:"created"`
 	// Recorded: the slot state the event tells of is recorded (always
 	// for an event not tied to a state write: an SLA miss).
 	Recorded bool `json:"recorded"`
@@ -223,23 +228,22 @@ func (e *Engine) Mine(wf string) bool {
 	c := e.cfg
 	e.mu.RUnlock()
 	if c != nil && c.workflows[wf] == nil {
-		return e.sendsUndeployed(slaPrefix(wf))
+		return e.sendsUndeployed(wf)
 	}
 	return e.owns(wf)
 }
 
-// sendsUndeployed reports whether this engine sends the deliveries of the
-// workflow of records prefix, which is not deployed (no instance steps
-// it): always with one instance, per OutboxOptions.Undeployed with
-// several.
-func (e *Engine) sendsUndeployed(prefix string) bool {
+// sendsUndeployed reports whether this engine sends the deliveries of
+// workflow wf, which its configuration does not deploy: always with one
+// instance, per OutboxOptions.Undeployed with several.
+func (e *Engine) sendsUndeployed(wf string) bool {
 	if e.opts.Owns == nil {
 		return true
 	}
 	e.out.mu.Lock()
 	f := e.out.opts.Undeployed
 	e.out.mu.Unlock()
-	return f != nil && f(prefix)
+	return f != nil && f(wf)
 }
 
 func newDeliveryID() string {
@@ -313,10 +317,14 @@ func (s *stepper) prepareOutbox() {
 				RetryCount: ev.RetryCount, At: ev.At.UTC(), Detail: ev.Detail, Target: t, Delivery: id,
 				Created: created, Recorded: pe.slot.Time.IsZero(), NotifyURLs: urls}
 			if places != nil {
-				rec.TargetIndex = places[j]
+				rec.TargetIndex, rec.Notify = places[j], wfs[ev.Workflow].Notify
 			}
 			key := outboxKey(ev.Workflow, created, rec.Delivery)
 			raw, err := json.Marshal(rec)
+			if err == nil && len(raw) > maxOutboxRecord && rec.Notify != nil { // a long list: its URLs alone
+				rec.Notify = nil
+				raw, err = json.Marshal(rec)
+			}
 			if err == nil && len(raw) > maxOutboxRecord { // (a service's detail of that length)
 				err = fmt.Errorf("its record would be %d bytes, more than the outbox takes (%d)", len(raw), maxOutboxRecord)
 			}
@@ -493,12 +501,14 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		byPrefix[slaPrefix(wf)] = wf
 	}
 	targets := &targetResolver{c: c}
+	offers := make([]offered, 0, len(items))
+	handing := make(map[string]bool)
 	for n, it := range items {
 		e.out.mu.Lock()
 		_, live := e.out.live[it.id]
 		e.out.mu.Unlock()
-		if live {
-			continue
+		if live || handing[it.id] {
+			continue // (two records of one SLA miss's delivery: a kill between its two records)
 		}
 		wf, known := byPrefix[it.prefix]
 		if known && !e.owns(wf) {
@@ -511,11 +521,22 @@ func (e *Engine) offerOutbox(c *config, todo []string) {
 		case n >= e.out.opts.MaxEntries:
 			e.dropOutbox(it, "the outbox is full ("+strconv.Itoa(e.out.opts.MaxEntries)+" deliveries)")
 			continue
-		case !known && !e.sendsUndeployed(it.prefix):
-			continue // a removed workflow, another instance's to send
 		}
-		e.offer(it, targets)
+		if o, ok := e.offer(it, targets, !known); ok {
+			offers = append(offers, o)
+			handing[it.id] = true
+		}
 	}
+	e.handOut(offers)
+}
+
+// offered is a delivery of the outbox to hand out (offer): its record, as
+// read and, if a redeploy changed its target, rebased, and its target.
+type offered struct {
+	key     string
+	rec     outboxRecord
+	rebased *outboxRecord
+	target  workflow.Notification
 }
 
 // readOutbox reads the record of it. ok is false for a record gone
@@ -550,46 +571,101 @@ func (e *Engine) readOutbox(it outboxItem) (rec outboxRecord, ok bool, bad strin
 	return rec, true, ""
 }
 
-// offer hands one delivery of the outbox to OnEvent, for its target as
-// the configuration defines it now (outbox_target.go).
-func (e *Engine) offer(it outboxItem, targets *targetResolver) {
+// offer returns the delivery of it to hand out, for its target as the
+// configuration defines it now (outbox_target.go); ok is false for one
+// not handed out now (removed, given up, left). Of a workflow the
+// configuration does not deploy (undeployed), only if this instance sends
+// its deliveries (sendsUndeployed: the record names the workflow).
+func (e *Engine) offer(it outboxItem, targets *targetResolver, undeployed bool) (o offered, ok bool) {
 	rec, ok, bad := e.readOutbox(it)
 	if bad != "" {
 		e.dropRecord(it, outboxRecord{}, bad)
 	}
-	if !ok {
-		return
+	if !ok || undeployed && !e.sendsUndeployed(rec.Workflow) {
+		return o, false // (another instance's: it steps the workflow, or would)
 	}
 	if !rec.Recorded {
 		st, found, err := e.db.Get(slot.ID{Workflow: rec.Workflow, Time: rec.Slot})
 		if err != nil {
 			e.log.Warn("outbox: slot state not read: the delivery waits for the next scan", "workflow", rec.Workflow, "delivery", rec.Delivery, "error", err)
-			return
+			return o, false
 		}
 		if !found || st.Status != rec.Status || st.RetryCount != rec.RetryCount || st.ExternalID != rec.ExternalID {
 			e.log.Info("outbox: delivery removed: the state it tells of was never recorded (a stop between the two writes)",
 				"workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery)
 			e.deleteOutbox(it.key)
-			return
+			return o, false
 		}
 		// (Marked recorded if it is released again.)
 	}
-	target, gone := targets.target(rec)
+	target, rebased, gone := targets.target(rec)
 	switch {
 	case gone == errUnknownNow:
 		e.log.Debug("notification left in the outbox", "reason", gone, "workflow", rec.Workflow, "delivery", rec.Delivery)
-		return
+		return o, false
 	case gone != "":
 		e.dropRecord(it, rec, gone)
-		return
+		return o, false
 	}
-	e.out.mu.Lock()
-	e.out.live[rec.Delivery] = outboxEntry{key: it.key, rec: rec}
-	e.out.mu.Unlock()
-	e.log.Info("notification from the outbox offered again", "workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery,
-		"created", rec.Created.Format(time.RFC3339))
-	e.opts.OnEvent(scheduler.Event{Kind: rec.Event, Workflow: rec.Workflow, Slot: rec.Slot, Status: rec.Status, ExternalID: rec.ExternalID,
-		RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{target}, Deliveries: []string{rec.Delivery}})
+	return offered{key: it.key, rec: rec, rebased: rebased, target: target}, true
+}
+
+// handOut hands the deliveries of a scan to OnEvent. First, the records
+// of those whose target a redeploy changed are rewritten for the target
+// and list as they are now (rebase), so that the next redeploy is
+// followed from there — all in one batch when the store offers it (a
+// redeploy that re-points a target rewrites every delivery pending for
+// it), before the sender may finish one. A record not rewritten is
+// logged; its delivery is sent all the same.
+func (e *Engine) handOut(offers []offered) {
+	var keys []string
+	raws := make(map[string]json.RawMessage)
+	for i := range offers {
+		if r := offers[i].rebased; r != nil {
+			raw, err := rebasedRecord(r)
+			if err != nil {
+				e.log.Warn("outbox record not brought up to the redeployed target: a later redeploy is followed from the target it was written for",
+					"workflow", r.Workflow, "delivery", r.Delivery, "error", err)
+				offers[i].rebased = nil
+				continue
+			}
+			keys = append(keys, offers[i].key)
+			raws[offers[i].key] = raw
+		}
+	}
+	failed := e.putOutboxes(keys, raws)
+	for _, o := range offers {
+		rec := o.rec
+		if o.rebased != nil {
+			if err := failed[o.key]; err != nil {
+				e.log.Warn("outbox record not brought up to the redeployed target: a later redeploy is followed from the target it was written for",
+					"workflow", rec.Workflow, "delivery", rec.Delivery, "error", err)
+			} else {
+				rec = *o.rebased
+			}
+		}
+		e.out.mu.Lock()
+		e.out.live[rec.Delivery] = outboxEntry{key: o.key, rec: rec}
+		e.out.mu.Unlock()
+		e.log.Info("notification from the outbox offered again", "workflow", rec.Workflow, "event", rec.Event, "delivery", rec.Delivery,
+			"created", rec.Created.Format(time.RFC3339))
+		e.opts.OnEvent(scheduler.Event{Kind: rec.Event, Workflow: rec.Workflow, Slot: rec.Slot, Status: rec.Status, ExternalID: rec.ExternalID,
+			RetryCount: rec.RetryCount, At: rec.At, Detail: rec.Detail, Targets: []workflow.Notification{o.target}, Deliveries: []string{rec.Delivery}})
+	}
+}
+
+// rebasedRecord encodes rec, rebased: without its notify list if the
+// list makes it too long (the list's URLs tell the places).
+func rebasedRecord(rec *outboxRecord) (json.RawMessage, error) {
+	raw, err := json.Marshal(rec)
+	if err == nil && len(raw) > maxOutboxRecord && rec.Notify != nil {
+		rec.Notify = nil
+		raw, err = json.Marshal(rec)
+	}
+	if err == nil && len(raw) > maxOutboxRecord {
+		err = fmt.Errorf("its record would be %d bytes, more than the outbox takes (%d)", len(raw), maxOutboxRecord)
+	}
+	return raw, err
 }
 
 // dropOutbox removes a delivery the bounds exclude, logged and counted.

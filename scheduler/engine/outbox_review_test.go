@@ -143,8 +143,8 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // a deployed workflow names) and counts itself its sender (Mine); the
 // other (A, which stepped feed) neither.
 func TestOutboxUndeployedSentByOneInstance(t *testing.T) {
-	feedIsB := func(prefix string) bool { return prefix == slaPrefix("feed") }
-	p := newPGPair(t, OutboxOptions{Undeployed: func(prefix string) bool { return !feedIsB(prefix) }}, OutboxOptions{Undeployed: feedIsB})
+	feedIsB := func(wf string) bool { return wf == "feed" }
+	p := newPGPair(t, OutboxOptions{Undeployed: func(wf string) bool { return !feedIsB(wf) }}, OutboxOptions{Undeployed: feedIsB})
 	a, b, svc := p.a, p.b, p.svc
 	sent := failOn(t, a, svc, "2026-11-24T08:10Z", "2026-11-24T08:11Z", "2026-11-24T08:20Z")
 	b.step(t, "2026-11-24T08:20Z")

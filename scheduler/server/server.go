@@ -511,13 +511,13 @@ func protect(h http.Handler, token string, hostOK func(string) bool, log *slog.L
 }
 
 // undeployedSender is the engine's OutboxOptions.Undeployed: with several
-// instances, the deliveries of a workflow no instance steps (no longer
-// deployed) are sent by one live instance, the one the workflow's record
-// prefix hashes to as a workflow hashes to its lease's holder. nil for a
-// nil Cluster (one instance: the engine sends them).
-func undeployedSender(c *cluster.Cluster) func(prefix string) bool {
+// instances, the deliveries of a workflow this instance does not deploy
+// are sent by the live instance that would hold its lease — the one that
+// steps it, if another instance's configuration has it (a rolling
+// deploy). nil for a nil Cluster (one instance: the engine sends them).
+func undeployedSender(c *cluster.Cluster) func(wf string) bool {
 	if c == nil {
 		return nil
 	}
-	return func(prefix string) bool { return cluster.Owner(prefix, c.Live()) == c.ID() }
+	return func(wf string) bool { return cluster.Owner(wf, c.Live()) == c.ID() }
 }
