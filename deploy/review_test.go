@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/celos-go/celos/internal/testenv/sshtest"
 	"github.com/celos-go/celos/targets"
@@ -84,5 +87,100 @@ func TestPlanRefusalQuotesTheFileName(t *testing.T) {
 	}
 	if msg := err.Error(); strings.Contains(msg, "\u202e") {
 		t.Errorf("the file name is printed raw: %q", msg)
+	}
+}
+
+// pauseRenameFS runs hook after each rename of a name on the wrapped file
+// system, and passes hard links through.
+type pauseRenameFS struct {
+	targets.FS
+	after func(from, to string)
+}
+
+func (p *pauseRenameFS) Rename(from, to string) error {
+	err := p.FS.Rename(from, to)
+	p.after(from, to)
+	return err
+}
+
+func (p *pauseRenameFS) Link(oldname, newname string) error {
+	l, ok := p.FS.(targets.Linker)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return l.Link(oldname, newname)
+}
+
+// TestStaleLockTakenOverByThree: a stale lock (a deploy killed with
+// kill -9) and three deploys started again at once. B reads the stale
+// lock; A removes it and takes the lock; B moves A's lock aside to
+// compare it with the one it read; before B puts it back, C finds no lock
+// and takes it. A and C both held the lock (B failed, saying so). Now C
+// sees the lock moved aside and leaves the lock to A; A's release leaves
+// nothing behind. On the real OpenSSH server.
+func TestStaleLockTakenOverByThree(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := json.Marshal(lockInfo{ID: "stale", Project: "wordcount", User: "ci", Host: host, PID: dead.Process.Pid, Since: time.Now().Add(-time.Minute)})
+	writeFiles(t, filepath.Join(r.wfDir, StateDir), map[string]string{"wordcount.lock": string(stale)})
+	lockFile := path.Join(filepath.ToSlash(r.wfDir), StateDir, "wordcount.lock")
+
+	bRead, aHolds, bMoved, cTried := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var readOnce, movedOnce sync.Once
+	b := lockSession(t, r, false, func(fsys targets.FS) targets.FS {
+		return &pauseRenameFS{FS: &hookFS{FS: fsys, before: func(op, name string) {
+			if op == "rename" && name == lockFile {
+				readOnce.Do(func() { close(bRead); <-aHolds })
+			}
+		}}, after: func(from, _ string) {
+			if from == lockFile {
+				movedOnce.Do(func() { close(bMoved); <-cTried })
+			}
+		}}
+	})
+	a := lockSession(t, r, false, nil)
+	c := lockSession(t, r, false, nil)
+
+	bDone := make(chan error, 1)
+	go func() {
+		lk, err := b.acquireLock(context.Background(), "deploy")
+		if err == nil {
+			lk.release()
+		}
+		bDone <- err
+	}()
+	<-bRead
+	lkA, err := a.acquireLock(context.Background(), "deploy")
+	if err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	close(aHolds)
+	<-bMoved // B has moved A's lock aside.
+	lkC, errC := c.acquireLock(context.Background(), "deploy")
+	close(cTried)
+	if errC == nil {
+		t.Errorf("C took the lock while A held it (lock file now %q, A's %q, C's %q)", heldLockID(t, r), lkA.id, lkC.id)
+		lkC.release()
+	}
+	if err := <-bDone; err == nil {
+		t.Errorf("B took the lock while A held it")
+	}
+	if id := heldLockID(t, r); id != lkA.id {
+		t.Errorf("the lock file holds %q, not A's %q", id, lkA.id)
+	}
+	lkA.release()
+	entries, err := os.ReadDir(filepath.Join(r.wfDir, StateDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".lock") {
+			t.Errorf("left behind after A released: %s", e.Name())
+		}
 	}
 }
