@@ -184,3 +184,80 @@ func TestStaleLockTakenOverByThree(t *testing.T) {
 		}
 	}
 }
+
+// TestLockMovedAsideLeftBehind: a lock moved aside by a deploy killed
+// while it compared it (kill -9 between the rename and the putting back).
+// A dead process's lock there is removed by the next deploy, which takes
+// the lock; a live deploy's of another machine keeps the project locked,
+// naming it, until --break-lock removes it.
+func TestLockMovedAsideLeftBehind(t *testing.T) {
+	defer func(d time.Duration) { lockSettle = d }(lockSettle)
+	lockSettle = 200 * time.Millisecond
+	srv := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(r.wfDir, StateDir)
+	aside := ".wordcount.lock.old-0123456789ab"
+	for _, tc := range []struct {
+		name   string
+		owner  lockInfo
+		breaks bool
+		locked bool
+	}{
+		{"dead", lockInfo{ID: "dead", User: "ci", Host: host, PID: dead.Process.Pid}, false, false},
+		{"live elsewhere", lockInfo{ID: "other", User: "ci", Host: "build-7", PID: 4242, Command: "deploy"}, false, true},
+		{"live elsewhere, broken", lockInfo{ID: "other", User: "ci", Host: "build-7", PID: 4242}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.owner.Project, tc.owner.Since = "wordcount", time.Now().Add(-time.Minute)
+			data, _ := json.Marshal(tc.owner)
+			writeFiles(t, state, map[string]string{aside: string(data)})
+			s := lockSession(t, r, tc.breaks, nil)
+			lk, err := s.acquireLock(context.Background(), "deploy")
+			if tc.locked {
+				var le *LockedError
+				if !errors.As(err, &le) || !strings.Contains(le.Owner, "ci@build-7 (pid 4242") {
+					t.Fatalf("want the project locked by ci@build-7, got %v", err)
+				}
+				if id := heldLockID(t, r); id != "" {
+					t.Errorf("the refused deploy left its lock %q", id)
+				}
+				os.Remove(filepath.Join(state, aside))
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lk.release()
+			if _, err := os.Stat(filepath.Join(state, aside)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the lock moved aside is still there: %v", err)
+			}
+		})
+	}
+}
+
+// TestReleaseRemovesItsLockMovedAside: a deploy whose lock another moved
+// aside and could not put back removes it there when it ends, so the
+// project is not left locked by a deploy that is over.
+func TestReleaseRemovesItsLockMovedAside(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	r := newRemote(t, srv, localCore, srv.Root+"/hdfs")
+	s := lockSession(t, r, false, nil)
+	lk, err := s.acquireLock(context.Background(), "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(r.wfDir, StateDir)
+	aside := filepath.Join(state, ".wordcount.lock.old-0123456789ab")
+	if err := os.Rename(filepath.Join(state, "wordcount.lock"), aside); err != nil {
+		t.Fatal(err)
+	}
+	lk.release()
+	if _, err := os.Stat(aside); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the released lock is still there, moved aside: %v", err)
+	}
+}
