@@ -248,7 +248,7 @@ func hashLocalFiles(ctx context.Context, files []localFile, hc *cache.FileHashes
 				sum, err := hashLocalCached(f, hc)
 				mu.Lock()
 				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("read %s: %w", f.rel, err)
+					firstErr = fmt.Errorf("read %s: %w", shown(f.rel), err)
 				}
 				sums[f.rel] = sum
 				mu.Unlock()

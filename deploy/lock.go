@@ -84,7 +84,12 @@ func (s *session) acquireLock(ctx context.Context, command string) (*lock, error
 		err := s.wf.WriteNew(ctx, p, bytes.NewReader(data), int64(len(data)), false)
 		if err == nil {
 			held.Store(info.ID, true)
-			return &lock{s: s, path: p, id: info.ID}, nil
+			lk := &lock{s: s, path: p, id: info.ID}
+			if err := s.settleAside(ctx, info, host); err != nil {
+				lk.release()
+				return nil, err
+			}
+			return lk, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("create lock %s: %w", s.target.WorkflowsDir.Join(StateDir, s.o.Project+".lock"), err)
@@ -198,10 +203,12 @@ func (l *lock) release() {
 	// A lock taken over with --break-lock is the other deploy's now.
 	raw, err := targets.ReadFile(l.s.wf, l.path, 1<<16)
 	if errors.Is(err, fs.ErrNotExist) {
+		l.s.removeOwnAside(l.id) // moved aside by a deploy that could not put it back
 		return
 	}
 	var cur lockInfo
 	if err == nil && json.Unmarshal(raw, &cur) == nil && cur.ID != l.id {
+		l.s.removeOwnAside(l.id)
 		l.s.warn("the lock %s was taken over by %s@%s (pid %d, %s) while this command ran (--break-lock); it is left to it",
 			l.path, shown(cur.User), shown(cur.Host), cur.PID, shown(cur.Command))
 		return

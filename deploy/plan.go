@@ -291,7 +291,7 @@ func sameContent(hfs targets.FS, remotePath string, r targets.File, m *Manifest,
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return false, fmt.Errorf("read %s: %w", remotePath, err)
+		return false, fmt.Errorf("read %s: %w", shown(remotePath), err)
 	}
 	return hex.EncodeToString(h.Sum(nil)) == want, nil
 }
@@ -309,11 +309,11 @@ func openListed(hfs targets.FS, name string, info fs.FileInfo) (io.ReadCloser, e
 		fi, err := st.Stat()
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("%s%s: %w", hfs, name, err)
+			return nil, fmt.Errorf("%s%s: %w", hfs, shown(name), err)
 		}
 		if !fi.Mode().IsRegular() || fi.Size() != info.Size() || !fi.ModTime().Equal(info.ModTime()) {
 			f.Close()
-			return nil, fmt.Errorf("%s%s changed since it was listed (rewritten, or replaced by a symbolic link); run the plan again", hfs, name)
+			return nil, fmt.Errorf("%s%s changed since it was listed (rewritten, or replaced by a symbolic link); run the plan again", hfs, shown(name))
 		}
 	}
 	return f, nil

@@ -48,7 +48,7 @@ func addTextDiffs(p *Plan, hfs targets.FS, live string, tree *localTree, listed 
 		}
 		oldData, err := readListed(hfs, path.Join(live, fc.Path), listed[fc.Path])
 		if err != nil {
-			return fmt.Errorf("read %s: %w", fc.Path, err)
+			return fmt.Errorf("read %s: %w", shown(fc.Path), err)
 		}
 		if !isText(oldData) || !isText(newData) {
 			fc.NoDiff = "binary"
@@ -80,7 +80,7 @@ func readListed(hfs targets.FS, name string, info fs.FileInfo) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxDiffBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s%s: %w", hfs, name, err)
+		return nil, fmt.Errorf("read %s%s: %w", hfs, shown(name), err)
 	}
 	if len(data) > maxDiffBytes {
 		return nil, fmt.Errorf("%s%s grew since it was listed; run the plan again", hfs, name)

@@ -364,7 +364,7 @@ func (s *session) checkOwner(hfs targets.FS, dir string, m *Manifest) error {
 	} else if other != nil {
 		return fmt.Errorf("%s has no celos owner record and holds the Oozie directory %s of project %s (deployed through %s): "+
 			"it is an HDFS root, not an Oozie directory; is --hdfs-root (or hdfs.root in the target file) right?%.0w",
-			s.hdfsURL(dir), s.hdfsURL(inner), shown(other.Project), shown(other.WorkflowsDir), ErrOwnedElsewhere)
+			s.hdfsURL(dir), shown(s.hdfsURL(inner)), shown(other.Project), shown(other.WorkflowsDir), ErrOwnedElsewhere)
 	}
 	if m != nil && (m.HDFS == nil || m.HDFS.Dir != dir) {
 		return fmt.Errorf("%s exists, has no celos owner record, and this workflows directory's manifest of %s does not name it: "+
