@@ -9,6 +9,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -268,3 +269,17 @@ func schemaErr(what string, err error) error {
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// minRound is the least time a round of statements (a Tick, BeginStep, a
+// publication of jobs) is given, however short the lease.
+const minRound = 5 * time.Second
+
+// round bounds one round of statements started on their own (Tick,
+// BeginStep, Jobs.Publish): a connection that hangs — a backend stopped, a
+// network that drops packets without a reset, a lock never granted — ends
+// the round with an error after the lease (minRound at least) instead of
+// holding the instance for ever. A round that took longer than a lease
+// is of no use anyway: the leases it would renew have lapsed.
+func (c *Cluster) round(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(c.lease, minRound))
+}

@@ -406,12 +406,16 @@ WHERE instance = $1 AND (state = 'running' OR (state = 'lost' AND NOT reaped))`,
 	return nil
 }
 
-// Run publishes every Lease/3 until ctx ends.
+// Run publishes every Lease/3 until ctx ends, each round bounded (see
+// Cluster.round): a hung connection fails a round, not every later one.
 func (j *Jobs) Run(ctx context.Context) {
 	t := time.NewTicker(j.c.lease / 3)
 	defer t.Stop()
 	for {
-		if err := j.Publish(ctx); err != nil && ctx.Err() == nil {
+		pctx, cancel := j.c.round(ctx)
+		err := j.Publish(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			j.log.Warn("command jobs not published; retrying", "error", err)
 		}
 		select {

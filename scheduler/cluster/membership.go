@@ -57,13 +57,18 @@ FROM cluster_instances WHERE id = $1`, c.id).Scan(&host, &pid, &age)
 }
 
 // Run ticks every Lease/3 until ctx ends, then leaves the cluster (Leave
-// with a fresh few-second context). Tick errors are logged: the instance
-// keeps the leases it could renew and acts on none past their deadline.
+// with a fresh few-second context). Each Tick is bounded (see round): a
+// hung connection fails it rather than stopping the renewals for ever.
+// Tick errors are logged: the instance keeps the leases it could renew
+// and acts on none past their deadline.
 func (c *Cluster) Run(ctx context.Context) error {
 	t := time.NewTicker(c.lease / 3)
 	defer t.Stop()
 	for {
-		if err := c.Tick(ctx); err != nil {
+		tctx, cancel := c.round(ctx)
+		err := c.Tick(tctx)
+		cancel()
+		if err != nil {
 			if errors.Is(err, ErrReplaced) {
 				return err
 			}
