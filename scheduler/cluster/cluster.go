@@ -23,6 +23,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/celos-go/celos/scheduler/statepg"
 )
 
 // DefaultLease is the lease (and heartbeat time-to-live) when Options.Lease is 0.
@@ -259,13 +261,15 @@ func (c *Cluster) Status() Status {
 		Renewals: st.Renewals, TakeOvers: st.TakeOvers, Lost: st.Lost, Fenced: st.Fenced}
 }
 
-// schemaErr turns a missing table into ErrNoSchema.
+// schemaErr turns a missing table into ErrNoSchema, and marks an error
+// that says the database cannot be reached scheduler.ErrStoreUnavailable
+// (statepg.MarkUnavailable), as the store's own errors are.
 func schemaErr(what string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "42P02") { // undefined_table, undefined_object
 		return fmt.Errorf("cluster: %s: %w: %v", what, ErrNoSchema, err)
 	}
-	return fmt.Errorf("cluster: %s: %w", what, err)
+	return fmt.Errorf("cluster: %s: %w", what, statepg.MarkUnavailable(err))
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }

@@ -92,6 +92,9 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 		e.opts.OnStep(rep)
 	}
 	if st.dbErr != nil {
+		if errors.Is(st.dbErr, scheduler.ErrStoreUnavailable) { // an outage, not a fault (503)
+			return fmt.Errorf("%w: %d slot changes not recorded, the first: %w", ErrPersist, st.dbErrs, st.dbErr)
+		}
 		return fmt.Errorf("%w: %d slot changes not recorded, the first: %v", ErrPersist, st.dbErrs, st.dbErr)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -83,9 +84,10 @@ func slotStatus(t *testing.T, url, id, at string) string {
 	return string(s.Status)
 }
 
-// pgsweepProject writes a project of one hourly command workflow "hello"
-// (from 13:00 on 2015-09-13) into dir/workflows and returns that directory.
-func pgsweepProject(t *testing.T, dir string) string {
+// pgsweepProject writes a project of one hourly workflow "hello" (from
+// 13:00 on 2015-09-13) running command into dir/workflows and returns
+// that directory.
+func pgsweepProject(t *testing.T, dir string, command ...string) string {
 	t.Helper()
 	wf := filepath.Join(dir, "workflows")
 	if err := os.Mkdir(wf, 0o755); err != nil {
@@ -96,7 +98,7 @@ func pgsweepProject(t *testing.T, dir string) string {
 		Schedule:           workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
 		Trigger:            workflow.Trigger{Type: workflow.TriggerAlways},
 		SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"true"}},
+		ExternalService:    workflow.ExternalService{Type: workflow.ServiceCommand, Command: command},
 		StartTime:          time.Date(2015, 9, 13, 13, 0, 0, 0, time.UTC),
 		WaitTimeoutSeconds: workflow.NeverTimeout,
 	}}}
@@ -128,7 +130,7 @@ func TestPgsweepHungConnectionsDoNotHangTheServer(t *testing.T) {
 			t.Logf("the server's log:\n%s", logs)
 		}
 	})
-	cfg := Config{Workflows: pgsweepProject(t, dir), DB: srv.DSN("celos"), Jobs: filepath.Join(dir, "jobs"),
+	cfg := Config{Workflows: pgsweepProject(t, dir, "true"), DB: srv.DSN("celos"), Jobs: filepath.Join(dir, "jobs"),
 		InstanceID: "a", Lease: time.Second, URLFile: filepath.Join(dir, "url"), Stderr: logs}
 	url, _ := startRun(t, cfg, openEngine)
 	step := url + "/scheduler?time=2015-09-13T13:40Z"
@@ -163,5 +165,66 @@ func TestPgsweepHungConnectionsDoNotHangTheServer(t *testing.T) {
 			t.Fatalf("POST /scheduler: no answer within 2 minutes: %v", err)
 		}
 		status = slotStatus(t, url, "hello", "2015-09-13T13:00Z")
+	}
+}
+
+// TestPgsweepOutageAnswersUnavailable kills PostgreSQL (a crash: SIGKILL)
+// under a clustered server: a step and a pause answer 503
+// `unavailable` — the database cannot be reached, no fault of the server
+// — within a bound; once the database is back the server steps again by
+// itself (same process) and the slot runs once.
+func TestPgsweepOutageAnswersUnavailable(t *testing.T) {
+	srv := pgtest.StartT(t, pgtest.Options{})
+	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	logs := &servertest.LockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the server's log:\n%s", logs)
+		}
+	})
+	cfg := Config{Workflows: pgsweepProject(t, dir, "sh", "-c", "echo run >> "+runs), DB: srv.DSN("celos"),
+		Jobs: filepath.Join(dir, "jobs"), InstanceID: "a", Lease: time.Second, URLFile: filepath.Join(dir, "url"), Stderr: logs}
+	url, _ := startRun(t, cfg, openEngine)
+	step := url + "/scheduler?time=2015-09-13T13:40Z"
+	if code, body, err := post(step, time.Minute); err != nil || code != http.StatusOK {
+		t.Fatalf("first step: %d %s %v", code, body, err)
+	}
+
+	srv.Kill()
+	for _, c := range []struct{ name, method, url string }{
+		{"step", http.MethodPost, step},
+		{"pause", http.MethodPost, url + "/pause?id=hello&paused=true"},
+	} {
+		req, _ := http.NewRequest(c.method, c.url, nil)
+		resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+		if err != nil {
+			t.Fatalf("%s with PostgreSQL down: no answer within 2 minutes: %v", c.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `"unavailable"`) {
+			t.Errorf("%s with PostgreSQL down: %d %s, want 503 unavailable", c.name, resp.StatusCode, b)
+		}
+	}
+
+	if err := srv.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	status := ""
+	for end := time.Now().Add(3 * time.Minute); status != "SUCCESS"; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the slot is %q 3 minutes after PostgreSQL came back, want SUCCESS", status)
+		}
+		if _, _, err := post(step, 2*time.Minute); err != nil {
+			t.Fatalf("POST /scheduler: %v", err)
+		}
+		status = slotStatus(t, url, "hello", "2015-09-13T13:00Z")
+	}
+	if b, err := os.ReadFile(runs); err != nil || string(b) != "run\n" {
+		t.Errorf("the slot's runs: %q %v, want one", b, err)
 	}
 }
