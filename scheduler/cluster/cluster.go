@@ -33,8 +33,20 @@ const DefaultLease = 15 * time.Second
 // MinLease is the shortest lease accepted (tests use short ones).
 const MinLease = 300 * time.Millisecond
 
+// MaxClockSkew is how far this host's wall clock may be from the
+// database's: an instance further off takes no workflow (ErrClockSkew).
+// Leases never compare two instances' clocks, but a submit intent's time
+// is its writer's clock and the wait for a submission in flight (Oozie)
+// is measured by the instance that takes the workflow over: instances
+// whose clocks differ by minutes would cut that wait short, or make it
+// minutes long (docs/ha.md).
+const MaxClockSkew = time.Second
+
 // Errors, wrapped with details.
 var (
+	// ErrClockSkew: this host's clock is more than MaxClockSkew from the
+	// database's; the instance holds no lease until they agree.
+	ErrClockSkew = errors.New("this host's clock is off the database's")
 	// ErrInstanceInUse: another live process runs under the instance id.
 	ErrInstanceInUse = errors.New("instance id in use by a live process")
 	// ErrReplaced: a newer process took over this instance id; this one
@@ -62,6 +74,10 @@ type Options struct {
 	Workflows func() []string
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Clock is the wall clock compared with the database's at each
+	// heartbeat (MaxClockSkew); nil means time.Now. Leases use the
+	// monotonic clock whatever it is.
+	Clock func() time.Time
 }
 
 // Cluster is one instance's membership and leases. Its methods are safe
@@ -74,6 +90,7 @@ type Cluster struct {
 	safety      time.Duration // a lease is used locally until lease-safety after it was (re)taken
 	workflows   func() []string
 	log         *slog.Logger
+	clock       func() time.Time
 
 	tickMu sync.Mutex // one Tick at a time
 
@@ -81,6 +98,10 @@ type Cluster struct {
 	held     map[string]heldLease
 	live     []string
 	replaced bool
+	// skew is this host's clock minus the database's at the last
+	// heartbeat; skewed: more than MaxClockSkew for sure (see checkClock).
+	skew     time.Duration
+	skewed   bool
 	lastTick time.Time
 	// gen counts acquisitions; stepGen is gen when the current step began
 	// (BeginStep): a step steps only leases taken before it began.
@@ -137,15 +158,18 @@ func New(pool *pgxpool.Pool, opts Options) (*Cluster, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &Cluster{
 		pool: pool, id: opts.ID, host: opts.Host,
 		incarnation: int64(binary.BigEndian.Uint64(b[:]) >> 1), // positive
 		lease:       opts.Lease, safety: opts.Lease / 5,
-		workflows: opts.Workflows,
-		log:       opts.Logger.With("instance", opts.ID),
-		held:      make(map[string]heldLease),
+		workflows: opts.Workflows, clock: opts.Clock,
+		log:  opts.Logger.With("instance", opts.ID),
+		held: make(map[string]heldLease),
 	}, nil
 }
 
