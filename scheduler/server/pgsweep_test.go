@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/celos-go/celos/internal/testenv/pgtest"
 	"github.com/celos-go/celos/internal/testenv/servertest"
 	"github.com/celos-go/celos/scheduler/api"
+	"github.com/celos-go/celos/scheduler/slot"
 	"github.com/celos-go/celos/schema/workflow"
 )
 
@@ -227,4 +229,195 @@ func TestPgsweepOutageAnswersUnavailable(t *testing.T) {
 	if b, err := os.ReadFile(runs); err != nil || string(b) != "run\n" {
 		t.Errorf("the slot's runs: %q %v, want one", b, err)
 	}
+}
+
+// lockTable holds table of database db in ACCESS EXCLUSIVE mode for hold
+// (a psql session's LOCK TABLE: every statement of the servers that
+// touches it waits).
+func lockTable(t *testing.T, srv *pgtest.Server, db, table string, hold time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+hold)
+	defer cancel()
+	c, err := pgx.Connect(ctx, srv.DSN(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatalf("locking %s: %v", table, err)
+	}
+	time.Sleep(hold) // (the fault's length, not an assertion)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPgsweepTwoInstancesThroughOutages runs two instances (lease 1 s,
+// a step every 50 ms) over 6 hourly command workflows with a 12-hour
+// backlog, one job at a time each, each job taking 2 seconds, and meanwhile: kills PostgreSQL and
+// starts it again 3 s later (both instances lose every connection, their
+// leases expire), holds each table the servers write in ACCESS EXCLUSIVE
+// mode for 4 s (leases expire while steps are blocked), and stops every
+// backend (SIGSTOP) for 4 s. Every slot runs exactly once and ends
+// SUCCESS, and afterwards each workflow is held by exactly one of the two
+// live instances.
+func TestPgsweepTwoInstancesThroughOutages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two servers through a minute of faults: not with -short")
+	}
+	srv := pgtest.StartT(t, pgtest.Options{})
+	ctx := context.Background()
+	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	wdir := filepath.Join(dir, "workflows")
+	if err := os.Mkdir(wdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UTC().Truncate(time.Hour).Add(-11 * time.Hour)
+	var ws []workflow.Workflow
+	var ids []string
+	for i := range 6 {
+		id := fmt.Sprintf("wf-%d", i)
+		ids = append(ids, id)
+		ws = append(ws, workflow.Workflow{ID: id, Schedule: workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger: workflow.Trigger{Type: workflow.TriggerAlways}, SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand,
+				Command: []string{"sh", "-c", `sleep 2; echo "$CELOS_SLOT_ID" >> ` + runs}},
+			StartTime: start, WaitTimeoutSeconds: workflow.NeverTimeout})
+	}
+	b, err := (&workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: ws}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wdir, "p.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &servertest.LockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the servers' log:\n%s", logs)
+		}
+	})
+	cfg := func(id string) Config {
+		return Config{Workflows: wdir, DB: srv.DSN("celos"), Jobs: filepath.Join(dir, "jobs-"+id), AutoSchedule: 50 * time.Millisecond,
+			InstanceID: id, Lease: time.Second, URLFile: filepath.Join(dir, "url-"+id), Stderr: logs, Version: "test"}
+	}
+	urlA, _ := startRun(t, cfg("a"), openEngine)
+	urlB, _ := startRun(t, cfg("b"), openEngine)
+	ran := func() int {
+		data, _ := os.ReadFile(runs)
+		return strings.Count(string(data), "\n")
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(3 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("not within 3 minutes: %s", what)
+			}
+		}
+	}
+	waitFor("a first job ends", func() bool { return ran() >= 1 })
+
+	t.Log("PostgreSQL killed, started again 3 s later")
+	srv.Kill()
+	time.Sleep(3 * time.Second) // (the outage's length)
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"celos_slots", "celos_intents", "cluster_leases", "cluster_jobs", "celos_workflows"} {
+		t.Logf("%s locked for 4 s (%d runs so far)", table, ran())
+		lockTable(t, srv, "celos", table, 4*time.Second)
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("every backend stopped for 4 s (%d runs so far)", ran())
+	pids := stopBackends(t, srv, "celos", syscall.SIGSTOP)
+	time.Sleep(4 * time.Second) // (the fault's length)
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGCONT)
+	}
+
+	slotTimes := 0
+	for t0 := start; !t0.After(time.Now()); t0 = t0.Add(time.Hour) {
+		slotTimes++
+	}
+	want := slotTimes * len(ids)
+	waitFor(fmt.Sprintf("%d slots SUCCESS", want), func() bool {
+		n := 0
+		for _, id := range ids {
+			var ws api.WorkflowSlots
+			c := &http.Client{Timeout: time.Minute}
+			resp, err := c.Get(urlA + "/workflow-slots?id=" + id + "&start=" + slot.FormatTime(start))
+			if err != nil {
+				return false
+			}
+			err = json.NewDecoder(resp.Body).Decode(&ws)
+			resp.Body.Close()
+			if err != nil {
+				return false
+			}
+			for _, s := range ws.Slots {
+				if s.Status == slot.Success {
+					n++
+				}
+			}
+		}
+		return n == want
+	})
+	data, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, l := range strings.Fields(string(data)) {
+		count[l]++
+	}
+	for s, n := range count {
+		if n != 1 {
+			t.Errorf("slot %s ran %d times", s, n)
+		}
+	}
+	if len(count) != want {
+		t.Errorf("%d slots ran, want %d", len(count), want)
+	}
+
+	// Who owns what after: each workflow held by exactly one instance,
+	// both live.
+	waitFor("each workflow held by exactly one of the two live instances", func() bool {
+		owned := map[string]int{}
+		for _, u := range []string{urlA, urlB} {
+			var h struct {
+				Instance struct {
+					Live  []string `json:"live"`
+					Owned []string `json:"owned"`
+				} `json:"instance"`
+			}
+			c := &http.Client{Timeout: time.Minute}
+			resp, err := c.Get(u + "/healthz")
+			if err != nil {
+				return false
+			}
+			err = json.NewDecoder(resp.Body).Decode(&h)
+			resp.Body.Close()
+			if err != nil || len(h.Instance.Live) != 2 {
+				return false
+			}
+			for _, wf := range h.Instance.Owned {
+				owned[wf]++
+			}
+		}
+		for _, id := range ids {
+			if owned[id] != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%d slots ran once each; %d take-overs logged", len(count), strings.Count(logs.String(), "took over expired leases"))
 }
