@@ -100,9 +100,13 @@ type Cluster struct {
 	replaced bool
 	// skew is this host's clock minus the database's at the last
 	// heartbeat; skewed: more than MaxClockSkew for sure (see checkClock).
-	skew     time.Duration
-	skewed   bool
-	lastTick time.Time
+	skew   time.Duration
+	skewed bool
+	// lastBeat is when (local, monotonic) the last heartbeat was
+	// written, upSince the first of the heartbeats since then that
+	// followed each other within a lease (see connectedFor).
+	lastBeat, upSince time.Time
+	lastTick          time.Time
 	// gen counts acquisitions; stepGen is gen when the current step began
 	// (BeginStep): a step steps only leases taken before it began.
 	gen, stepGen uint64
@@ -175,6 +179,22 @@ func New(pool *pgxpool.Pool, opts Options) (*Cluster, error) {
 
 // ID is the instance id.
 func (c *Cluster) ID() string { return c.id }
+
+// connectedFor is how long this instance has written its heartbeat
+// without a gap longer than a lease: how long it has been able to reach
+// the database, and so how long another instance's silence can be
+// taken for its own (0 if the last heartbeat is more than a lease old).
+// After an outage of the database every instance was silent; none may
+// judge another by it until it has itself been back for the grace.
+func (c *Cluster) connectedFor() time.Duration {
+	now := time.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.lastBeat.IsZero() || now.Sub(c.lastBeat) > c.lease {
+		return 0
+	}
+	return now.Sub(c.upSince)
+}
 
 // Lease is the lease duration.
 func (c *Cluster) Lease() time.Duration { return c.lease }

@@ -20,6 +20,7 @@ import (
 func (c *Cluster) Join(ctx context.Context) error {
 	for waited := false; ; waited = true {
 		var got string
+		sent := time.Now()
 		err := c.pool.QueryRow(ctx, `
 INSERT INTO cluster_instances (id, incarnation, host, pid, lease_ms, started, heartbeat, stopped)
 VALUES ($1, $2, $3, $4, $5, clock_timestamp(), clock_timestamp(), false)
@@ -30,6 +31,7 @@ WHERE cluster_instances.stopped
    OR cluster_instances.heartbeat <= clock_timestamp() - cluster_instances.lease_ms * interval '1 millisecond'
 RETURNING id`, c.id, c.incarnation, c.host, os.Getpid(), ms(c.lease)).Scan(&got)
 		if err == nil {
+			c.beat(sent)
 			c.log.Info("joined the cluster", "host", c.host, "lease", c.lease.String())
 			return nil
 		}
@@ -156,7 +158,7 @@ func (c *Cluster) isReplaced() bool {
 // again at the first heartbeat that finds the clocks agree.
 func (c *Cluster) heartbeat(ctx context.Context) error {
 	var db time.Time
-	t0 := c.clock()
+	sent, t0 := time.Now(), c.clock()
 	err := c.pool.QueryRow(ctx, `UPDATE cluster_instances SET heartbeat = clock_timestamp(), stopped = false
 WHERE id = $1 AND incarnation = $2 RETURNING clock_timestamp()`, c.id, c.incarnation).Scan(&db)
 	t1 := c.clock()
@@ -167,6 +169,7 @@ WHERE id = $1 AND incarnation = $2 RETURNING clock_timestamp()`, c.id, c.incarna
 		if skewErr := c.checkClock(t0, t1, db); skewErr != nil {
 			return c.standAside(ctx, skewErr)
 		}
+		c.beat(sent)
 		return nil
 	}
 	c.mu.Lock()
@@ -177,6 +180,16 @@ WHERE id = $1 AND incarnation = $2 RETURNING clock_timestamp()`, c.id, c.incarna
 	c.stats.lost.Add(int64(n))
 	c.log.Error("another process took over this instance id; giving up every lease", "leases", n)
 	return fmt.Errorf("cluster: instance %q: %w", c.id, ErrReplaced)
+}
+
+// beat records a heartbeat sent at sent (see connectedFor).
+func (c *Cluster) beat(sent time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastBeat.IsZero() || sent.Sub(c.lastBeat) > c.lease {
+		c.upSince = sent
+	}
+	c.lastBeat = sent
 }
 
 // checkClock records the offset of this host's clock from the database's,

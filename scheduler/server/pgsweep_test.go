@@ -421,3 +421,129 @@ func TestPgsweepTwoInstancesThroughOutages(t *testing.T) {
 	})
 	t.Logf("%d slots ran once each; %d take-overs logged", len(count), strings.Count(logs.String(), "took over expired leases"))
 }
+
+// TestPgsweepOutageLongerThanTheGraceLosesNoJob runs two instances (lease
+// 1 s, --job-grace 4 s) with a 25-second command job per slot, and
+// kills PostgreSQL for 8 s while the jobs run, a (which started them)
+// back 2 s after b: no instance could heart-beat during the outage, so
+// none may take the other's silence for a lost host. Every slot runs once, to SUCCESS; no job is declared lost.
+// (Before: the first instance back took every workflow over and declared
+// the other's running jobs lost at once; their slots were retried beside
+// the jobs still running.)
+func TestPgsweepOutageLongerThanTheGraceLosesNoJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two servers through an outage longer than the job grace: not with -short")
+	}
+	srv := pgtest.StartT(t, pgtest.Options{})
+	ctx := context.Background()
+	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	wdir := filepath.Join(dir, "workflows")
+	if err := os.Mkdir(wdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UTC().Truncate(time.Hour)
+	var ws []workflow.Workflow
+	var ids []string
+	for i := range 6 {
+		id := fmt.Sprintf("wf-%d", i)
+		ids = append(ids, id)
+		ws = append(ws, workflow.Workflow{ID: id, Schedule: workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger: workflow.Trigger{Type: workflow.TriggerAlways}, SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand,
+				Command: []string{"sh", "-c", `echo "start $CELOS_SLOT_ID" >> ` + runs + `; sleep 25`}},
+			StartTime: start, MaxRetryCount: 2, WaitTimeoutSeconds: workflow.NeverTimeout})
+	}
+	b, err := (&workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: ws}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wdir, "p.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &servertest.LockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the servers' log:\n%s", logs)
+		}
+	})
+	// a connects as a role of its own, so that it can be kept out.
+	if err := srv.Exec(ctx, "postgres", "CREATE ROLE celos_a LOGIN SUPERUSER PASSWORD '"+srv.Password+"'"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := map[string]string{"a": strings.Replace(srv.DSN("celos"), "://"+srv.User+":", "://celos_a:", 1), "b": srv.DSN("celos")}
+	cfg := func(id string) Config {
+		return Config{Workflows: wdir, DB: dsn[id], Jobs: filepath.Join(dir, "jobs-"+id), AutoSchedule: 50 * time.Millisecond,
+			InstanceID: id, Lease: time.Second, JobGrace: 4 * time.Second, URLFile: filepath.Join(dir, "url-"+id), Stderr: logs, Version: "test"}
+	}
+	urlA, _ := startRun(t, cfg("a"), openEngine)
+	startRun(t, cfg("b"), openEngine)
+	starts := func() []string {
+		data, _ := os.ReadFile(runs)
+		return strings.Split(strings.TrimSpace(string(data)), "\n")
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(3 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("not within 3 minutes: %s", what)
+			}
+		}
+	}
+	waitFor("every slot's job started", func() bool { return len(starts()) == len(ids) })
+	if !strings.Contains(logs.String(), "instance=a") || !strings.Contains(logs.String(), "instance=b") {
+		t.Fatal("the log does not show both instances")
+	}
+
+	t.Log("PostgreSQL killed for 8 s, twice the job grace; a, which runs every job, back 2 s after b")
+	if err := srv.Exec(ctx, "postgres", "ALTER ROLE celos_a NOLOGIN"); err != nil { // (its open connections go on)
+		t.Fatal(err)
+	}
+	srv.Kill()
+	time.Sleep(8 * time.Second) // (the outage's length)
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // (a kept out: b alone is back)
+	if err := srv.Exec(ctx, "postgres", "ALTER ROLE celos_a LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("every slot SUCCESS", func() bool {
+		for _, id := range ids {
+			if slotStatusNoFail(urlA, id, slot.FormatTime(start)) != "SUCCESS" {
+				return false
+			}
+		}
+		return true
+	})
+	count := map[string]int{}
+	for _, l := range starts() {
+		count[l]++
+	}
+	for s, n := range count {
+		if n != 1 {
+			t.Errorf("%s: %d times", s, n)
+		}
+	}
+	if n := strings.Count(logs.String(), "command job declared lost"); n > 0 {
+		t.Errorf("%d jobs declared lost, all of them running", n)
+	}
+}
+
+// slotStatusNoFail is slotStatus, "" on any error.
+func slotStatusNoFail(url, id, at string) string {
+	c := &http.Client{Timeout: time.Minute}
+	resp, err := c.Get(url + "/slot-state?id=" + id + "&time=" + at)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var s api.Slot
+	if json.NewDecoder(resp.Body).Decode(&s) != nil {
+		return ""
+	}
+	return string(s.Status)
+}
