@@ -171,7 +171,7 @@ func TestPgsweepHungConnectionsDoNotHangTheServer(t *testing.T) {
 }
 
 // TestPgsweepOutageAnswersUnavailable kills PostgreSQL (a crash: SIGKILL)
-// under a clustered server: a step and a pause answer 503
+// under a clustered server: a step, a pause and a kill answer 503
 // `unavailable` — the database cannot be reached, no fault of the server
 // — within a bound; once the database is back the server steps again by
 // itself (same process) and the slot runs once.
@@ -200,6 +200,7 @@ func TestPgsweepOutageAnswersUnavailable(t *testing.T) {
 	for _, c := range []struct{ name, method, url string }{
 		{"step", http.MethodPost, step},
 		{"pause", http.MethodPost, url + "/pause?id=hello&paused=true"},
+		{"kill", http.MethodPost, url + "/kill?id=hello&time=2015-09-13T13:00Z"},
 	} {
 		req, _ := http.NewRequest(c.method, c.url, nil)
 		resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
