@@ -4,6 +4,7 @@ package cluster
 // sweep (November 2026)"): instances whose clocks differ.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/celos-go/celos/internal/testenv/pgtest"
+	"github.com/celos-go/celos/scheduler/statepg"
 )
 
 // TestPgsweepSkewedClockTakesNoWorkflow runs two instances on one
@@ -63,4 +67,48 @@ func TestPgsweepSkewedClockTakesNoWorkflow(t *testing.T) {
 		tick(t, b)
 		return len(a.Owned()) > 0 && len(a.Owned())+len(b.Owned()) == len(wfs)
 	})
+}
+
+// TestPgsweepOwnerStoppedInATransactionIsTakenOver: the owner's process
+// stops (SIGSTOP, a VM paused) in the middle of a write of the state
+// store, after the fence locked its lease row: its backend waits, idle in
+// the transaction, holding the lock. Another instance takes the workflow
+// over once the store's call timeout has passed (PostgreSQL ends the
+// session), not only when the stopped process comes back.
+func TestPgsweepOwnerStoppedInATransactionIsTakenOver(t *testing.T) {
+	dsn := pgtest.Shared(t).CreateDB(t)
+	const lease = 600 * time.Millisecond
+	wfs := func() []string { return []string{"wf"} }
+	a, err := New(openPool(t, dsn), Options{ID: "a", Lease: lease, Workflows: wfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := statepg.Open(ctxT(t), dsn, statepg.Options{Fence: a, OpTimeout: 3 * time.Second}) // migrates
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := a.Join(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	tick(t, a)
+	// a's write stops after the fence's check: the transaction stays
+	// open on the store's connection, as a stopped process leaves it.
+	tx, err := db.Pool().Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if err := a.Check(ctxT(t), tx, []string{"wf"}); err != nil {
+		t.Fatal(err)
+	}
+	b := member(t, openPool(t, dsn), "b", lease, "wf")
+	t0 := time.Now()
+	eventually(t, 2*time.Minute, "b takes wf over from a, stopped in a transaction", func() bool {
+		if err := b.Tick(ctxT(t)); err != nil {
+			t.Logf("tick of b: %v", err)
+		}
+		return len(b.Owned()) == 1
+	})
+	t.Logf("b took wf over %s after a stopped", time.Since(t0).Round(100*time.Millisecond))
 }
