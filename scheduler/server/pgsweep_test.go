@@ -257,6 +257,142 @@ func lockTable(t *testing.T, srv *pgtest.Server, db, table string, hold time.Dur
 	}
 }
 
+// fleet is a PostgreSQL server with a database celos, a workflows
+// directory of 6 hourly command workflows wf-0 … wf-5 from start, and the
+// servers' common log (shown if the test fails).
+type fleet struct {
+	srv   *pgtest.Server
+	dir   string
+	wdir  string
+	runs  string // the file the commands append to
+	ids   []string
+	start time.Time
+	logs  *servertest.LockedBuffer
+}
+
+// newFleet makes a fleet whose workflows run script (sh -c; $RUNS is the
+// runs file) and retry maxRetry times.
+func newFleet(t *testing.T, start time.Time, script string, maxRetry int) *fleet {
+	t.Helper()
+	f := &fleet{srv: pgtest.StartT(t, pgtest.Options{}), dir: t.TempDir(), start: start, logs: &servertest.LockedBuffer{}}
+	if err := f.srv.Exec(context.Background(), "postgres", "CREATE DATABASE celos"); err != nil {
+		t.Fatal(err)
+	}
+	f.runs, f.wdir = filepath.Join(f.dir, "runs"), filepath.Join(f.dir, "workflows")
+	if err := os.Mkdir(f.wdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ws []workflow.Workflow
+	for i := range 6 {
+		id := fmt.Sprintf("wf-%d", i)
+		f.ids = append(f.ids, id)
+		ws = append(ws, workflow.Workflow{ID: id, Schedule: workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
+			Trigger: workflow.Trigger{Type: workflow.TriggerAlways}, SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
+			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand, Command: []string{"sh", "-c", script},
+				Env: map[string]string{"RUNS": f.runs}},
+			StartTime: start, MaxRetryCount: maxRetry, WaitTimeoutSeconds: workflow.NeverTimeout})
+	}
+	b, err := (&workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: ws}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.wdir, "p.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the servers' log:\n%s", f.logs)
+		}
+	})
+	return f
+}
+
+// config is instance id's configuration on database dsn: lease 1 s, a
+// step every 50 ms.
+func (f *fleet) config(id, dsn string) Config {
+	return Config{Workflows: f.wdir, DB: dsn, Jobs: filepath.Join(f.dir, "jobs-"+id), AutoSchedule: 50 * time.Millisecond,
+		InstanceID: id, Lease: time.Second, URLFile: filepath.Join(f.dir, "url-"+id), Stderr: f.logs, Version: "test"}
+}
+
+// lines are the lines the commands appended to the runs file, counted.
+func (f *fleet) lines() map[string]int {
+	data, _ := os.ReadFile(f.runs)
+	out := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if l != "" {
+			out[l]++
+		}
+	}
+	return out
+}
+
+// successes counts the slots from f.start that url shows SUCCESS.
+func (f *fleet) successes(url string) int {
+	n := 0
+	for _, id := range f.ids {
+		var ws api.WorkflowSlots
+		c := &http.Client{Timeout: time.Minute}
+		resp, err := c.Get(url + "/workflow-slots?id=" + id + "&start=" + slot.FormatTime(f.start))
+		if err != nil {
+			return 0
+		}
+		err = json.NewDecoder(resp.Body).Decode(&ws)
+		resp.Body.Close()
+		if err != nil {
+			return 0
+		}
+		for _, s := range ws.Slots {
+			if s.Status == slot.Success {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// ownedOnce reports whether each workflow is held by exactly one of the
+// instances at urls, each seeing them all live (/healthz).
+func (f *fleet) ownedOnce(urls ...string) bool {
+	owned := map[string]int{}
+	for _, u := range urls {
+		var h struct {
+			Instance struct {
+				Live  []string `json:"live"`
+				Owned []string `json:"owned"`
+			} `json:"instance"`
+		}
+		c := &http.Client{Timeout: time.Minute}
+		resp, err := c.Get(u + "/healthz")
+		if err != nil {
+			return false
+		}
+		err = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if err != nil || len(h.Instance.Live) != len(urls) {
+			return false
+		}
+		for _, wf := range h.Instance.Owned {
+			owned[wf]++
+		}
+	}
+	for _, id := range f.ids {
+		if owned[id] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// waitUntil polls cond every 100 ms, failing the test after 3 minutes.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(3 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("not within 3 minutes: %s", what)
+		}
+	}
+}
+
 // TestPgsweepTwoInstancesThroughOutages runs two instances (lease 1 s,
 // a step every 50 ms) over 6 hourly command workflows with a 12-hour
 // backlog, one job at a time each, each job taking 2 seconds, and meanwhile: kills PostgreSQL and
@@ -270,61 +406,12 @@ func TestPgsweepTwoInstancesThroughOutages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two servers through a minute of faults: not with -short")
 	}
-	srv := pgtest.StartT(t, pgtest.Options{})
-	ctx := context.Background()
-	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	runs := filepath.Join(dir, "runs")
-	wdir := filepath.Join(dir, "workflows")
-	if err := os.Mkdir(wdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now().UTC().Truncate(time.Hour).Add(-11 * time.Hour)
-	var ws []workflow.Workflow
-	var ids []string
-	for i := range 6 {
-		id := fmt.Sprintf("wf-%d", i)
-		ids = append(ids, id)
-		ws = append(ws, workflow.Workflow{ID: id, Schedule: workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger: workflow.Trigger{Type: workflow.TriggerAlways}, SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand,
-				Command: []string{"sh", "-c", `sleep 2; echo "$CELOS_SLOT_ID" >> ` + runs}},
-			StartTime: start, WaitTimeoutSeconds: workflow.NeverTimeout})
-	}
-	b, err := (&workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: ws}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wdir, "p.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := &servertest.LockedBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the servers' log:\n%s", logs)
-		}
-	})
-	cfg := func(id string) Config {
-		return Config{Workflows: wdir, DB: srv.DSN("celos"), Jobs: filepath.Join(dir, "jobs-"+id), AutoSchedule: 50 * time.Millisecond,
-			InstanceID: id, Lease: time.Second, URLFile: filepath.Join(dir, "url-"+id), Stderr: logs, Version: "test"}
-	}
-	urlA, _ := startRun(t, cfg("a"), openEngine)
-	urlB, _ := startRun(t, cfg("b"), openEngine)
-	ran := func() int {
-		data, _ := os.ReadFile(runs)
-		return strings.Count(string(data), "\n")
-	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for end := time.Now().Add(3 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(end) {
-				t.Fatalf("not within 3 minutes: %s", what)
-			}
-		}
-	}
-	waitFor("a first job ends", func() bool { return ran() >= 1 })
+	f := newFleet(t, time.Now().UTC().Truncate(time.Hour).Add(-11*time.Hour), `sleep 2; echo "$CELOS_SLOT_ID" >> "$RUNS"`, 0)
+	srv, ctx := f.srv, context.Background()
+	urlA, _ := startRun(t, f.config("a", srv.DSN("celos")), openEngine)
+	urlB, _ := startRun(t, f.config("b", srv.DSN("celos")), openEngine)
+	ran := func() int { return len(f.lines()) }
+	waitUntil(t, "a first job ends", func() bool { return ran() >= 1 })
 
 	t.Log("PostgreSQL killed, started again 3 s later")
 	srv.Kill()
@@ -344,41 +431,12 @@ func TestPgsweepTwoInstancesThroughOutages(t *testing.T) {
 		_ = syscall.Kill(p, syscall.SIGCONT)
 	}
 
-	slotTimes := 0
-	for t0 := start; !t0.After(time.Now()); t0 = t0.Add(time.Hour) {
-		slotTimes++
+	want := 0
+	for t0 := f.start; !t0.After(time.Now()); t0 = t0.Add(time.Hour) {
+		want += len(f.ids)
 	}
-	want := slotTimes * len(ids)
-	waitFor(fmt.Sprintf("%d slots SUCCESS", want), func() bool {
-		n := 0
-		for _, id := range ids {
-			var ws api.WorkflowSlots
-			c := &http.Client{Timeout: time.Minute}
-			resp, err := c.Get(urlA + "/workflow-slots?id=" + id + "&start=" + slot.FormatTime(start))
-			if err != nil {
-				return false
-			}
-			err = json.NewDecoder(resp.Body).Decode(&ws)
-			resp.Body.Close()
-			if err != nil {
-				return false
-			}
-			for _, s := range ws.Slots {
-				if s.Status == slot.Success {
-					n++
-				}
-			}
-		}
-		return n == want
-	})
-	data, err := os.ReadFile(runs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, l := range strings.Fields(string(data)) {
-		count[l]++
-	}
+	waitUntil(t, fmt.Sprintf("%d slots SUCCESS", want), func() bool { return f.successes(urlA) == want })
+	count := f.lines()
 	for s, n := range count {
 		if n != 1 {
 			t.Errorf("slot %s ran %d times", s, n)
@@ -387,40 +445,10 @@ func TestPgsweepTwoInstancesThroughOutages(t *testing.T) {
 	if len(count) != want {
 		t.Errorf("%d slots ran, want %d", len(count), want)
 	}
-
 	// Who owns what after: each workflow held by exactly one instance,
 	// both live.
-	waitFor("each workflow held by exactly one of the two live instances", func() bool {
-		owned := map[string]int{}
-		for _, u := range []string{urlA, urlB} {
-			var h struct {
-				Instance struct {
-					Live  []string `json:"live"`
-					Owned []string `json:"owned"`
-				} `json:"instance"`
-			}
-			c := &http.Client{Timeout: time.Minute}
-			resp, err := c.Get(u + "/healthz")
-			if err != nil {
-				return false
-			}
-			err = json.NewDecoder(resp.Body).Decode(&h)
-			resp.Body.Close()
-			if err != nil || len(h.Instance.Live) != 2 {
-				return false
-			}
-			for _, wf := range h.Instance.Owned {
-				owned[wf]++
-			}
-		}
-		for _, id := range ids {
-			if owned[id] != 1 {
-				return false
-			}
-		}
-		return true
-	})
-	t.Logf("%d slots ran once each; %d take-overs logged", len(count), strings.Count(logs.String(), "took over expired leases"))
+	waitUntil(t, "each workflow held by exactly one of the two live instances", func() bool { return f.ownedOnce(urlA, urlB) })
+	t.Logf("%d slots ran once each; %d take-overs logged", len(count), strings.Count(f.logs.String(), "took over expired leases"))
 }
 
 // TestPgsweepOutageLongerThanTheGraceLosesNoJob runs two instances (lease
@@ -435,69 +463,18 @@ func TestPgsweepOutageLongerThanTheGraceLosesNoJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two servers through an outage longer than the job grace: not with -short")
 	}
-	srv := pgtest.StartT(t, pgtest.Options{})
-	ctx := context.Background()
-	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE celos"); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	runs := filepath.Join(dir, "runs")
-	wdir := filepath.Join(dir, "workflows")
-	if err := os.Mkdir(wdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now().UTC().Truncate(time.Hour)
-	var ws []workflow.Workflow
-	var ids []string
-	for i := range 6 {
-		id := fmt.Sprintf("wf-%d", i)
-		ids = append(ids, id)
-		ws = append(ws, workflow.Workflow{ID: id, Schedule: workflow.Schedule{Type: workflow.ScheduleCron, Cron: "0 0 * * * ?", TimeZone: "UTC"},
-			Trigger: workflow.Trigger{Type: workflow.TriggerAlways}, SchedulingStrategy: workflow.Strategy{Type: workflow.StrategySerial, Concurrency: 1},
-			ExternalService: workflow.ExternalService{Type: workflow.ServiceCommand,
-				Command: []string{"sh", "-c", `echo "start $CELOS_SLOT_ID" >> ` + runs + `; sleep 25`}},
-			StartTime: start, MaxRetryCount: 2, WaitTimeoutSeconds: workflow.NeverTimeout})
-	}
-	b, err := (&workflow.Project{Format: workflow.FormatVersion, Project: "p", Workflows: ws}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wdir, "p.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := &servertest.LockedBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the servers' log:\n%s", logs)
-		}
-	})
+	f := newFleet(t, time.Now().UTC().Truncate(time.Hour), `echo "start $CELOS_SLOT_ID" >> "$RUNS"; sleep 25`, 2)
+	srv, ctx := f.srv, context.Background()
 	// a connects as a role of its own, so that it can be kept out.
 	if err := srv.Exec(ctx, "postgres", "CREATE ROLE celos_a LOGIN SUPERUSER PASSWORD '"+srv.Password+"'"); err != nil {
 		t.Fatal(err)
 	}
-	dsn := map[string]string{"a": strings.Replace(srv.DSN("celos"), "://"+srv.User+":", "://celos_a:", 1), "b": srv.DSN("celos")}
-	cfg := func(id string) Config {
-		return Config{Workflows: wdir, DB: dsn[id], Jobs: filepath.Join(dir, "jobs-"+id), AutoSchedule: 50 * time.Millisecond,
-			InstanceID: id, Lease: time.Second, JobGrace: 4 * time.Second, URLFile: filepath.Join(dir, "url-"+id), Stderr: logs, Version: "test"}
-	}
-	urlA, _ := startRun(t, cfg("a"), openEngine)
-	startRun(t, cfg("b"), openEngine)
-	starts := func() []string {
-		data, _ := os.ReadFile(runs)
-		return strings.Split(strings.TrimSpace(string(data)), "\n")
-	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for end := time.Now().Add(3 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(end) {
-				t.Fatalf("not within 3 minutes: %s", what)
-			}
-		}
-	}
-	waitFor("every slot's job started", func() bool { return len(starts()) == len(ids) })
-	if !strings.Contains(logs.String(), "instance=a") || !strings.Contains(logs.String(), "instance=b") {
-		t.Fatal("the log does not show both instances")
-	}
+	cfgA := f.config("a", strings.Replace(srv.DSN("celos"), "://"+srv.User+":", "://celos_a:", 1))
+	cfgB := f.config("b", srv.DSN("celos"))
+	cfgA.JobGrace, cfgB.JobGrace = 4*time.Second, 4*time.Second
+	urlA, _ := startRun(t, cfgA, openEngine)
+	startRun(t, cfgB, openEngine)
+	waitUntil(t, "every slot's job started", func() bool { return len(f.lines()) == len(f.ids) })
 
 	t.Log("PostgreSQL killed for 8 s, twice the job grace; a, which runs every job, back 2 s after b")
 	if err := srv.Exec(ctx, "postgres", "ALTER ROLE celos_a NOLOGIN"); err != nil { // (its open connections go on)
@@ -512,39 +489,13 @@ func TestPgsweepOutageLongerThanTheGraceLosesNoJob(t *testing.T) {
 	if err := srv.Exec(ctx, "postgres", "ALTER ROLE celos_a LOGIN"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("every slot SUCCESS", func() bool {
-		for _, id := range ids {
-			if slotStatusNoFail(urlA, id, slot.FormatTime(start)) != "SUCCESS" {
-				return false
-			}
-		}
-		return true
-	})
-	count := map[string]int{}
-	for _, l := range starts() {
-		count[l]++
-	}
-	for s, n := range count {
+	waitUntil(t, "every slot SUCCESS", func() bool { return f.successes(urlA) == len(f.ids) })
+	for s, n := range f.lines() {
 		if n != 1 {
 			t.Errorf("%s: %d times", s, n)
 		}
 	}
-	if n := strings.Count(logs.String(), "command job declared lost"); n > 0 {
+	if n := strings.Count(f.logs.String(), "command job declared lost"); n > 0 {
 		t.Errorf("%d jobs declared lost, all of them running", n)
 	}
-}
-
-// slotStatusNoFail is slotStatus, "" on any error.
-func slotStatusNoFail(url, id, at string) string {
-	c := &http.Client{Timeout: time.Minute}
-	resp, err := c.Get(url + "/slot-state?id=" + id + "&time=" + at)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var s api.Slot
-	if json.NewDecoder(resp.Body).Decode(&s) != nil {
-		return ""
-	}
-	return string(s.Status)
 }
