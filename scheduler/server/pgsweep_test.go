@@ -237,7 +237,17 @@ func TestPgsweepOutageAnswersUnavailable(t *testing.T) {
 // touches it waits).
 func lockTable(t *testing.T, srv *pgtest.Server, db, table string, hold time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+hold)
+	release := make(chan struct{})
+	timer := time.AfterFunc(hold, func() { close(release) }) // (the fault's length, not an assertion)
+	defer timer.Stop()
+	lockUntil(t, srv, db, table, release)
+}
+
+// lockUntil holds table of database db in ACCESS EXCLUSIVE mode until
+// release is closed (10 minutes at most).
+func lockUntil(t *testing.T, srv *pgtest.Server, db, table string, release <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
 	defer cancel()
 	c, err := pgx.Connect(ctx, srv.DSN(db))
 	if err != nil {
@@ -251,7 +261,10 @@ func lockTable(t *testing.T, srv *pgtest.Server, db, table string, hold time.Dur
 	if _, err := tx.Exec(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatalf("locking %s: %v", table, err)
 	}
-	time.Sleep(hold) // (the fault's length, not an assertion)
+	select {
+	case <-release:
+	case <-time.After(10 * time.Minute):
+	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -497,5 +510,37 @@ func TestPgsweepOutageLongerThanTheGraceLosesNoJob(t *testing.T) {
 	}
 	if n := strings.Count(f.logs.String(), "command job declared lost"); n > 0 {
 		t.Errorf("%d jobs declared lost, all of them running", n)
+	}
+}
+
+// TestPgsweepStepThatCannotReadAnswersUnavailable locks celos_slots
+// (another session's LOCK TABLE) before a step of a clustered server: the
+// step reads no workflow's state within the store's call timeout and
+// answers 503 `unavailable` — it did nothing — not 200.
+func TestPgsweepStepThatCannotReadAnswersUnavailable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the store's 30 s call timeout: not with -short")
+	}
+	f := newFleet(t, time.Now().UTC().Truncate(time.Hour).Add(-2*time.Hour), "true", 0)
+	cfg := f.config("a", f.srv.DSN("celos"))
+	cfg.AutoSchedule = 0
+	url, _ := startRun(t, cfg, openEngine)
+	locked, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(locked)
+		lockUntil(t, f.srv, "celos", "celos_slots", release)
+	}()
+	defer func() { close(release); <-locked }()
+	waitUntil(t, "celos_slots locked", func() bool {
+		var n int
+		err := queryOne(f.srv, "celos", `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'celos_slots' AND l.mode = 'AccessExclusiveLock' AND l.granted`, &n)
+		return err == nil && n == 1
+	})
+	code, body, err := post(url+"/scheduler", 5*time.Minute)
+	if err != nil {
+		t.Fatalf("POST /scheduler with celos_slots locked: %v", err)
+	}
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"unavailable"`) {
+		t.Errorf("POST /scheduler with celos_slots locked: %d %s, want 503 unavailable", code, body)
 	}
 }
