@@ -465,8 +465,8 @@ func TestPgsweepTwoInstancesThroughOutages(t *testing.T) {
 }
 
 // TestPgsweepOutageLongerThanTheGraceLosesNoJob runs two instances (lease
-// 1 s, --job-grace 4 s) with a 25-second command job per slot, and
-// kills PostgreSQL for 8 s while the jobs run, a (which started them)
+// 1 s, --job-grace 6 s) with a 25-second command job per slot, and
+// kills PostgreSQL for 12 s while the jobs run, a (which started them)
 // back 2 s after b: no instance could heart-beat during the outage, so
 // none may take the other's silence for a lost host. Every slot runs once, to SUCCESS; no job is declared lost.
 // (Before: the first instance back took every workflow over and declared
@@ -484,17 +484,17 @@ func TestPgsweepOutageLongerThanTheGraceLosesNoJob(t *testing.T) {
 	}
 	cfgA := f.config("a", strings.Replace(srv.DSN("celos"), "://"+srv.User+":", "://celos_a:", 1))
 	cfgB := f.config("b", srv.DSN("celos"))
-	cfgA.JobGrace, cfgB.JobGrace = 4*time.Second, 4*time.Second
+	cfgA.JobGrace, cfgB.JobGrace = 6*time.Second, 6*time.Second
 	urlA, _ := startRun(t, cfgA, openEngine)
 	startRun(t, cfgB, openEngine)
 	waitUntil(t, "every slot's job started", func() bool { return len(f.lines()) == len(f.ids) })
 
-	t.Log("PostgreSQL killed for 8 s, twice the job grace; a, which runs every job, back 2 s after b")
+	t.Log("PostgreSQL killed for 12 s, twice the job grace; a, which runs every job, back 2 s after b")
 	if err := srv.Exec(ctx, "postgres", "ALTER ROLE celos_a NOLOGIN"); err != nil { // (its open connections go on)
 		t.Fatal(err)
 	}
 	srv.Kill()
-	time.Sleep(8 * time.Second) // (the outage's length)
+	time.Sleep(12 * time.Second) // (the outage's length)
 	if err := srv.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
