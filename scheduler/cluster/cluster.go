@@ -9,6 +9,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/celos-go/celos/scheduler/statepg"
 )
 
 // DefaultLease is the lease (and heartbeat time-to-live) when Options.Lease is 0.
@@ -30,8 +33,20 @@ const DefaultLease = 15 * time.Second
 // MinLease is the shortest lease accepted (tests use short ones).
 const MinLease = 300 * time.Millisecond
 
+// MaxClockSkew is how far this host's wall clock may be from the
+// database's: an instance further off takes no workflow (ErrClockSkew).
+// Leases never compare two instances' clocks, but a submit intent's time
+// is its writer's clock and the wait for a submission in flight (Oozie)
+// is measured by the instance that takes the workflow over: instances
+// whose clocks differ by minutes would cut that wait short, or make it
+// minutes long (docs/ha.md).
+const MaxClockSkew = time.Second
+
 // Errors, wrapped with details.
 var (
+	// ErrClockSkew: this host's clock is more than MaxClockSkew from the
+	// database's; the instance holds no lease until they agree.
+	ErrClockSkew = errors.New("this host's clock is off the database's")
 	// ErrInstanceInUse: another live process runs under the instance id.
 	ErrInstanceInUse = errors.New("instance id in use by a live process")
 	// ErrReplaced: a newer process took over this instance id; this one
@@ -59,6 +74,10 @@ type Options struct {
 	Workflows func() []string
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Clock is the wall clock compared with the database's at each
+	// heartbeat (MaxClockSkew); nil means time.Now. Leases use the
+	// monotonic clock whatever it is.
+	Clock func() time.Time
 }
 
 // Cluster is one instance's membership and leases. Its methods are safe
@@ -71,6 +90,7 @@ type Cluster struct {
 	safety      time.Duration // a lease is used locally until lease-safety after it was (re)taken
 	workflows   func() []string
 	log         *slog.Logger
+	clock       func() time.Time
 
 	tickMu sync.Mutex // one Tick at a time
 
@@ -78,7 +98,15 @@ type Cluster struct {
 	held     map[string]heldLease
 	live     []string
 	replaced bool
-	lastTick time.Time
+	// skew is this host's clock minus the database's at the last
+	// heartbeat; skewed: more than MaxClockSkew for sure (see checkClock).
+	skew   time.Duration
+	skewed bool
+	// lastBeat is when (local, monotonic) the last heartbeat was
+	// written, upSince the first of the heartbeats since then that
+	// followed each other within a lease (see connectedFor).
+	lastBeat, upSince time.Time
+	lastTick          time.Time
 	// gen counts acquisitions; stepGen is gen when the current step began
 	// (BeginStep): a step steps only leases taken before it began.
 	gen, stepGen uint64
@@ -134,20 +162,39 @@ func New(pool *pgxpool.Pool, opts Options) (*Cluster, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &Cluster{
 		pool: pool, id: opts.ID, host: opts.Host,
 		incarnation: int64(binary.BigEndian.Uint64(b[:]) >> 1), // positive
 		lease:       opts.Lease, safety: opts.Lease / 5,
-		workflows: opts.Workflows,
-		log:       opts.Logger.With("instance", opts.ID),
-		held:      make(map[string]heldLease),
+		workflows: opts.Workflows, clock: opts.Clock,
+		log:  opts.Logger.With("instance", opts.ID),
+		held: make(map[string]heldLease),
 	}, nil
 }
 
 // ID is the instance id.
 func (c *Cluster) ID() string { return c.id }
+
+// connectedFor is how long this instance has written its heartbeat
+// without a gap longer than a lease: how long it has been able to reach
+// the database, and so how long another instance's silence can be
+// taken for its own (0 if the last heartbeat is more than a lease old).
+// After an outage of the database every instance was silent; none may
+// judge another by it until it has itself been back for the grace.
+func (c *Cluster) connectedFor() time.Duration {
+	now := time.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.lastBeat.IsZero() || now.Sub(c.lastBeat) > c.lease {
+		return 0
+	}
+	return now.Sub(c.upSince)
+}
 
 // Lease is the lease duration.
 func (c *Cluster) Lease() time.Duration { return c.lease }
@@ -258,13 +305,29 @@ func (c *Cluster) Status() Status {
 		Renewals: st.Renewals, TakeOvers: st.TakeOvers, Lost: st.Lost, Fenced: st.Fenced}
 }
 
-// schemaErr turns a missing table into ErrNoSchema.
+// schemaErr turns a missing table into ErrNoSchema, and marks an error
+// that says the database cannot be reached scheduler.ErrStoreUnavailable
+// (statepg.MarkUnavailable), as the store's own errors are.
 func schemaErr(what string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "42P02") { // undefined_table, undefined_object
 		return fmt.Errorf("cluster: %s: %w: %v", what, ErrNoSchema, err)
 	}
-	return fmt.Errorf("cluster: %s: %w", what, err)
+	return fmt.Errorf("cluster: %s: %w", what, statepg.MarkUnavailable(err))
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// minRound is the least time a round of statements (a Tick, BeginStep, a
+// publication of jobs) is given, however short the lease.
+const minRound = 5 * time.Second
+
+// round bounds one round of statements started on their own (Tick,
+// BeginStep, Jobs.Publish): a connection that hangs — a backend stopped, a
+// network that drops packets without a reset, a lock never granted — ends
+// the round with an error after the lease (minRound at least) instead of
+// holding the instance for ever. A round that took longer than a lease
+// is of no use anyway: the leases it would renew have lapsed.
+func (c *Cluster) round(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(c.lease, minRound))
+}

@@ -162,8 +162,12 @@ func (c *Cluster) Operator(f func() error) error {
 // those taken while it runs. The caller must call it before each step,
 // with no other step running, and then bring the store's view of the
 // workflows up to date (statepg's Refresh) before the step reads them: a
-// workflow taken over or written by an operator elsewhere changed.
+// workflow taken over or written by an operator elsewhere changed. It is
+// bounded (see round) even when ctx is not: a step is never held for ever
+// by a hung connection.
 func (c *Cluster) BeginStep(ctx context.Context) error {
+	ctx, cancel := c.round(ctx)
+	defer cancel()
 	rows, err := c.pool.Query(ctx, `SELECT workflow, token FROM cluster_leases
 WHERE holder = $1 AND incarnation = $2 AND expires > clock_timestamp()`, c.id, c.incarnation)
 	if err != nil {

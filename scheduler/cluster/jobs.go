@@ -155,7 +155,9 @@ WHERE j.external_id = $1`, ext, ms(j.grace)).Scan(&r.instance, &r.state, &r.deta
 
 // Status reports on a job: from this host for its own jobs (publishing
 // their end), from the row for another instance's; a running job whose
-// instance has been silent for longer than the grace is declared lost. A
+// instance has been silent for longer than the grace, while this instance
+// has been connected to the database for the grace (an outage of the
+// database silences every instance), is declared lost. A
 // job without a row (run before the cluster) is asked of this host.
 func (j *Jobs) Status(ctx context.Context, w *workflow.Workflow, ext string) (external.Status, error) {
 	r, found, err := j.row(ctx, ext)
@@ -181,6 +183,13 @@ func (j *Jobs) Status(ctx context.Context, w *workflow.Workflow, ext string) (ex
 	}
 	if r.alive {
 		return external.Status{Running: true, Detail: "running on instance " + r.instance}, nil
+	}
+	if up := j.c.connectedFor(); up < j.grace {
+		// This instance has not been connected for the grace itself
+		// (it started, or the database was down for everyone): the
+		// other's silence may be the database's.
+		return external.Status{Running: true, Detail: fmt.Sprintf("running on instance %s, not heard from for %s; declared lost if still silent once this instance has been connected to the database for the grace (%s)",
+			r.instance, r.silence.Round(time.Second), j.grace)}, nil
 	}
 	detail := fmt.Sprintf("lost: instance %s (host %s) has not heart-beaten for %s, longer than the grace of %s",
 		r.instance, r.host, r.silence.Round(time.Second), j.grace)
@@ -406,12 +415,16 @@ WHERE instance = $1 AND (state = 'running' OR (state = 'lost' AND NOT reaped))`,
 	return nil
 }
 
-// Run publishes every Lease/3 until ctx ends.
+// Run publishes every Lease/3 until ctx ends, each round bounded (see
+// Cluster.round): a hung connection fails a round, not every later one.
 func (j *Jobs) Run(ctx context.Context) {
 	t := time.NewTicker(j.c.lease / 3)
 	defer t.Stop()
 	for {
-		if err := j.Publish(ctx); err != nil && ctx.Err() == nil {
+		pctx, cancel := j.c.round(ctx)
+		err := j.Publish(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			j.log.Warn("command jobs not published; retrying", "error", err)
 		}
 		select {

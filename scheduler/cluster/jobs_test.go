@@ -108,6 +108,12 @@ func TestJobLostWhenHostSilent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// b keeps beating (it judges a's silence only once it has been
+	// connected for the grace itself).
+	runB, stopB := context.WithCancel(context.Background())
+	doneB := make(chan struct{})
+	go func() { defer close(doneB); b.Run(runB) }()
+	t.Cleanup(func() { stopB(); <-doneB })
 	// a stops beating (paused, partitioned): after the grace b declares
 	// the job lost.
 	st := waitStatus(t, jb, w, ext, "b declares a's job lost", func(st external.Status) bool { return !st.Running })

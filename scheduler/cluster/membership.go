@@ -20,6 +20,7 @@ import (
 func (c *Cluster) Join(ctx context.Context) error {
 	for waited := false; ; waited = true {
 		var got string
+		sent := time.Now()
 		err := c.pool.QueryRow(ctx, `
 INSERT INTO cluster_instances (id, incarnation, host, pid, lease_ms, started, heartbeat, stopped)
 VALUES ($1, $2, $3, $4, $5, clock_timestamp(), clock_timestamp(), false)
@@ -30,6 +31,7 @@ WHERE cluster_instances.stopped
    OR cluster_instances.heartbeat <= clock_timestamp() - cluster_instances.lease_ms * interval '1 millisecond'
 RETURNING id`, c.id, c.incarnation, c.host, os.Getpid(), ms(c.lease)).Scan(&got)
 		if err == nil {
+			c.beat(sent)
 			c.log.Info("joined the cluster", "host", c.host, "lease", c.lease.String())
 			return nil
 		}
@@ -57,13 +59,18 @@ FROM cluster_instances WHERE id = $1`, c.id).Scan(&host, &pid, &age)
 }
 
 // Run ticks every Lease/3 until ctx ends, then leaves the cluster (Leave
-// with a fresh few-second context). Tick errors are logged: the instance
-// keeps the leases it could renew and acts on none past their deadline.
+// with a fresh few-second context). Each Tick is bounded (see round): a
+// hung connection fails it rather than stopping the renewals for ever.
+// Tick errors are logged: the instance keeps the leases it could renew
+// and acts on none past their deadline.
 func (c *Cluster) Run(ctx context.Context) error {
 	t := time.NewTicker(c.lease / 3)
 	defer t.Stop()
 	for {
-		if err := c.Tick(ctx); err != nil {
+		tctx, cancel := c.round(ctx)
+		err := c.Tick(tctx)
+		cancel()
+		if err != nil {
 			if errors.Is(err, ErrReplaced) {
 				return err
 			}
@@ -143,23 +150,91 @@ func (c *Cluster) isReplaced() bool {
 
 // heartbeat refreshes the instance row. If the row names another
 // incarnation, a newer process took the id: this one drops every lease.
+//
+// It also compares this host's clock with the database's (checkClock): an
+// instance whose clock is off by more than MaxClockSkew marks itself
+// stopped (the others do not count it live, and step its share), gives
+// up every lease and returns an error wrapping ErrClockSkew; it joins
+// again at the first heartbeat that finds the clocks agree.
 func (c *Cluster) heartbeat(ctx context.Context) error {
-	tag, err := c.pool.Exec(ctx, `UPDATE cluster_instances SET heartbeat = clock_timestamp(), stopped = false
-WHERE id = $1 AND incarnation = $2`, c.id, c.incarnation)
-	if err != nil {
+	var db time.Time
+	sent, t0 := time.Now(), c.clock()
+	err := c.pool.QueryRow(ctx, `UPDATE cluster_instances SET heartbeat = clock_timestamp(), stopped = false
+WHERE id = $1 AND incarnation = $2 RETURNING clock_timestamp()`, c.id, c.incarnation).Scan(&db)
+	t1 := c.clock()
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return schemaErr("heartbeat", err)
 	}
-	if tag.RowsAffected() == 0 {
-		c.mu.Lock()
-		c.replaced = true
-		n := len(c.held)
-		clear(c.held)
-		c.mu.Unlock()
-		c.stats.lost.Add(int64(n))
-		c.log.Error("another process took over this instance id; giving up every lease", "leases", n)
-		return fmt.Errorf("cluster: instance %q: %w", c.id, ErrReplaced)
+	if err == nil {
+		if skewErr := c.checkClock(t0, t1, db); skewErr != nil {
+			return c.standAside(ctx, skewErr)
+		}
+		c.beat(sent)
+		return nil
 	}
-	return nil
+	c.mu.Lock()
+	c.replaced = true
+	n := len(c.held)
+	clear(c.held)
+	c.mu.Unlock()
+	c.stats.lost.Add(int64(n))
+	c.log.Error("another process took over this instance id; giving up every lease", "leases", n)
+	return fmt.Errorf("cluster: instance %q: %w", c.id, ErrReplaced)
+}
+
+// beat records a heartbeat sent at sent (see connectedFor).
+func (c *Cluster) beat(sent time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastBeat.IsZero() || sent.Sub(c.lastBeat) > c.lease {
+		c.upSince = sent
+	}
+	c.lastBeat = sent
+}
+
+// checkClock records the offset of this host's clock from the database's,
+// read (db) by a statement sent at t0 and answered at t1 (this host's
+// clock), and returns an error wrapping ErrClockSkew when it is more than
+// MaxClockSkew whatever the statement's latency.
+func (c *Cluster) checkClock(t0, t1, db time.Time) error {
+	rtt := max(t1.Sub(t0), 0)
+	off := t0.Add(rtt / 2).Sub(db)
+	dist := off.Abs()
+	bad := dist-rtt/2 > MaxClockSkew
+	c.mu.Lock()
+	c.skew, c.skewed = off, bad
+	c.mu.Unlock()
+	if !bad {
+		return nil
+	}
+	side := "ahead of"
+	if off < 0 {
+		side = "behind"
+	}
+	return fmt.Errorf("cluster: instance %q: %w: it is %s %s the database's (at most %s allowed); this instance steps no workflow until they agree (check NTP on both hosts)",
+		c.id, ErrClockSkew, dist.Round(100*time.Millisecond), side, MaxClockSkew)
+}
+
+// standAside is the heartbeat of an instance whose clock is off (why):
+// the instance row is marked stopped and every lease given up.
+func (c *Cluster) standAside(ctx context.Context, why error) error {
+	c.mu.Lock()
+	give := make([]string, 0, len(c.held))
+	for wf := range c.held {
+		give = append(give, wf)
+	}
+	clear(c.held) // Owns is false from here on
+	c.mu.Unlock()
+	if len(give) > 0 {
+		c.log.Error("giving up every lease: this host's clock is off the database's", "leases", len(give), "error", why)
+	}
+	if _, err := c.pool.Exec(ctx, `UPDATE cluster_instances SET stopped = true WHERE id = $1 AND incarnation = $2`, c.id, c.incarnation); err != nil {
+		return errors.Join(why, schemaErr("marking the instance stopped", err))
+	}
+	if err := c.release(ctx, give); err != nil {
+		return errors.Join(why, err)
+	}
+	return why
 }
 
 // members lists the live instances: heartbeat younger than their lease,

@@ -93,7 +93,13 @@ func (e *Engine) Step(ctx context.Context, now time.Time, ids []string) error {
 		e.opts.OnStep(rep)
 	}
 	if st.dbErr != nil {
+		if errors.Is(st.dbErr, scheduler.ErrStoreUnavailable) { // an outage, not a fault (503)
+			return fmt.Errorf("%w: %d slot changes not recorded, the first: %w", ErrPersist, st.dbErrs, st.dbErr)
+		}
 		return fmt.Errorf("%w: %d slot changes not recorded, the first: %v", ErrPersist, st.dbErrs, st.dbErr)
+	}
+	if st.unreadErr != nil { // an outage: the step could not do its work (503), not one workflow's problem
+		return fmt.Errorf("%d workflows not stepped, the state database cannot be read: %w", st.unread, st.unreadErr)
 	}
 	return nil
 }
@@ -205,6 +211,11 @@ type stepper struct {
 	// dbErr is the first write the state database refused; dbErrs counts them.
 	dbErr  error
 	dbErrs int
+	// unreadErr is the first error that kept a workflow from being
+	// stepped because the state database could not be reached; unread
+	// counts those workflows.
+	unreadErr error
+	unread    int
 	// stepped are the workflows with a pool the step stepped; pendingEvents
 	// the events sent once the step's write is done.
 	stepped       map[string]bool
@@ -284,6 +295,12 @@ func (s *stepper) recovered(id string, err *error) {
 // workflowFailed records that workflow id was not stepped.
 func (s *stepper) workflowFailed(id string, err error) {
 	s.rep.Failed++
+	if errors.Is(err, scheduler.ErrStoreUnavailable) {
+		s.unread++
+		if s.unreadErr == nil {
+			s.unreadErr = err
+		}
+	}
 	s.e.setProblem(id, time.Time{}, "step", err)
 	s.e.log.Error("workflow not stepped", "workflow", id, "error", err)
 }

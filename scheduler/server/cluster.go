@@ -273,11 +273,11 @@ func (s *clustered) Step(ctx context.Context, now time.Time, ids []string) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.c.BeginStep(ctx); err != nil {
-		return fmt.Errorf("%w: %v", engine.ErrPersist, err)
+		return fmt.Errorf("%w: %w", engine.ErrPersist, err)
 	}
 	if s.store != nil {
 		if _, err := s.store.Refresh(ctx); err != nil {
-			return fmt.Errorf("%w: %v", engine.ErrPersist, err)
+			return fmt.Errorf("%w: %w", engine.ErrPersist, err)
 		}
 	}
 	return s.Engine.Step(ctx, now, ids)

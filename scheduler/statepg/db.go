@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,15 +181,24 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	db := &DB{fence: opts.Fence, timeout: opts.OpTimeout, target: target,
 		wfs: make(map[string]*wfIndex), paused: make(map[string]bool)}
+	if db.timeout <= 0 {
+		db.timeout = 30 * time.Second
+	}
+	// A transaction of this store never waits for its client longer
+	// than a call lasts; one that does belongs to a process stopped
+	// (SIGSTOP, a VM paused) or cut off in the middle of a write, and its
+	// locks — the fence's on the lease rows — would keep every other
+	// instance from taking its workflows over until it came back. The
+	// server ends such a session.
+	if cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] == "" {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(db.timeout.Milliseconds(), 10)
+	}
 	cfg.ConnConfig.Tracer = counter{&db.queries}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL state store %s: %s", target, scrub(err, dsn))
 	}
 	db.pool = pool
-	if db.timeout <= 0 {
-		db.timeout = 30 * time.Second
-	}
 	fail := func(what string, err error) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("PostgreSQL state store %s: %s: %w", target, what, scrubErr(err, dsn))

@@ -30,8 +30,21 @@ func pgError(err error) error {
 	return err
 }
 
+// MarkUnavailable returns err wrapped so that it is also
+// scheduler.ErrStoreUnavailable when it says the database cannot be
+// reached now (see unreachable), and err as it is otherwise: for the
+// statements run on the store's database outside the store (the cluster's
+// leases), so that callers tell an outage apart from a fault.
+func MarkUnavailable(err error) error {
+	if unreachable(err) && !errors.Is(err, scheduler.ErrStoreUnavailable) {
+		return &kindError{err: err, kind: scheduler.ErrStoreUnavailable}
+	}
+	return err
+}
+
 // unreachable reports whether err says the database cannot be reached
-// now: no connection could be made, the connection broke or timed out,
+// now: no connection could be made, the connection broke (now or under
+// an earlier statement of the transaction) or timed out,
 // or the server is shutting down or starting (SQLSTATE class 08, 57P01–
 // 57P03).
 func unreachable(err error) bool {
@@ -47,7 +60,8 @@ func unreachable(err error) bool {
 	if _, ok := errors.AsType[*net.OpError](err); ok {
 		return true
 	}
-	return pgconn.Timeout(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return pgconn.Timeout(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, pgconn.ErrConnClosed) // the connection broke under an earlier statement
 }
 
 // kindError is err that is also kind (errors.Is), with err's text.

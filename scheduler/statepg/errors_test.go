@@ -29,6 +29,7 @@ func TestPgErrorUnavailable(t *testing.T) {
 		{"starting up", &pgconn.PgError{Code: "57P03"}, true},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
 		{"connection lost mid-read", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"connection closed under an earlier statement", fmt.Errorf("pause: %w", pgconn.ErrConnClosed), true},
 		{"query canceled", &pgconn.PgError{Code: "57014"}, false},
 		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
 		{"permission", &pgconn.PgError{Code: "42501"}, false},

@@ -311,7 +311,8 @@ func (db *DB) Reload() error {
 // instances, in one query, and returns how many it dropped: every loaded
 // workflow whose version in the database is not the index's is dropped
 // (read again on next use), and the paused flags of the workflows written
-// are read again.
+// are read again. Like every call of the store it ends within the call
+// timeout (Options.OpTimeout), whatever ctx.
 //
 // It reads only the rows of celos_workflows written since the previous
 // Refresh (or Open), not every workflow's: those stamped (changed_by, a
@@ -333,6 +334,10 @@ func (db *DB) Reload() error {
 // server put under a running instance), Refresh drops every index and
 // reads every paused flag.
 func (db *DB) Refresh(ctx context.Context) (int, error) {
+	// Bounded as every call of the store is, even when ctx is not (a
+	// step's): a hung connection fails the Refresh, not the server.
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
 	// The third part reads the problems published since (problems.go),
