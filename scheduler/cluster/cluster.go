@@ -252,6 +252,16 @@ func (c *Cluster) Live() []string {
 	return append(make([]string, 0, len(c.live)), c.live...) // [] not null in JSON
 }
 
+// ClockOffset is this host's clock minus the database's at the last
+// heartbeat, and whether it is more than MaxClockSkew for sure (the
+// instance then holds no lease until they agree): for /metrics, so that an
+// operator sees why an instance steps nothing.
+func (c *Cluster) ClockOffset() (off time.Duration, tooFar bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.skew, c.skewed
+}
+
 // Stats are the instance's counters since it started.
 type Stats struct {
 	// Renewals: leases renewed (one per workflow per renewal).

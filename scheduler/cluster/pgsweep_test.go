@@ -52,6 +52,12 @@ func TestPgsweepSkewedClockTakesNoWorkflow(t *testing.T) {
 	if got := a.Owned(); len(got) != 0 {
 		t.Errorf("a, its clock 5 minutes ahead, holds the leases of %v", got)
 	}
+	if off, far := a.ClockOffset(); !far || off < 4*time.Minute || off > 6*time.Minute {
+		t.Errorf("a's ClockOffset: %v, %v; want about 5m, too far", off, far)
+	}
+	if off, far := b.ClockOffset(); far || off.Abs() > MaxClockSkew {
+		t.Errorf("b's ClockOffset: %v, %v; want under a second", off, far)
+	}
 	if diff := cmp.Diff(wfs, b.Owned()); diff != "" {
 		t.Errorf("b's leases (-want +got):\n%s", diff)
 	}
@@ -67,6 +73,9 @@ func TestPgsweepSkewedClockTakesNoWorkflow(t *testing.T) {
 		tick(t, b)
 		return len(a.Owned()) > 0 && len(a.Owned())+len(b.Owned()) == len(wfs)
 	})
+	if _, far := a.ClockOffset(); far {
+		t.Error("a's ClockOffset still says too far once its clock agrees")
+	}
 }
 
 // TestPgsweepOwnerStoppedInATransactionIsTakenOver: the owner's process

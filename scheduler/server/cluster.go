@@ -235,6 +235,16 @@ func (in *instance) register(m *metrics.Metrics) {
 	}{
 		"celos_cluster_owned_workflows": {"Workflows this instance holds the lease of (steps).", func() float64 { return float64(len(c.Owned())) }},
 		"celos_cluster_live_instances":  {"Live instances as of this instance's last tick.", func() float64 { return float64(len(c.Live())) }},
+		"celos_cluster_clock_offset_seconds": {"This host's clock minus the database's at the last heartbeat.", func() float64 {
+			off, _ := c.ClockOffset()
+			return off.Seconds()
+		}},
+		"celos_cluster_clock_skewed": {"1 while this host's clock is more than 1 s off the database's: the instance steps no workflow until they agree.", func() float64 {
+			if _, far := c.ClockOffset(); far {
+				return 1
+			}
+			return 0
+		}},
 	}
 	for name, g := range gauges {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: g.help}, g.f))

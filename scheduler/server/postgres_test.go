@@ -50,6 +50,10 @@ func TestServerOnPostgres(t *testing.T) {
 		status = stepAndRead(t, url, "2015-09-13T13:40Z", "hello", "2015-09-13T13:00Z")
 		time.Sleep(100 * time.Millisecond) // the command runs on its own
 	}
+	// The clock offset from the database is exported (same host: about 0).
+	if m := get(t, url+"/metrics"); !strings.Contains(m, "\ncelos_cluster_clock_skewed 0\n") || !strings.Contains(m, "\ncelos_cluster_clock_offset_seconds ") {
+		t.Errorf("/metrics lacks the clock offset and skew:\n%s", grepLines(m, "celos_cluster_"))
+	}
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
