@@ -394,3 +394,39 @@ func SkipIfOptedOut(t testing.TB) {
 	}
 	t.Skip("Kerberos tests skipped: " + SkipEnv + "=1")
 }
+
+// SetMaxLife caps the lifetime of the tickets issued to principals (names
+// without the realm, "alice"; the realm's krbtgt is always included, as
+// the TGT's lifetime is the shorter of its client's and krbtgt's) at d, so
+// a test can see a ticket expire while a long-running client uses it.
+// Tickets are not renewable (the realm's max_renewable_life is 0): a
+// client must log in again.
+func (k *KDC) SetMaxLife(ctx context.Context, d time.Duration, names ...string) error {
+	secs := strconv.Itoa(int(d / time.Second))
+	for _, n := range append([]string{"krbtgt/" + k.Realm}, names...) {
+		q := "modprinc -maxlife \"" + secs + " seconds\" " + n + "@" + k.Realm
+		if _, err := k.run(ctx, "kadmin.local", "-r", k.Realm, "-q", q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Rotate gives p a new random key (a new kvno) and adds it to p's keytab,
+// as an operator's ktadd does: the KDC no longer takes the old key.
+func (k *KDC) Rotate(ctx context.Context, p Principal) error {
+	_, err := k.run(ctx, "kadmin.local", "-r", k.Realm, "-q", "ktadd -k "+p.Keytab+" "+p.Name)
+	return err
+}
+
+// Restart starts the KDC again after Stop, on the same port with the same
+// database.
+func (k *KDC) Restart(ctx context.Context) error {
+	k.mu.Lock()
+	running := k.cmd != nil
+	k.mu.Unlock()
+	if running {
+		return errors.New("kdctest: Restart of a running KDC")
+	}
+	return k.start(ctx)
+}
