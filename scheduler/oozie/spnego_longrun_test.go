@@ -138,3 +138,57 @@ func TestSPNEGOLongRunCacheRemoved(t *testing.T) {
 		t.Fatalf("after kinit into %s: %v", cc, err)
 	}
 }
+
+// TestSPNEGOLongRunRenewLimit: a server on a credential cache holding a
+// renewable ticket, renewed in place outside celos (kinit -R from cron, as
+// docs/oozie.md asks), goes on past the ticket's lifetime; once the renew
+// limit is reached it fails as unavailable naming the principal and asking
+// for kinit, and a new kinit into the cache is used at the next request.
+func TestSPNEGOLongRunRenewLimit(t *testing.T) {
+	r := shortLivedRealm(t)
+	const renewLimit = 3 * shortLife
+	ctx := context.Background()
+	if err := r.kdc.SetMaxRenewableLife(ctx, renewLimit, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	o := startKerberizedOozie(t, r.http.Keytab)
+	cc, err := r.kdc.Kinit(ctx, r.alice, "", "-r", strconv.Itoa(int(renewLimit/time.Second))+"s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KRB5CCNAME", cc)
+	start := time.Now()
+	c := spnegoClient(t, o.URL, oozie.NewSPNEGO(cacheLogin(), ""))
+	var lastOK, lastRenew time.Duration
+	renewing := true
+	for {
+		if since := time.Since(start); renewing && since-lastRenew > shortLife/2 {
+			if err := r.kdc.Renew(ctx, cc); err != nil {
+				t.Logf("kinit -R %v after kinit: %v", since, err)
+				renewing = false // the renew limit
+			}
+			lastRenew = since
+		}
+		o.forgetCookies()
+		_, err = c.Submit(t.Context(), wfConf)
+		if err != nil {
+			break
+		}
+		lastOK = time.Since(start)
+		if lastOK > renewLimit+2*shortLife {
+			t.Fatalf("requests still succeed %v after kinit, past the renew limit %v", lastOK, renewLimit)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if lastOK < renewLimit-shortLife/2 {
+		t.Fatalf("the last request that worked was %v after kinit; the ticket lives %v and is renewed in place up to %v: %v", lastOK, shortLife, renewLimit, err)
+	}
+	checkKerberosError(t, err, o.URL, "HTTP/localhost", "as "+r.alice.Name, "run kinit")
+	fresh := r.kdc.KinitT(t, r.alice, "")
+	if err := os.Rename(fresh, cc); err != nil {
+		t.Fatal(err)
+	}
+	if err := submitAndInfo(t, c); err != nil {
+		t.Fatalf("after kinit into %s: %v", cc, err)
+	}
+}
