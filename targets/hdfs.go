@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
 
 	"github.com/celos-go/celos/targets/hadoopconf"
 )
@@ -149,6 +150,10 @@ type HDFS struct {
 // so that a call that gets no answer can be cut off.
 type hdfsConn struct {
 	client *hdfs.Client
+	// krb is the client's own Kerberos login (nil under simple
+	// authentication), destroyed with it: its TGT renewal goroutine
+	// would otherwise re-log in to the KDC for the life of the process.
+	krb *krbclient.Client
 
 	mu      sync.Mutex
 	net     net.Conn
@@ -176,7 +181,10 @@ func (c *hdfsConn) closeNet() {
 // client, once however many callers drop it.
 func (c *hdfsConn) close() error {
 	c.closeNet()
-	c.closeOnce.Do(func() { c.closeErr = c.client.Close() })
+	c.closeOnce.Do(func() {
+		c.closeErr = c.client.Close()
+		destroyKerberos(c.krb)
+	})
 	return c.closeErr
 }
 
@@ -513,7 +521,7 @@ func (h *HDFS) client(ctx context.Context) (*hdfsConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &hdfsConn{}
+	c := &hdfsConn{krb: co.KerberosClient}
 	timeout := p.opts.CallTimeout
 	co.NamenodeDialFunc = deadlineDial(co.NamenodeDialFunc, timeout, func(nc net.Conn) {
 		c.mu.Lock()
@@ -531,33 +539,49 @@ func (h *HDFS) client(ctx context.Context) (*hdfsConn, error) {
 		done <- result{cl, err}
 	}()
 	var r result
+	late := false
 	select {
 	case r = <-done:
 	case <-ctx.Done():
+		late = true
 		c.closeNet()
 		r.err = fmt.Errorf("connect: %w", context.Cause(ctx))
 		go func() {
 			if r := <-done; r.cl != nil {
 				r.cl.Close()
 			}
+			destroyKerberos(c.krb)
 		}()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if r.err != nil {
+		if !late {
+			destroyKerberos(c.krb) // else when the late client is closed
+		}
 		err := &hdfsConnectError{addrs: strings.Join(co.Addresses, ","), err: r.err}
 		h.failed, h.failedAt = err, time.Now()
 		return nil, err
 	}
 	p.connects.Add(1)
 	if prev := h.cur; prev != nil { // another call connected first
-		go r.cl.Close()
+		go func() {
+			r.cl.Close()
+			destroyKerberos(c.krb)
+		}()
 		return prev, nil
 	}
 	c.client = r.cl
 	h.cur = c
 	h.failed = nil
 	return c, nil
+}
+
+// destroyKerberos ends a connection's Kerberos login (nil: none).
+func destroyKerberos(kc *krbclient.Client) {
+	if kc != nil {
+		kc.Destroy()
+	}
 }
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)

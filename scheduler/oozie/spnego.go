@@ -53,8 +53,18 @@ type SPNEGO struct {
 	jar   http.CookieJar
 
 	mu   sync.Mutex
-	cl   *krbclient.Client
+	cur  *login
 	spns map[string]string // by URL host
+}
+
+// login is one logged-in Kerberos client and the requests using it. A
+// login replaced by a fresh one is destroyed (its TGT renewal goroutine
+// stopped) once the last request using it is done: a long-running server
+// that logs in again keeps one login, not one per refused ticket.
+type login struct {
+	cl      *krbclient.Client
+	users   int
+	retired bool
 }
 
 var _ Reauthenticator = (*SPNEGO)(nil)
@@ -181,11 +191,14 @@ func (a *SPNEGO) negotiate(req *http.Request) error {
 	}
 	var first error
 	for fresh := range 2 {
-		cl, err := a.client(fresh == 1)
+		l, err := a.acquire(fresh == 1)
 		if err != nil {
-			return &KerberosError{SPN: spn, Err: fmt.Errorf("no login: %v", err)}
+			// The principal of the login in use until now, if any: the
+			// one whose ticket could not be renewed.
+			return &KerberosError{SPN: spn, Principal: a.principal(), Err: fmt.Errorf("no login: %v", err)}
 		}
-		err = setToken(cl, req, spn)
+		err = setToken(l.cl, req, spn)
+		a.release(l)
 		if err == nil {
 			return nil
 		}
@@ -250,22 +263,40 @@ func ticketHint(err error, spn string) string {
 	return "run kinit if the credential cache expired; check that " + spn + " exists in the KDC, or set the SPN"
 }
 
-// client returns the current login, logging in (again) when there is
-// none or fresh is set.
-func (a *SPNEGO) client(fresh bool) (*krbclient.Client, error) {
+// acquire returns the current login for a request, logging in (again)
+// when there is none or fresh is set; release it when done. A failed
+// login keeps the current one.
+func (a *SPNEGO) acquire(fresh bool) (*login, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.cl != nil && !fresh {
-		return a.cl, nil
+	if a.cur != nil && !fresh {
+		a.cur.users++
+		return a.cur, nil
 	}
 	cl, err := a.login()
 	if err != nil {
 		return nil, err
 	}
-	// The old login is not destroyed: a request in flight may still use
-	// it.
-	a.cl = cl
-	return cl, nil
+	// The old login is destroyed once no request in flight uses it.
+	if old := a.cur; old != nil {
+		old.retired = true
+		if old.users == 0 {
+			old.cl.Destroy()
+		}
+	}
+	a.cur = &login{cl: cl, users: 1}
+	return a.cur, nil
+}
+
+// release ends a request's use of l, destroying l if it was replaced and
+// this was its last request.
+func (a *SPNEGO) release(l *login) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l.users--
+	if l.retired && l.users == 0 {
+		l.cl.Destroy()
+	}
 }
 
 // User is the short name of the logged-in principal (alice for
@@ -273,13 +304,15 @@ func (a *SPNEGO) client(fresh bool) (*krbclient.Client, error) {
 // auth_to_local rule maps it: the user the Oozie at oozieURL runs the
 // jobs as. It logs in if no request has yet.
 func (a *SPNEGO) User(ctx context.Context, oozieURL string) (string, error) {
-	if _, err := a.client(false); err != nil {
+	l, err := a.acquire(false)
+	if err != nil {
 		spn := a.spn
 		if u, perr := url.Parse(oozieURL); perr == nil {
 			spn, _ = a.spnFor(ctx, u.Hostname())
 		}
-		return "", &KerberosError{SPN: spn, Err: fmt.Errorf("no login: %v", err)}
+		return "", &KerberosError{SPN: spn, Principal: a.principal(), Err: fmt.Errorf("no login: %v", err)}
 	}
+	a.release(l)
 	p := a.principal()
 	if i := strings.IndexAny(p, "/@"); i >= 0 {
 		p = p[:i]
@@ -290,10 +323,11 @@ func (a *SPNEGO) User(ctx context.Context, oozieURL string) (string, error) {
 func (a *SPNEGO) principal() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.cl == nil || a.cl.Credentials == nil {
+	if a.cur == nil || a.cur.cl.Credentials == nil {
 		return ""
 	}
-	return a.cl.Credentials.CName().PrincipalNameString() + "@" + a.cl.Credentials.Realm()
+	cr := a.cur.cl.Credentials
+	return cr.CName().PrincipalNameString() + "@" + cr.Realm()
 }
 
 // spnFor is the SPN for an Oozie host: the configured one (with _HOST

@@ -156,7 +156,7 @@ func (k *KDC) create(ctx context.Context) error {
   key_stash_file = %[3]s/stash
   acl_file = %[3]s/kadm5.acl
   max_life = 10h
-  max_renewable_life = 0
+  max_renewable_life = 7d
   supported_enctypes = aes256-cts-hmac-sha1-96:normal aes128-cts-hmac-sha1-96:normal
   kdc_ports = %[2]d
   kdc_tcp_ports = %[2]d
@@ -284,8 +284,9 @@ func (k *KDC) AddPrincipal(ctx context.Context, name string) (Principal, error) 
 
 // Kinit gets a TGT for p from its keytab into a new file credential cache
 // and returns its path. lifetime is kinit's -l ("5s", "1h"; "" means the
-// realm's default).
-func (k *KDC) Kinit(ctx context.Context, p Principal, lifetime string) (string, error) {
+// realm's default); more are kinit's other options ("-r", "30s": a
+// renewable ticket).
+func (k *KDC) Kinit(ctx context.Context, p Principal, lifetime string, more ...string) (string, error) {
 	f, err := os.CreateTemp(k.Dir, "krb5cc_")
 	if err != nil {
 		return "", fmt.Errorf("kdctest: %w", err)
@@ -295,6 +296,7 @@ func (k *KDC) Kinit(ctx context.Context, p Principal, lifetime string) (string, 
 	if lifetime != "" {
 		args = append(args, "-l", lifetime)
 	}
+	args = append(args, more...)
 	if _, err := k.run(ctx, "kinit", append(args, p.Name)...); err != nil {
 		return "", err
 	}
@@ -393,4 +395,58 @@ func SkipIfOptedOut(t testing.TB) {
 		t.Fatal(SkipEnv + "=1 is not allowed in CI (CI=true): CI runs every Kerberos test")
 	}
 	t.Skip("Kerberos tests skipped: " + SkipEnv + "=1")
+}
+
+// SetMaxLife caps the lifetime of the tickets issued to principals (names
+// without the realm, "alice"; the realm's krbtgt is always included, as
+// the TGT's lifetime is the shorter of its client's and krbtgt's) at d, so
+// a test can see a ticket expire while a long-running client uses it.
+// Tickets are renewable only when asked for (kinit -r; the krb5.conf
+// written sets no renew_lifetime), up to SetMaxRenewableLife.
+func (k *KDC) SetMaxLife(ctx context.Context, d time.Duration, names ...string) error {
+	return k.modprinc(ctx, "-maxlife", d, names)
+}
+
+// SetMaxRenewableLife caps how long after it was first issued a ticket of
+// principals (and krbtgt) can be renewed, the renew limit.
+func (k *KDC) SetMaxRenewableLife(ctx context.Context, d time.Duration, names ...string) error {
+	return k.modprinc(ctx, "-maxrenewlife", d, names)
+}
+
+func (k *KDC) modprinc(ctx context.Context, opt string, d time.Duration, names []string) error {
+	secs := strconv.Itoa(int(d / time.Second))
+	for _, n := range append([]string{"krbtgt/" + k.Realm}, names...) {
+		q := "modprinc " + opt + " \"" + secs + " seconds\" " + n + "@" + k.Realm
+		if _, err := k.run(ctx, "kadmin.local", "-r", k.Realm, "-q", q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Rotate gives p a new random key (a new kvno) and adds it to p's keytab,
+// as an operator's ktadd does: the KDC no longer takes the old key.
+func (k *KDC) Rotate(ctx context.Context, p Principal) error {
+	_, err := k.run(ctx, "kadmin.local", "-r", k.Realm, "-q", "ktadd -k "+p.Keytab+" "+p.Name)
+	return err
+}
+
+// Restart starts the KDC again after Stop, on the same port with the same
+// database.
+func (k *KDC) Restart(ctx context.Context) error {
+	k.mu.Lock()
+	running := k.cmd != nil
+	k.mu.Unlock()
+	if running {
+		return errors.New("kdctest: Restart of a running KDC")
+	}
+	return k.start(ctx)
+}
+
+// Renew renews the TGT in the credential cache at path in place (kinit
+// -R), as a cron job or k5start does for a server on a cache; it fails
+// past the ticket's end or its renew limit.
+func (k *KDC) Renew(ctx context.Context, path string) error {
+	_, err := k.run(ctx, "kinit", "-R", "-c", "FILE:"+path)
+	return err
 }

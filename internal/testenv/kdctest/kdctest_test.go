@@ -1,6 +1,7 @@
 package kdctest_test
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jcmturner/gokrb5/v8/credentials"
 
 	"github.com/celos-go/celos/internal/testenv/kdctest"
 )
@@ -82,4 +85,37 @@ func TestOptOutFailsInCI(t *testing.T) {
 	if out, err := run("true"); err == nil || !strings.Contains(out, "not allowed in CI") {
 		t.Errorf("opted out in CI: %v\n%s", err, out)
 	}
+}
+
+// TestSetMaxLifeRotateRestart: a capped lifetime shows in kinit's ticket,
+// a rotated key makes the keytab's new kvno work, and a stopped KDC
+// serves again after Restart.
+func TestSetMaxLifeRotateRestart(t *testing.T) {
+	k := kdctest.StartT(t)
+	alice := k.AddPrincipalT(t, "alice")
+	ctx := context.Background()
+	if err := k.SetMaxLife(ctx, 20*time.Second, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := credentials.LoadCCache(k.KinitT(t, alice, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cc.GetEntries() {
+		if life := c.EndTime.Sub(c.StartTime); life > 20*time.Second {
+			t.Fatalf("ticket for %v lives %v, want at most 20s", c.Server.PrincipalName, life)
+		}
+	}
+	if err := k.Rotate(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	k.KinitT(t, alice, "")
+	k.Stop()
+	if _, err := k.Kinit(ctx, alice, ""); err == nil {
+		t.Fatal("kinit with the KDC stopped succeeded")
+	}
+	if err := k.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k.KinitT(t, alice, "")
 }
