@@ -112,6 +112,23 @@ func (f *fixture) options() Options {
 	}
 }
 
+// runCommand runs deploy, plan or undeploy (cmd) with o, for the tests
+// that expect the three to refuse alike.
+func runCommand(ctx context.Context, cmd string, o Options) error {
+	var err error
+	switch cmd {
+	case "deploy":
+		_, err = Deploy(ctx, o)
+	case "plan":
+		_, err = MakePlan(ctx, o)
+	case "undeploy":
+		_, err = Undeploy(ctx, o)
+	default:
+		err = fmt.Errorf("runCommand: no command %q", cmd)
+	}
+	return err
+}
+
 func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {

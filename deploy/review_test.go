@@ -32,15 +32,7 @@ func TestContainedDeploymentNameQuoted(t *testing.T) {
 	for _, cmd := range []string{"deploy", "plan", "undeploy"} {
 		o := f.options()
 		o.Project = "wordcount"
-		var err error
-		switch cmd {
-		case "deploy":
-			_, err = Deploy(ctx, o)
-		case "plan":
-			_, err = MakePlan(ctx, o)
-		case "undeploy":
-			_, err = Undeploy(ctx, o)
-		}
+		err := runCommand(ctx, cmd, o)
 		if !errors.Is(err, ErrOwnedElsewhere) {
 			t.Fatalf("%s: want ErrOwnedElsewhere, got %v", cmd, err)
 		}

@@ -178,15 +178,7 @@ func TestHDFSDirOverlapsWorkflowsDir(t *testing.T) {
 				o := f.options()
 				o.Project = tc.project
 				o.HDFSRoot = filepath.ToSlash(filepath.Clean(filepath.Join(f.root, tc.hdfsRoot)))
-				var err error
-				switch cmd {
-				case "deploy":
-					_, err = Deploy(ctx, o)
-				case "plan":
-					_, err = MakePlan(ctx, o)
-				case "undeploy":
-					_, err = Undeploy(ctx, o)
-				}
+				err := runCommand(ctx, cmd, o)
 				if !errors.Is(err, ErrHDFSDirOverlaps) {
 					t.Fatalf("%s: want ErrHDFSDirOverlaps, got %v", cmd, err)
 				}

@@ -67,15 +67,7 @@ func TestOverlapThroughServerSymlinkOpenSSH(t *testing.T) {
 				o := r.options(t)
 				o.Project = tc.project
 				r.project = project(tc.project, tc.project+"-x")
-				var err error
-				switch cmd {
-				case "deploy":
-					_, err = Deploy(context.Background(), o)
-				case "plan":
-					_, err = MakePlan(context.Background(), o)
-				case "undeploy":
-					_, err = Undeploy(context.Background(), o)
-				}
+				err := runCommand(context.Background(), cmd, o)
 				if !errors.Is(err, ErrHDFSDirOverlaps) {
 					t.Errorf("%s: want ErrHDFSDirOverlaps, got %v", cmd, err)
 				}
@@ -294,15 +286,7 @@ func TestHostileOwnerRecordNotEchoed(t *testing.T) {
 	for _, cmd := range []string{"deploy", "plan", "undeploy"} {
 		o := f.options()
 		o.Project = "wordcount"
-		var err error
-		switch cmd {
-		case "deploy":
-			_, err = Deploy(ctx, o)
-		case "plan":
-			_, err = MakePlan(ctx, o)
-		case "undeploy":
-			_, err = Undeploy(ctx, o)
-		}
+		err := runCommand(ctx, cmd, o)
 		if !errors.Is(err, ErrOwnedElsewhere) {
 			t.Fatalf("%s: want ErrOwnedElsewhere, got %v", cmd, err)
 		}
@@ -792,15 +776,7 @@ func TestHDFSRootOfOthersNotTakenOver(t *testing.T) {
 			o.Project = "app"
 			o.HDFSRoot = path.Dir(root)
 			r.project = project("app", "app-x")
-			var err error
-			switch cmd {
-			case "deploy":
-				_, err = Deploy(ctx, o)
-			case "plan":
-				_, err = MakePlan(ctx, o)
-			case "undeploy":
-				_, err = Undeploy(ctx, o)
-			}
+			err := runCommand(ctx, cmd, o)
 			if !errors.Is(err, ErrOwnedElsewhere) {
 				t.Errorf("%s: want ErrOwnedElsewhere, got %v", cmd, err)
 			}
