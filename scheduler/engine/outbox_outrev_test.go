@@ -73,16 +73,7 @@ func TestOutboxTargetsOfOneURLAfterARedeploy(t *testing.T) {
 			wdir := t.TempDir()
 			feedNotifying(t, wdir, tc.before)
 			db := openDB(t, t.TempDir())
-			svc := newFake()
-			x := startTargetEngine(t, wdir, "2026-11-24T08:00Z", svc, db)
-			x.step(t, "2026-11-24T08:10Z")
-			x.step(t, "2026-11-24T08:11Z")
-			svc.finishAll(false)
-			x.step(t, "2026-11-24T08:20Z")
-			sent := x.taken()
-			if len(sent) != len(tc.before) {
-				t.Fatalf("handed out %+v, want a failure for each target", sent)
-			}
+			x, svc, sent := failedOnce(t, wdir, db, len(tc.before))
 			var want []handed
 			for _, h := range sent {
 				x.e.Released(h.ID)
@@ -229,16 +220,7 @@ func TestOutboxDeliveryFollowsTwoRedeploys(t *testing.T) {
 	wdir := t.TempDir()
 	feedNotifying(t, wdir, []workflow.Notification{hook(a, "", fail)})
 	db := openDB(t, t.TempDir())
-	svc := newFake()
-	x := startTargetEngine(t, wdir, "2026-11-24T08:00Z", svc, db)
-	x.step(t, "2026-11-24T08:10Z")
-	x.step(t, "2026-11-24T08:11Z")
-	svc.finishAll(false)
-	x.step(t, "2026-11-24T08:20Z")
-	sent := x.taken()
-	if len(sent) != 1 {
-		t.Fatalf("handed out %+v, want one failure", sent)
-	}
+	x, svc, sent := failedOnce(t, wdir, db, 1)
 	id := sent[0].ID
 	x.e.Released(id)
 	feedNotifying(t, wdir, []workflow.Notification{hook(b, "", fail)})

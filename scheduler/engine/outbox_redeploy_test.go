@@ -69,16 +69,7 @@ func TestOutboxDeliveryGoesToTheTargetsCurrentDefinition(t *testing.T) {
 			wdir := t.TempDir()
 			feedNotifying(t, wdir, tc.before, other)
 			db := openDB(t, t.TempDir())
-			svc := newFake()
-			x := startTargetEngine(t, wdir, "2026-11-24T08:00Z", svc, db)
-			x.step(t, "2026-11-24T08:10Z")
-			x.step(t, "2026-11-24T08:11Z")
-			svc.finishAll(false)
-			x.step(t, "2026-11-24T08:20Z")
-			sent := x.taken()
-			if len(sent) != len(tc.before) {
-				t.Fatalf("handed out %+v, want a failure for each target", sent)
-			}
+			x, svc, sent := failedOnce(t, wdir, db, len(tc.before))
 			var want []handed
 			for _, h := range sent {
 				x.e.Released(h.ID)
@@ -210,16 +201,7 @@ func TestOutboxUnknownWorkflowWaitsWhileAFileDoesNotLoad(t *testing.T) {
 	wdir := t.TempDir()
 	feedNotifying(t, wdir, []workflow.Notification{hook(a, "", workflow.EventFailure)})
 	db := openDB(t, t.TempDir())
-	svc := newFake()
-	x := startTargetEngine(t, wdir, "2026-11-24T08:00Z", svc, db)
-	x.step(t, "2026-11-24T08:10Z")
-	x.step(t, "2026-11-24T08:11Z")
-	svc.finishAll(false)
-	x.step(t, "2026-11-24T08:20Z")
-	sent := x.taken()
-	if len(sent) != 1 {
-		t.Fatalf("handed out %+v, want one failure", sent)
-	}
+	x, svc, sent := failedOnce(t, wdir, db, 1)
 	x.e.Released(sent[0].ID)
 	if err := os.WriteFile(filepath.Join(wdir, "p.json"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,25 @@ type targetEngine struct {
 	dropped map[string]int
 }
 
+// failedOnce starts an engine on the workflows of wdir and db, runs the
+// 08:00 slot of feed to FAILURE, and returns the engine, its service and
+// the failure's deliveries handed out: n of them (one per target), or the
+// test fails.
+func failedOnce(t *testing.T, wdir string, db Store, n int) (*targetEngine, *fakeService, []handed) {
+	t.Helper()
+	svc := newFake()
+	x := startTargetEngine(t, wdir, "2026-11-24T08:00Z", svc, db)
+	x.step(t, "2026-11-24T08:10Z")
+	x.step(t, "2026-11-24T08:11Z")
+	svc.finishAll(false)
+	x.step(t, "2026-11-24T08:20Z")
+	sent := x.taken()
+	if len(sent) != n {
+		t.Fatalf("handed out %+v, want %d failures, one for each target", sent, n)
+	}
+	return x, svc, sent
+}
+
 func startTargetEngine(t *testing.T, wdir, at string, svc external.Service, db Store) *targetEngine {
 	t.Helper()
 	te := &targetEngine{db: db, now: ts(at), dropped: map[string]int{}}
