@@ -199,24 +199,6 @@ func (e *Engine) keepDefinition(w *workflow.Workflow) bool {
 	return true
 }
 
-// putRegisters writes kv into bucket, in one batch where the store can,
-// and returns the keys it could not write.
-func putRegisters(regs Registers, bucket string, kv map[string]json.RawMessage) map[string]error {
-	if b, ok := regs.(registerBatcher); ok {
-		return b.PutRegisters(bucket, kv)
-	}
-	var failed map[string]error
-	for k, v := range kv {
-		if err := regs.PutRegister(bucket, k, v); err != nil {
-			if failed == nil {
-				failed = make(map[string]error)
-			}
-			failed[k] = err
-		}
-	}
-	return failed
-}
-
 // scanDefinitions lists the definition records when the configuration c
 // is new (or the last listing failed): the records of workflows c lacks,
 // or has in another pool, whose slots are RUNNING become departures; those

@@ -368,26 +368,13 @@ func sameURLBefore(targets []workflow.Notification, j int) int {
 	return n
 }
 
-// putOutboxes writes the records raws (keys: their keys, in order) in one
-// batch when the store offers it, otherwise one by one, and returns those
-// not written.
+// putOutboxes writes the records raws (keys: their keys) in one batch
+// when the store offers it, and returns those not written.
 func (e *Engine) putOutboxes(keys []string, raws map[string]json.RawMessage) map[string]error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if b, ok := e.regs.(registerBatcher); ok {
-		return b.PutRegisters(outboxBucket, raws)
-	}
-	var failed map[string]error
-	for _, k := range keys {
-		if err := e.regs.PutRegister(outboxBucket, k, raws[k]); err != nil {
-			if failed == nil {
-				failed = make(map[string]error)
-			}
-			failed[k] = err
-		}
-	}
-	return failed
+	return putRegisters(e.regs, outboxBucket, raws)
 }
 
 // discardOutbox removes the records of the events whose slot state could
@@ -406,23 +393,11 @@ func (e *Engine) discardOutbox(pes ...pendingEvent) {
 	if len(recs) == 0 {
 		return
 	}
-	var failed map[string]error
-	if b, ok := e.regs.(registerBatcher); ok {
-		keys := make([]string, len(recs))
-		for i, o := range recs {
-			keys[i] = o.key
-		}
-		failed = b.DeleteRegisters(outboxBucket, keys)
-	} else {
-		for _, o := range recs {
-			if err := e.regs.DeleteRegister(outboxBucket, o.key); err != nil {
-				if failed == nil {
-					failed = make(map[string]error)
-				}
-				failed[o.key] = err
-			}
-		}
+	keys := make([]string, len(recs))
+	for i, o := range recs {
+		keys[i] = o.key
 	}
+	failed := deleteRegisters(e.regs, outboxBucket, keys)
 	for _, o := range recs {
 		if err := failed[o.key]; err != nil && !errors.Is(err, store.ErrNotFound) {
 			// The next scan finds it not recorded, and checks the slot.

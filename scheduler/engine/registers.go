@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/celos-go/celos/scheduler"
@@ -102,3 +104,40 @@ func (noRegisters) PutRegister(bucket, key string, value json.RawMessage) error 
 func (noRegisters) DeleteRegister(bucket, key string) error               { return errNoRegisters }
 func (noRegisters) DeleteRegistersWithPrefix(bucket, prefix string) error { return errNoRegisters }
 func (noRegisters) RegisterKeys(bucket, prefix string) ([]string, error)  { return nil, errNoRegisters }
+
+// putRegisters writes kv into bucket, in one batch where the store can
+// (registerBatcher), otherwise one by one in key order, and returns the
+// keys it could not write.
+func putRegisters(regs Registers, bucket string, kv map[string]json.RawMessage) map[string]error {
+	if b, ok := regs.(registerBatcher); ok {
+		return b.PutRegisters(bucket, kv)
+	}
+	var failed map[string]error
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		if err := regs.PutRegister(bucket, k, kv[k]); err != nil {
+			if failed == nil {
+				failed = make(map[string]error)
+			}
+			failed[k] = err
+		}
+	}
+	return failed
+}
+
+// deleteRegisters removes keys from bucket, in one batch where the store
+// can, otherwise one by one, and returns the keys it could not remove.
+func deleteRegisters(regs Registers, bucket string, keys []string) map[string]error {
+	if b, ok := regs.(registerBatcher); ok {
+		return b.DeleteRegisters(bucket, keys)
+	}
+	var failed map[string]error
+	for _, k := range keys {
+		if err := regs.DeleteRegister(bucket, k); err != nil {
+			if failed == nil {
+				failed = make(map[string]error)
+			}
+			failed[k] = err
+		}
+	}
+	return failed
+}
